@@ -1,0 +1,121 @@
+//! Command-line interface (clap): the public commands and the hidden ones the parent uses to run a child.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "gpu-lab", version, about = "Compare CUDA kernel variants: check, time, profile with ncu (nvprof metric names included), report.")]
+#[command(after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 4 some jobs failed (the others are kept).")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// No progress bar; only errors and the final path.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct SuiteArgs {
+    /// Suite name(s), comma-separated, or `all`.
+    #[arg(long, short, value_delimiter = ',', required = true)]
+    pub suite: Vec<String>,
+    /// Only these variants (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub variant: Vec<String>,
+    /// Extra directories holding user suites (DIR/<suite>/suite.toml).
+    #[arg(long)]
+    pub suite_dir: Vec<PathBuf>,
+    /// GPU index (PCI bus order, as nvidia-smi numbers them).
+    #[arg(long, default_value_t = 0)]
+    pub gpu: u32,
+    /// Root directory for run directories.
+    #[arg(long, default_value = "reports/runs")]
+    pub out: PathBuf,
+    /// Seconds before a job's child process is killed as hung.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u64,
+    /// Seed of the random inputs (recorded in the run).
+    #[arg(long, default_value_t = 20261122)]
+    pub seed: u64,
+    /// Most seconds of sampling per job.
+    #[arg(long, default_value_t = 1.5)]
+    pub max_seconds: f64,
+    /// Noise target: stop once the median's 95% CI half-width is under this percentage.
+    #[arg(long, default_value_t = 0.5)]
+    pub noise: f64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// GPUs seen by CUDA and NVML: name, UUID, CC, memory, bus width, clocks, peak bandwidth; ncu and counter access.
+    Devices,
+    /// Preflight: driver, libcuda, libnvrtc, NVML, ncu, counter permission, clocks; each failure with its fix.
+    Doctor,
+    /// What exists: suites, variants, metrics (with their ncu counters) or sets.
+    List {
+        #[arg(default_value = "suites", value_parser = ["suites", "variants", "metrics", "sets"])]
+        what: String,
+        #[arg(long)]
+        suite_dir: Vec<PathBuf>,
+    },
+    /// Check and time every variant (no ncu).
+    Run(SuiteArgs),
+    /// Check, time and profile every variant with ncu, then write the report.
+    Profile {
+        #[command(flatten)]
+        suite: SuiteArgs,
+        /// Metric set (default: the suite's).
+        #[arg(long)]
+        set: Option<String>,
+        /// Metrics: legacy nvprof names, gpu-lab names or raw ncu counters (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        metrics: Vec<String>,
+        /// ncu clock control: `none` measures the card as found; `base` locks base clocks (owners only).
+        #[arg(long, default_value = "none", value_parser = ["none", "base"])]
+        clock_control: String,
+    },
+    /// Re-render a stored run (no GPU needed).
+    Report {
+        run: PathBuf,
+        #[arg(long, default_value = "md", value_parser = ["md", "json", "csv"])]
+        format: String,
+        /// Also rewrite the run's own report file.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Child process: run one job and write its outcome (used by run/profile).
+    #[command(name = "__job", hide = true)]
+    Job {
+        #[arg(long)]
+        spec: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        gpu: usize,
+        #[arg(long)]
+        seed: u64,
+    },
+    /// Child process: launch each job once, for ncu to profile.
+    #[command(name = "__profile", hide = true)]
+    ProfilePass {
+        #[arg(long)]
+        specs: PathBuf,
+        #[arg(long)]
+        gpu: usize,
+        #[arg(long)]
+        seed: u64,
+    },
+    /// Child process: measure the copy bounds for a byte count.
+    #[command(name = "__bounds", hide = true)]
+    Bounds {
+        #[arg(long)]
+        bytes: u64,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        gpu: usize,
+        #[arg(long)]
+        timing: PathBuf,
+    },
+}

@@ -1,0 +1,116 @@
+//! Arithmetic expressions of manifests and metric formulas (`ceil_div(NX, TILE)`, `2*NX*NY*4`), evaluated with evalexpr.
+
+use std::collections::BTreeMap;
+
+use evalexpr::{
+    ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes, EvalexprError,
+    Function, HashMapContext, Value,
+};
+
+/// Names bound while evaluating: sweep parameters in manifests, counter aliases in formulas.
+pub type Bindings = BTreeMap<String, f64>;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("cannot evaluate `{expr}`: {reason}")]
+pub struct ExprError {
+    pub expr: String,
+    pub reason: String,
+}
+
+fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, EvalexprError> {
+    let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
+    for (name, value) in bindings {
+        // Whole numbers stay integers so that `/` truncates like C integer division in index maths.
+        let v = if value.fract() == 0.0 && value.abs() < 9.0e15 {
+            Value::from_int(*value as i64)
+        } else {
+            Value::from_float(*value)
+        };
+        ctx.set_value(name.clone(), v)?;
+    }
+    ctx.set_function(
+        "ceil_div".into(),
+        Function::new(|arg| {
+            let t = arg.as_fixed_len_tuple(2)?;
+            let (a, b): (i64, i64) = (t[0].as_int()?, t[1].as_int()?);
+            if b == 0 {
+                return Err(EvalexprError::CustomMessage("ceil_div by zero".into()));
+            }
+            Ok(Value::from_int((a + b - 1).div_euclid(b)))
+        }),
+    )?;
+    ctx.set_function(
+        "float".into(),
+        Function::new(|arg| Ok(Value::from_float(arg.as_number()?))),
+    )?;
+    Ok(ctx)
+}
+
+/// Evaluates `expr` to a number (integer or float) under `bindings`.
+pub fn eval(expr: &str, bindings: &Bindings) -> Result<f64, ExprError> {
+    let fail = |reason: String| ExprError { expr: expr.to_string(), reason };
+    let ctx = context(bindings).map_err(|e| fail(e.to_string()))?;
+    match evalexpr::eval_with_context(expr, &ctx) {
+        Ok(Value::Int(i)) => Ok(i as f64),
+        Ok(Value::Float(f)) => Ok(f),
+        Ok(other) => Err(fail(format!("it gives {other}, not a number"))),
+        Err(EvalexprError::VariableIdentifierNotFound(name)) => Err(fail(format!(
+            "unknown name `{name}`; known names: {}",
+            bindings.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))),
+        Err(e) => Err(fail(e.to_string())),
+    }
+}
+
+/// Evaluates `expr` and requires a whole, non-negative result (lengths, grid and block sizes).
+pub fn eval_count(expr: &str, bindings: &Bindings) -> Result<u64, ExprError> {
+    let v = eval(expr, bindings)?;
+    if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
+        return Err(ExprError {
+            expr: expr.to_string(),
+            reason: format!("it gives {v}, but a whole number >= 0 is needed here"),
+        });
+    }
+    Ok(v as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(pairs: &[(&str, f64)]) -> Bindings {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn integer_maths_truncates_like_c() {
+        let env = b(&[("NX", 4000.0), ("TILE", 32.0)]);
+        assert_eq!(eval("NX / TILE", &env).unwrap(), 125.0);
+        assert_eq!(eval("ceil_div(NX, TILE)", &env).unwrap(), 125.0);
+        assert_eq!(eval("ceil_div(4001, TILE)", &env).unwrap(), 126.0);
+        assert_eq!(eval("2 * NX * NX * 4", &env).unwrap(), 128_000_000.0);
+        assert_eq!(eval("max(NX, 5000)", &env).unwrap(), 5000.0);
+    }
+
+    #[test]
+    fn float_formulas() {
+        let env = b(&[("req", 128.0), ("sectors", 32.0)]);
+        assert_eq!(eval("100.0 * req / (32.0 * sectors)", &env).unwrap(), 12.5);
+        assert_eq!(eval("100 * float(req) / (32 * sectors)", &env).unwrap(), 12.5);
+    }
+
+    #[test]
+    fn unknown_name_lists_known_ones() {
+        let err = eval("NX * NZ", &b(&[("NX", 1.0)])).unwrap_err();
+        assert!(err.to_string().contains("unknown name `NZ`"), "{err}");
+        assert!(err.to_string().contains("NX"), "{err}");
+    }
+
+    #[test]
+    fn counts_must_be_whole() {
+        assert!(eval_count("3 / 2.0", &Bindings::new()).is_err());
+        assert!(eval_count("0 - 1", &Bindings::new()).is_err());
+        assert_eq!(eval_count("ceil_div(10, 3)", &Bindings::new()).unwrap(), 4);
+        assert!(eval("ceil_div(1, 0)", &Bindings::new()).is_err());
+    }
+}

@@ -1,0 +1,241 @@
+//! Metric definitions (`metrics/*.toml`) and their formulas: raw ncu counters -> named metrics such as `gld_efficiency` (pure).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::expr;
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Higher,
+    Lower,
+    #[default]
+    Neither,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Aggregate {
+    /// Counts add up over a variant's launches.
+    Sum,
+    /// Ratios and rates: duration-weighted mean over the launches.
+    #[default]
+    Mean,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricDef {
+    #[serde(default)]
+    pub name: String,
+    pub description: String,
+    pub unit: String,
+    /// Alias -> raw ncu counter; the formula uses the aliases.
+    pub counters: BTreeMap<String, String>,
+    pub formula: String,
+    pub ideal: Option<f64>,
+    #[serde(default)]
+    pub better: Better,
+    #[serde(default)]
+    pub aggregate: Aggregate,
+    /// Said after the value when it is far from ideal ("... ideal 1: bank conflicts").
+    #[serde(default)]
+    pub reading: String,
+    /// The nvprof metric this one reproduces, when it does.
+    #[serde(default)]
+    pub nvprof: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SetDef {
+    #[serde(default)]
+    pub description: String,
+    pub metrics: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct MetricsFile {
+    #[serde(default)]
+    metrics: BTreeMap<String, MetricDef>,
+    #[serde(default)]
+    sets: BTreeMap<String, SetDef>,
+}
+
+/// Every known metric and set.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub metrics: BTreeMap<String, MetricDef>,
+    pub sets: BTreeMap<String, SetDef>,
+}
+
+/// Counter every profile collects: the kernel's duration, to weight means and to sanity-check timings.
+pub const DURATION: &str = "gpu__time_duration.sum";
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error("{file}: {message}")]
+    File { file: String, message: String },
+    #[error("unknown metric or set `{name}`{}\n  fix: `gpu-lab list metrics` shows every name; a raw ncu counter is accepted as it is (it contains `__`)", suggest(.suggestions))]
+    Unknown { name: String, suggestions: Vec<String> },
+}
+
+fn suggest(s: &[String]) -> String {
+    if s.is_empty() { String::new() } else { format!("; did you mean {}?", s.join(", ")) }
+}
+
+/// Edit distance, for "did you mean" suggestions.
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+impl Catalog {
+    /// Adds one file's definitions; later files override earlier ones (user files over built-ins).
+    pub fn add_toml(&mut self, file: &str, text: &str) -> Result<(), MetricsError> {
+        let parsed: MetricsFile = toml::from_str(text).map_err(|e| MetricsError::File { file: file.into(), message: e.to_string() })?;
+        for (name, mut def) in parsed.metrics {
+            def.name = name.clone();
+            // A formula must at least evaluate with every alias bound to 1.
+            let probe: expr::Bindings = def.counters.keys().map(|k| (k.clone(), 1.0)).collect();
+            if let Err(e) = expr::eval(&def.formula, &probe) {
+                return Err(MetricsError::File { file: file.into(), message: format!("metric `{name}`: {e}") });
+            }
+            self.metrics.insert(name, def);
+        }
+        for (name, set) in parsed.sets {
+            for m in &set.metrics {
+                if !self.metrics.contains_key(m) && !is_raw_counter(m) {
+                    return Err(MetricsError::File { file: file.into(), message: format!("set `{name}` names unknown metric `{m}`") });
+                }
+            }
+            self.sets.insert(name, set);
+        }
+        Ok(())
+    }
+
+    /// Resolves names (sets, metrics, raw counters) to metric definitions, in order, without repeats.
+    pub fn resolve(&self, names: &[String]) -> Result<Vec<MetricDef>, MetricsError> {
+        let mut out: Vec<MetricDef> = Vec::new();
+        let mut push = |d: MetricDef| {
+            if !out.iter().any(|o| o.name == d.name) {
+                out.push(d);
+            }
+        };
+        for name in names {
+            if let Some(set) = self.sets.get(name) {
+                for m in &set.metrics {
+                    push(self.metric_or_raw(m));
+                }
+            } else if self.metrics.contains_key(name) || is_raw_counter(name) {
+                push(self.metric_or_raw(name));
+            } else {
+                let mut near: Vec<(usize, &String)> = self.metrics.keys().chain(self.sets.keys()).map(|k| (levenshtein(name, k), k)).collect();
+                near.sort();
+                let suggestions = near.iter().filter(|(d, k)| *d <= 3 || k.contains(name.as_str())).take(3).map(|(_, k)| (*k).clone()).collect();
+                return Err(MetricsError::Unknown { name: name.clone(), suggestions });
+            }
+        }
+        Ok(out)
+    }
+
+    fn metric_or_raw(&self, name: &str) -> MetricDef {
+        self.metrics.get(name).cloned().unwrap_or_else(|| MetricDef {
+            name: name.to_string(),
+            description: "raw ncu metric".into(),
+            unit: String::new(),
+            counters: BTreeMap::from([("x".to_string(), name.to_string())]),
+            formula: "x".into(),
+            ideal: None,
+            better: Better::Neither,
+            aggregate: Aggregate::Mean,
+            reading: String::new(),
+            nvprof: false,
+        })
+    }
+}
+
+/// Raw ncu metric names look like `unit__counter.rollup`.
+pub fn is_raw_counter(name: &str) -> bool {
+    name.contains("__")
+}
+
+/// The raw counters to collect for these metrics (duration always included), sorted.
+pub fn counters_needed(defs: &[MetricDef]) -> Vec<String> {
+    let mut set: BTreeSet<String> = defs.iter().flat_map(|d| d.counters.values().cloned()).collect();
+    set.insert(DURATION.to_string());
+    set.into_iter().collect()
+}
+
+/// A metric's value for one kernel: `None` when a counter is missing, NaN-free otherwise;
+/// an undefined ratio (0/0, such as shared transactions per request of a kernel without shared
+/// loads) is `Some(None)`: measured, but not applicable.
+pub fn evaluate(def: &MetricDef, values: &BTreeMap<String, f64>) -> Option<Option<f64>> {
+    let mut env = expr::Bindings::new();
+    for (alias, counter) in &def.counters {
+        env.insert(alias.clone(), *values.get(counter)?);
+    }
+    match expr::eval(&def.formula, &env) {
+        Ok(v) if v.is_finite() => Some(Some(v)),
+        _ => Some(None),
+    }
+}
+
+/// Combines per-launch values of one variant (value, launch duration) as the metric says.
+pub fn aggregate(def: &MetricDef, per_launch: &[(f64, f64)]) -> Option<f64> {
+    if per_launch.is_empty() {
+        return None;
+    }
+    match def.aggregate {
+        Aggregate::Sum => Some(per_launch.iter().map(|(v, _)| v).sum()),
+        Aggregate::Mean => {
+            let total: f64 = per_launch.iter().map(|(_, d)| d).sum();
+            if total > 0.0 {
+                Some(per_launch.iter().map(|(v, d)| v * d).sum::<f64>() / total)
+            } else {
+                Some(per_launch.iter().map(|(v, _)| v).sum::<f64>() / per_launch.len() as f64)
+            }
+        }
+    }
+}
+
+/// True when a value is far enough from its ideal to deserve a line of reading.
+pub fn is_notable(def: &MetricDef, value: f64) -> bool {
+    let Some(ideal) = def.ideal else { return false };
+    let off = (value - ideal).abs() / ideal.abs().max(1.0);
+    match def.better {
+        Better::Higher => value < ideal && off > 0.1,
+        Better::Lower => value > ideal && off > 0.1,
+        Better::Neither => off > 0.1,
+    }
+}
+
+/// Formats a value with its unit for tables: `12.5%`, `32.0`, `1.23 GB/s`.
+pub fn format_value(def: &MetricDef, v: f64) -> String {
+    match def.unit.as_str() {
+        "%" => format!("{v:.1}%"),
+        "byte/s" => format!("{:.1} GB/s", v / 1e9),
+        "ns" => format!("{:.1} us", v / 1e3),
+        "byte" => format!("{:.1} MB", v / 1e6),
+        _ if v != 0.0 && v.abs() < 10.0 && v.fract() != 0.0 => format!("{v:.2}"),
+        _ => format!("{v:.0}"),
+    }
+}
+
+pub fn format_ideal(def: &MetricDef) -> String {
+    def.ideal.map(|i| format_value(def, i)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,85 @@
+//! Tests of metric definitions and formulas against values captured on an H200.
+
+use super::*;
+
+fn builtin() -> Catalog {
+    let mut c = Catalog::default();
+    c.add_toml("metrics/builtin.toml", include_str!("../../metrics/builtin.toml")).unwrap();
+    c
+}
+
+fn values(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[test]
+fn gld_efficiency_of_row_and_column_access() {
+    let c = builtin();
+    let def = &c.metrics["gld_efficiency"];
+    // A warp reading 32 consecutive floats: 128 requested bytes in 4 sectors.
+    let row = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 4.0)]);
+    assert_eq!(evaluate(def, &row), Some(Some(100.0)));
+    // Reading a column: 32 sectors for the same 128 bytes, nvprof's 12.5%.
+    let col = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 32.0)]);
+    assert_eq!(evaluate(def, &col), Some(Some(12.5)));
+    assert!(is_notable(def, 12.5));
+    assert!(!is_notable(def, 99.0));
+}
+
+#[test]
+fn missing_counter_and_undefined_ratio_differ() {
+    let c = builtin();
+    let def = &c.metrics["shared_load_transactions_per_request"];
+    assert_eq!(evaluate(def, &values(&[])), None);
+    let no_shared = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0.0), ("smsp__inst_executed_op_shared_ld.sum", 0.0)]);
+    assert_eq!(evaluate(def, &no_shared), Some(None));
+    let conflicts = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 1024.0), ("smsp__inst_executed_op_shared_ld.sum", 32.0)]);
+    assert_eq!(evaluate(def, &conflicts), Some(Some(32.0)));
+}
+
+#[test]
+fn sets_resolve_and_unknown_names_get_suggestions() {
+    let c = builtin();
+    let defs = c.resolve(&["transpose".into(), "gld_efficiency".into()]).unwrap();
+    assert_eq!(defs.iter().filter(|d| d.name == "gld_efficiency").count(), 1);
+    let counters = counters_needed(&defs);
+    assert!(counters.contains(&DURATION.to_string()));
+    assert!(counters.contains(&"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum".to_string()));
+    let raw = c.resolve(&["dram__bytes_read.sum".into()]).unwrap();
+    assert_eq!(raw[0].counters["x"], "dram__bytes_read.sum");
+    let err = c.resolve(&["gld_eficiency".into()]).unwrap_err().to_string();
+    assert!(err.contains("did you mean gld_efficiency"), "{err}");
+}
+
+#[test]
+fn every_builtin_counter_exists_on_hopper() {
+    // ncu --query-metrics from an H200 (ncu 2025.3.1): every counter we ask for must be collectable.
+    let listing = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncu-h200/query-metrics.txt")).unwrap();
+    let bases: std::collections::HashSet<&str> = listing.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    for def in builtin().metrics.values() {
+        for counter in def.counters.values() {
+            let base = counter.split('.').next().unwrap();
+            assert!(bases.contains(base), "{} uses {counter}, not in ncu's list for Hopper", def.name);
+        }
+    }
+}
+
+#[test]
+fn aggregation_weights_means_by_duration() {
+    let c = builtin();
+    let eff = &c.metrics["gld_efficiency"];
+    assert_eq!(aggregate(eff, &[(100.0, 1.0), (50.0, 3.0)]), Some(62.5));
+    let dur = &c.metrics["duration"];
+    assert_eq!(aggregate(dur, &[(10.0, 10.0), (5.0, 5.0)]), Some(15.0));
+    assert_eq!(aggregate(dur, &[]), None);
+}
+
+#[test]
+fn broken_definitions_are_rejected_with_the_file_name() {
+    let mut c = Catalog::default();
+    let bad = "[metrics.x]\ndescription = \"d\"\nunit = \"%\"\ncounters = { a = \"a__b.sum\" }\nformula = \"a * b\"\n";
+    let err = c.add_toml("user.toml", bad).unwrap_err().to_string();
+    assert!(err.contains("user.toml") && err.contains("unknown name `b`"), "{err}");
+    let bad_set = "[sets.s]\nmetrics = [\"nope\"]\n";
+    assert!(c.add_toml("user.toml", bad_set).unwrap_err().to_string().contains("nope"));
+}

@@ -1,0 +1,155 @@
+//! Nsight Compute as a child process: find it, profile a pass of jobs, export the raw page, and map kernels back to jobs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::metrics::{self, MetricDef};
+use crate::model::ProfileRecord;
+use crate::parse::KernelRow;
+use crate::suite::JobSpec;
+
+#[derive(Debug, Clone)]
+pub struct Ncu {
+    pub path: PathBuf,
+    pub version: String,
+}
+
+/// `NCU` if set, else `ncu` on PATH, else the CUDA toolkit's usual places.
+pub fn find() -> Result<Ncu, String> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("NCU") {
+        candidates.push(PathBuf::from(p));
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&path).map(|d| d.join("ncu")));
+    }
+    candidates.push(PathBuf::from("/usr/local/cuda/bin/ncu"));
+    for c in candidates {
+        if c.is_file() {
+            let version = Command::new(&c).arg("--version").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
+            let version = version.lines().rev().find(|l| l.contains("Version")).unwrap_or("").trim().to_string();
+            return Ok(Ncu { path: c, version });
+        }
+    }
+    Err("Nsight Compute (ncu) was not found\n  fix: install Nsight Compute (it ships with the CUDA toolkit) and put it on PATH, or set NCU=/path/to/ncu".into())
+}
+
+/// Clock policy for ncu: `none` measures the card as found (never change a shared GPU's clocks).
+pub fn profile_args(counters: &[String], clock_control: &str, report_base: &Path) -> Vec<String> {
+    vec![
+        "--clock-control".into(),
+        clock_control.into(),
+        "--metrics".into(),
+        counters.join(","),
+        "--target-processes".into(),
+        "all".into(),
+        "--force-overwrite".into(),
+        "--export".into(),
+        report_base.display().to_string(),
+    ]
+}
+
+pub fn export_args(report: &Path) -> Vec<String> {
+    vec!["--import".into(), report.display().to_string(), "--csv".into(), "--page".into(), "raw".into(), "--print-units".into(), "base".into()]
+}
+
+/// Explains ncu failures that have a known fix.
+pub fn diagnose(output: &str) -> Option<String> {
+    if output.contains("ERR_NVGPUCTRPERM") {
+        return Some("ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)\n  fix: run as root, or allow profiling for all users: https://developer.nvidia.com/ERR_NVGPUCTRPERM (modprobe option NVreg_RestrictProfilingToAdminUsers=0)".into());
+    }
+    if let Some(line) = output.lines().find(|l| l.contains("==ERROR==")) {
+        if line.contains("metric") || line.contains("Metric") {
+            return Some(format!("{}\n  fix: check the metric names with `ncu --query-metrics`; `gpu-lab list metrics` shows the counters behind each metric", line.trim()));
+        }
+        return Some(line.trim().to_string());
+    }
+    None
+}
+
+/// Splits the profiled kernels among jobs by launch order (the profile pass launches each job's
+/// kernels once, in job order). Checks names so a stray launch cannot shift every later job.
+pub fn assign_kernels<'a>(jobs: &[&'a JobSpec], kernels: &[KernelRow]) -> Vec<(&'a JobSpec, Result<Vec<KernelRow>, String>)> {
+    let mut next = 0usize;
+    let mut out = Vec::new();
+    for job in jobs {
+        let n = job.launches.len();
+        if next + n > kernels.len() {
+            out.push((*job, Err(format!("ncu reported {} kernels, fewer than the jobs launched; the profile pass stopped early", kernels.len()))));
+            next = kernels.len();
+            continue;
+        }
+        let rows = kernels[next..next + n].to_vec();
+        let mismatch = rows.iter().zip(&job.launches).find(|(r, l)| !kernel_name_matches(&r.kernel_name, &l.kernel));
+        out.push((*job, match mismatch {
+            Some((r, l)) => Err(format!("expected kernel `{}` but ncu profiled `{}`", l.kernel, r.kernel_name)),
+            None => Ok(rows),
+        }));
+        next += n;
+    }
+    out
+}
+
+/// ncu prints `name`, or a demangled signature `name(args)` / `void name<...>(...)`.
+fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
+    let base = reported.split('(').next().unwrap_or(reported).split('<').next().unwrap_or(reported);
+    base.trim().rsplit(' ').next() == Some(wanted)
+}
+
+/// Computes a job's metrics from its kernels' counters.
+pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], report_file: Option<String>) -> ProfileRecord {
+    let mut values = BTreeMap::new();
+    let mut missing = Vec::new();
+    let faulted = rows.iter().any(|r| r.looks_faulted());
+    for def in defs {
+        let mut per_launch = Vec::new();
+        let mut undefined = false;
+        let mut absent = false;
+        for r in rows {
+            let duration = r.values.get(metrics::DURATION).copied().unwrap_or(0.0);
+            match metrics::evaluate(def, &r.values) {
+                Some(Some(v)) => per_launch.push((v, duration)),
+                Some(None) => undefined = true,
+                None => absent = true,
+            }
+        }
+        if absent {
+            missing.push(def.name.clone());
+        } else {
+            values.insert(def.name.clone(), if per_launch.is_empty() && undefined { None } else { metrics::aggregate(def, &per_launch) });
+        }
+    }
+    let passes = rows.iter().filter_map(|r| r.values.get("profiler__replayer_passes")).copied().reduce(f64::max);
+    ProfileRecord {
+        job_id: job.id.clone(),
+        metrics: values,
+        missing,
+        kernels: rows.iter().map(|r| r.kernel_name.clone()).collect(),
+        passes,
+        report_file,
+        error: faulted.then(|| "ncu reported nan values or a (0, 0, 0) grid: the kernel faulted under the profiler".to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_plain_and_demangled() {
+        assert!(kernel_name_matches("transpose_naive", "transpose_naive"));
+        assert!(kernel_name_matches("void transposeUnrolled<32, 8>(const float *, float *, int)", "transposeUnrolled"));
+        assert!(kernel_name_matches("copy_row(float*, float*, int, int)", "copy_row"));
+        assert!(!kernel_name_matches("copy_row_x", "copy_row"));
+    }
+
+    #[test]
+    fn counter_permission_error_gets_its_fix() {
+        let d = diagnose("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission").unwrap();
+        assert!(d.contains("NVreg_RestrictProfilingToAdminUsers"));
+        let m = diagnose("==ERROR== Failed to find metric regex:^foo__bar$").unwrap();
+        assert!(m.contains("--query-metrics"), "{m}");
+        assert!(diagnose("all good").is_none());
+    }
+}

@@ -1,0 +1,45 @@
+//! CSV exporter: one row per job with its timing, bandwidth and every metric (the run's `metrics.csv`).
+
+use super::Exporter;
+use crate::model::RunData;
+
+pub struct Csv;
+
+impl Exporter for Csv {
+    fn file_name(&self) -> &'static str {
+        "metrics.csv"
+    }
+
+    fn render(&self, run: &RunData) -> anyhow::Result<String> {
+        let metric_names: Vec<String> = run.info.metrics.iter().map(|m| m.name.clone()).collect();
+        let mut w = ::csv::Writer::from_writer(Vec::new());
+        let mut header = vec!["group", "variant", "params", "status", "median_ms", "ci_low_ms", "ci_high_ms", "samples", "gbs", "copy_bound_gbs"]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        header.extend(metric_names.iter().cloned());
+        w.write_record(&header)?;
+        let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+        for j in &run.jobs {
+            let s = j.summary;
+            let mut row = vec![
+                j.group.clone(),
+                j.variant.clone(),
+                crate::suite::format_params(&j.variant_params),
+                format!("{:?}", j.status).to_lowercase(),
+                num(s.map(|s| s.median)),
+                num(s.map(|s| s.ci_low)),
+                num(s.map(|s| s.ci_high)),
+                s.map(|s| s.n.to_string()).unwrap_or_default(),
+                num(j.gbs()),
+                num(run.bounds.get(&j.group).and_then(|b| b.copy_gbs())),
+            ];
+            let profile = run.profiles.get(&j.id);
+            for m in &metric_names {
+                row.push(num(profile.and_then(|p| p.metrics.get(m).copied().flatten())));
+            }
+            w.write_record(&row)?;
+        }
+        Ok(String::from_utf8(w.into_inner()?)?)
+    }
+}

@@ -1,0 +1,202 @@
+//! Markdown exporter: header (GPU, driver, CUDA, ncu, clocks, policy, date), one ladder table per group, readings of notable metrics.
+
+use std::fmt::Write;
+
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use super::Exporter;
+use crate::metrics::{self, MetricDef};
+use crate::model::{JobRecord, JobStatus, RunData};
+
+pub struct Markdown;
+
+fn table(rows: Vec<Vec<String>>) -> String {
+    let mut b = Builder::default();
+    for r in rows {
+        b.push_record(r);
+    }
+    b.build().with(Style::markdown()).to_string()
+}
+
+fn clocks_seen(run: &RunData) -> String {
+    let snaps: Vec<_> = run.jobs.iter().flat_map(|j| [&j.nvml_before, &j.nvml_after]).flatten().collect();
+    let range = |f: &dyn Fn(&crate::device::Snapshot) -> Option<u32>| {
+        let v: Vec<u32> = snaps.iter().filter_map(|s| f(s)).collect();
+        match (v.iter().min(), v.iter().max()) {
+            (Some(a), Some(b)) if a == b => format!("{a} MHz"),
+            (Some(a), Some(b)) => format!("{a}–{b} MHz"),
+            _ => "not read".into(),
+        }
+    };
+    let throttled = snaps.iter().filter(|s| s.is_throttled()).count();
+    format!(
+        "SM {}, memory {}{}",
+        range(&|s| s.sm_clock_mhz),
+        range(&|s| s.mem_clock_mhz),
+        if throttled > 0 { format!("; **{throttled} snapshots throttled**") } else { String::new() }
+    )
+}
+
+fn status_cell(j: &JobRecord) -> String {
+    match j.status {
+        JobStatus::Ok => "yes".into(),
+        JobStatus::Wrong => "**WRONG**".into(),
+        JobStatus::Failed => "failed".into(),
+        JobStatus::TimedOut => "timed out".into(),
+    }
+}
+
+fn pct(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.0}%", 100.0 * a / b),
+        _ => "–".into(),
+    }
+}
+
+fn header(run: &RunData, out: &mut String) {
+    let i = &run.info;
+    let _ = writeln!(out, "# gpu-lab report: {}\n", i.suite);
+    if !i.suite_description.is_empty() {
+        let _ = writeln!(out, "{}\n", i.suite_description);
+    }
+    let mut rows = vec![vec!["".to_string(), "".to_string()]];
+    let mut kv = |k: &str, v: String| rows.push(vec![k.to_string(), v]);
+    match &i.device {
+        Some(d) => {
+            kv("GPU", format!("{} (CC {}, {} GiB, {}-bit bus)", d.name, d.compute_capability, d.memory_total_bytes >> 30, d.bus_width_bits));
+            kv("UUID", d.uuid.clone());
+            kv("driver / CUDA", format!("{} / {}", d.driver, d.cuda_driver));
+            kv("peak DRAM bandwidth (NVML: 2 × memory clock × bus width)", format!("{:.0} GB/s", d.peak_bandwidth_gbs));
+            kv("max clocks", format!("SM {} MHz, memory {} MHz", d.max_sm_clock_mhz, d.max_mem_clock_mhz));
+        }
+        None => kv("GPU", format!("unknown: {}", i.nvml_error.clone().unwrap_or_else(|| "NVML gave no information".into()))),
+    }
+    kv("clocks seen (NVML, before and after each job)", clocks_seen(run));
+    kv("clock policy", format!("{} (ncu --clock-control {}; the card is measured as found)", i.clock_policy, i.clock_policy));
+    kv("ncu", i.ncu_version.clone().unwrap_or_else(|| "not used (`gpu-lab run`)".into()));
+    kv("date", i.started.clone());
+    kv("command", format!("`{}`", i.command));
+    kv("suite source sha256", i.suite_source_hash.chars().take(16).collect());
+    kv("timing", format!(
+        "CUDA events, median of ≥{} samples with 95% CI, stop at ±{:.1}% or {:.1} s; {}",
+        i.timing.min_samples, i.timing.target_rel_ci * 100.0, i.timing.max_seconds, i.cache_state
+    ));
+    if let Some(w) = i.wall_seconds {
+        kv("wall time", format!("{w:.0} s"));
+    }
+    out.push_str(&table(rows));
+    out.push_str("\n\n");
+}
+
+fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut String) {
+    let jobs: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.group == group).collect();
+    let _ = writeln!(out, "## {}\n", if group.is_empty() { "results" } else { group });
+    let bound = run.bounds.get(group);
+    let copy = bound.and_then(|b| b.copy_gbs());
+    let peak = run.info.device.as_ref().map(|d| d.peak_bandwidth_gbs);
+    if let Some(b) = bound {
+        let _ = writeln!(
+            out,
+            "Copy bound at this size ({:.0} MB read + written): device-to-device memcpy {}, copy kernel {} → **{}**; NVML peak {}.\n",
+            b.bytes as f64 / 1e6,
+            b.memcpy_gbs().map(|g| format!("{g:.0} GB/s")).unwrap_or("–".into()),
+            b.kernel_gbs().map(|g| format!("{g:.0} GB/s")).unwrap_or("–".into()),
+            copy.map(|g| format!("{g:.0} GB/s")).unwrap_or("–".into()),
+            peak.map(|g| format!("{g:.0} GB/s")).unwrap_or("–".into()),
+        );
+        if let Some(e) = &b.error {
+            let _ = writeln!(out, "Bounds could not be measured: {e}\n");
+        }
+    }
+    let first = jobs.iter().find(|j| j.status == JobStatus::Ok).and_then(|j| j.summary).map(|s| s.median);
+    let mut head = vec!["variant", "median ms [95% CI]", "GB/s", "% of copy", "% of peak", "speedup", "correct"]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    for m in metrics {
+        head.push(match m.ideal {
+            Some(_) => format!("{} (ideal {})", m.name, metrics::format_ideal(m)),
+            None => m.name.clone(),
+        });
+    }
+    let mut rows = vec![head];
+    for j in &jobs {
+        let ok = j.status == JobStatus::Ok;
+        let timing = j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into());
+        let gbs = j.gbs();
+        let mut row = vec![
+            format!("`{}`", j.label),
+            timing,
+            gbs.map(|g| format!("{g:.0}")).unwrap_or("–".into()),
+            pct(gbs, copy),
+            pct(gbs, peak),
+            match (ok, first, j.summary) {
+                (true, Some(f), Some(s)) => format!("{:.2}×", f / s.median),
+                _ => "–".into(),
+            },
+            status_cell(j),
+        ];
+        let profile = run.profiles.get(&j.id);
+        for m in metrics {
+            row.push(match profile.and_then(|p| p.metrics.get(&m.name)) {
+                Some(Some(v)) => metrics::format_value(m, *v),
+                Some(None) => "n/a".into(),
+                None => "–".into(),
+            });
+        }
+        rows.push(row);
+    }
+    out.push_str(&table(rows));
+    out.push_str("\n\n");
+    let mut readings = Vec::new();
+    for j in &jobs {
+        if let Some(p) = run.profiles.get(&j.id) {
+            for m in metrics {
+                if let Some(Some(v)) = p.metrics.get(&m.name) {
+                    if metrics::is_notable(m, *v) && !m.reading.is_empty() {
+                        readings.push(format!("- `{}`: {} {} (ideal {})", j.label, metrics::format_value(m, *v), m.reading, metrics::format_ideal(m)));
+                    }
+                }
+            }
+            if let Some(e) = &p.error {
+                readings.push(format!("- `{}`: ncu: {e}", j.label));
+            }
+        }
+        if let Some(e) = &j.error {
+            readings.push(format!("- `{}` {}: {}", j.label, status_cell(j), e.lines().next().unwrap_or("")));
+        }
+        if let (JobStatus::Wrong, Some(c)) = (j.status, &j.check) {
+            readings.push(format!(
+                "- `{}` is wrong: {} of {} elements differ ({} never written); first: {}",
+                j.label, c.mismatches, c.checked, c.unwritten, c.first_mismatch.clone().unwrap_or_default()
+            ));
+        }
+    }
+    if !readings.is_empty() {
+        let _ = writeln!(out, "Readings:\n\n{}\n", readings.join("\n"));
+    }
+}
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn render(&self, run: &RunData) -> anyhow::Result<String> {
+        let mut out = String::new();
+        header(run, &mut out);
+        // Duration is in every profile but the ladder's own timing column already says it.
+        let metrics: Vec<MetricDef> = run.info.metrics.iter().filter(|m| m.name != "duration").cloned().collect();
+        for g in run.groups() {
+            group_section(run, &g, &metrics, &mut out);
+        }
+        let passes: Vec<f64> = run.profiles.values().filter_map(|p| p.passes).collect();
+        if !passes.is_empty() {
+            let (lo, hi) = passes.iter().fold((f64::MAX, f64::MIN), |(a, b), &p| (a.min(p), b.max(p)));
+            let _ = writeln!(out, "ncu replayed each kernel {lo:.0}–{hi:.0} times to collect these counters (one profiled launch per variant).\n");
+        }
+        out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table; `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
+        Ok(out)
+    }
+}

@@ -1,0 +1,299 @@
+//! Host-side buffer contents: seeded initialisation and the CPU reference checks (pure: no GPU, no disk).
+
+use rand_core::Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::suite::{ElemType, Init};
+
+/// A buffer's contents as raw bit patterns, one word per element.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostData {
+    W4(Vec<u32>),
+    W8(Vec<u64>),
+}
+
+impl HostData {
+    pub fn len(&self) -> usize {
+        match self {
+            HostData::W4(v) => v.len(),
+            HostData::W8(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn zeroed(elem: ElemType, len: usize) -> Self {
+        match elem.size() {
+            4 => HostData::W4(vec![0; len]),
+            _ => HostData::W8(vec![0; len]),
+        }
+    }
+
+    /// Fills a buffer as its manifest says. Random data is seeded so a failure can be replayed.
+    pub fn init(elem: ElemType, len: usize, init: Init, seed: u64) -> Self {
+        let mut rng = rand_pcg::Pcg64Mcg::new((seed as u128) << 1 | 1);
+        let mut data = HostData::zeroed(elem, len);
+        match (&mut data, init) {
+            (_, Init::Zero) => {}
+            (HostData::W4(v), Init::Poison) => v.fill(u32::MAX),
+            (HostData::W8(v), Init::Poison) => v.fill(u64::MAX),
+            (HostData::W4(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i) as u32),
+            (HostData::W8(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i)),
+            (HostData::W4(v), Init::Random) => {
+                for pair in v.chunks_mut(2) {
+                    let r = rng.next_u64();
+                    for (k, x) in pair.iter_mut().enumerate() {
+                        *x = random_bits(elem, (r >> (32 * k)) as u32 as u64) as u32;
+                    }
+                }
+            }
+            (HostData::W8(v), Init::Random) => v.iter_mut().for_each(|x| *x = random_bits(elem, rng.next_u64())),
+        }
+        data
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            HostData::W4(v) => cast_bytes(v),
+            HostData::W8(v) => cast_bytes(v),
+        }
+    }
+
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        match self {
+            HostData::W4(v) => cast_bytes_mut(v),
+            HostData::W8(v) => cast_bytes_mut(v),
+        }
+    }
+
+    fn word(&self, i: usize) -> u64 {
+        match self {
+            HostData::W4(v) => v[i] as u64,
+            HostData::W8(v) => v[i],
+        }
+    }
+}
+
+fn cast_bytes<T: Copy>(v: &[T]) -> &[u8] {
+    // SAFETY: u32/u64 have no padding and every byte pattern is a valid u8.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
+fn cast_bytes_mut<T: Copy>(v: &mut [T]) -> &mut [u8] {
+    // SAFETY: as above, and every byte pattern is a valid u32/u64.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v)) }
+}
+
+fn iota_bits(elem: ElemType, i: usize) -> u64 {
+    match elem {
+        ElemType::F32 => (i as f32).to_bits() as u64,
+        ElemType::F64 => (i as f64).to_bits(),
+        _ => i as u64,
+    }
+}
+
+/// Maps raw random bits to a value of the type: floats uniform in [-1, 1), integers in [-1000, 1000).
+fn random_bits(elem: ElemType, r: u64) -> u64 {
+    match elem {
+        ElemType::F32 => ((r as u32 >> 8) as f32 / (1u32 << 23) as f32 - 1.0).to_bits() as u64,
+        ElemType::F64 => ((r >> 11) as f64 / (1u64 << 52) as f64 - 1.0).to_bits(),
+        ElemType::I32 => ((r % 2000) as i32 - 1000) as u32 as u64,
+        ElemType::U32 => r % 2000,
+        ElemType::I64 => ((r % 2000) as i64 - 1000) as u64,
+        ElemType::U64 => r % 2000,
+    }
+}
+
+fn value(elem: ElemType, bits: u64) -> f64 {
+    match elem {
+        ElemType::F32 => f32::from_bits(bits as u32) as f64,
+        ElemType::F64 => f64::from_bits(bits),
+        ElemType::I32 => bits as u32 as i32 as f64,
+        ElemType::U32 => bits as u32 as f64,
+        ElemType::I64 => bits as i64 as f64,
+        ElemType::U64 => bits as f64,
+    }
+}
+
+fn is_poison(elem: ElemType, bits: u64) -> bool {
+    bits == if elem.size() == 4 { u32::MAX as u64 } else { u64::MAX }
+}
+
+/// What a correctness check found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckOutcome {
+    pub passed: bool,
+    /// Elements compared.
+    pub checked: u64,
+    pub mismatches: u64,
+    /// Elements still holding the poison pattern: never written by the kernel.
+    pub unwritten: u64,
+    /// ‖out − ref‖₂ / ‖ref‖₂ for float comparisons with a tolerance; 0 for exact ones.
+    pub rel_error: f64,
+    pub first_mismatch: Option<String>,
+}
+
+struct Tally {
+    elem: ElemType,
+    checked: u64,
+    mismatches: u64,
+    unwritten: u64,
+    first: Option<String>,
+}
+
+impl Tally {
+    fn new(elem: ElemType) -> Self {
+        Tally { elem, checked: 0, mismatches: 0, unwritten: 0, first: None }
+    }
+
+    #[inline]
+    fn exact(&mut self, got: u64, want: u64, at: impl FnOnce() -> String) {
+        self.checked += 1;
+        if got != want {
+            self.mismatches += 1;
+            if is_poison(self.elem, got) {
+                self.unwritten += 1;
+            }
+            if self.first.is_none() {
+                self.first = Some(format!("{}: got {} want {}", at(), value(self.elem, got), value(self.elem, want)));
+            }
+        }
+    }
+
+    fn outcome(self) -> CheckOutcome {
+        CheckOutcome {
+            passed: self.mismatches == 0 && self.checked > 0,
+            checked: self.checked,
+            mismatches: self.mismatches,
+            unwritten: self.unwritten,
+            rel_error: 0.0,
+            first_mismatch: self.first,
+        }
+    }
+}
+
+/// `out` must equal `input` bit for bit over the shorter length.
+pub fn check_copy(elem: ElemType, input: &HostData, out: &HostData) -> CheckOutcome {
+    let mut t = Tally::new(elem);
+    for i in 0..input.len().min(out.len()) {
+        t.exact(out.word(i), input.word(i), || format!("element {i}"));
+    }
+    t.outcome()
+}
+
+/// `out` (cols x rows) must be the transpose of `input` (rows x cols), bit for bit.
+pub fn check_transpose(elem: ElemType, input: &HostData, out: &HostData, rows: usize, cols: usize) -> CheckOutcome {
+    let mut t = Tally::new(elem);
+    // Blocked traversal: a naive column walk over a 1 GiB output takes seconds of cache misses.
+    const B: usize = 64;
+    for r0 in (0..rows).step_by(B) {
+        for c0 in (0..cols).step_by(B) {
+            for r in r0..(r0 + B).min(rows) {
+                for c in c0..(c0 + B).min(cols) {
+                    t.exact(out.word(c * rows + r), input.word(r * cols + c), || format!("out[{c}][{r}]"));
+                }
+            }
+        }
+    }
+    t.outcome()
+}
+
+/// `out` must match the reference output: bit-exact when `tolerance` is 0 or the type is an
+/// integer, else within `tolerance` relative L2 error with no element left unwritten.
+pub fn check_same(elem: ElemType, reference: &HostData, out: &HostData, tolerance: f64) -> CheckOutcome {
+    if !elem.is_float() || tolerance == 0.0 {
+        return check_copy(elem, reference, out);
+    }
+    let mut t = Tally::new(elem);
+    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
+    for i in 0..reference.len().min(out.len()) {
+        let (g, w) = (out.word(i), reference.word(i));
+        t.checked += 1;
+        let (gv, wv) = (value(elem, g), value(elem, w));
+        if is_poison(elem, g) {
+            t.unwritten += 1;
+        }
+        if gv.is_nan() != wv.is_nan() {
+            t.mismatches += 1;
+            t.first.get_or_insert_with(|| format!("element {i}: got {gv} want {wv}"));
+        } else if !gv.is_nan() {
+            diff2 += (gv - wv).powi(2);
+            ref2 += wv * wv;
+        }
+    }
+    let rel = if ref2 > 0.0 { (diff2 / ref2).sqrt() } else { diff2.sqrt() };
+    let mut o = t.outcome();
+    o.rel_error = rel;
+    o.passed = o.passed && o.unwritten == 0 && rel <= tolerance;
+    if rel > tolerance && o.first_mismatch.is_none() {
+        o.first_mismatch = Some(format!("relative L2 error {rel:.3e} above tolerance {tolerance:.1e}"));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transpose_cpu(input: &HostData, rows: usize, cols: usize) -> HostData {
+        let HostData::W4(v) = input else { panic!() };
+        let mut out = vec![0u32; v.len()];
+        for r in 0..rows {
+            for c in 0..cols {
+                out[c * rows + r] = v[r * cols + c];
+            }
+        }
+        HostData::W4(out)
+    }
+
+    #[test]
+    fn random_is_seeded_and_in_range() {
+        let a = HostData::init(ElemType::F32, 1001, Init::Random, 7);
+        assert_eq!(a, HostData::init(ElemType::F32, 1001, Init::Random, 7));
+        assert_ne!(a, HostData::init(ElemType::F32, 1001, Init::Random, 8));
+        let HostData::W4(v) = &a else { panic!() };
+        assert!(v.iter().all(|&b| (-1.0..1.0).contains(&f32::from_bits(b))));
+        // Not constant: a check on zeros would hide wrong indexing.
+        assert!(v.iter().collect::<std::collections::HashSet<_>>().len() > 900);
+    }
+
+    #[test]
+    fn transpose_check_accepts_the_transpose_of_a_non_square_matrix() {
+        let (rows, cols) = (70, 33);
+        let input = HostData::init(ElemType::F32, rows * cols, Init::Random, 1);
+        let out = transpose_cpu(&input, rows, cols);
+        let o = check_transpose(ElemType::F32, &input, &out, rows, cols);
+        assert!(o.passed, "{o:?}");
+        assert_eq!(o.checked, (rows * cols) as u64);
+        // Swapping rows and cols is the classic non-square bug: it must fail.
+        assert!(!check_transpose(ElemType::F32, &input, &out, cols, rows).passed);
+    }
+
+    #[test]
+    fn unwritten_elements_are_counted_as_poison() {
+        let (rows, cols) = (8, 8);
+        let input = HostData::init(ElemType::F32, 64, Init::Random, 3);
+        let mut out = transpose_cpu(&input, rows, cols);
+        if let HostData::W4(v) = &mut out {
+            v[5] = u32::MAX;
+            v[9] = u32::MAX;
+        }
+        let o = check_transpose(ElemType::F32, &input, &out, rows, cols);
+        assert!(!o.passed);
+        assert_eq!((o.mismatches, o.unwritten), (2, 2));
+        assert!(o.first_mismatch.unwrap().contains("NaN"));
+    }
+
+    #[test]
+    fn same_as_with_tolerance() {
+        let r = HostData::W4(vec![1.0f32.to_bits(), 2.0f32.to_bits()]);
+        let near = HostData::W4(vec![1.0001f32.to_bits(), 2.0f32.to_bits()]);
+        assert!(check_same(ElemType::F32, &r, &near, 1e-3).passed);
+        assert!(!check_same(ElemType::F32, &r, &near, 1e-6).passed);
+        assert!(!check_same(ElemType::F32, &r, &near, 0.0).passed);
+        let ints = HostData::W4(vec![5, 6]);
+        assert!(check_same(ElemType::I32, &ints, &ints.clone(), 0.5).passed);
+    }
+}

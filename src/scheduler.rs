@@ -1,0 +1,353 @@
+//! The only place that knows every stage: jobs -> child processes (check + time) -> ncu -> records -> report, saving after every job.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use wait_timeout::ChildExt;
+
+use crate::cli::SuiteArgs;
+use crate::device::NvmlSession;
+use crate::metrics::{self, Catalog, MetricDef};
+use crate::model::{BoundsRecord, JobRecord, JobStatus, ProfileRecord, Record, RunInfo};
+use crate::parse;
+use crate::profiler::{self, Ncu};
+use crate::report;
+use crate::runner::{BoundsOutcome, JobOutcome, TimingConfig};
+use crate::stats;
+use crate::store;
+use crate::suite::{self, JobSpec, Suite};
+
+/// What `profile` adds to `run`.
+pub struct ProfileOptions {
+    pub set: Option<String>,
+    pub metrics: Vec<String>,
+    pub clock_control: String,
+}
+
+/// Built-in metric definitions, compiled into the binary so it works from any directory.
+pub fn catalog() -> anyhow::Result<Catalog> {
+    let mut c = Catalog::default();
+    c.add_toml("metrics/builtin.toml", include_str!("../metrics/builtin.toml"))?;
+    Ok(c)
+}
+
+enum ChildEnd {
+    Ok,
+    Failed(String),
+    TimedOut,
+}
+
+/// Runs this binary's hidden subcommand as a child, output to `log`, killed after `timeout`.
+fn run_child(args: &[String], log: &Path, timeout: Duration) -> anyhow::Result<ChildEnd> {
+    let exe = std::env::current_exe().context("finding the gpu-lab executable to start a child")?;
+    run_logged(Command::new(exe).args(args), log, timeout)
+}
+
+fn run_logged(cmd: &mut Command, log: &Path, timeout: Duration) -> anyhow::Result<ChildEnd> {
+    let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    let mut child = cmd
+        // NVML numbers GPUs in PCI order; CUDA must agree for --gpu to mean one card.
+        .env("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .spawn()
+        .with_context(|| format!("starting {:?}", cmd.get_program()))?;
+    let status = match child.wait_timeout(timeout)? {
+        Some(s) => s,
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(ChildEnd::TimedOut);
+        }
+    };
+    if status.success() {
+        return Ok(ChildEnd::Ok);
+    }
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let msg = tail[tail.len().saturating_sub(6)..].join("\n");
+    Ok(ChildEnd::Failed(if msg.is_empty() { format!("child exited with {status}") } else { msg }))
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
+    store::write_atomic(path, &serde_json::to_vec(v)?).with_context(|| format!("writing {}", path.display()))
+}
+
+fn timing_config(args: &SuiteArgs) -> TimingConfig {
+    TimingConfig { max_seconds: args.max_seconds, target_rel_ci: args.noise / 100.0, ..TimingConfig::default() }
+}
+
+/// Rewrites report.md and metrics.csv from what is on disk: partial results stay readable.
+pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
+    let (run, _) = store::load_run(dir)?;
+    for e in [report::exporter("md")?, report::exporter("csv")?] {
+        store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Fails early, with the fix, where the run cannot work at all.
+fn preflight(profile: bool) -> anyhow::Result<Option<Ncu>> {
+    // SAFETY: only tries to open the library.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        bail!("no NVIDIA GPU driver found on this machine (libcuda.so could not be loaded)\n  fix: run on a machine with an NVIDIA GPU and its driver; `gpu-lab doctor` checks every requirement. `gpu-lab report RUN` works without a GPU.");
+    }
+    if profile { Ok(Some(profiler::find().map_err(anyhow::Error::msg)?)) } else { Ok(None) }
+}
+
+fn select_jobs(suite: &Suite, variants: &[String]) -> anyhow::Result<Vec<JobSpec>> {
+    let mut jobs = suite::expand(suite)?;
+    if !variants.is_empty() {
+        for v in variants {
+            if !suite.manifest.variants.iter().any(|d| &d.name == v) {
+                bail!("suite `{}` has no variant `{v}`\n  fix: `gpu-lab list variants` shows them", suite.name());
+            }
+        }
+        jobs.retain(|j| variants.contains(&j.variant));
+    }
+    Ok(jobs)
+}
+
+/// `gpu-lab run` and `gpu-lab profile`: returns the exit code (0, or 4 when some jobs failed).
+pub fn execute(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, command_line: String) -> anyhow::Result<i32> {
+    let catalog = catalog()?;
+    let suites = suite::load_named(&args.suite, &suite::search_dirs(&args.suite_dir))?;
+    let ncu = preflight(profile.is_some())?;
+    let nvml = NvmlSession::open();
+    let device = nvml.info(args.gpu).ok();
+    let mut exit = 0;
+    for suite in &suites {
+        let jobs = select_jobs(suite, &args.variant)?;
+        let metric_defs: Vec<MetricDef> = match &profile {
+            None => Vec::new(),
+            Some(p) => {
+                let mut names: Vec<String> = p.set.iter().cloned().collect();
+                names.extend(p.metrics.iter().cloned());
+                if names.is_empty() {
+                    names.push(suite.manifest.suite.metric_set.clone().unwrap_or_else(|| "memory".into()));
+                }
+                catalog.resolve(&names)?
+            }
+        };
+        let gpu_name = device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| format!("gpu{}", args.gpu));
+        let dir = store::new_run_dir(&args.out, suite.name(), &gpu_name).with_context(|| format!("creating a run directory under {}", args.out.display()))?;
+        let code = run_suite(suite, &jobs, &metric_defs, args, profile.as_ref(), ncu.as_ref(), &nvml, device.clone(), &dir, quiet, &command_line)?;
+        exit = exit.max(code);
+        if !quiet {
+            eprintln!("report: {}", dir.join("report.md").display());
+        }
+        println!("{}", dir.display());
+    }
+    Ok(exit)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_suite(
+    suite: &Suite,
+    jobs: &[JobSpec],
+    metric_defs: &[MetricDef],
+    args: &SuiteArgs,
+    profile: Option<&ProfileOptions>,
+    ncu: Option<&Ncu>,
+    nvml: &NvmlSession,
+    device: Option<crate::device::DeviceInfo>,
+    dir: &Path,
+    quiet: bool,
+    command_line: &str,
+) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let timing = timing_config(args);
+    let mut info = RunInfo {
+        gpu_lab_version: env!("CARGO_PKG_VERSION").into(),
+        command: command_line.into(),
+        started: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        suite: suite.name().into(),
+        suite_description: suite.manifest.suite.description.clone(),
+        suite_source_hash: suite.source_hash.clone(),
+        device,
+        nvml_error: nvml.error().map(String::from),
+        ncu_version: ncu.map(|n| n.version.clone()),
+        clock_policy: profile.map(|p| p.clock_control.clone()).unwrap_or_else(|| "none".into()),
+        timing: timing.clone(),
+        cache_state: "L2 warm (repeated launches over the same buffers)".into(),
+        seed: args.seed,
+        metrics: metric_defs.to_vec(),
+        ..Default::default()
+    };
+    store::save_info(dir, &info)?;
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work)?;
+    let results = dir.join(store::RESULTS);
+    let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
+
+    let groups: Vec<String> = jobs.iter().fold(Vec::new(), |mut acc, j| {
+        if !acc.contains(&j.group) {
+            acc.push(j.group.clone());
+        }
+        acc
+    });
+    let steps = jobs.len() as u64 + groups.len() as u64 * if profile.is_some() { 2 } else { 1 };
+    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
+    bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
+    let mut exit = 0;
+    let timeout = Duration::from_secs(args.timeout);
+    write_json(&work.join("timing.json"), &timing)?;
+
+    for (gi, group) in groups.iter().enumerate() {
+        let group_jobs: Vec<&JobSpec> = jobs.iter().filter(|j| &j.group == group).collect();
+        // Bounds: a copy of as many bytes as the largest buffer of the group, read once and written once.
+        let bytes = group_jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
+        bar.set_message(format!("{group}: copy bounds"));
+        let bounds_out = work.join(format!("bounds-{gi}.json"));
+        let end = run_child(
+            &["__bounds".into(), "--bytes".into(), bytes.to_string(), "--out".into(), bounds_out.display().to_string(), "--gpu".into(), args.gpu.to_string(), "--timing".into(), work.join("timing.json").display().to_string()],
+            &work.join(format!("bounds-{gi}.log")),
+            timeout,
+        )?;
+        let bounds = match (end, std::fs::read(&bounds_out)) {
+            (ChildEnd::Ok, Ok(b)) => {
+                let o: BoundsOutcome = serde_json::from_slice(&b)?;
+                BoundsRecord { group: group.clone(), bytes: o.bytes, memcpy: stats::summarize(&o.memcpy_samples_ms), copy_kernel: stats::summarize(&o.kernel_samples_ms), error: None }
+            }
+            (ChildEnd::Failed(e), _) => BoundsRecord { group: group.clone(), bytes, memcpy: None, copy_kernel: None, error: Some(e) },
+            _ => BoundsRecord { group: group.clone(), bytes, memcpy: None, copy_kernel: None, error: Some("timed out".into()) },
+        };
+        append(&Record::Bounds(bounds))?;
+        bar.inc(1);
+
+        let mut ran: Vec<&JobSpec> = Vec::new();
+        for (ji, job) in group_jobs.iter().enumerate() {
+            bar.set_message(format!("{group}: {}", job.label()));
+            let t0 = Instant::now();
+            let spec_path = work.join(format!("job-{gi}-{ji}.json"));
+            let out_path = work.join(format!("job-{gi}-{ji}.out.json"));
+            write_json(&spec_path, &(job, &timing))?;
+            let before = nvml.snapshot(args.gpu);
+            let end = run_child(
+                &["__job".into(), "--spec".into(), spec_path.display().to_string(), "--out".into(), out_path.display().to_string(), "--gpu".into(), args.gpu.to_string(), "--seed".into(), args.seed.to_string()],
+                &work.join(format!("job-{gi}-{ji}.log")),
+                timeout,
+            )?;
+            let after = nvml.snapshot(args.gpu);
+            let description = suite.manifest.variants.iter().find(|v| v.name == job.variant).map(|v| v.description.clone()).unwrap_or_default();
+            let mut record = JobRecord {
+                id: job.id.clone(),
+                variant: job.variant.clone(),
+                label: job.label(),
+                description,
+                variant_params: job.variant_params.clone(),
+                group: job.group.clone(),
+                group_params: job.group_params.clone(),
+                status: JobStatus::Failed,
+                error: None,
+                check: None,
+                samples_ms: Vec::new(),
+                runs_per_sample: 0,
+                stopped_by: String::new(),
+                summary: None,
+                bytes: job.bytes,
+                flops: job.flops,
+                launches: job.launches.len(),
+                nvml_before: before,
+                nvml_after: after,
+                wall_seconds: 0.0,
+            };
+            match end {
+                ChildEnd::Ok => {
+                    let o: JobOutcome = serde_json::from_slice(&std::fs::read(&out_path)?)?;
+                    record.status = if o.check.as_ref().is_none_or(|c| c.passed) { JobStatus::Ok } else { JobStatus::Wrong };
+                    record.summary = stats::summarize(&o.samples_ms);
+                    record.check = o.check;
+                    record.samples_ms = o.samples_ms;
+                    record.runs_per_sample = o.runs_per_sample;
+                    record.stopped_by = o.stopped_by;
+                    ran.push(job);
+                }
+                ChildEnd::Failed(e) => record.error = Some(e),
+                ChildEnd::TimedOut => {
+                    record.status = JobStatus::TimedOut;
+                    record.error = Some(format!("no result after {} s; the child was killed (raise --timeout if the kernel is just slow)", args.timeout));
+                }
+            }
+            if record.status != JobStatus::Ok {
+                exit = 4;
+            }
+            record.wall_seconds = t0.elapsed().as_secs_f64();
+            append(&Record::Job(record))?;
+            bar.inc(1);
+        }
+
+        if let (Some(p), Some(ncu)) = (profile, ncu) {
+            bar.set_message(format!("{group}: ncu ({} variants)", ran.len()));
+            let records = profile_group(ncu, p, metric_defs, &ran, args, dir, &work, gi)?;
+            for r in &records {
+                if r.error.is_some() || !r.missing.is_empty() {
+                    exit = 4;
+                }
+                append(&Record::Profile(r.clone()))?;
+            }
+            bar.inc(1);
+        }
+        render_reports(dir)?;
+    }
+    bar.finish_and_clear();
+    info.finished = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    info.wall_seconds = Some(started.elapsed().as_secs_f64());
+    store::save_info(dir, &info)?;
+    render_reports(dir)?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(exit)
+}
+
+/// One ncu session for a group: every job's launches once, in order, then mapped back to the jobs.
+#[allow(clippy::too_many_arguments)]
+fn profile_group(ncu: &Ncu, p: &ProfileOptions, defs: &[MetricDef], jobs: &[&JobSpec], args: &SuiteArgs, dir: &Path, work: &Path, gi: usize) -> anyhow::Result<Vec<ProfileRecord>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let failed = |msg: String| jobs.iter().map(|j| ProfileRecord { job_id: j.id.clone(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file: None, error: Some(msg.clone()) }).collect();
+    let specs_path = work.join(format!("profile-{gi}.json"));
+    write_json(&specs_path, &jobs)?;
+    let report_base: PathBuf = dir.join(format!("profile-{gi}"));
+    let report_file = report_base.with_extension("ncu-rep");
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(&ncu.path);
+    cmd.args(profiler::profile_args(&metrics::counters_needed(defs), &p.clock_control, &report_base))
+        .arg(exe)
+        .args(["__profile", "--specs", &specs_path.display().to_string(), "--gpu", &args.gpu.to_string(), "--seed", &args.seed.to_string()])
+        .env("LC_ALL", "C");
+    let log = dir.join(format!("profile-{gi}.log"));
+    let timeout = Duration::from_secs(args.timeout * (jobs.len() as u64 + 1));
+    let end = run_logged(&mut cmd, &log, timeout)?;
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    if let Some(why) = profiler::diagnose(&log_text) {
+        if !report_file.exists() || log_text.contains("ERR_NVGPUCTRPERM") {
+            return Ok(failed(why));
+        }
+    }
+    match end {
+        ChildEnd::TimedOut => return Ok(failed(format!("ncu did not finish within {} s", timeout.as_secs()))),
+        ChildEnd::Failed(e) if !report_file.exists() => return Ok(failed(format!("ncu failed: {e}"))),
+        _ => {}
+    }
+    let export = Command::new(&ncu.path).args(profiler::export_args(&report_file)).env("LC_ALL", "C").output().context("running ncu --import")?;
+    let csv = String::from_utf8_lossy(&export.stdout).to_string();
+    store::write_atomic(&dir.join(format!("profile-{gi}.csv")), csv.as_bytes())?;
+    let parsed = match parse::parse_ncu_csv(&csv) {
+        Ok(p) => p,
+        Err(e) => return Ok(failed(format!("{e}; see {}", log.display()))),
+    };
+    let rel = report_file.file_name().map(|n| n.to_string_lossy().to_string());
+    Ok(profiler::assign_kernels(jobs, &parsed.kernels)
+        .into_iter()
+        .map(|(job, rows)| match rows {
+            Ok(rows) => profiler::profile_record(job, defs, &rows, rel.clone()),
+            Err(e) => ProfileRecord { job_id: job.id.clone(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file: rel.clone(), error: Some(e) },
+        })
+        .collect())
+}

@@ -1,0 +1,102 @@
+//! Run directories on disk: atomic file writes, `results.jsonl` appended after every job, reading runs back.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::model::{Record, RunData, RunInfo};
+
+/// Writes through a temporary file in the same directory, then renames: readers never see half a file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{}.tmp{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(), std::process::id()));
+    {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, path)
+}
+
+/// Appends one JSON line and syncs it: a crash later loses nothing already measured.
+pub fn append_jsonl<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let mut line = serde_json::to_string(value).map_err(io::Error::other)?;
+    line.push('\n');
+    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    f.write_all(line.as_bytes())?;
+    f.sync_data()
+}
+
+/// `reports/runs/<UTC timestamp>-<suite>-<gpu>`; a suffix keeps two runs in one second apart.
+pub fn new_run_dir(root: &Path, suite: &str, gpu: &str) -> io::Result<PathBuf> {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let slug: String = gpu.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let slug = slug.split('-').filter(|s| !s.is_empty() && *s != "nvidia").collect::<Vec<_>>().join("-");
+    let base = format!("{stamp}-{suite}-{}", if slug.is_empty() { "nogpu" } else { &slug });
+    for n in 0.. {
+        let dir = root.join(if n == 0 { base.clone() } else { format!("{base}-{n}") });
+        if !dir.exists() {
+            fs::create_dir_all(&dir)?;
+            return Ok(dir);
+        }
+    }
+    unreachable!()
+}
+
+pub const RUN_JSON: &str = "run.json";
+pub const RESULTS: &str = "results.jsonl";
+
+pub fn save_info(dir: &Path, info: &RunInfo) -> anyhow::Result<()> {
+    let json = serde_json::to_vec_pretty(info)?;
+    write_atomic(&dir.join(RUN_JSON), &json).with_context(|| format!("writing {}", dir.join(RUN_JSON).display()))
+}
+
+/// Reads a run directory back. A truncated last line (a run killed mid-write) is skipped with a warning.
+pub fn load_run(dir: &Path) -> anyhow::Result<(RunData, Vec<String>)> {
+    let info_path = dir.join(RUN_JSON);
+    let text = fs::read_to_string(&info_path).with_context(|| format!("{} is not a gpu-lab run directory (no readable {RUN_JSON})", dir.display()))?;
+    let info: RunInfo = serde_json::from_str(&text).with_context(|| format!("{} is not valid gpu-lab run information", info_path.display()))?;
+    let mut warnings = Vec::new();
+    let mut records = Vec::new();
+    let results = dir.join(RESULTS);
+    if let Ok(body) = fs::read_to_string(&results) {
+        for (i, line) in body.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Record>(line) {
+                Ok(r) => records.push(r),
+                Err(e) => warnings.push(format!("{}:{}: skipped an unreadable record ({e})", results.display(), i + 1)),
+            }
+        }
+    }
+    Ok((RunData::from_records(info, records), warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a/b.txt");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn run_dirs_are_unique_and_named_after_suite_and_gpu() {
+        let d = tempfile::tempdir().unwrap();
+        let a = new_run_dir(d.path(), "transpose", "NVIDIA H200").unwrap();
+        let b = new_run_dir(d.path(), "transpose", "NVIDIA H200").unwrap();
+        assert_ne!(a, b);
+        assert!(a.file_name().unwrap().to_string_lossy().ends_with("-transpose-h200"), "{a:?}");
+    }
+}

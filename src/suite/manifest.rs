@@ -1,0 +1,174 @@
+//! The `suite.toml` format as serde types: what a user writes to describe kernels, buffers, sweeps and checks.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One value of a sweep axis: a plain number binds the axis name, a table binds each of its keys.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum AxisValue {
+    Number(i64),
+    Table(BTreeMap<String, i64>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub suite: SuiteHeader,
+    #[serde(default)]
+    pub axes: BTreeMap<String, Vec<AxisValue>>,
+    #[serde(default)]
+    pub params: BTreeMap<String, i64>,
+    #[serde(default)]
+    pub buffers: Vec<BufferDecl>,
+    #[serde(default)]
+    pub variants: Vec<VariantDecl>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteHeader {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Default CUDA source file, relative to the manifest.
+    pub source: Option<String>,
+    /// Default metric set collected by `profile`.
+    pub metric_set: Option<String>,
+    /// Default correctness check for every variant.
+    pub check: Option<CheckDecl>,
+    /// Bytes a variant must move, for effective bandwidth (an expression).
+    pub bytes: Option<String>,
+    /// Arithmetic operations, for GFLOP/s (an expression).
+    pub flops: Option<String>,
+    /// NVRTC options added to every variant.
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    F32,
+    F64,
+    I32,
+    U32,
+    I64,
+    U64,
+}
+
+impl VariantDecl {
+    /// The launches in order: `launches` when given, else the variant's own single launch.
+    pub fn launch_decls(&self) -> Vec<LaunchDecl> {
+        if !self.launches.is_empty() {
+            return self.launches.clone();
+        }
+        vec![LaunchDecl {
+            kernel: self.kernel.clone(),
+            block: self.block.clone(),
+            grid: self.grid.clone(),
+            args: self.args.clone(),
+            shared_bytes: self.shared_bytes.clone(),
+        }]
+    }
+}
+
+impl ElemType {
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, ElemType::F32 | ElemType::F64)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    /// Seeded uniform random values (floats in [-1, 1), integers in [-1000, 1000)).
+    Random,
+    /// Every byte 0xFF: NaN for floats, -1 for signed integers; shows elements a kernel never wrote.
+    Poison,
+    Zero,
+    /// 0, 1, 2, … (handy for index debugging; never for timing).
+    Iota,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferDecl {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub elem: ElemType,
+    /// Element count (an expression).
+    pub len: String,
+    pub init: Init,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CheckDecl {
+    /// Built-in CPU reference: `copy`, `transpose`, or `none`.
+    pub op: Option<String>,
+    /// Instead of a built-in op: the output must equal this variant's output on the same input.
+    pub same_as: Option<String>,
+    pub input: Option<String>,
+    pub output: Option<String>,
+    /// For `transpose`: the input's rows and columns (expressions); the output is cols x rows.
+    pub rows: Option<String>,
+    pub cols: Option<String>,
+    /// Largest accepted relative error for float outputs (0 = bit-exact).
+    #[serde(default)]
+    pub tolerance: f64,
+}
+
+/// One kernel launch of a variant: `[[variants.launches]]`, or the variant's own fields for one launch.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchDecl {
+    pub kernel: Option<String>,
+    /// Threads per block, 1 to 3 expressions (x, y, z).
+    pub block: Option<Vec<String>>,
+    /// Blocks per grid, 1 to 3 expressions.
+    pub grid: Option<Vec<String>>,
+    /// Buffer names, or scalar expressions optionally typed `u32: expr` (default i32).
+    pub args: Option<Vec<String>>,
+    /// Dynamic shared memory bytes (an expression).
+    pub shared_bytes: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantDecl {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub source: Option<String>,
+    pub kernel: Option<String>,
+    pub block: Option<Vec<String>>,
+    pub grid: Option<Vec<String>>,
+    pub args: Option<Vec<String>>,
+    pub shared_bytes: Option<String>,
+    /// Several launches in order; replaces the single-launch fields.
+    #[serde(default)]
+    pub launches: Vec<LaunchDecl>,
+    /// Fixed parameters of this variant.
+    #[serde(default)]
+    pub params: BTreeMap<String, i64>,
+    /// Sweep axes of this variant, combined with the suite's.
+    #[serde(default)]
+    pub axes: BTreeMap<String, Vec<AxisValue>>,
+    /// Preprocessor defines: name -> expression (`-D NAME=value`).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// Extra NVRTC options (`-G`, `--use_fast_math`, `-Xptxas` is not NVRTC: see docs).
+    #[serde(default)]
+    pub options: Vec<String>,
+    pub check: Option<CheckDecl>,
+    pub bytes: Option<String>,
+    pub flops: Option<String>,
+}

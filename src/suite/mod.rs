@@ -1,0 +1,418 @@
+//! Suites: find `kernels/<suite>/suite.toml` manifests, validate them, and expand sweeps into jobs.
+
+pub mod job;
+pub mod manifest;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::expr::{self, Bindings};
+pub use job::*;
+pub use manifest::*;
+
+/// A manifest error: which file, which line when it can be found, what is wrong and how to fix it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {message}\n  fix: {fix}", .file.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct SuiteError {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+    pub fix: String,
+}
+
+/// A loaded, validated suite.
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub manifest: Manifest,
+    pub path: PathBuf,
+    pub dir: PathBuf,
+    /// sha256 over the manifest and every source it names: a report says exactly which code it measured.
+    pub source_hash: String,
+}
+
+impl Suite {
+    pub fn name(&self) -> &str {
+        &self.manifest.suite.name
+    }
+}
+
+/// 1-based line of the first occurrence of `needle` in `text`.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    let at = text.find(needle)?;
+    Some(text[..at].matches('\n').count() + 1)
+}
+
+struct Ctx<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, anchor: &str, message: impl Into<String>, fix: impl Into<String>) -> SuiteError {
+        SuiteError {
+            file: self.path.to_path_buf(),
+            line: line_of(self.text, anchor),
+            message: message.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// Parses and validates one manifest file.
+pub fn load(path: &Path) -> Result<Suite, SuiteError> {
+    let io_err = |e: std::io::Error, what: &Path| SuiteError {
+        file: what.to_path_buf(),
+        line: None,
+        message: format!("cannot read: {e}"),
+        fix: "check the path and permissions".into(),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| io_err(e, path))?;
+    let manifest: Manifest = toml::from_str(&text).map_err(|e| SuiteError {
+        file: path.to_path_buf(),
+        line: e.span().map(|s| text[..s.start].matches('\n').count() + 1),
+        message: e.message().to_string(),
+        fix: "see docs/suite-format.md for the manifest format".into(),
+    })?;
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let ctx = Ctx { path, text: &text };
+    let mut hasher = Sha256::new();
+    hasher.update(text.as_bytes());
+    let mut sources: Vec<String> = manifest.variants.iter().filter_map(|v| v.source.clone()).collect();
+    sources.extend(manifest.suite.source.clone());
+    sources.sort();
+    sources.dedup();
+    let mut source_texts = BTreeMap::new();
+    for s in &sources {
+        let p = dir.join(s);
+        let src = std::fs::read_to_string(&p).map_err(|e| SuiteError {
+            line: line_of(&text, s),
+            ..io_err(e, &p)
+        })?;
+        hasher.update(src.as_bytes());
+        source_texts.insert(s.clone(), src);
+    }
+    validate(&ctx, &manifest, &source_texts)?;
+    // Expanding once here surfaces every expression error at load time, not mid-run.
+    let suite = Suite {
+        manifest,
+        path: path.to_path_buf(),
+        dir,
+        source_hash: crate::build::hex(&hasher.finalize()),
+    };
+    expand_with(&ctx, &suite)?;
+    Ok(suite)
+}
+
+/// True when `src` declares a `__global__` function named `kernel`.
+pub fn source_declares_kernel(src: &str, kernel: &str) -> bool {
+    src.match_indices(kernel).any(|(at, _)| {
+        let before = &src[..at];
+        let after = src[at + kernel.len()..].trim_start();
+        let word_start = before.chars().last().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let decl_start = before.rfind(';').max(before.rfind('}')).map_or(0, |i| i + 1);
+        word_start && after.starts_with('(') && before[decl_start..].contains("__global__")
+    })
+}
+
+fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Result<(), SuiteError> {
+    if m.variants.is_empty() {
+        return Err(ctx.err("[suite]", "the suite has no variants", "add at least one [[variants]] table"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for b in &m.buffers {
+        if !seen.insert(b.name.as_str()) {
+            return Err(ctx.err(&format!("\"{}\"", b.name), format!("buffer `{}` is declared twice", b.name), "give every buffer its own name"));
+        }
+    }
+    let mut names = std::collections::HashSet::new();
+    for v in &m.variants {
+        let anchor = format!("name = \"{}\"", v.name);
+        if !names.insert(v.name.as_str()) {
+            return Err(ctx.err(&anchor, format!("variant `{}` is declared twice", v.name), "give every variant its own name"));
+        }
+        let source = v.source.as_ref().or(m.suite.source.as_ref()).ok_or_else(|| {
+            ctx.err(&anchor, format!("variant `{}` has no source", v.name), "set `source = \"file.cu\"` in [suite] or in the variant")
+        })?;
+        let src = &sources[source];
+        if !v.launches.is_empty() && v.kernel.is_some() {
+            return Err(ctx.err(&anchor, format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
+        }
+        for (i, l) in v.launch_decls().iter().enumerate() {
+            let what = format!("variant `{}` launch {}", v.name, i + 1);
+            let kernel = l.kernel.as_ref().ok_or_else(|| ctx.err(&anchor, format!("{what} names no kernel"), "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)"))?;
+            if !source_declares_kernel(src, kernel) {
+                return Err(ctx.err(&anchor, format!("{what}: kernel `{kernel}` is not a __global__ function of {source}"), format!("declare `extern \"C\" __global__ void {kernel}(...)` in {source}, or fix the name")));
+            }
+            if l.block.is_none() || l.grid.is_none() {
+                return Err(ctx.err(&anchor, format!("{what} has no `grid` or `block`"), "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)"));
+            }
+            for arg in l.args.iter().flatten() {
+                if !m.buffers.iter().any(|b| &b.name == arg) && parse_scalar_arg(arg).is_err() {
+                    return Err(ctx.err(&anchor, format!("{what}: argument `{arg}` is neither a buffer nor a scalar expression"), "name a [[buffers]] entry, or write an expression such as `NX` or `u32: NX*NY`"));
+                }
+            }
+        }
+        let check = v.check.as_ref().or(m.suite.check.as_ref());
+        if let Some(same) = check.and_then(|c| c.same_as.as_ref()) {
+            if !m.variants.iter().any(|o| &o.name == same) || same == &v.name {
+                return Err(ctx.err(&anchor, format!("variant `{}` checks against `{same}`, which is not another variant of this suite", v.name), "name another variant in `same_as`"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Splits `u32: NX*NY` into its type and expression; plain expressions are i32.
+fn parse_scalar_arg(arg: &str) -> Result<(&str, &str), ()> {
+    let (ty, e) = match arg.split_once(':') {
+        Some((t, e)) => (t.trim(), e.trim()),
+        None => ("i32", arg.trim()),
+    };
+    if ["i32", "u32", "i64", "u64", "f32"].contains(&ty) && !e.is_empty() {
+        Ok((ty, e))
+    } else {
+        Err(())
+    }
+}
+
+/// Every combination of the axes, each as the bindings it adds.
+fn combinations(axes: &BTreeMap<String, Vec<AxisValue>>) -> Vec<BTreeMap<String, i64>> {
+    let mut out = vec![BTreeMap::new()];
+    for (axis, values) in axes {
+        let mut next = Vec::new();
+        for prefix in &out {
+            for v in values {
+                let mut b = prefix.clone();
+                match v {
+                    AxisValue::Number(n) => {
+                        b.insert(axis.clone(), *n);
+                    }
+                    AxisValue::Table(t) => b.extend(t.clone()),
+                }
+                next.push(b);
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+fn to_bindings(params: &[&BTreeMap<String, i64>]) -> Bindings {
+    params.iter().flat_map(|p| p.iter().map(|(k, v)| (k.clone(), *v as f64))).collect()
+}
+
+/// Expands a suite into its jobs (suite axes outermost, then variants in manifest order).
+pub fn expand(suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
+    let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
+    expand_with(&Ctx { path: &suite.path, text: &text }, suite)
+}
+
+fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
+    let m = &suite.manifest;
+    let mut jobs = Vec::new();
+    for group_params in combinations(&m.axes) {
+        let mut group_all = m.params.clone();
+        group_all.extend(group_params.clone());
+        for v in &m.variants {
+            for vaxes in combinations(&v.axes) {
+                let mut variant_params = v.params.clone();
+                variant_params.extend(vaxes);
+                let env = to_bindings(&[&group_all, &variant_params]);
+                jobs.push(resolve_job(ctx, suite, v, &env, &group_params, &variant_params)?);
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+fn resolve_program(ctx: &Ctx, suite: &Suite, v: &VariantDecl, env: &Bindings) -> Result<Program, SuiteError> {
+    let anchor = format!("name = \"{}\"", v.name);
+    let source = v.source.as_ref().or(suite.manifest.suite.source.as_ref()).expect("validated");
+    let mut options = suite.manifest.suite.options.clone();
+    options.extend(v.options.iter().cloned());
+    for (name, e) in &v.defines {
+        let value = expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, define {name}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes"))?;
+        options.push(format!("-D{name}={value}"));
+    }
+    Ok(Program { source_path: suite.dir.join(source), options })
+}
+
+fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Vec<LaunchSpec>, SuiteError> {
+    let anchor = format!("name = \"{}\"", v.name);
+    let fail = |what: &str, err: expr::ExprError| ctx.err(&anchor, format!("variant `{}`, {what}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes and params");
+    let dims = |exprs: &Vec<String>, what: &str| -> Result<[u32; 3], SuiteError> {
+        if exprs.is_empty() || exprs.len() > 3 {
+            return Err(ctx.err(&anchor, format!("variant `{}`: {what} needs 1 to 3 entries, has {}", v.name, exprs.len()), "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]"));
+        }
+        let mut d = [1u32; 3];
+        for (i, e) in exprs.iter().enumerate() {
+            let n = expr::eval_count(e, env).map_err(|err| fail(what, err))?;
+            if n == 0 || n > u32::MAX as u64 {
+                return Err(ctx.err(&anchor, format!("variant `{}`: {what}[{i}] = `{e}` gives {n}", v.name), "grid and block sizes must be between 1 and 2^32-1"));
+            }
+            d[i] = n as u32;
+        }
+        Ok(d)
+    };
+    let mut out = Vec::new();
+    for l in v.launch_decls() {
+        let block = dims(l.block.as_ref().expect("validated"), "block")?;
+        let grid = dims(l.grid.as_ref().expect("validated"), "grid")?;
+        if block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
+            return Err(ctx.err(&anchor, format!("variant `{}`: block {:?} has more than 1024 threads", v.name, block), "choose block sizes whose product is at most 1024"));
+        }
+        let shared_bytes = match &l.shared_bytes {
+            Some(e) => expr::eval_count(e, env).map_err(|err| fail("shared_bytes", err))? as u32,
+            None => 0,
+        };
+        let mut args = Vec::new();
+        for a in l.args.iter().flatten() {
+            if let Some(i) = m.buffers.iter().position(|b| &b.name == a) {
+                args.push(ArgSpec::Buffer(i));
+                continue;
+            }
+            let (ty, e) = parse_scalar_arg(a).expect("validated");
+            let x = expr::eval(e, env).map_err(|err| fail("argument", err))?;
+            args.push(match ty {
+                "u32" => ArgSpec::U32(x as u32),
+                "i64" => ArgSpec::I64(x as i64),
+                "u64" => ArgSpec::U64(x as u64),
+                "f32" => ArgSpec::F32(x as f32),
+                _ => ArgSpec::I32(x as i32),
+            });
+        }
+        out.push(LaunchSpec { kernel: l.kernel.clone().expect("validated"), grid, block, shared_bytes, args });
+    }
+    Ok(out)
+}
+
+fn resolve_job(
+    ctx: &Ctx,
+    suite: &Suite,
+    v: &VariantDecl,
+    env: &Bindings,
+    group_params: &BTreeMap<String, i64>,
+    variant_params: &BTreeMap<String, i64>,
+) -> Result<JobSpec, SuiteError> {
+    let m = &suite.manifest;
+    let anchor = format!("name = \"{}\"", v.name);
+    let mut buffers = Vec::new();
+    for b in &m.buffers {
+        let len = expr::eval_count(&b.len, env).map_err(|err| ctx.err(&format!("\"{}\"", b.name), format!("buffer `{}` len: {err}", b.name), "use the suite's axes and params in `len`"))?;
+        buffers.push(BufferSpec { name: b.name.clone(), elem: b.elem, len, init: b.init });
+    }
+    let buffer_index = |name: Option<&String>, role: &str| -> Result<usize, SuiteError> {
+        let name = name.ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: the check has no `{role}` buffer", v.name), format!("add `{role} = \"buffer name\"` to the check")))?;
+        m.buffers.iter().position(|b| &b.name == name).ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: check {role} `{name}` is not a buffer", v.name), "name one of the [[buffers]]"))
+    };
+    let check_decl = v.check.as_ref().or(m.suite.check.as_ref());
+    let mut reference = None;
+    let check = match check_decl {
+        None => CheckSpec::None,
+        Some(c) if c.same_as.is_some() => {
+            let other = m.variants.iter().find(|o| Some(&o.name) == c.same_as.as_ref()).expect("validated");
+            reference = Some(Reference {
+                variant: other.name.clone(),
+                program: resolve_program(ctx, suite, other, env)?,
+                launches: resolve_launches(ctx, m, other, env)?,
+            });
+            CheckSpec::SameAs { output: buffer_index(c.output.as_ref(), "output")?, tolerance: c.tolerance }
+        }
+        Some(c) => match c.op.as_deref() {
+            None | Some("none") => CheckSpec::None,
+            Some("copy") => CheckSpec::Copy { input: buffer_index(c.input.as_ref(), "input")?, output: buffer_index(c.output.as_ref(), "output")? },
+            Some("transpose") => {
+                let dim = |e: &Option<String>, what: &str| -> Result<u64, SuiteError> {
+                    let e = e.as_ref().ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: a transpose check needs `{what}`", v.name), format!("add `{what} = \"expression\"` to the check")))?;
+                    expr::eval_count(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes"))
+                };
+                let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
+                let (rows, cols) = (dim(&c.rows, "rows")?, dim(&c.cols, "cols")?);
+                for i in [input, output] {
+                    if buffers[i].len < rows * cols {
+                        return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {}", v.name, buffers[i].name, buffers[i].len, rows * cols), "make the buffer len at least rows*cols"));
+                    }
+                }
+                if buffers[input].elem != buffers[output].elem {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
+                }
+                CheckSpec::Transpose { input, output, rows, cols }
+            }
+            Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\" or \"none\", or same_as = \"variant\"")),
+        },
+    };
+    let amount = |e: Option<&String>, what: &str| -> Result<Option<f64>, SuiteError> {
+        e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
+            .transpose()
+    };
+    let group = format_params(group_params);
+    let label_params = if variant_params.is_empty() { String::new() } else { format!("[{}]", format_params(variant_params)) };
+    Ok(JobSpec {
+        id: format!("{}{} @ {}", v.name, label_params, if group.is_empty() { "-" } else { &group }),
+        suite: m.suite.name.clone(),
+        variant: v.name.clone(),
+        variant_params: variant_params.clone(),
+        group,
+        group_params: group_params.clone(),
+        program: resolve_program(ctx, suite, v, env)?,
+        launches: resolve_launches(ctx, m, v, env)?,
+        buffers,
+        check,
+        reference,
+        bytes: amount(v.bytes.as_ref().or(m.suite.bytes.as_ref()), "bytes")?,
+        flops: amount(v.flops.as_ref().or(m.suite.flops.as_ref()), "flops")?,
+    })
+}
+
+/// Where suites are looked for: the built-in `kernels/` (beside the binary's working directory or
+/// `GPU_LAB_KERNELS`) and every `--suite-dir`.
+pub fn search_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Ok(d) = std::env::var("GPU_LAB_KERNELS") {
+        dirs.push(PathBuf::from(d));
+    }
+    dirs.push(PathBuf::from("kernels"));
+    if let Ok(exe) = std::env::current_exe() {
+        // target/release/gpu-lab -> repository root/kernels
+        if let Some(root) = exe.ancestors().nth(3) {
+            dirs.push(root.join("kernels"));
+        }
+    }
+    dirs.extend(extra.iter().cloned());
+    dirs
+}
+
+/// Every `suite.toml` directly under the search directories, by suite directory name.
+pub fn discover(dirs: &[PathBuf]) -> BTreeMap<String, PathBuf> {
+    let mut found = BTreeMap::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut paths: Vec<_> = entries.flatten().map(|e| e.path().join("suite.toml")).filter(|p| p.is_file()).collect();
+        paths.sort();
+        for p in paths {
+            let name = p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            found.entry(name).or_insert(p);
+        }
+    }
+    found
+}
+
+/// Loads the named suites (`all` for every suite found).
+pub fn load_named(names: &[String], dirs: &[PathBuf]) -> anyhow::Result<Vec<Suite>> {
+    let found = discover(dirs);
+    let wanted: Vec<String> = if names.iter().any(|n| n == "all") { found.keys().cloned().collect() } else { names.to_vec() };
+    let mut suites = Vec::new();
+    for name in wanted {
+        let path = found.get(&name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "no suite named `{name}`; suites found: {}\n  fix: pick one of those, or add --suite-dir DIR where DIR/{name}/suite.toml exists (searched: {})",
+                found.keys().cloned().collect::<Vec<_>>().join(", "),
+                dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            )
+        })?;
+        suites.push(load(path)?);
+    }
+    Ok(suites)
+}
