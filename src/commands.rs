@@ -37,7 +37,8 @@ pub fn devices() -> anyhow::Result<i32> {
         let s = nvml.snapshot(i).unwrap_or_default();
         println!("GPU {i}: {}  {}", d.name, d.uuid);
         println!("  compute capability {}, {} GiB, {}-bit memory bus, driver {}, CUDA {}", d.compute_capability, d.memory_total_bytes >> 30, d.bus_width_bits, d.driver, d.cuda_driver);
-        println!("  clocks now: SM {:?} MHz, memory {:?} MHz (max {} / {}); {} °C, {:.0} W", s.sm_clock_mhz, s.mem_clock_mhz, d.max_sm_clock_mhz, d.max_mem_clock_mhz, s.temperature_c.unwrap_or(0), s.power_w.unwrap_or(0.0));
+        let mhz = |v: Option<u32>| v.map(|v| format!("{v} MHz")).unwrap_or_else(|| "not read".into());
+        println!("  clocks now: SM {}, memory {} (max {} / {} MHz); {} °C, {:.0} W", mhz(s.sm_clock_mhz), mhz(s.mem_clock_mhz), d.max_sm_clock_mhz, d.max_mem_clock_mhz, s.temperature_c.unwrap_or(0), s.power_w.unwrap_or(0.0));
         println!("  theoretical peak DRAM bandwidth: {:.0} GB/s (2 x memory clock x bus width)", d.peak_bandwidth_gbs);
     }
     match profiler::find() {
@@ -65,7 +66,7 @@ pub fn doctor() -> anyhow::Result<i32> {
         for i in 0..n {
             if let Some(s) = nvml.snapshot(i) {
                 let throttled = s.is_throttled();
-                check(&format!("GPU {i} clocks"), if throttled { Err(format!("throttled now: {}", s.throttle_reasons.join(", "))) } else { Ok(format!("SM {:?} MHz, memory {:?} MHz, not throttled", s.sm_clock_mhz, s.mem_clock_mhz)) });
+                check(&format!("GPU {i} clocks"), if throttled { Err(format!("throttled now: {}", s.throttle_reasons.join(", "))) } else { Ok(format!("SM {} MHz, memory {} MHz, not throttled", s.sm_clock_mhz.unwrap_or(0), s.mem_clock_mhz.unwrap_or(0))) });
             }
         }
     }

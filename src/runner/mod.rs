@@ -240,7 +240,8 @@ fn check(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile
 
 /// Times `run` (one run of the variant) with CUDA events until the stopping rule is met.
 pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, mut run: impl FnMut() -> Result<(), RunError>) -> Result<(Vec<f64>, u32, u32, String), RunError> {
-    let event = || gpu.ctx.new_event(None).doing("creating a CUDA event");
+    // cudarc's default event flags disable timing; events that time need CU_EVENT_DEFAULT.
+    let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
     let (start, stop) = (event()?, event()?);
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples.
     let mut warmup_runs = 0u32;
