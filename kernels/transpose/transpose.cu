@@ -49,7 +49,7 @@
 #endif
 // transpose_fast: threads per block (one-dimensional block); 128, 256, 512 or 1024.
 #ifndef FAST_THREADS
-#define FAST_THREADS 256
+#define FAST_THREADS 512
 #endif
 
 static_assert(TILE % SIDE == 0, "transpose_unrolled needs SIDE to divide TILE");
@@ -347,10 +347,11 @@ extern "C" __global__ void smem_rect_unroll2(const float* __restrict__ in, float
 //    i.e. the 16-byte chunk c / 4 of row r is XORed with (r / 4) % 8. A quarter-warp's
 //    float4 row store covers 8 chunks of one row (all 32 banks), and a warp's scalar
 //    column read, 4 columns x 8 chunk-rows, also lands in 32 different banks.
-//  * Edges: a float4 is used only where the whole 4-float chunk is inside the matrix and
-//    the row length is a multiple of 4 (so the address is 16-byte aligned; cudaMalloc
-//    pointers are 256-byte aligned). Anything else takes the scalar path with per-element
-//    checks, so every shape is correct and aligned shapes run vectorised everywhere.
+//  * Edges: a float4 is used only where the whole 4-float chunk is inside the matrix, the
+//    row length is a multiple of 4 and the buffer starts on 16 bytes (so the address is
+//    16-byte aligned; device allocations are). Anything else takes the scalar path with
+//    per-element checks, so every shape is correct and aligned shapes run vectorised
+//    everywhere.
 //
 // Launch: block = [FAST_THREADS], grid = [ceil_div(NX, 64), ceil_div(NY, 64)].
 
@@ -373,7 +374,7 @@ extern "C" __global__ void __launch_bounds__(FAST_THREADS) transpose_fast(const 
     const int ROWS = FAST_THREADS / 16;
     const int c = 4 * (t & 15);  // first tile column of this thread's chunk
     const int gx = x0 + c;       // its input column
-    const bool vec_in = (nx & 3) == 0;
+    const bool vec_in = (nx & 3) == 0 && ((unsigned long long)in & 15) == 0;
 #pragma unroll
     for (int k = 0; k < FAST_TILE / ROWS; ++k) {
         const int r = (t >> 4) + k * ROWS;  // tile row
@@ -398,6 +399,7 @@ extern "C" __global__ void __launch_bounds__(FAST_THREADS) transpose_fast(const 
     // w, w + WARPS, ...
     const int WARPS = FAST_THREADS / 32;
     const int lane = t & 31;
+    const bool vec_out = (ny & 3) == 0 && ((unsigned long long)out & 15) == 0;
 #pragma unroll
     for (int k = 0; k < 32 / WARPS; ++k) {
         const int u = (t >> 5) + k * WARPS;
@@ -407,7 +409,7 @@ extern "C" __global__ void __launch_bounds__(FAST_THREADS) transpose_fast(const 
         const int gc = y0 + C;                          // global output column (< ny)
         if (gr < nx) {
             float* dst = out + (size_t)gr * ny + gc;
-            if ((ny & 3) == 0 && gc + 3 < ny) {
+            if (vec_out && gc + 3 < ny) {
                 float4 v;
                 v.x = tile[fast_swizzle(C + 0, R)];
                 v.y = tile[fast_swizzle(C + 1, R)];

@@ -1,0 +1,131 @@
+//! Every built-in manifest parses, expands and names kernels its sources declare; broken manifests get file:line errors.
+
+use std::path::{Path, PathBuf};
+
+use gpu_lab::suite::{self, CheckSpec};
+
+fn kernels_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
+}
+
+#[test]
+fn every_builtin_suite_loads_and_expands() {
+    let found = suite::discover(&[kernels_dir()]);
+    assert!(found.contains_key("transpose"), "{found:?}");
+    for (name, path) in found {
+        let s = suite::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let jobs = suite::expand(&s).unwrap();
+        assert!(!jobs.is_empty(), "{name} has no jobs");
+        let mut ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), jobs.len(), "{name}: job ids must be unique");
+        for j in &jobs {
+            let src = std::fs::read_to_string(&j.program.source_path).unwrap();
+            for l in &j.launches {
+                assert!(suite::source_declares_kernel(&src, &l.kernel), "{}: kernel {} not in source", j.id, l.kernel);
+                assert!(l.block.iter().product::<u32>() <= 1024);
+            }
+        }
+    }
+}
+
+#[test]
+fn transpose_suite_has_every_seed_variant_and_size() {
+    let s = suite::load(&kernels_dir().join("transpose/suite.toml")).unwrap();
+    let jobs = suite::expand(&s).unwrap();
+    let groups: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.group.as_str()).collect();
+    for g in ["NX=4000,NY=4000", "NX=8192,NY=8192", "NX=16384,NY=16384", "NX=1024,NY=2048"] {
+        assert!(groups.contains(g), "missing size {g}: {groups:?}");
+    }
+    for v in ["copy_row", "copy_column", "naive_row", "naive_column", "unroll4_row", "unroll4_col", "diagonal_row", "smem_32", "smem_pad_32", "smem_swizzle_32", "transpose_unrolled", "shared_block"] {
+        assert!(jobs.iter().any(|j| j.variant == v), "missing variant {v}");
+    }
+    // The grid of every job covers the matrix: ceil_div, not truncating division.
+    let naive = jobs.iter().find(|j| j.variant == "naive_row" && j.group == "NX=4000,NY=4000").unwrap();
+    let l = &naive.launches[0];
+    assert!(l.grid[0] as u64 * l.block[0] as u64 >= 4000 && l.grid[1] as u64 * l.block[1] as u64 >= 4000);
+    assert!(matches!(naive.check, CheckSpec::Transpose { rows: 4000, cols: 4000, .. }));
+    let unrolled: Vec<_> = jobs.iter().filter(|j| j.variant == "transpose_unrolled" && j.group == "NX=4000,NY=4000").map(|j| j.label()).collect();
+    assert_eq!(unrolled.len(), 3, "{unrolled:?}");
+    assert!(naive.program.options.is_empty() || naive.program.options.iter().all(|o| !o.is_empty()));
+}
+
+fn write_suite(dir: &Path, toml: &str, cu: &str) -> PathBuf {
+    let d = dir.join("mine");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("k.cu"), cu).unwrap();
+    std::fs::write(d.join("suite.toml"), toml).unwrap();
+    d.join("suite.toml")
+}
+
+const CU: &str = "extern \"C\" __global__ void scale(const float* in, float* out, int n) {}\n";
+const GOOD: &str = r#"
+[suite]
+name = "mine"
+source = "k.cu"
+bytes = "8 * N"
+[axes]
+N = [1000, 4096]
+[[buffers]]
+name = "in"
+type = "f32"
+len = "N"
+init = "random"
+[[buffers]]
+name = "out"
+type = "f32"
+len = "N"
+init = "poison"
+[[variants]]
+name = "ref"
+kernel = "scale"
+block = ["256"]
+grid = ["ceil_div(N, 256)"]
+args = ["in", "out", "N"]
+check = { op = "copy", input = "in", output = "out" }
+[[variants]]
+name = "swept"
+kernel = "scale"
+axes = { B = [64, 128] }
+block = ["B"]
+grid = ["ceil_div(N, B)"]
+args = ["in", "out", "u32: N"]
+defines = { WIDTH = "B * 2" }
+check = { same_as = "ref", output = "out", tolerance = 1e-6 }
+"#;
+
+#[test]
+fn user_suite_with_sweeps_defines_and_same_as() {
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), GOOD, CU)).unwrap();
+    let jobs = suite::expand(&s).unwrap();
+    assert_eq!(jobs.len(), 2 * 3);
+    let j = jobs.iter().find(|j| j.label() == "swept[B=128]" && j.group == "N=1000").unwrap();
+    assert_eq!(j.launches[0].grid, [8, 1, 1]);
+    assert_eq!(j.program.options, vec!["-DWIDTH=256"]);
+    assert_eq!(j.reference.as_ref().unwrap().variant, "ref");
+    assert_eq!(j.bytes, Some(8000.0));
+    assert_eq!(j.id, "swept[B=128] @ N=1000");
+}
+
+fn error_of(toml: &str, cu: &str) -> String {
+    let d = tempfile::tempdir().unwrap();
+    suite::load(&write_suite(d.path(), toml, cu)).unwrap_err().to_string()
+}
+
+#[test]
+fn manifest_errors_name_file_line_and_fix() {
+    let e = error_of(&GOOD.replace("kernel = \"scale\"\nblock = [\"256\"]", "kernel = \"scal\"\nblock = [\"256\"]"), CU);
+    assert!(e.contains("suite.toml:") && e.contains("kernel `scal` is not a __global__ function") && e.contains("fix:"), "{e}");
+    let e = error_of(&GOOD.replace("ceil_div(N, 256)", "ceil_div(M, 256)"), CU);
+    assert!(e.contains("unknown name `M`") && e.contains("suite.toml:"), "{e}");
+    let e = error_of(&GOOD.replace("args = [\"in\", \"out\", \"N\"]", "args = [\"inn\", \"out\", \"N\"]"), CU);
+    assert!(e.contains("unknown name `inn`") || e.contains("`inn`"), "{e}");
+    let e = error_of(&GOOD.replace("same_as = \"ref\"", "same_as = \"nope\""), CU);
+    assert!(e.contains("nope"), "{e}");
+    let e = error_of(&GOOD.replace("init = \"poison\"", "init = \"posion\""), CU);
+    assert!(e.contains("suite.toml:") && e.contains("posion"), "{e}");
+    let e = error_of(&GOOD.replace("block = [\"B\"]", "block = [\"B * 16\"]"), CU);
+    assert!(e.contains("more than 1024 threads"), "{e}");
+}
