@@ -36,6 +36,9 @@ pub struct MetricDef {
     pub counters: BTreeMap<String, String>,
     pub formula: String,
     pub ideal: Option<f64>,
+    /// How far from ideal, relative (absolute when the ideal is 0), before a value gets a reading.
+    #[serde(default = "default_tolerance")]
+    pub tolerance: f64,
     #[serde(default)]
     pub better: Better,
     #[serde(default)]
@@ -46,6 +49,10 @@ pub struct MetricDef {
     /// The nvprof metric this one reproduces, when it does.
     #[serde(default)]
     pub nvprof: bool,
+}
+
+fn default_tolerance() -> f64 {
+    0.1
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -158,6 +165,7 @@ impl Catalog {
             counters: BTreeMap::from([("x".to_string(), name.to_string())]),
             formula: "x".into(),
             ideal: None,
+            tolerance: default_tolerance(),
             better: Better::Neither,
             aggregate: Aggregate::Mean,
             reading: String::new(),
@@ -215,9 +223,9 @@ pub fn is_notable(def: &MetricDef, value: f64) -> bool {
     let Some(ideal) = def.ideal else { return false };
     let off = (value - ideal).abs() / ideal.abs().max(1.0);
     match def.better {
-        Better::Higher => value < ideal && off > 0.1,
-        Better::Lower => value > ideal && off > 0.1,
-        Better::Neither => off > 0.1,
+        Better::Higher => value < ideal && off > def.tolerance,
+        Better::Lower => value > ideal && off > def.tolerance,
+        Better::Neither => off > def.tolerance,
     }
 }
 
