@@ -121,7 +121,10 @@ mod tests {
 
     #[test]
     fn options_name_the_target_first() {
-        let p = Program { source_path: "k.cu".into(), options: vec!["-G".into()] };
-        assert_eq!(nvrtc_options(&p, "sm_90"), vec!["--gpu-architecture=sm_90", "-lineinfo", "-G"]);
+        let p = Program { source_path: "k.cu".into(), options: vec!["-DTILE=32".into()] };
+        assert_eq!(nvrtc_options(&p, "sm_90"), vec!["--gpu-architecture=sm_90", "-lineinfo", "-DTILE=32"]);
+        // -G carries full debug info already; line info beside it only draws a warning.
+        let debug = Program { source_path: "k.cu".into(), options: vec!["-G".into()] };
+        assert_eq!(nvrtc_options(&debug, "sm_90"), vec!["--gpu-architecture=sm_90", "-G"]);
     }
 }

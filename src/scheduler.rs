@@ -351,3 +351,29 @@ fn profile_group(ncu: &Ncu, p: &ProfileOptions, defs: &[MetricDef], jobs: &[&Job
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Orchestration only: stand-in children that hang or fail, no GPU and no numbers.
+    #[test]
+    fn a_hung_child_is_killed_at_its_timeout() {
+        let d = tempfile::tempdir().unwrap();
+        let t0 = Instant::now();
+        let end = run_logged(Command::new("sh").args(["-c", "sleep 30"]), &d.path().join("log"), Duration::from_millis(300)).unwrap();
+        assert!(matches!(end, ChildEnd::TimedOut));
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_failing_child_reports_the_end_of_its_output() {
+        let d = tempfile::tempdir().unwrap();
+        let script = "echo starting; echo 'error: CUDA driver error while running the variant: illegal address' >&2; exit 1";
+        match run_logged(Command::new("sh").args(["-c", script]), &d.path().join("log"), Duration::from_secs(10)).unwrap() {
+            ChildEnd::Failed(msg) => assert!(msg.contains("illegal address") && msg.contains("starting"), "{msg}"),
+            _ => panic!("expected a failure"),
+        }
+        assert!(matches!(run_logged(Command::new("sh").args(["-c", "exit 0"]), &d.path().join("log2"), Duration::from_secs(10)).unwrap(), ChildEnd::Ok));
+    }
+}

@@ -1,0 +1,26 @@
+//! The markdown report of the committed H100 run, as a snapshot: any change to rendering shows up in review.
+
+#[test]
+fn markdown_report_of_the_committed_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T041414Z-transpose-h100-80gb-hbm3");
+    let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let md = gpu_lab::report::exporter("md").unwrap().render(&run).unwrap();
+    // The report must show what the seeds teach.
+    assert!(md.contains("| `smem_32`"));
+    insta::assert_snapshot!(md);
+}
+
+#[test]
+fn truncated_results_keep_every_complete_record() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T041414Z-transpose-h100-80gb-hbm3");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
+    let body = std::fs::read_to_string(src.join("results.jsonl")).unwrap();
+    // A run killed mid-write: the last line is cut in half.
+    let cut = &body[..body.len() - 200];
+    std::fs::write(d.path().join("results.jsonl"), cut).unwrap();
+    let (run, warnings) = gpu_lab::store::load_run(d.path()).unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(run.jobs.len() >= 90);
+}
