@@ -80,12 +80,14 @@ init = "poison"
 [[variants]]
 name = "ref"
 kernel = "scale"
-block = ["256"]
-grid = ["ceil_div(N, 256)"]
+params = { RB = 256 }
+block = ["RB"]
+grid = ["ceil_div(N, RB)"]
 args = ["in", "out", "N"]
 check = { op = "copy", input = "in", output = "out" }
 [[variants]]
 name = "swept"
+# The reference `ref` has no B: it must still resolve at these sizes.
 kernel = "scale"
 axes = { B = [64, 128] }
 block = ["B"]
@@ -104,7 +106,9 @@ fn user_suite_with_sweeps_defines_and_same_as() {
     let j = jobs.iter().find(|j| j.label() == "swept[B=128]" && j.group == "N=1000").unwrap();
     assert_eq!(j.launches[0].grid, [8, 1, 1]);
     assert_eq!(j.program.options, vec!["-DWIDTH=256"]);
-    assert_eq!(j.reference.as_ref().unwrap().variant, "ref");
+    let r = j.reference.as_ref().unwrap();
+    assert_eq!(r.variant, "ref");
+    assert_eq!((r.launches[0].block[0], r.launches[0].grid[0]), (256, 4), "the reference keeps its own RB");
     assert_eq!(j.bytes, Some(8000.0));
     assert_eq!(j.id, "swept[B=128] @ N=1000");
 }
@@ -116,9 +120,9 @@ fn error_of(toml: &str, cu: &str) -> String {
 
 #[test]
 fn manifest_errors_name_file_line_and_fix() {
-    let e = error_of(&GOOD.replace("kernel = \"scale\"\nblock = [\"256\"]", "kernel = \"scal\"\nblock = [\"256\"]"), CU);
+    let e = error_of(&GOOD.replace("kernel = \"scale\"\nparams", "kernel = \"scal\"\nparams"), CU);
     assert!(e.contains("suite.toml:") && e.contains("kernel `scal` is not a __global__ function") && e.contains("fix:"), "{e}");
-    let e = error_of(&GOOD.replace("ceil_div(N, 256)", "ceil_div(M, 256)"), CU);
+    let e = error_of(&GOOD.replace("ceil_div(N, RB)", "ceil_div(M, RB)"), CU);
     assert!(e.contains("unknown name `M`") && e.contains("suite.toml:"), "{e}");
     let e = error_of(&GOOD.replace("args = [\"in\", \"out\", \"N\"]", "args = [\"inn\", \"out\", \"N\"]"), CU);
     assert!(e.contains("unknown name `inn`") || e.contains("`inn`"), "{e}");
@@ -128,4 +132,8 @@ fn manifest_errors_name_file_line_and_fix() {
     assert!(e.contains("suite.toml:") && e.contains("posion"), "{e}");
     let e = error_of(&GOOD.replace("block = [\"B\"]", "block = [\"B * 16\"]"), CU);
     assert!(e.contains("more than 1024 threads"), "{e}");
+    let e = error_of(&GOOD.replace("\"u32: N\"", "\"N * N * N\""), CU);
+    assert!(e.contains("does not fit in i32") && e.contains("i64:"), "{e}");
+    let e = error_of(&GOOD.replace("name = \"mine\"", "name = \"yours\""), CU);
+    assert!(e.contains("its directory is `mine`"), "{e}");
 }

@@ -77,6 +77,12 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     })?;
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let ctx = Ctx { path, text: &text };
+    // `--suite NAME` finds DIR/NAME/suite.toml, so the two names must agree or the suite cannot be asked for.
+    if let Some(dir_name) = dir.file_name().map(|n| n.to_string_lossy().to_string()) {
+        if path.file_name().is_some_and(|f| f == "suite.toml") && dir_name != manifest.suite.name {
+            return Err(ctx.err("[suite]", format!("the suite is named `{}` but its directory is `{dir_name}`", manifest.suite.name), format!("rename the directory to `{}` or set name = \"{dir_name}\"", manifest.suite.name)));
+        }
+    }
     let mut hasher = Sha256::new();
     hasher.update(text.as_bytes());
     let mut sources: Vec<String> = manifest.variants.iter().filter_map(|v| v.source.clone()).collect();
@@ -220,7 +226,7 @@ fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
                 let mut variant_params = v.params.clone();
                 variant_params.extend(vaxes);
                 let env = to_bindings(&[&group_all, &variant_params]);
-                jobs.push(resolve_job(ctx, suite, v, &env, &group_params, &variant_params)?);
+                jobs.push(resolve_job(ctx, suite, v, &env, &group_all, &group_params, &variant_params)?);
             }
         }
     }
@@ -275,6 +281,16 @@ fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) ->
             }
             let (ty, e) = parse_scalar_arg(a).expect("validated");
             let x = expr::eval(e, env).map_err(|err| fail("argument", err))?;
+            let (lo, hi) = match ty {
+                "u32" => (0.0, u32::MAX as f64),
+                "i64" => (i64::MIN as f64, i64::MAX as f64),
+                "u64" => (0.0, u64::MAX as f64),
+                "f32" => (f64::MIN, f64::MAX),
+                _ => (i32::MIN as f64, i32::MAX as f64),
+            };
+            if x < lo || x > hi {
+                return Err(ctx.err(&anchor, format!("variant `{}`: argument `{a}` = {x} does not fit in {ty}", v.name), "give it a wider type, for example `i64: NX*NY` (and take a long long in the kernel)"));
+            }
             args.push(match ty {
                 "u32" => ArgSpec::U32(x as u32),
                 "i64" => ArgSpec::I64(x as i64),
@@ -293,6 +309,7 @@ fn resolve_job(
     suite: &Suite,
     v: &VariantDecl,
     env: &Bindings,
+    group_all: &BTreeMap<String, i64>,
     group_params: &BTreeMap<String, i64>,
     variant_params: &BTreeMap<String, i64>,
 ) -> Result<JobSpec, SuiteError> {
@@ -313,10 +330,14 @@ fn resolve_job(
         None => CheckSpec::None,
         Some(c) if c.same_as.is_some() => {
             let other = m.variants.iter().find(|o| Some(&o.name) == c.same_as.as_ref()).expect("validated");
+            // The reference runs at this job's sizes with its own parameters (the first point of its own axes).
+            let mut ref_params = other.params.clone();
+            ref_params.extend(combinations(&other.axes).swap_remove(0));
+            let ref_env = to_bindings(&[group_all, &ref_params]);
             reference = Some(Reference {
                 variant: other.name.clone(),
-                program: resolve_program(ctx, suite, other, env)?,
-                launches: resolve_launches(ctx, m, other, env)?,
+                program: resolve_program(ctx, suite, other, &ref_env)?,
+                launches: resolve_launches(ctx, m, other, &ref_env)?,
             });
             CheckSpec::SameAs { output: buffer_index(c.output.as_ref(), "output")?, tolerance: c.tolerance }
         }
@@ -366,10 +387,10 @@ fn resolve_job(
     })
 }
 
-/// Where suites are looked for: the built-in `kernels/` (beside the binary's working directory or
-/// `GPU_LAB_KERNELS`) and every `--suite-dir`.
+/// Where suites are looked for, first match winning: every `--suite-dir` (so a user suite may
+/// replace a built-in of the same name), `GPU_LAB_KERNELS`, `./kernels`, and the checkout the binary was built in.
 pub fn search_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
+    let mut dirs: Vec<PathBuf> = extra.to_vec();
     if let Ok(d) = std::env::var("GPU_LAB_KERNELS") {
         dirs.push(PathBuf::from(d));
     }
@@ -380,7 +401,6 @@ pub fn search_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
             dirs.push(root.join("kernels"));
         }
     }
-    dirs.extend(extra.iter().cloned());
     dirs
 }
 
