@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device session's work in one call: environment facts, preflight, the suites, logs and run tarballs to $OUT.
 # Usage, from the repository root on the GPU machine:
-#   scripts/device-session.sh start [suite ...]   # start the suites in the background, wait up to WAIT seconds, collect
+#   scripts/device-session.sh start [[run:|profile:]suite ...]   # start the suites in the background (default
+#                                                 profile; tests/gpu holds test-only suites), wait up to WAIT seconds, collect
 #   scripts/device-session.sh collect             # wait for a started session to finish (up to WAIT), collect
 # The suites run in their own process session (setsid) so they outlive a call that hits the device tool's
 # 10-minute limit; $OUT returns at most 8 files, so every run directory travels in one tarball.
@@ -16,10 +17,12 @@ suites() {
   echo "== $(date -u +%FT%TZ) $(hostname)"
   nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw --format=csv
   "$BIN" --version && "$BIN" devices && "$BIN" doctor
-  for suite in "$@"; do
-    echo "== profile --suite $suite"
+  for item in "$@"; do
+    mode=profile; suite=$item
+    case $item in run:*|profile:*) mode=${item%%:*}; suite=${item#*:} ;; esac
+    echo "== $mode --suite $suite"
     start=$(date +%s)
-    "$BIN" profile --suite "$suite" --out "$WORK/runs"
+    "$BIN" "$mode" --suite "$suite" --suite-dir tests/gpu --timeout 20 --out "$WORK/runs"
     echo "== exit code $? after $(( $(date +%s) - start )) s"
   done
   echo "== done"

@@ -31,25 +31,24 @@ impl HostData {
         }
     }
 
-    /// Fills a buffer as its manifest says. Random data is seeded so a failure can be replayed.
+    /// Fills a buffer as its manifest says. Random data is seeded so a failure can be replayed;
+    /// it is drawn in fixed chunks, one generator each, so the values do not depend on the thread count.
     pub fn init(elem: ElemType, len: usize, init: Init, seed: u64) -> Self {
-        let mut rng = rand_pcg::Pcg64Mcg::new((seed as u128) << 1 | 1);
         let mut data = HostData::zeroed(elem, len);
+        if init == Init::Random {
+            match &mut data {
+                HostData::W4(v) => fill_random(v, seed, |r, x: &mut u32, k| *x = random_bits(elem, (r >> (32 * k)) as u32 as u64) as u32, 2),
+                HostData::W8(v) => fill_random(v, seed, |r, x: &mut u64, _| *x = random_bits(elem, r), 1),
+            }
+            return data;
+        }
         match (&mut data, init) {
             (_, Init::Zero) => {}
             (HostData::W4(v), Init::Poison) => v.fill(u32::MAX),
             (HostData::W8(v), Init::Poison) => v.fill(u64::MAX),
             (HostData::W4(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i) as u32),
             (HostData::W8(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i)),
-            (HostData::W4(v), Init::Random) => {
-                for pair in v.chunks_mut(2) {
-                    let r = rng.next_u64();
-                    for (k, x) in pair.iter_mut().enumerate() {
-                        *x = random_bits(elem, (r >> (32 * k)) as u32 as u64) as u32;
-                    }
-                }
-            }
-            (HostData::W8(v), Init::Random) => v.iter_mut().for_each(|x| *x = random_bits(elem, rng.next_u64())),
+            (_, Init::Random) => unreachable!("handled above"),
         }
         data
     }
@@ -74,6 +73,36 @@ impl HostData {
             HostData::W8(v) => v[i],
         }
     }
+}
+
+const CHUNK: usize = 1 << 20;
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(32)
+}
+
+/// Fills `v` from one PCG stream per CHUNK elements, `per_draw` elements per 64-bit draw.
+fn fill_random<T: Send>(v: &mut [T], seed: u64, set: impl Fn(u64, &mut T, usize) + Sync, per_draw: usize) {
+    let chunks: Vec<(usize, &mut [T])> = v.chunks_mut(CHUNK).enumerate().collect();
+    let per_thread = chunks.len().div_ceil(threads()).max(1);
+    let mut chunks = chunks;
+    std::thread::scope(|s| {
+        while !chunks.is_empty() {
+            let mine: Vec<(usize, &mut [T])> = chunks.drain(..per_thread.min(chunks.len())).collect();
+            let set = &set;
+            s.spawn(move || {
+                for (i, chunk) in mine {
+                    let mut rng = rand_pcg::Pcg64Mcg::new(((seed as u128) << 64 | i as u128) << 1 | 1);
+                    for group in chunk.chunks_mut(per_draw) {
+                        let r = rng.next_u64();
+                        for (k, x) in group.iter_mut().enumerate() {
+                            set(r, x, k);
+                        }
+                    }
+                }
+            });
+        }
+    });
 }
 
 fn cast_bytes<T: Copy>(v: &[T]) -> &[u8] {
@@ -162,6 +191,15 @@ impl Tally {
         }
     }
 
+    /// Adds a later part's tally; the first mismatch stays the earliest one.
+    fn merge(mut self, later: Tally) -> Tally {
+        self.checked += later.checked;
+        self.mismatches += later.mismatches;
+        self.unwritten += later.unwritten;
+        self.first = self.first.or(later.first);
+        self
+    }
+
     fn outcome(self) -> CheckOutcome {
         CheckOutcome {
             passed: self.mismatches == 0 && self.checked > 0,
@@ -174,30 +212,46 @@ impl Tally {
     }
 }
 
+/// Runs `part(start, end)` over `0..n` split into ranges on all cores, merging tallies in order.
+fn parallel_tally(elem: ElemType, n: usize, part: impl Fn(usize, usize) -> Tally + Sync) -> Tally {
+    let step = n.div_ceil(threads()).max(1);
+    let part = &part;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n).step_by(step).map(|a| s.spawn(move || part(a, (a + step).min(n)))).collect();
+        handles.into_iter().fold(Tally::new(elem), |acc, h| acc.merge(h.join().expect("check thread panicked")))
+    })
+}
+
 /// `out` must equal `input` bit for bit over the shorter length.
 pub fn check_copy(elem: ElemType, input: &HostData, out: &HostData) -> CheckOutcome {
-    let mut t = Tally::new(elem);
-    for i in 0..input.len().min(out.len()) {
-        t.exact(out.word(i), input.word(i), || format!("element {i}"));
-    }
-    t.outcome()
+    parallel_tally(elem, input.len().min(out.len()), |a, b| {
+        let mut t = Tally::new(elem);
+        for i in a..b {
+            t.exact(out.word(i), input.word(i), || format!("element {i}"));
+        }
+        t
+    })
+    .outcome()
 }
 
 /// `out` (cols x rows) must be the transpose of `input` (rows x cols), bit for bit.
 pub fn check_transpose(elem: ElemType, input: &HostData, out: &HostData, rows: usize, cols: usize) -> CheckOutcome {
-    let mut t = Tally::new(elem);
     // Blocked traversal: a naive column walk over a 1 GiB output takes seconds of cache misses.
     const B: usize = 64;
-    for r0 in (0..rows).step_by(B) {
-        for c0 in (0..cols).step_by(B) {
-            for r in r0..(r0 + B).min(rows) {
-                for c in c0..(c0 + B).min(cols) {
-                    t.exact(out.word(c * rows + r), input.word(r * cols + c), || format!("out[{c}][{r}]"));
+    parallel_tally(elem, rows.div_ceil(B), |band_a, band_b| {
+        let mut t = Tally::new(elem);
+        for r0 in (band_a * B..(band_b * B).min(rows)).step_by(B) {
+            for c0 in (0..cols).step_by(B) {
+                for r in r0..(r0 + B).min(rows) {
+                    for c in c0..(c0 + B).min(cols) {
+                        t.exact(out.word(c * rows + r), input.word(r * cols + c), || format!("out[{c}][{r}]"));
+                    }
                 }
             }
         }
-    }
-    t.outcome()
+        t
+    })
+    .outcome()
 }
 
 /// `out` must match the reference output: bit-exact when `tolerance` is 0 or the type is an
@@ -246,6 +300,17 @@ mod tests {
             }
         }
         HostData::W4(out)
+    }
+
+    #[test]
+    fn random_spans_chunks_and_differs_between_chunks() {
+        let a = HostData::init(ElemType::F32, 2 * CHUNK + 7, Init::Random, 9);
+        let HostData::W4(v) = &a else { panic!() };
+        assert_ne!(v[..64], v[CHUNK..CHUNK + 64], "each chunk has its own stream");
+        assert_eq!(a, HostData::init(ElemType::F32, 2 * CHUNK + 7, Init::Random, 9));
+        let b = HostData::init(ElemType::I64, 1000, Init::Random, 9);
+        let HostData::W8(w) = &b else { panic!() };
+        assert!(w.iter().all(|&x| (-1000..1000).contains(&(x as i64))));
     }
 
     #[test]
