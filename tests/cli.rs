@@ -3,7 +3,7 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-const RUN: &str = "reports/runs/20261122T041414Z-transpose-h100-80gb-hbm3";
+const RUN: &str = "reports/runs/20261122T042602Z-transpose-h200";
 
 fn gpu_lab() -> Command {
     let mut c = Command::cargo_bin("gpu-lab").unwrap();
@@ -34,7 +34,7 @@ fn report_rerenders_the_committed_gpu_run_without_a_gpu() {
         .args(["report", RUN])
         .assert()
         .success()
-        .stdout(predicate::str::contains("NVIDIA H100").and(predicate::str::contains("| `copy_column[BX=32,BY=8]`")).and(predicate::str::contains("12.5%")));
+        .stdout(predicate::str::contains("NVIDIA H200").and(predicate::str::contains("| `copy_column[BX=32,BY=8]`")).and(predicate::str::contains("12.5%")));
     let csv = gpu_lab().args(["report", RUN, "--format", "csv"]).assert().success().get_output().stdout.clone();
     let text = String::from_utf8(csv).unwrap();
     assert_eq!(text.lines().count(), 93, "header + 92 jobs");

@@ -114,3 +114,12 @@ fn numbers() {
     assert_eq!(parse_number("(32, 32, 1)"), None);
     assert_eq!(parse_number(""), None);
 }
+
+#[test]
+fn h200_capture_of_the_transpose_suite() {
+    let out = parse_ncu_csv(&fixture("h200/transpose-raw-8192x8192.csv")).unwrap();
+    assert_eq!(out.kernels.len(), 23);
+    let smem = out.kernels.iter().find(|k| k.kernel_name == "smem_tile").unwrap();
+    let per_request = smem.values["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] / smem.values["smsp__inst_executed_op_shared_ld.sum"];
+    assert!((per_request - 32.0).abs() < 0.5, "the unpadded 32x32 tile's column read: {per_request}");
+}

@@ -2,7 +2,7 @@
 
 #[test]
 fn markdown_report_of_the_committed_run() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T041414Z-transpose-h100-80gb-hbm3");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T042602Z-transpose-h200");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let md = gpu_lab::report::exporter("md").unwrap().render(&run).unwrap();
@@ -13,7 +13,7 @@ fn markdown_report_of_the_committed_run() {
 
 #[test]
 fn truncated_results_keep_every_complete_record() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T041414Z-transpose-h100-80gb-hbm3");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T042602Z-transpose-h200");
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
     let body = std::fs::read_to_string(src.join("results.jsonl")).unwrap();
