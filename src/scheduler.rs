@@ -69,8 +69,9 @@ fn run_logged(cmd: &mut Command, log: &Path, timeout: Duration) -> anyhow::Resul
         return Ok(ChildEnd::Ok);
     }
     let text = std::fs::read_to_string(log).unwrap_or_default();
+    // The end of the child's output holds the error chain; an NVRTC log can be long, keep enough of it.
     let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let msg = tail[tail.len().saturating_sub(6)..].join("\n");
+    let msg = tail[tail.len().saturating_sub(40)..].join("\n");
     Ok(ChildEnd::Failed(if msg.is_empty() { format!("child exited with {status}") } else { msg }))
 }
 

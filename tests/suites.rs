@@ -137,3 +137,12 @@ fn manifest_errors_name_file_line_and_fix() {
     let e = error_of(&GOOD.replace("name = \"mine\"", "name = \"yours\""), CU);
     assert!(e.contains("its directory is `mine`"), "{e}");
 }
+
+#[test]
+fn the_gpu_fault_suite_loads_as_a_user_suite() {
+    let dirs = suite::search_dirs(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu")]);
+    let suites = suite::load_named(&["faults".to_string()], &dirs).unwrap();
+    let jobs = suite::expand(&suites[0]).unwrap();
+    assert_eq!(jobs.len(), 6);
+    assert!(jobs.iter().any(|j| j.program.source_path.ends_with("broken.cu")));
+}

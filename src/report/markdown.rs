@@ -164,7 +164,9 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             }
         }
         if let Some(e) = &j.error {
-            readings.push(format!("- `{}` {}: {}", j.label, status_cell(j), e.lines().next().unwrap_or("")));
+            let lines: Vec<&str> = e.lines().take(12).collect();
+            let more = if e.lines().count() > lines.len() { "\n  …(the full message is in results.jsonl)" } else { "" };
+            readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(j), lines.join("\n  ")));
         }
         if let (JobStatus::Wrong, Some(c)) = (j.status, &j.check) {
             readings.push(format!(
