@@ -146,3 +146,21 @@ fn the_gpu_fault_suite_loads_as_a_user_suite() {
     assert_eq!(jobs.len(), 6);
     assert!(jobs.iter().any(|j| j.program.source_path.ends_with("broken.cu")));
 }
+
+#[test]
+fn a_variant_of_several_launches() {
+    let two_step = format!(
+        "{GOOD}\n[[variants]]\nname = \"two_step\"\ncheck = {{ op = \"copy\", input = \"in\", output = \"out\" }}\n\
+         [[variants.launches]]\nkernel = \"scale\"\nblock = [\"256\"]\ngrid = [\"ceil_div(N, 256)\"]\nargs = [\"in\", \"out\", \"N\"]\n\
+         [[variants.launches]]\nkernel = \"scale\"\nblock = [\"32\"]\ngrid = [\"1\"]\nargs = [\"out\", \"out\", \"32\"]\nshared_bytes = \"4 * 32\"\n"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), &two_step, CU)).unwrap();
+    let jobs = suite::expand(&s).unwrap();
+    let j = jobs.iter().find(|j| j.variant == "two_step" && j.group == "N=4096").unwrap();
+    assert_eq!(j.launches.len(), 2);
+    assert_eq!((j.launches[0].grid[0], j.launches[1].grid[0], j.launches[1].shared_bytes), (16, 1, 128));
+    let both = two_step.replace("name = \"two_step\"", "name = \"two_step\"\nkernel = \"scale\"");
+    let e = suite::load(&write_suite(d.path(), &both, CU)).unwrap_err().to_string();
+    assert!(e.contains("both `kernel` and `launches`"), "{e}");
+}
