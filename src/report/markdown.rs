@@ -60,7 +60,7 @@ fn header(run: &RunData, out: &mut String) {
     if !i.suite_description.is_empty() {
         let _ = writeln!(out, "{}\n", i.suite_description);
     }
-    let mut rows = vec![vec!["".to_string(), "".to_string()]];
+    let mut rows = vec![vec!["run".to_string(), String::new()]];
     let mut kv = |k: &str, v: String| rows.push(vec![k.to_string(), v]);
     match &i.device {
         Some(d) => {
@@ -196,7 +196,8 @@ impl Exporter for Markdown {
         let passes: Vec<f64> = run.profiles.values().filter_map(|p| p.passes).collect();
         if !passes.is_empty() {
             let (lo, hi) = passes.iter().fold((f64::MAX, f64::MIN), |(a, b), &p| (a.min(p), b.max(p)));
-            let _ = writeln!(out, "ncu replayed each kernel {lo:.0}–{hi:.0} times to collect these counters (one profiled launch per variant).\n");
+            let times = if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0}–{hi:.0}") };
+            let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table).\n");
         }
         out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table; `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
         Ok(out)
