@@ -78,7 +78,7 @@ pub enum Command {
     /// Re-render a stored run (no GPU needed).
     Report {
         run: PathBuf,
-        #[arg(long, default_value = "md", value_parser = ["md", "json", "csv"])]
+        #[arg(long, default_value = "md", value_parser = ["md", "json", "csv", "svg"])]
         format: String,
         /// Also rewrite the run's own report file.
         #[arg(long)]

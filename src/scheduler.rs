@@ -86,7 +86,7 @@ fn timing_config(args: &SuiteArgs) -> TimingConfig {
 /// Rewrites report.md and metrics.csv from what is on disk: partial results stay readable.
 pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     let (run, _) = store::load_run(dir)?;
-    for e in [report::exporter("md")?, report::exporter("csv")?] {
+    for e in [report::exporter("md")?, report::exporter("csv")?, report::exporter("svg")?] {
         store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
     }
     Ok(())

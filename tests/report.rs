@@ -24,3 +24,15 @@ fn truncated_results_keep_every_complete_record() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(run.jobs.len() >= 90);
 }
+
+#[test]
+fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T042602Z-transpose-h200");
+    let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
+    let svg = gpu_lab::report::exporter("svg").unwrap().render(&run).unwrap();
+    assert!(svg.starts_with("<svg"));
+    // One background rectangle plus one bar per correct job (92 here).
+    assert_eq!(svg.matches("<rect").count(), 1 + 92);
+    assert_eq!(svg.matches("\ncopy ").count(), 4, "one copy-bound label per group");
+    assert!(svg.contains("transpose_fast[THREADS=512]"));
+}

@@ -86,7 +86,7 @@ fn header(run: &RunData, out: &mut String) {
         kv("wall time", format!("{w:.0} s"));
     }
     out.push_str(&table(rows));
-    out.push_str("\n\n");
+    out.push_str("\n\nChart of every table below: [chart.svg](chart.svg).\n\n");
 }
 
 fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut String) {

@@ -3,6 +3,7 @@
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod svg;
 
 use crate::model::RunData;
 
@@ -17,6 +18,7 @@ pub fn exporter(format: &str) -> anyhow::Result<Box<dyn Exporter>> {
         "md" | "markdown" => Ok(Box::new(markdown::Markdown)),
         "json" => Ok(Box::new(json::Json)),
         "csv" => Ok(Box::new(csv::Csv)),
-        other => anyhow::bail!("unknown report format `{other}`\n  fix: use --format md, json or csv"),
+        "svg" => Ok(Box::new(svg::Svg)),
+        other => anyhow::bail!("unknown report format `{other}`\n  fix: use --format md, json, csv or svg"),
     }
 }
