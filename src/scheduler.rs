@@ -92,6 +92,14 @@ pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A report that cannot be rendered must not stop the measuring: the results are on disk and
+/// `gpu-lab report RUN` can render them later.
+fn warn_on_error(result: anyhow::Result<()>) {
+    if let Err(e) = result {
+        eprintln!("warning: could not write the reports: {e:#}");
+    }
+}
+
 /// Fails early, with the fix, where the run cannot work at all.
 fn preflight(profile: bool) -> anyhow::Result<Option<Ncu>> {
     // SAFETY: only tries to open the library.
@@ -294,13 +302,13 @@ fn run_suite(
             }
             bar.inc(1);
         }
-        render_reports(dir)?;
+        warn_on_error(render_reports(dir));
     }
     bar.finish_and_clear();
     info.finished = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
     info.wall_seconds = Some(started.elapsed().as_secs_f64());
     store::save_info(dir, &info)?;
-    render_reports(dir)?;
+    warn_on_error(render_reports(dir));
     let _ = std::fs::remove_dir_all(&work);
     Ok(exit)
 }
