@@ -33,17 +33,24 @@ pub struct SuiteArgs {
     #[arg(long, default_value = "reports/runs")]
     pub out: PathBuf,
     /// Seconds before a job's child process is killed as hung.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
     /// Seed of the random inputs (recorded in the run).
     #[arg(long, default_value_t = 20261122)]
     pub seed: u64,
     /// Most seconds of sampling per job.
-    #[arg(long, default_value_t = 1.5)]
+    #[arg(long, default_value_t = 1.5, value_parser = positive)]
     pub max_seconds: f64,
     /// Noise target: stop once the median's 95% CI half-width is under this percentage.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = positive)]
     pub noise: f64,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
 }
 
 #[derive(Debug, Subcommand)]

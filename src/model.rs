@@ -118,6 +118,13 @@ pub struct ProfileRecord {
     pub error: Option<String>,
 }
 
+impl ProfileRecord {
+    /// A job ncu could not give numbers for, and why.
+    pub fn failed(job: &crate::suite::JobSpec, error: String, report_file: Option<String>) -> Self {
+        ProfileRecord { job_id: job.id.clone(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error) }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Record {
@@ -157,12 +164,17 @@ impl RunData {
 
     /// Groups in the order their first job ran.
     pub fn groups(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for j in &self.jobs {
-            if !out.contains(&j.group) {
-                out.push(j.group.clone());
-            }
-        }
-        out
+        groups_in_order(self.jobs.iter().map(|j| &j.group))
     }
+}
+
+/// Distinct group names in order of first appearance.
+pub fn groups_in_order<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for g in names {
+        if !out.contains(g) {
+            out.push(g.clone());
+        }
+    }
+    out
 }

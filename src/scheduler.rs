@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -55,12 +56,15 @@ fn run_logged(cmd: &mut Command, log: &Path, timeout: Duration) -> anyhow::Resul
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out)
+        // Its own process group, so that a timeout also ends what it started (ncu's profiled program).
+        .process_group(0)
         .spawn()
         .with_context(|| format!("starting {:?}", cmd.get_program()))?;
     let status = match child.wait_timeout(timeout)? {
         Some(s) => s,
         None => {
-            let _ = child.kill();
+            // SAFETY: signals the process group created above, whose leader is our child.
+            unsafe { libc::killpg(child.id() as libc::pid_t, libc::SIGKILL) };
             let _ = child.wait();
             return Ok(ChildEnd::TimedOut);
         }
@@ -73,6 +77,21 @@ fn run_logged(cmd: &mut Command, log: &Path, timeout: Duration) -> anyhow::Resul
     let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let msg = tail[tail.len().saturating_sub(40)..].join("\n");
     Ok(ChildEnd::Failed(if msg.is_empty() { format!("child exited with {status}") } else { msg }))
+}
+
+/// Reads a child's JSON outcome; a child that exited 0 without one is a failure, not a crash of the run.
+fn read_outcome<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("the child exited cleanly but left no readable result at {}: {e}", path.display()))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("the child's result {} is not valid: {e}", path.display()))
+}
+
+impl ChildEnd {
+    fn and_then_read<T: serde::de::DeserializeOwned>(self, path: &Path) -> Result<T, ChildEnd> {
+        match self {
+            ChildEnd::Ok => read_outcome(path).map_err(ChildEnd::Failed),
+            other => Err(other),
+        }
+    }
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
@@ -101,22 +120,22 @@ fn warn_on_error(result: anyhow::Result<()>) {
 }
 
 /// Fails early, with the fix, where the run cannot work at all.
-fn preflight(profile: bool) -> anyhow::Result<Option<Ncu>> {
+fn preflight(profile: bool, gpu: u32) -> anyhow::Result<Option<Ncu>> {
     // SAFETY: only tries to open the library.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         bail!("no NVIDIA GPU driver found on this machine (libcuda.so could not be loaded)\n  fix: run on a machine with an NVIDIA GPU and its driver; `gpu-lab doctor` checks every requirement. `gpu-lab report RUN` works without a GPU.");
     }
+    let count = cudarc::driver::CudaContext::device_count().map_err(|e| anyhow::anyhow!("the CUDA driver cannot count GPUs: {e}\n  fix: `gpu-lab doctor` checks the driver"))?;
+    if gpu as i64 >= count as i64 {
+        bail!("there is no GPU {gpu}: CUDA sees {count}\n  fix: pass --gpu 0 to {} (`gpu-lab devices` lists them)", count.max(1) - 1);
+    }
     if profile { Ok(Some(profiler::find().map_err(anyhow::Error::msg)?)) } else { Ok(None) }
 }
 
+/// The suite's jobs, only those of the named variants when some are named (none may match: another suite may have them).
 fn select_jobs(suite: &Suite, variants: &[String]) -> anyhow::Result<Vec<JobSpec>> {
     let mut jobs = suite::expand(suite)?;
     if !variants.is_empty() {
-        for v in variants {
-            if !suite.manifest.variants.iter().any(|d| &d.name == v) {
-                bail!("suite `{}` has no variant `{v}`\n  fix: `gpu-lab list variants` shows them", suite.name());
-            }
-        }
         jobs.retain(|j| variants.contains(&j.variant));
     }
     Ok(jobs)
@@ -126,12 +145,9 @@ fn select_jobs(suite: &Suite, variants: &[String]) -> anyhow::Result<Vec<JobSpec
 pub fn execute(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, command_line: String) -> anyhow::Result<i32> {
     let catalog = catalog()?;
     let suites = suite::load_named(&args.suite, &suite::search_dirs(&args.suite_dir))?;
-    let ncu = preflight(profile.is_some())?;
-    let nvml = NvmlSession::open();
-    let device = nvml.info(args.gpu).ok();
-    let mut exit = 0;
+    // Everything a suite needs is resolved before the first one starts: a typo must not stop `--suite all` halfway.
+    let mut plans = Vec::new();
     for suite in &suites {
-        let jobs = select_jobs(suite, &args.variant)?;
         let metric_defs: Vec<MetricDef> = match &profile {
             None => Vec::new(),
             Some(p) => {
@@ -140,9 +156,22 @@ pub fn execute(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, c
                 if names.is_empty() {
                     names.push(suite.manifest.suite.metric_set.clone().unwrap_or_else(|| "memory".into()));
                 }
-                catalog.resolve(&names)?
+                catalog.resolve(&names).with_context(|| format!("suite `{}`", suite.name()))?
             }
         };
+        plans.push((suite, select_jobs(suite, &args.variant)?, metric_defs));
+    }
+    if !args.variant.is_empty() && plans.iter().all(|(_, jobs, _)| jobs.is_empty()) {
+        bail!("no suite has a variant named {}\n  fix: `gpu-lab list variants` shows them", args.variant.join(", "));
+    }
+    let ncu = preflight(profile.is_some(), args.gpu)?;
+    let nvml = NvmlSession::open();
+    let device = nvml.info(args.gpu).ok();
+    let mut exit = 0;
+    for (suite, jobs, metric_defs) in plans {
+        if jobs.is_empty() {
+            continue;
+        }
         let gpu_name = device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| format!("gpu{}", args.gpu));
         let dir = store::new_run_dir(&args.out, suite.name(), &gpu_name).with_context(|| format!("creating a run directory under {}", args.out.display()))?;
         let code = run_suite(suite, &jobs, &metric_defs, args, profile.as_ref(), ncu.as_ref(), &nvml, device.clone(), &dir, quiet, &command_line)?;
@@ -194,12 +223,7 @@ fn run_suite(
     let results = dir.join(store::RESULTS);
     let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
 
-    let groups: Vec<String> = jobs.iter().fold(Vec::new(), |mut acc, j| {
-        if !acc.contains(&j.group) {
-            acc.push(j.group.clone());
-        }
-        acc
-    });
+    let groups = crate::model::groups_in_order(jobs.iter().map(|j| &j.group));
     let steps = jobs.len() as u64 + groups.len() as u64 * if profile.is_some() { 2 } else { 1 };
     let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
@@ -218,13 +242,15 @@ fn run_suite(
             &work.join(format!("bounds-{gi}.log")),
             timeout,
         )?;
-        let bounds = match (end, std::fs::read(&bounds_out)) {
-            (ChildEnd::Ok, Ok(b)) => {
-                let o: BoundsOutcome = serde_json::from_slice(&b)?;
-                BoundsRecord { group: group.clone(), bytes: o.bytes, memcpy: stats::summarize(&o.memcpy_samples_ms), copy_kernel: stats::summarize(&o.kernel_samples_ms), error: None }
-            }
-            (ChildEnd::Failed(e), _) => BoundsRecord { group: group.clone(), bytes, memcpy: None, copy_kernel: None, error: Some(e) },
-            _ => BoundsRecord { group: group.clone(), bytes, memcpy: None, copy_kernel: None, error: Some("timed out".into()) },
+        let failed = |e: String| BoundsRecord { group: group.clone(), bytes, memcpy: None, copy_kernel: None, error: Some(e) };
+        let bounds = match end {
+            _ if bytes == 0 => failed("the group has no buffers to copy".into()),
+            ChildEnd::Ok => match read_outcome::<BoundsOutcome>(&bounds_out) {
+                Ok(o) => BoundsRecord { group: group.clone(), bytes: o.bytes, memcpy: stats::summarize(&o.memcpy_samples_ms), copy_kernel: stats::summarize(&o.kernel_samples_ms), error: None },
+                Err(e) => failed(e),
+            },
+            ChildEnd::Failed(e) => failed(e),
+            ChildEnd::TimedOut => failed(format!("no result after {} s", args.timeout)),
         };
         append(&Record::Bounds(bounds))?;
         bar.inc(1);
@@ -243,6 +269,7 @@ fn run_suite(
                 timeout,
             )?;
             let after = nvml.snapshot(args.gpu);
+            let job_log = work.join(format!("job-{gi}-{ji}.log"));
             let description = suite.manifest.variants.iter().find(|v| v.name == job.variant).map(|v| v.description.clone()).unwrap_or_default();
             let mut record = JobRecord {
                 id: job.id.clone(),
@@ -266,9 +293,8 @@ fn run_suite(
                 nvml_after: after,
                 wall_seconds: 0.0,
             };
-            match end {
-                ChildEnd::Ok => {
-                    let o: JobOutcome = serde_json::from_slice(&std::fs::read(&out_path)?)?;
+            match end.and_then_read::<JobOutcome>(&out_path) {
+                Ok(o) => {
                     record.status = if o.check.as_ref().is_none_or(|c| c.passed) { JobStatus::Ok } else { JobStatus::Wrong };
                     record.summary = stats::summarize(&o.samples_ms);
                     record.check = o.check;
@@ -277,14 +303,22 @@ fn run_suite(
                     record.stopped_by = o.stopped_by;
                     ran.push(job);
                 }
-                ChildEnd::Failed(e) => record.error = Some(e),
-                ChildEnd::TimedOut => {
+                Err(ChildEnd::TimedOut) => {
                     record.status = JobStatus::TimedOut;
                     record.error = Some(format!("no result after {} s; the child was killed (raise --timeout if the kernel is just slow)", args.timeout));
                 }
+                Err(ChildEnd::Failed(e)) => record.error = Some(e),
+                Err(ChildEnd::Ok) => unreachable!("and_then_read turns Ok into a result or a failure"),
             }
             if record.status != JobStatus::Ok {
                 exit = 4;
+            }
+            if let Some(e) = record.error.as_mut() {
+                // work/ goes when the run ends; a failed job's whole log stays.
+                let kept = dir.join("logs").join(format!("job-{gi}-{ji}.log"));
+                if std::fs::create_dir_all(dir.join("logs")).and_then(|_| std::fs::copy(&job_log, &kept)).is_ok() {
+                    e.push_str(&format!("\n(full log: logs/job-{gi}-{ji}.log)"));
+                }
             }
             record.wall_seconds = t0.elapsed().as_secs_f64();
             append(&Record::Job(record))?;
@@ -293,7 +327,8 @@ fn run_suite(
 
         if let (Some(p), Some(ncu)) = (profile, ncu) {
             bar.set_message(format!("{group}: ncu ({} variants)", ran.len()));
-            let records = profile_group(ncu, p, metric_defs, &ran, args, dir, &work, gi)?;
+            let records = profile_group(ncu, p, metric_defs, &ran, args, dir, &work, gi)
+                .unwrap_or_else(|e| ran.iter().map(|j| ProfileRecord::failed(j, format!("{e:#}"), None)).collect());
             for r in &records {
                 if r.error.is_some() || !r.missing.is_empty() {
                     exit = 4;
@@ -319,7 +354,7 @@ fn profile_group(ncu: &Ncu, p: &ProfileOptions, defs: &[MetricDef], jobs: &[&Job
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
-    let failed = |msg: String| jobs.iter().map(|j| ProfileRecord { job_id: j.id.clone(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file: None, error: Some(msg.clone()) }).collect();
+    let failed = |msg: String| jobs.iter().map(|j| ProfileRecord::failed(j, msg.clone(), None)).collect();
     let specs_path = work.join(format!("profile-{gi}.json"));
     write_json(&specs_path, &jobs)?;
     let report_base: PathBuf = dir.join(format!("profile-{gi}"));
@@ -334,17 +369,24 @@ fn profile_group(ncu: &Ncu, p: &ProfileOptions, defs: &[MetricDef], jobs: &[&Job
     let timeout = Duration::from_secs(args.timeout * (jobs.len() as u64 + 1));
     let end = run_logged(&mut cmd, &log, timeout)?;
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    if let Some(why) = profiler::diagnose(&log_text) {
+    let diagnosis = profiler::diagnose(&log_text);
+    if let Some(why) = &diagnosis {
         if !report_file.exists() || log_text.contains("ERR_NVGPUCTRPERM") {
-            return Ok(failed(why));
+            return Ok(failed(why.clone()));
         }
     }
+    // A problem ncu reported while still writing a report is attached to the jobs it left short.
+    let mut trouble = diagnosis;
     match end {
         ChildEnd::TimedOut => return Ok(failed(format!("ncu did not finish within {} s", timeout.as_secs()))),
         ChildEnd::Failed(e) if !report_file.exists() => return Ok(failed(format!("ncu failed: {e}"))),
-        _ => {}
+        ChildEnd::Failed(e) => trouble = Some(format!("ncu or the profiled pass failed: {e}")),
+        ChildEnd::Ok => {}
     }
     let export = Command::new(&ncu.path).args(profiler::export_args(&report_file)).env("LC_ALL", "C").output().context("running ncu --import")?;
+    if !export.status.success() {
+        return Ok(failed(format!("`ncu --import {}` failed: {}", report_file.display(), String::from_utf8_lossy(&export.stderr).trim())));
+    }
     let csv = String::from_utf8_lossy(&export.stdout).to_string();
     store::write_atomic(&dir.join(format!("profile-{gi}.csv")), csv.as_bytes())?;
     let parsed = match parse::parse_ncu_csv(&csv) {
@@ -355,8 +397,14 @@ fn profile_group(ncu: &Ncu, p: &ProfileOptions, defs: &[MetricDef], jobs: &[&Job
     Ok(profiler::assign_kernels(jobs, &parsed.kernels)
         .into_iter()
         .map(|(job, rows)| match rows {
-            Ok(rows) => profiler::profile_record(job, defs, &rows, rel.clone()),
-            Err(e) => ProfileRecord { job_id: job.id.clone(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file: rel.clone(), error: Some(e) },
+            Ok(rows) => {
+                let mut r = profiler::profile_record(job, defs, &rows, rel.clone());
+                if !r.missing.is_empty() && r.error.is_none() {
+                    r.error = trouble.clone();
+                }
+                r
+            }
+            Err(e) => ProfileRecord::failed(job, e, rel.clone()),
         })
         .collect())
 }

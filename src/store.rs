@@ -37,14 +37,17 @@ pub fn new_run_dir(root: &Path, suite: &str, gpu: &str) -> io::Result<PathBuf> {
     let slug: String = gpu.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
     let slug = slug.split('-').filter(|s| !s.is_empty() && *s != "nvidia").collect::<Vec<_>>().join("-");
     let base = format!("{stamp}-{suite}-{}", if slug.is_empty() { "nogpu" } else { &slug });
-    for n in 0.. {
+    fs::create_dir_all(root)?;
+    let mut n = 0;
+    loop {
         let dir = root.join(if n == 0 { base.clone() } else { format!("{base}-{n}") });
-        if !dir.exists() {
-            fs::create_dir_all(&dir)?;
-            return Ok(dir);
+        // create_dir fails on an existing directory: two runs started in one second never share one.
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(e),
         }
     }
-    unreachable!()
 }
 
 pub const RUN_JSON: &str = "run.json";

@@ -71,6 +71,8 @@ fn unknown_suite_and_usage_errors() {
         .code(1)
         .stderr(predicate::str::contains("no suite named `transpos`").and(predicate::str::contains("transpose")));
     gpu_lab().args(["profile"]).assert().code(2);
+    gpu_lab().args(["run", "--suite", "transpose", "--timeout", "0"]).assert().code(2);
+    gpu_lab().args(["run", "--suite", "transpose", "--noise=-1"]).assert().code(2).stderr(predicate::str::contains("not a positive number"));
     gpu_lab().args(["report", RUN, "--format", "pdf"]).assert().code(2);
 }
 

@@ -136,6 +136,12 @@ fn manifest_errors_name_file_line_and_fix() {
     assert!(e.contains("does not fit in i32") && e.contains("i64:"), "{e}");
     let e = error_of(&GOOD.replace("name = \"mine\"", "name = \"yours\""), CU);
     assert!(e.contains("its directory is `mine`"), "{e}");
+    let e = error_of(&GOOD.replace("N = [1000, 4096]", "N = []"), CU);
+    assert!(e.contains("sweep axis `N` has no values"), "{e}");
+    let e = error_of(&GOOD.replace("init = \"random\"", "init = \"zero\""), CU);
+    assert!(e.contains("cannot show wrong indexing") && e.contains("init = \"random\""), "{e}");
+    let e = error_of(&GOOD.replacen("type = \"f32\"\nlen = \"N\"\ninit = \"poison\"", "type = \"f64\"\nlen = \"N\"\ninit = \"poison\"", 1), CU);
+    assert!(e.contains("a copy check needs an output of the input's type"), "{e}");
 }
 
 #[test]

@@ -19,7 +19,11 @@ pub struct Ncu {
 pub fn find() -> Result<Ncu, String> {
     let mut candidates: Vec<PathBuf> = Vec::new();
     if let Some(p) = std::env::var_os("NCU") {
-        candidates.push(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            return Err(format!("NCU={} is not a file\n  fix: point NCU at the ncu executable, or unset it to use the ncu on PATH", p.display()));
+        }
+        candidates.push(p);
     }
     if let Some(path) = std::env::var_os("PATH") {
         candidates.extend(std::env::split_paths(&path).map(|d| d.join("ncu")));
@@ -69,7 +73,8 @@ pub fn diagnose(output: &str) -> Option<String> {
 }
 
 /// Splits the profiled kernels among jobs by launch order (the profile pass launches each job's
-/// kernels once, in job order). Checks names so a stray launch cannot shift every later job.
+/// kernels once, in job order). Each kernel's name, grid and block are compared with the launch
+/// expected there, so a stray or missing launch is reported instead of shifting metrics silently.
 pub fn assign_kernels<'a>(jobs: &[&'a JobSpec], kernels: &[KernelRow]) -> Vec<(&'a JobSpec, Result<Vec<KernelRow>, String>)> {
     let mut next = 0usize;
     let mut out = Vec::new();
@@ -81,9 +86,15 @@ pub fn assign_kernels<'a>(jobs: &[&'a JobSpec], kernels: &[KernelRow]) -> Vec<(&
             continue;
         }
         let rows = kernels[next..next + n].to_vec();
-        let mismatch = rows.iter().zip(&job.launches).find(|(r, l)| !kernel_name_matches(&r.kernel_name, &l.kernel));
+        let dims = |d: &[u32; 3]| format!("({}, {}, {})", d[0], d[1], d[2]);
+        let mismatch = rows.iter().zip(&job.launches).find(|(r, l)| {
+            !kernel_name_matches(&r.kernel_name, &l.kernel) || r.grid_size != dims(&l.grid) || r.block_size != dims(&l.block)
+        });
         out.push((*job, match mismatch {
-            Some((r, l)) => Err(format!("expected kernel `{}` but ncu profiled `{}`", l.kernel, r.kernel_name)),
+            Some((r, l)) => Err(format!(
+                "expected kernel `{}` grid {} block {} but ncu profiled `{}` grid {} block {}",
+                l.kernel, dims(&l.grid), dims(&l.block), r.kernel_name, r.grid_size, r.block_size
+            )),
             None => Ok(rows),
         }));
         next += n;
@@ -142,6 +153,44 @@ mod tests {
         assert!(kernel_name_matches("void transposeUnrolled<32, 8>(const float *, float *, int)", "transposeUnrolled"));
         assert!(kernel_name_matches("copy_row(float*, float*, int, int)", "copy_row"));
         assert!(!kernel_name_matches("copy_row_x", "copy_row"));
+    }
+
+    #[test]
+    fn kernels_are_assigned_by_order_and_checked_by_name_grid_and_block() {
+        use crate::suite::{CheckSpec, LaunchSpec, Program};
+        let job = |id: &str, grid: u32| JobSpec {
+            id: id.into(),
+            suite: "s".into(),
+            variant: id.into(),
+            variant_params: Default::default(),
+            group: String::new(),
+            group_params: Default::default(),
+            program: Program { source_path: "k.cu".into(), options: vec![] },
+            launches: vec![LaunchSpec { kernel: "copy".into(), grid: [grid, 1, 1], block: [256, 1, 1], shared_bytes: 0, args: vec![] }],
+            buffers: vec![],
+            check: CheckSpec::None,
+            reference: None,
+            bytes: None,
+            flops: None,
+        };
+        let row = |id: u64, grid: u32| KernelRow {
+            id,
+            process_id: "1".into(),
+            kernel_name: "copy".into(),
+            block_size: "(256, 1, 1)".into(),
+            grid_size: format!("({grid}, 1, 1)"),
+            device: "0".into(),
+            cc: "9.0".into(),
+            values: Default::default(),
+            text: Default::default(),
+        };
+        let (a, b) = (job("a", 10), job("b", 20));
+        let ok = assign_kernels(&[&a, &b], &[row(0, 10), row(1, 20)]);
+        assert!(ok.iter().all(|(_, r)| r.is_ok()));
+        // Same kernel name, but the launch of `a` is missing: `b` must not get `a`'s metrics.
+        let shifted = assign_kernels(&[&a, &b], &[row(0, 20)]);
+        assert!(shifted[0].1.as_ref().unwrap_err().contains("grid (10, 1, 1)"));
+        assert!(shifted[1].1.as_ref().unwrap_err().contains("stopped early"));
     }
 
     #[test]

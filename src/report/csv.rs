@@ -26,7 +26,7 @@ impl Exporter for Csv {
                 j.group.clone(),
                 j.variant.clone(),
                 crate::suite::format_params(&j.variant_params),
-                format!("{:?}", j.status).to_lowercase(),
+                serde_json::to_value(j.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
                 num(s.map(|s| s.median)),
                 num(s.map(|s| s.ci_low)),
                 num(s.map(|s| s.ci_high)),

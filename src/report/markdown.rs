@@ -73,7 +73,8 @@ fn header(run: &RunData, out: &mut String) {
         None => kv("GPU", format!("unknown: {}", i.nvml_error.clone().unwrap_or_else(|| "NVML gave no information".into()))),
     }
     kv("clocks seen (NVML, before and after each job)", clocks_seen(run));
-    kv("clock policy", format!("{} (ncu --clock-control {}; the card is measured as found)", i.clock_policy, i.clock_policy));
+    let policy = if i.clock_policy == "none" { "the card is measured as found" } else { "ncu locked the clocks while profiling" };
+    kv("clock policy", format!("{} (ncu --clock-control {}; {policy})", i.clock_policy, i.clock_policy));
     kv("ncu", i.ncu_version.clone().unwrap_or_else(|| "not used (`gpu-lab run`)".into()));
     kv("date", i.started.clone());
     kv("command", format!("`{}`", i.command));
@@ -165,7 +166,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
         }
         if let Some(e) = &j.error {
             let lines: Vec<&str> = e.lines().take(12).collect();
-            let more = if e.lines().count() > lines.len() { "\n  …(the full message is in results.jsonl)" } else { "" };
+            let more = if e.lines().count() > lines.len() { "\n  …(the rest is in results.jsonl and the job's log under logs/)" } else { "" };
             readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(j), lines.join("\n  ")));
         }
         if let (JobStatus::Wrong, Some(c)) = (j.status, &j.check) {

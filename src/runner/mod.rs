@@ -246,15 +246,20 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, mut run: impl FnMut() -> Result<
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples.
     let mut warmup_runs = 0u32;
     let wall = Instant::now();
-    start.record(&gpu.stream).doing("recording an event")?;
     while warmup_runs < 3 || wall.elapsed().as_secs_f64() * 1e3 < cfg.warmup_ms {
         run()?;
         warmup_runs += 1;
         gpu.stream.synchronize().doing("warming up")?;
     }
+    // Calibrate back to back, as samples run: the warm-up's syncs would add host gaps to short kernels.
+    let calibration_runs = warmup_runs.min(100);
+    start.record(&gpu.stream).doing("recording an event")?;
+    for _ in 0..calibration_runs {
+        run()?;
+    }
     stop.record(&gpu.stream).doing("recording an event")?;
-    stop.synchronize().doing("warming up")?;
-    let per_run = (start.elapsed_ms(&stop).doing("reading warm-up time")? as f64 / warmup_runs as f64).max(1e-4);
+    stop.synchronize().doing("calibrating")?;
+    let per_run = (start.elapsed_ms(&stop).doing("reading calibration time")? as f64 / calibration_runs as f64).max(1e-4);
     let runs_per_sample = ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000);
     let mut samples = Vec::new();
     let sampling = Instant::now();

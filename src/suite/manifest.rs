@@ -89,7 +89,7 @@ impl ElemType {
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Init {
-    /// Seeded uniform random values (floats in [-1, 1), integers in [-1000, 1000)).
+    /// Seeded uniform random values (floats in [-1, 1), signed integers in [-1000, 1000), unsigned in [0, 2000)).
     Random,
     /// Every byte 0xFF: NaN for floats, -1 for signed integers; shows elements a kernel never wrote.
     Poison,

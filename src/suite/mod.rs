@@ -126,6 +126,12 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
     if m.variants.is_empty() {
         return Err(ctx.err("[suite]", "the suite has no variants", "add at least one [[variants]] table"));
     }
+    let all_axes = m.axes.iter().map(|a| (a, "[axes]".to_string())).chain(m.variants.iter().flat_map(|v| v.axes.iter().map(move |a| (a, format!("name = \"{}\"", v.name)))));
+    for ((axis, values), anchor) in all_axes {
+        if values.is_empty() {
+            return Err(ctx.err(&anchor, format!("sweep axis `{axis}` has no values"), format!("give `{axis}` at least one value, or remove it")));
+        }
+    }
     let mut seen = std::collections::HashSet::new();
     for b in &m.buffers {
         if !seen.insert(b.name.as_str()) {
@@ -270,7 +276,10 @@ fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) ->
             return Err(ctx.err(&anchor, format!("variant `{}`: block {:?} has more than 1024 threads", v.name, block), "choose block sizes whose product is at most 1024"));
         }
         let shared_bytes = match &l.shared_bytes {
-            Some(e) => expr::eval_count(e, env).map_err(|err| fail("shared_bytes", err))? as u32,
+            Some(e) => {
+                let n = expr::eval_count(e, env).map_err(|err| fail("shared_bytes", err))?;
+                u32::try_from(n).map_err(|_| ctx.err(&anchor, format!("variant `{}`: shared_bytes = {n} is far beyond any GPU's shared memory", v.name), "check the shared_bytes expression"))?
+            }
             None => 0,
         };
         let mut args = Vec::new();
@@ -343,7 +352,13 @@ fn resolve_job(
         }
         Some(c) => match c.op.as_deref() {
             None | Some("none") => CheckSpec::None,
-            Some("copy") => CheckSpec::Copy { input: buffer_index(c.input.as_ref(), "input")?, output: buffer_index(c.output.as_ref(), "output")? },
+            Some("copy") => {
+                let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
+                if buffers[input].elem != buffers[output].elem || buffers[output].len < buffers[input].len {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output of the input's type and at least its length", v.name), "give `output` the same type as `input` and len >= the input's"));
+                }
+                CheckSpec::Copy { input, output }
+            }
             Some("transpose") => {
                 let dim = |e: &Option<String>, what: &str| -> Result<u64, SuiteError> {
                     let e = e.as_ref().ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: a transpose check needs `{what}`", v.name), format!("add `{what} = \"expression\"` to the check")))?;
@@ -364,6 +379,11 @@ fn resolve_job(
             Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\" or \"none\", or same_as = \"variant\"")),
         },
     };
+    if let CheckSpec::Copy { input, .. } | CheckSpec::Transpose { input, .. } = check {
+        if !matches!(buffers[input].init, Init::Random | Init::Iota) {
+            return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
+        }
+    }
     let amount = |e: Option<&String>, what: &str| -> Result<Option<f64>, SuiteError> {
         e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
             .transpose()
