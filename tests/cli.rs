@@ -3,7 +3,7 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-const RUN: &str = "reports/runs/20261122T042602Z-transpose-h200";
+const RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
 
 fn gpu_lab() -> Command {
     let mut c = Command::cargo_bin("gpu-lab").unwrap();

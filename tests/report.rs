@@ -2,7 +2,7 @@
 
 #[test]
 fn markdown_report_of_the_committed_run() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T042602Z-transpose-h200");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let md = gpu_lab::report::exporter("md").unwrap().render(&run).unwrap();
@@ -13,7 +13,7 @@ fn markdown_report_of_the_committed_run() {
 
 #[test]
 fn truncated_results_keep_every_complete_record() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T042602Z-transpose-h200");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
     let body = std::fs::read_to_string(src.join("results.jsonl")).unwrap();
@@ -27,7 +27,7 @@ fn truncated_results_keep_every_complete_record() {
 
 #[test]
 fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T042602Z-transpose-h200");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
     let svg = gpu_lab::report::exporter("svg").unwrap().render(&run).unwrap();
     assert!(svg.starts_with("<svg"));
