@@ -9,13 +9,8 @@ use crate::scheduler;
 use crate::store;
 use crate::suite;
 
-fn libcuda_present() -> bool {
-    // SAFETY: only tries to open the library.
-    unsafe { cudarc::driver::sys::is_culib_present() }
-}
-
 fn cuda_device_count() -> Result<i32, String> {
-    if !libcuda_present() {
+    if !crate::runner::driver_present() {
         return Err("libcuda.so not found".into());
     }
     cudarc::driver::CudaContext::device_count().map_err(|e| e.to_string())
@@ -57,7 +52,7 @@ pub fn doctor() -> anyhow::Result<i32> {
             println!("FAIL  {name}: {e}");
         }
     };
-    check("libcuda (driver API)", if libcuda_present() { Ok("loadable".into()) } else { Err("not found\n        fix: install the NVIDIA driver; libcuda.so.1 must be on the loader path".into()) });
+    check("libcuda (driver API)", if crate::runner::driver_present() { Ok("loadable".into()) } else { Err("not found\n        fix: install the NVIDIA driver; libcuda.so.1 must be on the loader path".into()) });
     check("CUDA devices", cuda_device_count().and_then(|n| if n > 0 { Ok(n.to_string()) } else { Err("none".into()) }));
     check("libnvrtc (kernel compiler)", crate::build::nvrtc_version().map(|(a, b)| format!("NVRTC {a}.{b}")).map_err(|e| e.to_string()));
     let nvml = NvmlSession::open();
@@ -73,7 +68,7 @@ pub fn doctor() -> anyhow::Result<i32> {
     let ncu = profiler::find();
     check("ncu (Nsight Compute)", ncu.as_ref().map(|n| format!("{} {}", n.path.display(), n.version)).map_err(|e| e.clone()));
     if let Ok(ncu) = &ncu {
-        if libcuda_present() {
+        if crate::runner::driver_present() {
             // Profiling a real launch is the only honest test of counter permission.
             let out = std::process::Command::new(&ncu.path)
                 .args(["--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv"])
@@ -118,7 +113,7 @@ pub fn list(what: &str, suite_dirs: &[std::path::PathBuf]) -> anyhow::Result<i32
             }
             for (name, path) in found {
                 let s = suite::load(&path)?;
-                let jobs = suite::expand(&s)?;
+                let jobs = s.jobs.clone();
                 println!("{name:16} {} variants, {} jobs  {}  ({})", s.manifest.variants.len(), jobs.len(), s.manifest.suite.description, path.display());
                 if what == "variants" {
                     for v in &s.manifest.variants {

@@ -121,8 +121,7 @@ fn warn_on_error(result: anyhow::Result<()>) {
 
 /// Fails early, with the fix, where the run cannot work at all.
 fn preflight(profile: bool, gpu: u32) -> anyhow::Result<Option<Ncu>> {
-    // SAFETY: only tries to open the library.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+    if !crate::runner::driver_present() {
         bail!("no NVIDIA GPU driver found on this machine (libcuda.so could not be loaded)\n  fix: run on a machine with an NVIDIA GPU and its driver; `gpu-lab doctor` checks every requirement. `gpu-lab report RUN` works without a GPU.");
     }
     let count = cudarc::driver::CudaContext::device_count().map_err(|e| anyhow::anyhow!("the CUDA driver cannot count GPUs: {e}\n  fix: `gpu-lab doctor` checks the driver"))?;
@@ -134,7 +133,7 @@ fn preflight(profile: bool, gpu: u32) -> anyhow::Result<Option<Ncu>> {
 
 /// The suite's jobs, only those of the named variants when some are named (none may match: another suite may have them).
 fn select_jobs(suite: &Suite, variants: &[String]) -> anyhow::Result<Vec<JobSpec>> {
-    let mut jobs = suite::expand(suite)?;
+    let mut jobs = suite.jobs.clone();
     if !variants.is_empty() {
         jobs.retain(|j| variants.contains(&j.variant));
     }

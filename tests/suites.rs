@@ -14,13 +14,13 @@ fn every_builtin_suite_loads_and_expands() {
     assert!(found.contains_key("transpose"), "{found:?}");
     for (name, path) in found {
         let s = suite::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let jobs = suite::expand(&s).unwrap();
+        let jobs = &s.jobs;
         assert!(!jobs.is_empty(), "{name} has no jobs");
         let mut ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), jobs.len(), "{name}: job ids must be unique");
-        for j in &jobs {
+        for j in jobs {
             let src = std::fs::read_to_string(&j.program.source_path).unwrap();
             for l in &j.launches {
                 assert!(suite::source_declares_kernel(&src, &l.kernel), "{}: kernel {} not in source", j.id, l.kernel);
@@ -33,7 +33,7 @@ fn every_builtin_suite_loads_and_expands() {
 #[test]
 fn transpose_suite_has_every_seed_variant_and_size() {
     let s = suite::load(&kernels_dir().join("transpose/suite.toml")).unwrap();
-    let jobs = suite::expand(&s).unwrap();
+    let jobs = &s.jobs;
     let groups: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.group.as_str()).collect();
     for g in ["NX=4000,NY=4000", "NX=8192,NY=8192", "NX=16384,NY=16384", "NX=1024,NY=2048"] {
         assert!(groups.contains(g), "missing size {g}: {groups:?}");
@@ -101,7 +101,7 @@ check = { same_as = "ref", output = "out", tolerance = 1e-6 }
 fn user_suite_with_sweeps_defines_and_same_as() {
     let d = tempfile::tempdir().unwrap();
     let s = suite::load(&write_suite(d.path(), GOOD, CU)).unwrap();
-    let jobs = suite::expand(&s).unwrap();
+    let jobs = &s.jobs;
     assert_eq!(jobs.len(), 2 * 3);
     let j = jobs.iter().find(|j| j.label() == "swept[B=128]" && j.group == "N=1000").unwrap();
     assert_eq!(j.launches[0].grid, [8, 1, 1]);
@@ -148,7 +148,7 @@ fn manifest_errors_name_file_line_and_fix() {
 fn the_gpu_fault_suite_loads_as_a_user_suite() {
     let dirs = suite::search_dirs(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu")]);
     let suites = suite::load_named(&["faults".to_string()], &dirs).unwrap();
-    let jobs = suite::expand(&suites[0]).unwrap();
+    let jobs = &suites[0].jobs;
     assert_eq!(jobs.len(), 6);
     assert!(jobs.iter().any(|j| j.program.source_path.ends_with("broken.cu")));
 }
@@ -162,7 +162,7 @@ fn a_variant_of_several_launches() {
     );
     let d = tempfile::tempdir().unwrap();
     let s = suite::load(&write_suite(d.path(), &two_step, CU)).unwrap();
-    let jobs = suite::expand(&s).unwrap();
+    let jobs = &s.jobs;
     let j = jobs.iter().find(|j| j.variant == "two_step" && j.group == "N=4096").unwrap();
     assert_eq!(j.launches.len(), 2);
     assert_eq!((j.launches[0].grid[0], j.launches[1].grid[0], j.launches[1].shared_bytes), (16, 1, 128));

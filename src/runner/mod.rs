@@ -76,6 +76,13 @@ impl<T> Doing<T> for Result<T, cudarc::driver::DriverError> {
     }
 }
 
+/// True when the CUDA driver library can be loaded. Every entry point asks first: cudarc
+/// panics on first use without it.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to open the library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
 /// An open GPU: context, stream and the architecture string for NVRTC.
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -85,8 +92,7 @@ pub struct Gpu {
 
 impl Gpu {
     pub fn open(ordinal: usize) -> Result<Gpu, RunError> {
-        // SAFETY: only probes for the library; cudarc would panic on first use without it.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        if !driver_present() {
             return Err(RunError::NoDriver);
         }
         let ctx = CudaContext::new(ordinal).doing(format!("opening GPU {ordinal}"))?;

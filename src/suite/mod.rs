@@ -30,6 +30,8 @@ pub struct Suite {
     pub dir: PathBuf,
     /// sha256 over the manifest and every source it names: a report says exactly which code it measured.
     pub source_hash: String,
+    /// The sweep expanded into jobs, once, at load (suite axes outermost, then variants in manifest order).
+    pub jobs: Vec<JobSpec>,
 }
 
 impl Suite {
@@ -100,14 +102,15 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         source_texts.insert(s.clone(), src);
     }
     validate(&ctx, &manifest, &source_texts)?;
-    // Expanding once here surfaces every expression error at load time, not mid-run.
-    let suite = Suite {
+    // Expanding here surfaces every expression error at load time, not mid-run.
+    let mut suite = Suite {
         manifest,
         path: path.to_path_buf(),
         dir,
         source_hash: crate::build::hex(&hasher.finalize()),
+        jobs: Vec::new(),
     };
-    expand_with(&ctx, &suite)?;
+    suite.jobs = expand_with(&ctx, &suite)?;
     Ok(suite)
 }
 
@@ -213,12 +216,6 @@ fn combinations(axes: &BTreeMap<String, Vec<AxisValue>>) -> Vec<BTreeMap<String,
 
 fn to_bindings(params: &[&BTreeMap<String, i64>]) -> Bindings {
     params.iter().flat_map(|p| p.iter().map(|(k, v)| (k.clone(), *v as f64))).collect()
-}
-
-/// Expands a suite into its jobs (suite axes outermost, then variants in manifest order).
-pub fn expand(suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
-    let text = std::fs::read_to_string(&suite.path).unwrap_or_default();
-    expand_with(&Ctx { path: &suite.path, text: &text }, suite)
 }
 
 fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
