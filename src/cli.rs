@@ -13,6 +13,9 @@ pub struct Cli {
     /// No progress bar; only errors and the final path.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Extra metric definitions (TOML, format in docs/metrics.md); they add to or override the built-ins.
+    #[arg(long, global = true)]
+    pub metrics_file: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -91,8 +91,8 @@ pub fn doctor() -> anyhow::Result<i32> {
     Ok(if failures > 0 { 1 } else { 0 })
 }
 
-pub fn list(what: &str, suite_dirs: &[std::path::PathBuf]) -> anyhow::Result<i32> {
-    let catalog = scheduler::catalog()?;
+pub fn list(what: &str, suite_dirs: &[std::path::PathBuf], metrics_files: &[std::path::PathBuf]) -> anyhow::Result<i32> {
+    let catalog = scheduler::catalog(metrics_files)?;
     match what {
         "metrics" => {
             for m in catalog.metrics.values() {

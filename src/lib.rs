@@ -24,10 +24,10 @@ pub fn run(cli: Cli, command_line: String) -> anyhow::Result<i32> {
     match cli.command {
         Command::Devices => commands::devices(),
         Command::Doctor => commands::doctor(),
-        Command::List { what, suite_dir } => commands::list(&what, &suite_dir),
+        Command::List { what, suite_dir } => commands::list(&what, &suite_dir, &cli.metrics_file),
         Command::Run(args) => scheduler::execute(&args, None, cli.quiet, command_line),
         Command::Profile { suite, set, metrics, clock_control } => {
-            scheduler::execute(&suite, Some(scheduler::ProfileOptions { set, metrics, clock_control }), cli.quiet, command_line)
+            scheduler::execute(&suite, Some(scheduler::ProfileOptions { set, metrics_files: cli.metrics_file, metrics, clock_control }), cli.quiet, command_line)
         }
         Command::Report { run, format, write } => commands::report(&run, &format, write),
         Command::Job { spec, out, gpu, seed } => child::job(&spec, &out, gpu, seed).map(|_| 0),

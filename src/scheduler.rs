@@ -25,14 +25,19 @@ use crate::suite::{self, JobSpec, Suite};
 /// What `profile` adds to `run`.
 pub struct ProfileOptions {
     pub set: Option<String>,
+    pub metrics_files: Vec<PathBuf>,
     pub metrics: Vec<String>,
     pub clock_control: String,
 }
 
-/// Built-in metric definitions, compiled into the binary so it works from any directory.
-pub fn catalog() -> anyhow::Result<Catalog> {
-    let mut c = Catalog::default();
-    c.add_toml("metrics/builtin.toml", include_str!("../metrics/builtin.toml"))?;
+/// The built-in metric definitions plus the user's files (`--metrics-file`, later files override earlier ones).
+pub fn catalog(user_files: &[PathBuf]) -> anyhow::Result<Catalog> {
+    let mut c = Catalog::builtin()?;
+    for file in user_files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading metric definitions {}\n  fix: pass an existing TOML file to --metrics-file (format: docs/metrics.md)", file.display()))?;
+        c.add_toml(&file.display().to_string(), &text)?;
+    }
     Ok(c)
 }
 
@@ -142,7 +147,7 @@ fn select_jobs(suite: &Suite, variants: &[String]) -> anyhow::Result<Vec<JobSpec
 
 /// `gpu-lab run` and `gpu-lab profile`: returns the exit code (0, or 4 when some jobs failed).
 pub fn execute(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, command_line: String) -> anyhow::Result<i32> {
-    let catalog = catalog()?;
+    let catalog = catalog(profile.as_ref().map(|p| p.metrics_files.as_slice()).unwrap_or_default())?;
     let suites = suite::load_named(&args.suite, &suite::search_dirs(&args.suite_dir))?;
     // Everything a suite needs is resolved before the first one starts: a typo must not stop `--suite all` halfway.
     let mut plans = Vec::new();

@@ -108,7 +108,19 @@ fn levenshtein(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// The built-in definition files (`metrics/*.toml`), embedded so the binary works from any directory.
+pub const BUILTIN_FILES: &[(&str, &str)] = &[("metrics/builtin.toml", include_str!("../../metrics/builtin.toml"))];
+
 impl Catalog {
+    /// Every built-in definition and set.
+    pub fn builtin() -> Result<Catalog, MetricsError> {
+        let mut c = Catalog::default();
+        for (file, text) in BUILTIN_FILES {
+            c.add_toml(file, text)?;
+        }
+        Ok(c)
+    }
+
     /// Adds one file's definitions; later files override earlier ones (user files over built-ins).
     pub fn add_toml(&mut self, file: &str, text: &str) -> Result<(), MetricsError> {
         let parsed: MetricsFile = toml::from_str(text).map_err(|e| MetricsError::File { file: file.into(), message: e.to_string() })?;

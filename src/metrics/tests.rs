@@ -3,9 +3,7 @@
 use super::*;
 
 fn builtin() -> Catalog {
-    let mut c = Catalog::default();
-    c.add_toml("metrics/builtin.toml", include_str!("../../metrics/builtin.toml")).unwrap();
-    c
+    Catalog::builtin().unwrap()
 }
 
 fn values(pairs: &[(&str, f64)]) -> BTreeMap<String, f64> {
