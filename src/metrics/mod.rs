@@ -109,7 +109,13 @@ fn levenshtein(a: &str, b: &str) -> usize {
 }
 
 /// The built-in definition files (`metrics/*.toml`), embedded so the binary works from any directory.
-pub const BUILTIN_FILES: &[(&str, &str)] = &[("metrics/builtin.toml", include_str!("../../metrics/builtin.toml"))];
+/// Sets come last: a set may name a metric of any file.
+pub const BUILTIN_FILES: &[(&str, &str)] = &[
+    ("metrics/memory.toml", include_str!("../../metrics/memory.toml")),
+    ("metrics/shared.toml", include_str!("../../metrics/shared.toml")),
+    ("metrics/execution.toml", include_str!("../../metrics/execution.toml")),
+    ("metrics/sets.toml", include_str!("../../metrics/sets.toml")),
+];
 
 impl Catalog {
     /// Every built-in definition and set.
