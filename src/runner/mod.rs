@@ -240,6 +240,12 @@ fn check(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile
             let out = bufs.download(gpu, spec, *output)?;
             host::check_transpose(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *rows as usize, *cols as usize)
         }
+        CheckSpec::Sum { input: i, output, count, tolerance } => {
+            bufs.reset(gpu, spec)?;
+            run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
+            let out = bufs.download(gpu, spec, *output)?;
+            host::check_sum(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *count as usize, *tolerance)
+        }
     };
     Ok(Some(outcome))
 }

@@ -84,6 +84,8 @@ pub enum CheckSpec {
     Copy { input: usize, output: usize },
     Transpose { input: usize, output: usize, rows: u64, cols: u64 },
     SameAs { output: usize, tolerance: f64 },
+    /// The first `count` elements of `output` must add up to the sum of `input`.
+    Sum { input: usize, output: usize, count: u64, tolerance: f64 },
 }
 
 impl JobSpec {

@@ -112,7 +112,7 @@ pub struct BufferDecl {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CheckDecl {
-    /// Built-in CPU reference: `copy`, `transpose`, or `none`.
+    /// Built-in CPU reference: `copy`, `transpose`, `sum`, or `none`.
     pub op: Option<String>,
     /// Instead of a built-in op: the output must equal this variant's output on the same input.
     pub same_as: Option<String>,
@@ -121,6 +121,8 @@ pub struct CheckDecl {
     /// For `transpose`: the input's rows and columns (expressions); the output is cols x rows.
     pub rows: Option<String>,
     pub cols: Option<String>,
+    /// For `sum`: how many elements of the output hold partial results (an expression).
+    pub count: Option<String>,
     /// Largest accepted relative error for float outputs (0 = bit-exact).
     #[serde(default)]
     pub tolerance: f64,

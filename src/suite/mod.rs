@@ -373,10 +373,25 @@ fn resolve_job(
                 }
                 CheckSpec::Transpose { input, output, rows, cols }
             }
-            Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\" or \"none\", or same_as = \"variant\"")),
+            Some("sum") => {
+                let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
+                let count = c.count.as_ref().ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: a sum check needs `count`, the number of partial results in `{}`", v.name, buffers[output].name), "add `count = \"expression\"`, e.g. the kernel's grid size"))?;
+                let count = expr::eval_count(count, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check count: {err}", v.name), "use the suite's axes and the variant's params"))?;
+                if count == 0 || count > buffers[output].len {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: sum check count {count} must be between 1 and the {} elements of `{}`", v.name, buffers[output].len, buffers[output].name), "make the output buffer hold every partial result"));
+                }
+                if buffers[input].elem != buffers[output].elem {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
+                }
+                if buffers[input].elem.is_float() && c.tolerance <= 0.0 {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: a float sum depends on the order of the adds and cannot be checked bit for bit", v.name), "add `tolerance = 1e-5` (the largest accepted error as a fraction of sum|x|)"));
+                }
+                CheckSpec::Sum { input, output, count, tolerance: c.tolerance }
+            }
+            Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\" or \"none\", or same_as = \"variant\"")),
         },
     };
-    if let CheckSpec::Copy { input, .. } | CheckSpec::Transpose { input, .. } = check {
+    if let CheckSpec::Copy { input, .. } | CheckSpec::Transpose { input, .. } | CheckSpec::Sum { input, .. } = check {
         if !matches!(buffers[input].init, Init::Random | Init::Iota) {
             return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
         }
