@@ -224,10 +224,31 @@ fn parallel_tally(elem: ElemType, n: usize, part: impl Fn(usize, usize) -> Tally
 
 /// `out` must equal `input` bit for bit over the shorter length.
 pub fn check_copy(elem: ElemType, input: &HostData, out: &HostData) -> CheckOutcome {
-    parallel_tally(elem, input.len().min(out.len()), |a, b| {
+    check_copy_mapped(elem, input, out, CopyMap::IDENTITY)
+}
+
+/// Where a copy reads and writes: `out[output_offset + i] == input[input_offset + i * input_stride]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyMap {
+    pub input_offset: usize,
+    pub input_stride: usize,
+    pub output_offset: usize,
+}
+
+impl CopyMap {
+    pub const IDENTITY: CopyMap = CopyMap { input_offset: 0, input_stride: 1, output_offset: 0 };
+}
+
+/// A copy through `map`, over every element both buffers hold; elements of `out` before
+/// `output_offset` are not checked.
+pub fn check_copy_mapped(elem: ElemType, input: &HostData, out: &HostData, map: CopyMap) -> CheckOutcome {
+    let from_input = input.len().saturating_sub(map.input_offset).div_ceil(map.input_stride.max(1));
+    let n = from_input.min(out.len().saturating_sub(map.output_offset));
+    parallel_tally(elem, n, |a, b| {
         let mut t = Tally::new(elem);
         for i in a..b {
-            t.exact(out.word(i), input.word(i), || format!("element {i}"));
+            let (o, s) = (map.output_offset + i, map.input_offset + i * map.input_stride);
+            t.exact(out.word(o), input.word(s), || format!("out[{o}] (in[{s}])"));
         }
         t
     })
@@ -330,9 +351,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mapped_copy_checks_offsets_and_strides() {
+        let input = HostData::W4((0..10).collect());
+        // Misaligned read by 3: out[i] = in[i + 3]; the last 3 elements of out are not checked.
+        let read = HostData::W4((3..10).chain([u32::MAX; 3]).collect());
+        let map = CopyMap { input_offset: 3, ..CopyMap::IDENTITY };
+        let o = check_copy_mapped(ElemType::U32, &input, &read, map);
+        assert!(o.passed && o.checked == 7, "{o:?}");
+        // Misaligned write by 2: out[i + 2] = in[i].
+        let write = HostData::W4([u32::MAX; 2].into_iter().chain(0..8).collect());
+        let o = check_copy_mapped(ElemType::U32, &input, &write, CopyMap { output_offset: 2, ..CopyMap::IDENTITY });
+        assert!(o.passed && o.checked == 8, "{o:?}");
+        // The x fields of an array of (x, y) pairs: out[i] = in[2i]; a y slipped in is caught.
+        let mut xs = HostData::W4(vec![0, 2, 4, 6, 8]);
+        let stride = CopyMap { input_stride: 2, ..CopyMap::IDENTITY };
+        assert!(check_copy_mapped(ElemType::U32, &input, &xs, stride).passed);
+        if let HostData::W4(v) = &mut xs {
+            v[3] = 7;
+        }
+        let o = check_copy_mapped(ElemType::U32, &input, &xs, stride);
+        assert_eq!((o.passed, o.mismatches, o.first_mismatch.as_deref()), (false, 1, Some("out[3] (in[6]): got 7 want 6")));
+    }
+
+    #[test]
     fn sum_check_is_exact_for_integers_and_bounded_for_floats() {
         let input = HostData::W4([5i32, -7, 1_000_000, -3].iter().map(|&v| v as u32).collect());
-        let good = HostData::W4([2i32, 999_995, 0].iter().map(|&v| v as u32).collect());
+        let good = HostData::W4([-2i32, 999_997, 0].iter().map(|&v| v as u32).collect());
         assert!(check_sum(ElemType::I32, &input, &good, 2, 0.0).passed);
         let off_by_one = HostData::W4([3i32, 999_995].iter().map(|&v| v as u32).collect());
         let o = check_sum(ElemType::I32, &input, &off_by_one, 2, 0.0);

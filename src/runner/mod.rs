@@ -228,11 +228,11 @@ fn check(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             host::check_same(elem_of(*output), &expected, &bufs.download(gpu, spec, *output)?, *tolerance)
         }
-        CheckSpec::Copy { input: i, output } => {
+        CheckSpec::Copy { input: i, output, map } => {
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             let out = bufs.download(gpu, spec, *output)?;
-            host::check_copy(elem_of(*output), input_ref(bufs, spec, *i)?, &out)
+            host::check_copy_mapped(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *map)
         }
         CheckSpec::Transpose { input: i, output, rows, cols } => {
             bufs.reset(gpu, spec)?;

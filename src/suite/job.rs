@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::runner::host::CopyMap;
+
 use super::manifest::{ElemType, Init};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -81,7 +83,7 @@ impl BufferSpec {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum CheckSpec {
     None,
-    Copy { input: usize, output: usize },
+    Copy { input: usize, output: usize, map: CopyMap },
     Transpose { input: usize, output: usize, rows: u64, cols: u64 },
     SameAs { output: usize, tolerance: f64 },
     /// The first `count` elements of `output` must add up to the sum of `input`.

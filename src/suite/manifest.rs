@@ -121,6 +121,10 @@ pub struct CheckDecl {
     /// For `transpose`: the input's rows and columns (expressions); the output is cols x rows.
     pub rows: Option<String>,
     pub cols: Option<String>,
+    /// For `copy`: `out[output_offset + i] == in[input_offset + i * input_stride]` (expressions; 0, 1, 0 by default).
+    pub input_offset: Option<String>,
+    pub input_stride: Option<String>,
+    pub output_offset: Option<String>,
     /// For `sum`: how many elements of the output hold partial results (an expression).
     pub count: Option<String>,
     /// Largest accepted relative error for float outputs (0 = bit-exact).

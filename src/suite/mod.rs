@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::expr::{self, Bindings};
+use crate::runner::host::CopyMap;
 pub use job::*;
 pub use manifest::*;
 
@@ -351,10 +352,23 @@ fn resolve_job(
             None | Some("none") => CheckSpec::None,
             Some("copy") => {
                 let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
-                if buffers[input].elem != buffers[output].elem || buffers[output].len < buffers[input].len {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output of the input's type and at least its length", v.name), "give `output` the same type as `input` and len >= the input's"));
+                let eval = |e: &Option<String>, what: &str, default: u64| -> Result<usize, SuiteError> {
+                    let Some(e) = e else { return Ok(default as usize) };
+                    expr::eval_count(e, env).map(|n| n as usize).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes and the variant's params"))
+                };
+                let map = CopyMap { input_offset: eval(&c.input_offset, "input_offset", 0)?, input_stride: eval(&c.input_stride, "input_stride", 1)?, output_offset: eval(&c.output_offset, "output_offset", 0)? };
+                if map.input_stride == 0 {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: check input_stride is 0", v.name), "use input_stride >= 1 (1 is a plain copy)"));
                 }
-                CheckSpec::Copy { input, output }
+                if buffers[input].elem != buffers[output].elem {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output of the input's type", v.name), "give `output` the same type as `input`"));
+                }
+                // A plain copy must cover the whole input: a short output would hide unwritten elements.
+                let mapped = c.input_offset.is_some() || c.input_stride.is_some() || c.output_offset.is_some();
+                if !mapped && buffers[output].len < buffers[input].len {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output at least as long as the input", v.name), "give `output` len >= the input's, or say which part of the input it holds with input_offset / input_stride"));
+                }
+                CheckSpec::Copy { input, output, map }
             }
             Some("transpose") => {
                 let dim = |e: &Option<String>, what: &str| -> Result<u64, SuiteError> {
