@@ -170,3 +170,47 @@ fn a_variant_of_several_launches() {
     let e = suite::load(&write_suite(d.path(), &both, CU)).unwrap_err().to_string();
     assert!(e.contains("both `kernel` and `launches`"), "{e}");
 }
+
+#[test]
+fn the_headline_suites_hold_every_seed_lesson() {
+    let found = suite::discover(&[kernels_dir()]);
+    let variants = |name: &str| -> Vec<suite::JobSpec> { suite::load(&found[name]).unwrap_or_else(|e| panic!("{name}: {e}")).jobs };
+    let has = |jobs: &[suite::JobSpec], names: &[&str]| {
+        for n in names {
+            assert!(jobs.iter().any(|j| j.variant == *n), "missing variant {n}");
+        }
+    };
+
+    let reduction = variants("reduction");
+    has(&reduction, &["neighbored", "neighbored_less", "interleaved", "unrolled", "warp_unrolled", "complete_unrolled", "smem", "smem_shuffle", "best", "best_f32"]);
+    for j in &reduction {
+        // Each block writes one partial: the check must add exactly as many as the grid has blocks.
+        let CheckSpec::Sum { count, tolerance, .. } = j.check else { panic!("{}: not a sum check", j.id) };
+        assert_eq!(count, j.launches[0].grid.iter().map(|&g| g as u64).product::<u64>(), "{}", j.id);
+        assert_eq!(tolerance > 0.0, j.variant.ends_with("_f32"), "{}: int32 exact, float32 toleranced", j.id);
+    }
+
+    let shared = variants("shared-memory");
+    has(&shared, &["row_write_row_read", "row_write_col_read", "col_write_row_read", "dyn_row_write_col_read", "row_write_col_read_pad", "dyn_row_write_col_read_pad", "row_write_col_read_swizzle", "rect_row_write_col_read", "rect_pad_unroll2", "transpose_fast"]);
+    assert!(shared.iter().any(|j| j.group == "NX=8192,NY=8192"));
+    assert!(shared.iter().filter(|j| j.variant.starts_with("dyn_")).all(|j| j.launches[0].shared_bytes > 0));
+
+    let global = variants("global-memory");
+    has(&global, &["misaligned_read", "misaligned_read_l2", "misaligned_write", "strided_read", "aos", "soa", "aos_sum_x", "soa_sum_x"]);
+    let offsets: Vec<i64> = global.iter().filter(|j| j.variant == "misaligned_read").map(|j| j.variant_params["OFFSET"]).collect();
+    assert_eq!(offsets.first(), Some(&0));
+    assert_eq!(offsets.last(), Some(&32));
+    for j in global.iter().filter(|j| j.variant == "misaligned_read") {
+        assert!(matches!(j.check, CheckSpec::Copy { map, .. } if map.input_offset as i64 == j.variant_params["OFFSET"]), "{}", j.id);
+    }
+
+    let divergence = variants("warp-divergence");
+    for v in ["divergent", "warp_aligned", "seed_divergent"] {
+        let g = format!("{v}_G");
+        let (plain, debug) = (divergence.iter().find(|j| j.variant == v).unwrap(), divergence.iter().find(|j| j.variant == g).unwrap());
+        assert!(!plain.program.options.contains(&"-G".to_string()) && debug.program.options.contains(&"-G".to_string()), "{v}");
+    }
+
+    let probes = variants("nvprof-probes");
+    has(&probes, &["copy_row", "copy_column", "aos", "soa", "misaligned_read", "smem_column_read", "smem_padded_column_read", "divergent_branch_G", "warp_unrolled_reduction"]);
+}

@@ -71,18 +71,73 @@ extern "C" __global__ void soa_copy(const float* __restrict__ in, float* __restr
     }
 }
 
-// Only the x field, the case where the layout decides the DRAM traffic: AoS fetches the unused
-// y of every element too (twice the bytes), SoA only the x array.
-extern "C" __global__ void aos_x(const Pair* __restrict__ in, float* __restrict__ xs, int n)
+// Only the x field, the case where the layout decides the DRAM traffic: a sum of the x fields.
+// AoS fetches every unused y too (twice the bytes), SoA only the x array. A copy of one float per
+// thread is limited by the loads a GPU keeps in flight, not by DRAM, and would hide that
+// difference; so each thread keeps ELEMS independent loads in flight over a grid-stride loop,
+// then the block sums with warp shuffles and writes one partial.
+#ifndef ELEMS
+#define ELEMS 4
+#endif
+#ifndef SUM_BLOCK
+#define SUM_BLOCK 256
+#endif
+
+__device__ __forceinline__ float block_sum(float s)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        xs[i] = LOAD(&in[i].x);
+    __shared__ float warp_sums[SUM_BLOCK / 32];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_down_sync(0xffffffffu, s, o);
+    if (threadIdx.x % 32 == 0)
+        warp_sums[threadIdx.x / 32] = s;
+    __syncthreads();
+    s = 0;
+    if (threadIdx.x < 32) {
+        s = threadIdx.x < SUM_BLOCK / 32 ? warp_sums[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1)
+            s += __shfl_down_sync(0xffffffffu, s, o);
+    }
+    return s;
 }
 
-extern "C" __global__ void soa_x(const float* __restrict__ in, float* __restrict__ xs, int n)
+extern "C" __global__ void aos_sum_x(const Pair* __restrict__ in, float* __restrict__ partials, int n)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        xs[i] = LOAD(&in[i]);
+    float acc[ELEMS] = {};
+    long long stride = (long long)gridDim.x * SUM_BLOCK;
+    long long i = (long long)blockIdx.x * SUM_BLOCK + threadIdx.x;
+    for (; i + (ELEMS - 1) * stride < n; i += ELEMS * stride) {
+#pragma unroll
+        for (int k = 0; k < ELEMS; ++k)
+            acc[k] += LOAD(&in[i + k * stride].x);
+    }
+    for (; i < n; i += stride)
+        acc[0] += LOAD(&in[i].x);
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < ELEMS; ++k)
+        s += acc[k];
+    s = block_sum(s);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = s;
+}
+
+extern "C" __global__ void soa_sum_x(const float* __restrict__ x, float* __restrict__ partials, int n)
+{
+    float acc[ELEMS] = {};
+    long long stride = (long long)gridDim.x * SUM_BLOCK;
+    long long i = (long long)blockIdx.x * SUM_BLOCK + threadIdx.x;
+    for (; i + (ELEMS - 1) * stride < n; i += ELEMS * stride) {
+#pragma unroll
+        for (int k = 0; k < ELEMS; ++k)
+            acc[k] += LOAD(&x[i + k * stride]);
+    }
+    for (; i < n; i += stride)
+        acc[0] += LOAD(&x[i]);
+    float s = 0;
+#pragma unroll
+    for (int k = 0; k < ELEMS; ++k)
+        s += acc[k];
+    s = block_sum(s);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = s;
 }

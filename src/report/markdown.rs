@@ -40,6 +40,7 @@ fn clocks_seen(run: &RunData) -> String {
 
 fn status_cell(j: &JobRecord) -> String {
     match j.status {
+        JobStatus::Ok if j.check.is_none() => "not checked".into(),
         JobStatus::Ok => "yes".into(),
         JobStatus::Wrong => "**WRONG**".into(),
         JobStatus::Failed => "failed".into(),

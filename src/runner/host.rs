@@ -309,16 +309,17 @@ pub fn check_same(elem: ElemType, reference: &HostData, out: &HostData, toleranc
 }
 
 /// The first `count` elements of `out` (a reduction's partial results) must add up to the sum of
-/// `input`: exactly for integers (wrapping at the element width, as the GPU's adds do), and for
+/// `input` (every `input_stride`-th element, from the first: the x fields of an array of pairs): exactly for integers (wrapping at the element width, as the GPU's adds do), and for
 /// floats within `tolerance` × Σ|input| of the float64 sum (an error bound that does not blow up
 /// when random signs make the sum itself small).
-pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize, tolerance: f64) -> CheckOutcome {
+pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize, input_stride: usize, tolerance: f64) -> CheckOutcome {
     let count = count.min(out.len());
+    let stride = input_stride.max(1);
     let unwritten = (0..count).filter(|&i| is_poison(elem, out.word(i))).count() as u64;
     let mut o = CheckOutcome { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None };
     if elem.is_float() {
         let (mut want, mut scale) = (0.0f64, 0.0f64);
-        for i in 0..input.len() {
+        for i in (0..input.len()).step_by(stride) {
             let v = value(elem, input.word(i));
             want += v;
             scale += v.abs();
@@ -335,8 +336,8 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
         let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
         let signed = matches!(elem, ElemType::I32 | ElemType::I64);
         let widen = |w: u64| if signed && bits == 32 { w as u32 as i32 as i64 as u64 } else { w };
-        let wrap_sum = |d: &HostData, n: usize| (0..n).fold(0u64, |acc, i| acc.wrapping_add(widen(d.word(i)))) & mask;
-        let (got, want) = (wrap_sum(out, count), wrap_sum(input, input.len()));
+        let wrap_sum = |d: &HostData, n: usize, step: usize| (0..n).step_by(step).fold(0u64, |acc, i| acc.wrapping_add(widen(d.word(i)))) & mask;
+        let (got, want) = (wrap_sum(out, count, 1), wrap_sum(input, input.len(), stride));
         o.passed = count > 0 && got == want;
         if !o.passed {
             o.mismatches = 1;
@@ -377,22 +378,25 @@ mod tests {
     fn sum_check_is_exact_for_integers_and_bounded_for_floats() {
         let input = HostData::W4([5i32, -7, 1_000_000, -3].iter().map(|&v| v as u32).collect());
         let good = HostData::W4([-2i32, 999_997, 0].iter().map(|&v| v as u32).collect());
-        assert!(check_sum(ElemType::I32, &input, &good, 2, 0.0).passed);
+        assert!(check_sum(ElemType::I32, &input, &good, 2, 1, 0.0).passed);
         let off_by_one = HostData::W4([3i32, 999_995].iter().map(|&v| v as u32).collect());
-        let o = check_sum(ElemType::I32, &input, &off_by_one, 2, 0.0);
+        let o = check_sum(ElemType::I32, &input, &off_by_one, 2, 1, 0.0);
         assert!(!o.passed && o.first_mismatch.unwrap().contains("999998"));
         // Poisoned (unwritten) partial: counted and failing.
-        let o = check_sum(ElemType::I32, &input, &HostData::W4(vec![2, u32::MAX]), 2, 0.0);
+        let o = check_sum(ElemType::I32, &input, &HostData::W4(vec![2, u32::MAX]), 2, 1, 0.0);
         assert!(!o.passed && o.unwritten == 1);
 
         let xs = [0.5f32, -0.25, 1e-3, -0.75];
         let input = HostData::W4(xs.iter().map(|v| v.to_bits()).collect());
         let want: f32 = xs.iter().sum();
         let near = HostData::W4(vec![(want + 1e-7).to_bits()]);
-        assert!(check_sum(ElemType::F32, &input, &near, 1, 1e-6).passed);
+        assert!(check_sum(ElemType::F32, &input, &near, 1, 1, 1e-6).passed);
         let far = HostData::W4(vec![(want + 1e-3).to_bits()]);
-        assert!(!check_sum(ElemType::F32, &input, &far, 1, 1e-6).passed);
-        assert!(!check_sum(ElemType::F32, &input, &HostData::W4(vec![f32::NAN.to_bits()]), 1, 1e-6).passed);
+        assert!(!check_sum(ElemType::F32, &input, &far, 1, 1, 1e-6).passed);
+        assert!(!check_sum(ElemType::F32, &input, &HostData::W4(vec![f32::NAN.to_bits()]), 1, 1, 1e-6).passed);
+        // Stride 2: the x fields 0.5 and 1e-3 only.
+        let xs = HostData::W4(vec![(0.5f32 + 1e-3).to_bits()]);
+        assert!(check_sum(ElemType::F32, &input, &xs, 1, 2, 1e-6).passed);
     }
 
     fn transpose_cpu(input: &HostData, rows: usize, cols: usize) -> HostData {

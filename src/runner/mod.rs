@@ -240,11 +240,11 @@ fn check(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile
             let out = bufs.download(gpu, spec, *output)?;
             host::check_transpose(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *rows as usize, *cols as usize)
         }
-        CheckSpec::Sum { input: i, output, count, tolerance } => {
+        CheckSpec::Sum { input: i, output, count, input_stride, tolerance } => {
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             let out = bufs.download(gpu, spec, *output)?;
-            host::check_sum(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *count as usize, *tolerance)
+            host::check_sum(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *count as usize, *input_stride as usize, *tolerance)
         }
     };
     Ok(Some(outcome))

@@ -87,7 +87,7 @@ pub enum CheckSpec {
     Transpose { input: usize, output: usize, rows: u64, cols: u64 },
     SameAs { output: usize, tolerance: f64 },
     /// The first `count` elements of `output` must add up to the sum of `input`.
-    Sum { input: usize, output: usize, count: u64, tolerance: f64 },
+    Sum { input: usize, output: usize, count: u64, input_stride: u64, tolerance: f64 },
 }
 
 impl JobSpec {

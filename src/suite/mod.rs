@@ -400,7 +400,11 @@ fn resolve_job(
                 if buffers[input].elem.is_float() && c.tolerance <= 0.0 {
                     return Err(ctx.err(&anchor, format!("variant `{}`: a float sum depends on the order of the adds and cannot be checked bit for bit", v.name), "add `tolerance = 1e-5` (the largest accepted error as a fraction of sum|x|)"));
                 }
-                CheckSpec::Sum { input, output, count, tolerance: c.tolerance }
+                let input_stride = match &c.input_stride {
+                    None => 1,
+                    Some(e) => expr::eval_count(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check input_stride: {err}", v.name), "use the suite's axes and the variant's params"))?.max(1),
+                };
+                CheckSpec::Sum { input, output, count, input_stride, tolerance: c.tolerance }
             }
             Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\" or \"none\", or same_as = \"variant\"")),
         },
