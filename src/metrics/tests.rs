@@ -81,3 +81,14 @@ fn broken_definitions_are_rejected_with_the_file_name() {
     let bad_set = "[sets.s]\nmetrics = [\"nope\"]\n";
     assert!(c.add_toml("user.toml", bad_set).unwrap_err().to_string().contains("nope"));
 }
+
+#[test]
+fn ncu_efficiency_of_a_kernel_without_loads_is_not_applicable() {
+    let c = builtin();
+    let def = &c.metrics["gld_efficiency_ncu"];
+    // What ncu 2025.3.1 reported on an H100 for the seed's divergence_code (no global loads).
+    let none = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 0.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0)]);
+    assert_eq!(evaluate(def, &none), Some(None));
+    let misaligned = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 80.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 5_242_880.0)]);
+    assert_eq!(evaluate(def, &misaligned), Some(Some(80.0)));
+}
