@@ -133,6 +133,7 @@ mod tests {
             &profile(&[("shared_load_transactions_per_request", Some(1.03)), ("gld_efficiency", Some(100.0))]),
             &profile(&[("shared_load_transactions_per_request", Some(1.19)), ("gld_efficiency", Some(12.5))]),
             &catalog(),
+            COUNTS,
         );
         assert_eq!(find(&c, "shared_load_transactions_per_request").verdict, Some(Verdict::Same));
         assert_eq!(find(&c, "gld_efficiency").verdict, Some(Verdict::Regressed));
@@ -160,6 +161,7 @@ mod tests {
             &profile(&[("duration", Some(100.0)), ("dram_read_throughput", Some(1e12))]),
             &profile(&[("duration", Some(900.0)), ("dram_read_throughput", Some(1e11))]),
             &catalog(),
+            COUNTS,
         );
         assert!(c.is_empty(), "{c:?}");
         let mut defs = catalog();
