@@ -1,10 +1,10 @@
 //! Which clock a job ran at, and by which clock its time scales (pure).
 //!
 //! NVML is read just before a job's child process starts and just after it exits. The "after"
-//! snapshot is taken within milliseconds of the last timed launch, before the GPU's clock
-//! governor can fall back to idle, so it is the job's observed clock; the "before" snapshot
-//! stands in when there is no "after". A snapshot NVML marks `GPU_IDLE` shows an idle clock, not
-//! the one the kernels ran at, and is never used.
+//! snapshot comes moments after the last timed launch (in every committed run it reads the card's
+//! maximum clocks), so it is the job's observed clock; the "before" snapshot stands in when there
+//! is no "after". A snapshot NVML marks `GPU_IDLE` shows an idle clock, not the one the kernels
+//! ran at, and is never used.
 
 use serde::Serialize;
 
