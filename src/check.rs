@@ -156,10 +156,11 @@ pub fn check(args: &CheckArgs, metrics_files: &[PathBuf], quiet: bool, command_l
         (None, Some(suite)) => {
             // A different GPU is refused before minutes of measuring, not after.
             let here = crate::device::NvmlSession::open().info(suite.gpu).ok();
-            if let (Some(b), Some(h)) = (&base.info.device, here) {
-                if b.name != h.name && !args.allow_other_gpu {
-                    return Err(other_gpu_error(&path, (b.name.clone(), h.name)));
-                }
+            if let (Some(b), Some(h)) = (&base.info.device, here)
+                && b.name != h.name
+                && !args.allow_other_gpu
+            {
+                return Err(other_gpu_error(&path, (b.name.clone(), h.name)));
             }
             let dir = run_suite(suite, &base, args.no_profile, metrics_files, quiet, command_line)?;
             eprintln!("run: {}", dir.display());
@@ -180,10 +181,10 @@ pub fn check(args: &CheckArgs, metrics_files: &[PathBuf], quiet: bool, command_l
         );
     }
     let other = compare::other_gpu(&base, &new);
-    if let Some(models) = other.clone() {
-        if !args.allow_other_gpu {
-            return Err(other_gpu_error(&path, models));
-        }
+    if let Some(models) = other.clone()
+        && !args.allow_other_gpu
+    {
+        return Err(other_gpu_error(&path, models));
     }
     let defs = definitions(&base, &new, metrics_files)?;
     let label = format!("baseline {} (from {})", stored.name, stored.source_run);

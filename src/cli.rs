@@ -177,10 +177,9 @@ pub struct CheckArgs {
     /// Directory of stored baselines.
     #[arg(long, default_value = crate::baseline::DEFAULT_DIR)]
     pub baseline_dir: PathBuf,
-    /// Check this stored run ...
+    /// Check this stored run directory; or, with --suite S instead, run the suite now (as `profile` does when the baseline has ncu counters, as `run` does otherwise) and check that run.
     #[arg(long, conflicts_with = "suite", required_unless_present = "suite")]
     pub from: Option<PathBuf>,
-    /// ... or run the suite now (as `profile` does when the baseline has ncu counters, as `run` does otherwise) and check that run.
     #[command(flatten)]
     pub run: Option<SuiteArgs>,
     /// With --suite: time only, even when the baseline has counters (they are then not compared).

@@ -200,7 +200,7 @@ fn pct_of_copy(run: &RunData, job: &JobRecord, median_ms: f64) -> Option<f64> {
 }
 
 fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, s: &Settings, notes: &mut Vec<String>) -> Option<TimingChange> {
-    let (Some(base_ms), Some(new_ms)) = (median(&base.samples_ms), median(&new.samples_ms)) else {
+    let (Some(base_ms), Some(new_ms)) = (median(&base.samples_ms).filter(|m| *m > 0.0), median(&new.samples_ms)) else {
         notes.push("timing not compared: no usable samples in one of the runs".into());
         return None;
     };
@@ -301,10 +301,10 @@ fn one_sided(j: &JobRecord, in_base: bool) -> JobComparison {
 }
 
 fn differs<T: PartialEq + std::fmt::Display>(what: &str, a: Option<T>, b: Option<T>, notes: &mut Vec<String>) {
-    if let (Some(a), Some(b)) = (a, b) {
-        if a != b {
-            notes.push(format!("{what} differs: {a} → {b}"));
-        }
+    if let (Some(a), Some(b)) = (a, b)
+        && a != b
+    {
+        notes.push(format!("{what} differs: {a} → {b}"));
     }
 }
 
