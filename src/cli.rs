@@ -94,6 +94,20 @@ pub enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// Store a run as a baseline (`baselines/NAME.json`), or list the stored baselines.
+    Baseline {
+        #[command(subcommand)]
+        action: BaselineAction,
+    },
+    /// Judge a run against a baseline, job by job: exit 0 when nothing regressed, 3 when something did.
+    Check(CheckArgs),
+    /// Two stored runs side by side, also across GPUs, without verdicts.
+    Compare {
+        run_a: PathBuf,
+        run_b: PathBuf,
+        #[arg(long, default_value = "md", value_parser = ["md", "json"])]
+        format: String,
+    },
     /// Child process: run one job and write its outcome (used by run/profile).
     #[command(name = "__job", hide = true)]
     Job {
@@ -128,4 +142,71 @@ pub enum Command {
         #[arg(long)]
         timing: PathBuf,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineAction {
+    /// Store a run's jobs, samples, counters and environment as `DIR/NAME.json`.
+    Save {
+        name: String,
+        /// The run directory to store (default: the newest under --runs).
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// Where to look for the newest run when --from is not given.
+        #[arg(long, default_value = "reports/runs")]
+        runs: PathBuf,
+        /// Replace an existing baseline of that name.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, default_value = crate::baseline::DEFAULT_DIR)]
+        dir: PathBuf,
+    },
+    /// The stored baselines: suite, GPU, jobs, when and from which run.
+    List {
+        #[arg(long, default_value = crate::baseline::DEFAULT_DIR)]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(override_usage = "gpu-lab check --baseline NAME (--from RUN | --suite S [run options]) [OPTIONS]")]
+pub struct CheckArgs {
+    /// Baseline name (`DIR/NAME.json`) or a path to a baseline file.
+    #[arg(long)]
+    pub baseline: String,
+    /// Directory of stored baselines.
+    #[arg(long, default_value = crate::baseline::DEFAULT_DIR)]
+    pub baseline_dir: PathBuf,
+    /// Check this stored run directory; or, with --suite S instead, run the suite now (as `profile` does when the baseline has ncu counters, as `run` does otherwise) and check that run.
+    #[arg(long, conflicts_with = "suite", required_unless_present = "suite")]
+    pub from: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: Option<SuiteArgs>,
+    /// With --suite: time only, even when the baseline has counters (they are then not compared).
+    #[arg(long)]
+    pub no_profile: bool,
+    /// Noise threshold in percent: a time change counts only when its whole 95% interval lies beyond it.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_THRESHOLD_PCT, value_parser = positive)]
+    pub noise_threshold: f64,
+    /// Noise floor in microseconds: the threshold of a job is at least this over its baseline median.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = non_negative)]
+    pub noise_floor_us: f64,
+    /// Least tolerance in percent of counters summed over a kernel (event counts such as bank conflicts), which ncu does not count exactly alike from run to run.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_COUNT_TOLERANCE_PCT, value_parser = non_negative)]
+    pub count_tolerance: f64,
+    /// Clock a job's time is normalised by where clocks differ: auto = memory clock for data movement (bytes, no flops), SM clock otherwise.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "sm", "memory", "none"])]
+    pub normalize: String,
+    /// Accept a baseline from another GPU model: then each job is compared by its % of the copy bound measured in its own run.
+    #[arg(long)]
+    pub allow_other_gpu: bool,
+    #[arg(long, default_value = "md", value_parser = ["md", "json"])]
+    pub format: String,
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a number >= 0")),
+    }
 }

@@ -1,9 +1,12 @@
 //! gpu-lab: compare CUDA kernel variants — check, time, profile with Nsight Compute, report.
 
+pub mod baseline;
 pub mod build;
+pub mod check;
 pub mod child;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod device;
 pub mod expr;
 pub mod metrics;
@@ -30,6 +33,9 @@ pub fn run(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             scheduler::execute(&suite, Some(scheduler::ProfileOptions { set, metrics_files: cli.metrics_file, metrics, clock_control }), cli.quiet, command_line)
         }
         Command::Report { run, format, write } => commands::report(&run, &format, write),
+        Command::Baseline { action } => check::baseline(action),
+        Command::Check(args) => check::check(&args, &cli.metrics_file, cli.quiet, command_line),
+        Command::Compare { run_a, run_b, format } => check::compare_runs(&run_a, &run_b, &format, &cli.metrics_file),
         Command::Job { spec, out, gpu, seed } => child::job(&spec, &out, gpu, seed).map(|_| 0),
         Command::ProfilePass { specs, gpu, seed } => child::profile_pass(&specs, gpu, seed).map(|_| 0),
         Command::Bounds { bytes, out, gpu, timing } => child::bounds(bytes, &out, gpu, &timing).map(|_| 0),

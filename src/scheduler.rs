@@ -147,6 +147,11 @@ fn select_jobs(suite: &Suite, variants: &[String]) -> anyhow::Result<Vec<JobSpec
 
 /// `gpu-lab run` and `gpu-lab profile`: returns the exit code (0, or 4 when some jobs failed).
 pub fn execute(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, command_line: String) -> anyhow::Result<i32> {
+    execute_with(args, profile, quiet, command_line, &mut |dir| println!("{}", dir.display()))
+}
+
+/// As `execute`, handing each finished run directory to `finished` (which `execute` prints).
+pub fn execute_with(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, command_line: String, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
     let catalog = catalog(profile.as_ref().map(|p| p.metrics_files.as_slice()).unwrap_or_default())?;
     let suites = suite::load_named(&args.suite, &suite::search_dirs(&args.suite_dir))?;
     // Everything a suite needs is resolved before the first one starts: a typo must not stop `--suite all` halfway.
@@ -183,7 +188,7 @@ pub fn execute(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, c
         if !quiet {
             eprintln!("report: {}", dir.join("report.md").display());
         }
-        println!("{}", dir.display());
+        finished(&dir);
     }
     Ok(exit)
 }

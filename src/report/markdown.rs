@@ -19,7 +19,8 @@ fn table(rows: Vec<Vec<String>>) -> String {
     b.build().with(Style::markdown()).to_string()
 }
 
-fn clocks_seen(run: &RunData) -> String {
+/// Range of the SM and memory clocks NVML saw before and after the jobs, and throttled snapshots.
+pub fn clocks_seen(run: &RunData) -> String {
     let snaps: Vec<_> = run.jobs.iter().flat_map(|j| [&j.nvml_before, &j.nvml_after]).flatten().collect();
     let range = |f: &dyn Fn(&crate::device::Snapshot) -> Option<u32>| {
         let v: Vec<u32> = snaps.iter().filter_map(|s| f(s)).collect();

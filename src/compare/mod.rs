@@ -1,0 +1,419 @@
+//! Two runs side by side, job by job: the change of each median with its interval, clocks, counters, correctness, and a verdict (pure).
+//!
+//! `check` judges a run against a baseline with these verdicts; `compare` shows the same
+//! comparison without them. The rules (docs/ci.md): a job regresses when it stopped being correct,
+//! when the 95% interval of its time change lies wholly above the noise threshold, or when a
+//! counter moved past its tolerance in its worse direction; it improves in the mirror cases;
+//! anything else is the same.
+
+pub mod clocks;
+pub mod counters;
+pub mod json;
+pub mod markdown;
+pub mod timing;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::metrics::MetricDef;
+use crate::model::{BoundsRecord, JobRecord, JobStatus, RunData};
+use clocks::{ClockChange, Normalize};
+use counters::CounterChange;
+use timing::{Direction, Interval};
+
+/// Default noise threshold, percent: back-to-back runs of the transpose suite drifted by up to
+/// 2.7% on kernels of 30 µs and more (docs/ci.md has the data).
+pub const DEFAULT_NOISE_THRESHOLD_PCT: f64 = 5.0;
+/// Default absolute floor, microseconds: kernels of 5–8 µs drifted by up to 0.43 µs (8%) between
+/// back-to-back runs.
+pub const DEFAULT_NOISE_FLOOR_US: f64 = 0.5;
+
+/// Default least tolerance of summed event counts, percent (see `counters`).
+pub const DEFAULT_COUNT_TOLERANCE_PCT: f64 = 100.0;
+
+/// In report order: what needs attention first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Regressed,
+    Improved,
+    New,
+    Missing,
+    Same,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Regressed => "Regressed",
+            Verdict::Improved => "Improved",
+            Verdict::New => "New",
+            Verdict::Missing => "Missing",
+            Verdict::Same => "Same",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    /// Relative noise threshold (0.05 = 5%).
+    pub noise_threshold: f64,
+    /// Absolute noise floor over the baseline's median, in ms.
+    pub noise_floor_ms: f64,
+    pub normalize: Normalize,
+    /// Least tolerance of counters summed over a kernel (event counts), relative.
+    pub count_tolerance: f64,
+    /// Different GPU models: compare each job's time relative to its own run's copy bound.
+    pub relative_to_copy: bool,
+    pub resamples: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            noise_threshold: DEFAULT_NOISE_THRESHOLD_PCT / 100.0,
+            noise_floor_ms: DEFAULT_NOISE_FLOOR_US / 1000.0,
+            normalize: Normalize::Auto,
+            count_tolerance: DEFAULT_COUNT_TOLERANCE_PCT / 100.0,
+            relative_to_copy: false,
+            resamples: timing::RESAMPLES,
+        }
+    }
+}
+
+/// What a run was measured on and with: the facts that decide whether two runs compare.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Fingerprint {
+    pub run: String,
+    pub suite: String,
+    pub gpu: Option<String>,
+    pub uuid: Option<String>,
+    pub driver: Option<String>,
+    pub cuda: Option<String>,
+    pub ncu: Option<String>,
+    pub clocks_seen: String,
+    pub clock_policy: String,
+    pub suite_source_hash: String,
+    pub started: String,
+    pub seed: u64,
+}
+
+impl Fingerprint {
+    pub fn of(run_label: &str, run: &RunData) -> Fingerprint {
+        let d = run.info.device.as_ref();
+        Fingerprint {
+            run: run_label.to_string(),
+            suite: run.info.suite.clone(),
+            gpu: d.map(|d| d.name.clone()),
+            uuid: d.map(|d| d.uuid.clone()),
+            driver: d.map(|d| d.driver.clone()),
+            cuda: d.map(|d| d.cuda_driver.clone()),
+            ncu: run.info.ncu_version.clone(),
+            clocks_seen: crate::report::markdown::clocks_seen(run),
+            clock_policy: run.info.clock_policy.clone(),
+            suite_source_hash: run.info.suite_source_hash.clone(),
+            started: run.info.started.clone(),
+            seed: run.info.seed,
+        }
+    }
+}
+
+/// The two GPU models, when both are known and differ.
+pub fn other_gpu(base: &RunData, new: &RunData) -> Option<(String, String)> {
+    match (&base.info.device, &new.info.device) {
+        (Some(a), Some(b)) if a.name != b.name => Some((a.name.clone(), b.name.clone())),
+        _ => None,
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TimingChange {
+    /// Medians as measured, in ms.
+    pub base_ms: f64,
+    pub new_ms: f64,
+    /// Change of the compared quantity: the time, normalised by clock where clocks differ, or
+    /// (across GPU models) the time relative to the run's copy bound.
+    pub change: Interval,
+    pub threshold: f64,
+    pub clocks: Vec<ClockChange>,
+    pub base_pct_of_copy: Option<f64>,
+    pub new_pct_of_copy: Option<f64>,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct JobComparison {
+    pub id: String,
+    pub label: String,
+    pub group: String,
+    pub verdict: Verdict,
+    pub base_status: Option<JobStatus>,
+    pub new_status: Option<JobStatus>,
+    pub timing: Option<TimingChange>,
+    pub counters: Vec<CounterChange>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub base: Fingerprint,
+    pub new: Fingerprint,
+    pub settings: Settings,
+    /// Differences of environment worth knowing before reading the verdicts.
+    pub notes: Vec<String>,
+    /// The baseline's jobs in their order, then the jobs only the new run has.
+    pub jobs: Vec<JobComparison>,
+}
+
+impl Comparison {
+    pub fn count(&self, v: Verdict) -> usize {
+        self.jobs.iter().filter(|j| j.verdict == v).count()
+    }
+    pub fn regressed(&self) -> bool {
+        self.count(Verdict::Regressed) > 0
+    }
+}
+
+fn status_word(s: JobStatus) -> &'static str {
+    match s {
+        JobStatus::Ok => "correct",
+        JobStatus::Wrong => "wrong",
+        JobStatus::Failed => "failed",
+        JobStatus::TimedOut => "timed out",
+    }
+}
+
+/// The copy bound of a group in GB/s and the relative half-width of its interval.
+fn copy_bound(b: &BoundsRecord) -> Option<(f64, f64)> {
+    let best = [b.memcpy, b.copy_kernel].into_iter().flatten().min_by(|x, y| x.median.total_cmp(&y.median))?;
+    (best.median > 0.0).then(|| (2.0 * b.bytes as f64 / (best.median * 1e-3) / 1e9, best.relative_half_width()))
+}
+
+fn median(samples: &[f64]) -> Option<f64> {
+    crate::stats::summarize(samples).map(|s| s.median)
+}
+
+fn pct_of_copy(run: &RunData, job: &JobRecord, median_ms: f64) -> Option<f64> {
+    let (copy, _) = copy_bound(run.bounds.get(&job.group)?)?;
+    Some(100.0 * job.bytes? / (median_ms * 1e-3) / 1e9 / copy)
+}
+
+fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, s: &Settings, notes: &mut Vec<String>) -> Option<TimingChange> {
+    let (Some(base_ms), Some(new_ms)) = (median(&base.samples_ms).filter(|m| *m > 0.0), median(&new.samples_ms)) else {
+        notes.push("timing not compared: no usable samples in one of the runs".into());
+        return None;
+    };
+    let seed = timing::seed_for(&base.id);
+    let mut clocks = Vec::new();
+    let change = if s.relative_to_copy {
+        let bound = |run: &RunData, j: &JobRecord| run.bounds.get(&j.group).and_then(copy_bound);
+        let (Some((base_copy, base_hw)), Some((new_copy, new_hw))) = (bound(base_run, base), bound(new_run, new)) else {
+            notes.push("timing not compared across GPU models: no copy bound for this group in one of the runs".into());
+            return None;
+        };
+        // time × copy GB/s is proportional to the time relative to the run's own copy bound.
+        let scaled = |v: &[f64], k: f64| v.iter().map(|x| x * k).collect::<Vec<_>>();
+        let c = timing::change_of_median(&scaled(&base.samples_ms, base_copy), &scaled(&new.samples_ms, new_copy), s.resamples, seed)?;
+        // The bounds are medians with their own intervals; their widths add to the change's.
+        Interval { low: c.low - base_hw - new_hw, high: c.high + base_hw + new_hw, ..c }
+    } else {
+        clocks = clocks::changes(base, new, s.normalize);
+        let factor: f64 = clocks.iter().map(ClockChange::factor).product();
+        let normalised: Vec<f64> = new.samples_ms.iter().map(|x| x * factor).collect();
+        timing::change_of_median(&base.samples_ms, &normalised, s.resamples, seed)?
+    };
+    let threshold = timing::threshold(s.noise_threshold, s.noise_floor_ms, base_ms);
+    let verdict = match timing::judge(&change, threshold) {
+        Direction::Slower => Verdict::Regressed,
+        Direction::Faster => Verdict::Improved,
+        Direction::Within => Verdict::Same,
+    };
+    Some(TimingChange {
+        base_ms,
+        new_ms,
+        change,
+        threshold,
+        clocks,
+        base_pct_of_copy: pct_of_copy(base_run, base, base_ms),
+        new_pct_of_copy: pct_of_copy(new_run, new, new_ms),
+        verdict,
+    })
+}
+
+fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, defs: &[MetricDef], s: &Settings) -> JobComparison {
+    let mut notes = Vec::new();
+    let mut timing = None;
+    let mut counters = Vec::new();
+    let verdict = match (base.status, new.status) {
+        (JobStatus::Ok, JobStatus::Ok) => {
+            timing = compare_timing(base_run, base, new_run, new, s, &mut notes);
+            if let (Some(b), Some(n)) = (base_run.profiles.get(&base.id), new_run.profiles.get(&new.id)) {
+                counters = counters::compare(b, n, defs, s.count_tolerance);
+            }
+            let parts = timing.iter().map(|t| t.verdict).chain(counters.iter().filter_map(|c| c.verdict));
+            parts.min().unwrap_or(Verdict::Same)
+        }
+        (JobStatus::Ok, now) => {
+            notes.push(format!("was correct, now {}", status_word(now)));
+            Verdict::Regressed
+        }
+        (was, JobStatus::Ok) => {
+            notes.push(format!("now correct (was {}); no timing to compare with", status_word(was)));
+            Verdict::Improved
+        }
+        (was, now) => {
+            notes.push(if was == now { format!("still {}", status_word(now)) } else { format!("still not correct: was {}, now {}", status_word(was), status_word(now)) });
+            Verdict::Same
+        }
+    };
+    JobComparison {
+        id: new.id.clone(),
+        label: new.label.clone(),
+        group: new.group.clone(),
+        verdict,
+        base_status: Some(base.status),
+        new_status: Some(new.status),
+        timing,
+        counters,
+        notes,
+    }
+}
+
+fn one_sided(j: &JobRecord, in_base: bool) -> JobComparison {
+    let (verdict, notes) = match (in_base, j.status) {
+        (true, _) => (Verdict::Missing, vec!["not in this run".to_string()]),
+        (false, JobStatus::Ok) => (Verdict::New, vec!["not in the baseline".to_string()]),
+        // An incorrect kernel must not enter unnoticed just because nothing was stored for it.
+        (false, s) => (Verdict::Regressed, vec![format!("new job, and {}", status_word(s))]),
+    };
+    JobComparison {
+        id: j.id.clone(),
+        label: j.label.clone(),
+        group: j.group.clone(),
+        verdict,
+        base_status: in_base.then_some(j.status),
+        new_status: (!in_base).then_some(j.status),
+        timing: None,
+        counters: Vec::new(),
+        notes,
+    }
+}
+
+fn differs<T: PartialEq + std::fmt::Display>(what: &str, a: Option<T>, b: Option<T>, notes: &mut Vec<String>) {
+    if let (Some(a), Some(b)) = (a, b)
+        && a != b
+    {
+        notes.push(format!("{what} differs: {a} → {b}"));
+    }
+}
+
+fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], s: &Settings) -> Vec<String> {
+    let mut notes = Vec::new();
+    let (bd, nd) = (base.info.device.as_ref(), new.info.device.as_ref());
+    match (other_gpu(base, new), bd.zip(nd)) {
+        (Some((a, b)), _) => notes.push(format!(
+            "different GPU models ({a} → {b}): each job is compared by its time relative to the copy bound measured in its own run (its % of copy), clocks are not normalised; counters are compared as usual"
+        )),
+        (None, Some((a, b))) if a.uuid != b.uuid => notes.push(format!("another card of the same model: {} → {}", a.uuid, b.uuid)),
+        (None, None) => notes.push("the GPU of one run is unknown (NVML gave no device): the model could not be verified".into()),
+        _ => {}
+    }
+    differs("driver", bd.map(|d| &d.driver), nd.map(|d| &d.driver), &mut notes);
+    differs("CUDA", bd.map(|d| &d.cuda_driver), nd.map(|d| &d.cuda_driver), &mut notes);
+    differs("ncu", base.info.ncu_version.as_ref(), new.info.ncu_version.as_ref(), &mut notes);
+    differs("clock policy", Some(&base.info.clock_policy), Some(&new.info.clock_policy), &mut notes);
+    if base.info.suite_source_hash != new.info.suite_source_hash {
+        let short = |h: &str| h.chars().take(12).collect::<String>();
+        notes.push(format!(
+            "suite sources differ (sha256 {} → {}): the kernels or the manifest changed, as they do when a change is checked",
+            short(&base.info.suite_source_hash),
+            short(&new.info.suite_source_hash)
+        ));
+    }
+    differs("input seed", Some(base.info.seed), Some(new.info.seed), &mut notes);
+    let (bt, nt) = (&base.info.timing, &new.info.timing);
+    if (bt.target_rel_ci, bt.max_seconds) != (nt.target_rel_ci, nt.max_seconds) {
+        notes.push(format!(
+            "timing settings differ: noise target ±{:.1}% → ±{:.1}%, at most {:.1} s → {:.1} s per job",
+            bt.target_rel_ci * 100.0,
+            nt.target_rel_ci * 100.0,
+            bt.max_seconds,
+            nt.max_seconds
+        ));
+    }
+    for clock in [clocks::Clock::Sm, clocks::Clock::Memory] {
+        let changed: Vec<&ClockChange> = jobs.iter().filter_map(|j| j.timing.as_ref()).flat_map(|t| &t.clocks).filter(|c| c.clock == clock).collect();
+        if changed.is_empty() {
+            continue;
+        }
+        let range = |f: &dyn Fn(&&ClockChange) -> u32| {
+            let (lo, hi) = (changed.iter().map(f).min().unwrap_or(0), changed.iter().map(f).max().unwrap_or(0));
+            if lo == hi { format!("{lo}") } else { format!("{lo}–{hi}") }
+        };
+        let normalised = changed.iter().filter(|c| c.normalised).count();
+        notes.push(format!(
+            "**{} clock differs** in {} jobs ({} → {} MHz); {}",
+            clock.name(),
+            changed.len(),
+            range(&|c| c.base_mhz),
+            range(&|c| c.new_mhz),
+            if normalised == 0 {
+                "no job's time was normalised by it".to_string()
+            } else {
+                format!("{normalised} of them scale with it and had their times normalised (time × new/old clock)")
+            }
+        ));
+    }
+    let throttled = new.jobs.iter().flat_map(|j| [&j.nvml_before, &j.nvml_after]).flatten().filter(|s| s.is_throttled()).count();
+    if throttled > 0 {
+        notes.push(format!("{throttled} NVML snapshots of this run show the GPU throttled"));
+    }
+    if !base.profiles.is_empty() && new.profiles.is_empty() {
+        notes.push("this run has no ncu counters: counters were not compared (profile the new run to compare them)".into());
+    }
+    if s.normalize == Normalize::None && !s.relative_to_copy {
+        notes.push("clock normalisation is off".into());
+    }
+    notes
+}
+
+/// Compares `new` with `base` job by job (matched by job id).
+pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str, defs: &[MetricDef], settings: &Settings) -> Comparison {
+    let new_by_id: BTreeMap<&str, &JobRecord> = new.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
+    let base_ids: std::collections::BTreeSet<&str> = base.jobs.iter().map(|j| j.id.as_str()).collect();
+    let mut jobs: Vec<JobComparison> = base
+        .jobs
+        .iter()
+        .map(|b| match new_by_id.get(b.id.as_str()) {
+            Some(n) => compare_job(base, b, new, n, defs, settings),
+            None => one_sided(b, true),
+        })
+        .collect();
+    jobs.extend(new.jobs.iter().filter(|n| !base_ids.contains(n.id.as_str())).map(|n| one_sided(n, false)));
+    Comparison {
+        base: Fingerprint::of(base_label, base),
+        new: Fingerprint::of(new_label, new),
+        settings: settings.clone(),
+        notes: environment_notes(base, new, &jobs, settings),
+        jobs,
+    }
+}
+
+/// One exporter per format, as `report/` has for runs.
+pub trait Exporter {
+    fn extension(&self) -> &'static str;
+    /// `verdicts: false` renders the side-by-side of `gpu-lab compare`.
+    fn render(&self, c: &Comparison, verdicts: bool) -> anyhow::Result<String>;
+}
+
+pub fn exporter(format: &str) -> anyhow::Result<Box<dyn Exporter>> {
+    match format {
+        "md" | "markdown" => Ok(Box::new(markdown::Markdown)),
+        "json" => Ok(Box::new(json::Json)),
+        other => anyhow::bail!("unknown verdict report format `{other}`\n  fix: use --format md or json"),
+    }
+}
+
+#[cfg(test)]
+mod tests;

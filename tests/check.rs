@@ -1,0 +1,243 @@
+//! `baseline`, `check` and `compare` as a CI job meets them: exit codes, verdicts and reports over copies of the committed H200 run.
+//!
+//! Every "new run" here is the committed run with one deliberate transformation (a job's samples
+//! scaled, a counter changed, the clocks of the NVML snapshots changed): test data built from
+//! real data, never a measurement.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+const RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
+const H100_RUN: &str = "reports/runs/20261122T042230Z-transpose-h100-80gb-hbm3";
+const SLOWED: &str = "smem_pad_32 @ NX=8192,NY=8192";
+
+/// A scratch directory holding `runs/` and `baselines/`; commands run inside it.
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let lab = Lab { dir: tempfile::tempdir().unwrap() };
+        lab.copy_run(RUN, "base", |_| {});
+        lab
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Copies a committed run to `runs/NAME`, passing every record of results.jsonl through `edit`.
+    fn copy_run(&self, from: &str, name: &str, edit: impl Fn(&mut Value)) -> String {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(from);
+        let dst = self.path(&format!("runs/{name}"));
+        fs::create_dir_all(&dst).unwrap();
+        fs::copy(src.join("run.json"), dst.join("run.json")).unwrap();
+        let body: String = fs::read_to_string(src.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                edit(&mut v);
+                format!("{v}\n")
+            })
+            .collect();
+        fs::write(dst.join("results.jsonl"), body).unwrap();
+        format!("runs/{name}")
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("gpu-lab").unwrap();
+        c.current_dir(self.dir.path());
+        c
+    }
+
+    fn save_base(&self) {
+        self.cmd().args(["baseline", "save", "h200", "--from", "runs/base"]).assert().success().stdout(predicate::str::contains("baselines/h200.json"));
+    }
+
+    fn check(&self, run: &str) -> assert_cmd::assert::Assert {
+        self.cmd().args(["check", "--baseline", "h200", "--from", run]).assert()
+    }
+}
+
+fn scale_samples(id: &'static str, k: f64) -> impl Fn(&mut Value) {
+    move |v| {
+        if v["kind"] == "job" && v["id"] == id {
+            for x in v["samples_ms"].as_array_mut().unwrap() {
+                *x = Value::from(x.as_f64().unwrap() * k);
+            }
+            for f in ["median", "ci_low", "ci_high", "mean", "stddev", "min", "max"] {
+                v["summary"][f] = Value::from(v["summary"][f].as_f64().unwrap() * k);
+            }
+        }
+    }
+}
+
+fn stdout(a: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(a.get_output().stdout.clone()).unwrap()
+}
+
+/// Verdict rows of the markdown table that are not `Same`.
+fn changed_rows(md: &str) -> Vec<String> {
+    md.lines().filter(|l| l.starts_with("| ") && ["**Regressed**", "Improved", "New", "Missing"].iter().any(|v| l.starts_with(&format!("| {v}")))).map(String::from).collect()
+}
+
+#[test]
+fn identical_runs_are_the_same_everywhere_and_exit_0() {
+    let lab = Lab::new();
+    lab.copy_run(RUN, "again", |_| {});
+    lab.save_base();
+    let a = lab.check("runs/again").code(0);
+    let md = stdout(&a);
+    assert!(md.contains("**No regression** in 92 jobs (0 improved, 92 same, 0 new, 0 missing)"), "{md}");
+    assert!(changed_rows(&md).is_empty());
+    // Saved beside the checked run, exactly as printed.
+    assert_eq!(fs::read_to_string(lab.path("runs/again/check-h200.md")).unwrap(), md);
+}
+
+#[test]
+fn one_job_twenty_percent_slower_regresses_alone_and_exits_3() {
+    let lab = Lab::new();
+    lab.copy_run(RUN, "slow", scale_samples(SLOWED, 1.2));
+    lab.save_base();
+    let md = stdout(&lab.check("runs/slow").code(3));
+    let rows = changed_rows(&md);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].contains("`smem_pad_32` @ NX=8192,NY=8192") && rows[0].contains("+20.0%"), "{}", rows[0]);
+    insta::assert_snapshot!(md);
+}
+
+#[test]
+fn one_job_twenty_percent_faster_improves_and_exits_0() {
+    let lab = Lab::new();
+    lab.copy_run(RUN, "fast", scale_samples(SLOWED, 1.0 / 1.2));
+    lab.save_base();
+    let md = stdout(&lab.check("runs/fast").code(0));
+    let rows = changed_rows(&md);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].starts_with("| Improved") && rows[0].contains("-16.7%"), "{}", rows[0]);
+}
+
+#[test]
+fn a_counter_regression_with_unchanged_timing_exits_3_and_names_the_metric() {
+    let lab = Lab::new();
+    lab.copy_run(RUN, "conflicts", |v| {
+        if v["kind"] == "profile" && v["job_id"] == SLOWED {
+            v["metrics"]["shared_load_transactions_per_request"] = Value::from(32.0);
+        }
+    });
+    lab.save_base();
+    let a = lab.cmd().args(["check", "--baseline", "h200", "--from", "runs/conflicts", "--format", "json"]).assert().code(3);
+    let json: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(json["counts"]["regressed"], 1);
+    let job = json["comparison"]["jobs"].as_array().unwrap().iter().find(|j| j["verdict"] == "regressed").unwrap();
+    assert_eq!(job["id"], SLOWED);
+    assert_eq!(job["timing"]["verdict"], "same");
+    let moved: Vec<&Value> = job["counters"].as_array().unwrap().iter().filter(|c| c["moved"] == true).collect();
+    assert_eq!(moved.len(), 1);
+    assert_eq!(moved[0]["metric"], "shared_load_transactions_per_request");
+    assert!(lab.path("runs/conflicts/check-h200.json").is_file());
+}
+
+#[test]
+fn a_run_at_other_clocks_is_reported_and_normalised() {
+    let lab = Lab::new();
+    // The memory clock at 2619 MHz (an H100's) in every snapshot, and the memory-bound times stretched to match.
+    lab.copy_run(RUN, "clocks", |v| {
+        if v["kind"] == "job" {
+            for s in ["nvml_before", "nvml_after"] {
+                v[s]["mem_clock_mhz"] = Value::from(2619);
+            }
+            for x in v["samples_ms"].as_array_mut().unwrap() {
+                *x = Value::from(x.as_f64().unwrap() * 3201.0 / 2619.0);
+            }
+        }
+    });
+    lab.save_base();
+    let md = stdout(&lab.check("runs/clocks").code(0));
+    assert!(md.contains("**memory clock differs** in 92 jobs (3201 → 2619 MHz); 92 of them scale with it and had their times normalised"), "{md}");
+    assert!(md.contains("SM 1980 MHz, memory 2619 MHz"));
+    assert!(md.contains("memory clock 3201 → 2619 MHz (normalised)"));
+    // Taken at face value, the same data is 22% slower everywhere.
+    lab.cmd().args(["check", "--baseline", "h200", "--from", "runs/clocks", "--normalize", "none"]).assert().code(3);
+}
+
+#[test]
+fn a_corrupt_or_truncated_baseline_is_an_error_naming_the_file() {
+    let lab = Lab::new();
+    lab.save_base();
+    let file = lab.path("baselines/h200.json");
+    let text = fs::read_to_string(&file).unwrap();
+    fs::write(&file, &text[..text.len() * 2 / 3]).unwrap();
+    lab.check("runs/base").code(1).stderr(predicate::str::contains("baselines/h200.json").and(predicate::str::contains("truncated")).and(predicate::str::contains("fix:")));
+    fs::write(&file, text.replace("\"samples_ms\"", "\"samples\"")).unwrap();
+    lab.check("runs/base").code(1).stderr(predicate::str::contains("baselines/h200.json").and(predicate::str::contains("not valid baseline JSON")));
+    lab.cmd().args(["check", "--baseline", "nope", "--from", "runs/base"]).assert().code(1).stderr(predicate::str::contains("baselines/nope.json"));
+}
+
+#[test]
+fn saving_takes_the_newest_run_and_never_overwrites_without_force() {
+    let lab = Lab::new();
+    let later = lab.copy_run(RUN, "later", |_| {});
+    let info = lab.path(&format!("{later}/run.json"));
+    fs::write(&info, fs::read_to_string(&info).unwrap().replace("\"started\": \"2026-11-22T04:47:59Z\"", "\"started\": \"2026-11-23T00:00:00Z\"")).unwrap();
+    lab.cmd()
+        .args(["baseline", "save", "h200", "--runs", "runs"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("taking the newest run, runs/later"));
+    lab.cmd().args(["baseline", "save", "h200", "--from", "runs/base"]).assert().code(1).stderr(predicate::str::contains("already exists").and(predicate::str::contains("--force")));
+    lab.cmd().args(["baseline", "save", "h200", "--from", "runs/base", "--force"]).assert().success();
+    lab.cmd().args(["baseline", "save", "../escape", "--from", "runs/base"]).assert().code(1).stderr(predicate::str::contains("not a usable baseline name"));
+    lab.cmd()
+        .args(["baseline", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("| h200").and(predicate::str::contains("NVIDIA H200")).and(predicate::str::contains("runs/base")));
+}
+
+#[test]
+fn another_gpu_model_is_an_error_unless_allowed_then_ratios_are_compared() {
+    let lab = Lab::new();
+    lab.copy_run(H100_RUN, "h100", |_| {});
+    lab.save_base();
+    lab.check("runs/h100").code(1).stderr(predicate::str::contains("NVIDIA H200").and(predicate::str::contains("NVIDIA H100 80GB HBM3")).and(predicate::str::contains("--allow-other-gpu")));
+    lab.cmd()
+        .args(["check", "--baseline", "h200", "--from", "runs/h100", "--allow-other-gpu"])
+        .assert()
+        .stdout(predicate::str::contains("different GPU models").and(predicate::str::contains("time relative to each run's copy bound")));
+}
+
+#[test]
+fn compare_shows_two_runs_side_by_side_without_verdicts() {
+    let lab = Lab::new();
+    lab.copy_run(H100_RUN, "h100", |_| {});
+    let md = stdout(&lab.cmd().args(["compare", "runs/base", "runs/h100"]).assert().code(0));
+    assert!(md.contains("# gpu-lab compare") && md.contains("NVIDIA H100 80GB HBM3") && md.contains("% of copy"));
+    assert!(!md.contains("Regressed") && !md.contains("| Same") && !md.contains("| verdict"));
+    assert_eq!(md.lines().filter(|l| l.starts_with("| `")).count(), 92);
+}
+
+#[test]
+fn check_needs_a_run_to_check_and_a_gpu_to_run_one() {
+    let lab = Lab::new();
+    lab.save_base();
+    lab.cmd().args(["check", "--baseline", "h200"]).assert().code(2);
+    lab.cmd().args(["check", "--baseline", "h200", "--from", "runs/base", "--suite", "transpose"]).assert().code(2);
+    // SAFETY: only tries to open the library.
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        eprintln!("skipped the no-GPU half: this machine has a GPU driver");
+        return;
+    }
+    lab.cmd()
+        .args(["check", "--baseline", "h200", "--suite", "transpose", "--out", "runs"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no NVIDIA GPU driver found").and(predicate::str::contains("panicked").not()));
+    lab.cmd().args(["check", "--baseline", "h200", "--suite", "faults", "--out", "runs"]).assert().code(1).stderr(predicate::str::contains("holds suite `transpose`"));
+}
