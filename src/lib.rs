@@ -6,6 +6,7 @@ pub mod cli;
 pub mod commands;
 pub mod device;
 pub mod expr;
+pub mod external;
 pub mod metrics;
 pub mod model;
 pub mod parse;
@@ -30,6 +31,8 @@ pub fn run(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             scheduler::execute(&suite, Some(scheduler::ProfileOptions { set, metrics_files: cli.metrics_file, metrics, clock_control }), cli.quiet, command_line)
         }
         Command::Report { run, format, write } => commands::report(&run, &format, write),
+        Command::Ncu(args) => external::ncu(&args, &cli.metrics_file, cli.quiet),
+        Command::Import(args) => external::import(&args, &cli.metrics_file),
         Command::Job { spec, out, gpu, seed } => child::job(&spec, &out, gpu, seed).map(|_| 0),
         Command::ProfilePass { specs, gpu, seed } => child::profile_pass(&specs, gpu, seed).map(|_| 0),
         Command::Bounds { bytes, out, gpu, timing } => child::bounds(bytes, &out, gpu, &timing).map(|_| 0),
