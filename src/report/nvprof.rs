@@ -126,7 +126,11 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Summary {
         });
         let group = &mut summary.kernels[g];
         group.launches += 1;
-        group.faulted_launches += usize::from(row.looks_faulted());
+        if row.looks_faulted() {
+            // Counted and flagged, never averaged: a faulted launch's numbers are not measurements.
+            group.faulted_launches += 1;
+            continue;
+        }
         for (i, evaluator) in evaluators.iter_mut().enumerate() {
             let line = &mut group.metrics[i];
             match evaluator.as_mut().map_or(Some(None), |e| e.evaluate(&row.values)) {
@@ -255,6 +259,9 @@ pub fn render_markdown(s: &Summary) -> String {
                     Some(note) => format!("`{}` ({note})", md_cell(&k.kernel)),
                     None => format!("`{}`", md_cell(&k.kernel)),
                 };
+                if k.metrics.is_empty() {
+                    b.push_record([kernel.clone(), String::new(), String::new(), String::new(), String::new(), String::new(), String::new()]);
+                }
                 for l in &k.metrics {
                     let [min, max, avg] = cells(l);
                     b.push_record([kernel.clone(), l.invocations.to_string(), l.metric.clone(), md_cell(&l.description), min, max, avg]);
@@ -272,6 +279,10 @@ pub fn render_csv(s: &Summary) -> anyhow::Result<String> {
     w.write_record(["process_id", "device", "kernel", "launches", "faulted_launches", "metric", "description", "unit", "invocations", "not_applicable", "min", "max", "avg"])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for k in &s.kernels {
+        if k.metrics.is_empty() {
+            // A kernel whose every launch faulted still gets its row.
+            w.write_record([k.process_id.clone(), k.device.clone(), k.kernel.clone(), k.launches.to_string(), k.faulted_launches.to_string()].into_iter().chain(std::iter::repeat_n(String::new(), 8)))?;
+        }
         for l in &k.metrics {
             w.write_record([
                 k.process_id.clone(),
