@@ -235,6 +235,11 @@ impl<'a> Evaluator<'a> {
 
     /// The same answer as `evaluate(def, values)`.
     pub fn evaluate(&mut self, values: &BTreeMap<String, f64>) -> Option<Option<f64>> {
+        // A formula that is one counter's alias (most rates and percentages) needs no expression engine.
+        if let Some(counter) = self.def.counters.get(self.def.formula.trim()) {
+            let v = *values.get(counter)?;
+            return Some(v.is_finite().then_some(v));
+        }
         let mut bound = Vec::with_capacity(self.def.counters.len());
         for (alias, counter) in &self.def.counters {
             bound.push((alias.as_str(), *values.get(counter)?));
