@@ -235,8 +235,8 @@ pub fn ncu(args: &NcuArgs, metrics_files: &[PathBuf], quiet: bool) -> anyhow::Re
         bail!("none of the requested metrics can be collected on this GPU (see the warnings above)\n  fix: `gpu-lab list metrics` shows the alternatives");
     }
     let defs = screened.collectable;
-    let mut counters = metrics::counters_needed(&defs);
-    counters.push(DEVICE_NAME.to_string());
+    // ncu's raw page carries the device attributes (its name included) without asking.
+    let counters = metrics::counters_needed(&defs);
 
     let scratch = ScratchDir::new()?;
     let report_base = match &args.export {

@@ -3,7 +3,7 @@
 //! What real `ncu --csv` output contains (see tests/fixtures and ../shared/fixtures/ncu-h200):
 //! the profiled program's own stdout and `==PROF==`/`==WARNING==`/`==ERROR==` lines mixed in,
 //! a units row under the header (raw page), thousands separators (`"983,168"`), `n/a` and `nan`
-//! values, kernel names with commas inside quotes, and, with `--print-units` left at its default,
+//! values, NVTX range columns, kernel names with commas inside quotes, and, with `--print-units` left at its default,
 //! scaled units (`Mbyte`, `us`, `Ghz`) that are converted to base units here.
 
 use std::collections::{BTreeMap, HashMap};

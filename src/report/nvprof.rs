@@ -65,7 +65,7 @@ impl Summary {
     }
 }
 
-/// The ncu column with the device's name (collected with every `gpu-lab ncu` run, present in every raw export).
+/// The ncu column with the device's name (ncu's raw page carries it without being asked).
 pub const DEVICE_NAME: &str = "device__attribute_display_name";
 
 fn device_label(row: &KernelRow) -> String {
