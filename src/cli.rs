@@ -85,6 +85,12 @@ pub enum Command {
         #[arg(long, default_value = "none", value_parser = ["none", "base"])]
         clock_control: String,
     },
+    /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
+    #[command(after_help = NCU_HELP)]
+    Ncu(NcuArgs),
+    /// Read an .ncu-rep or an ncu CSV export and print named metrics per kernel (a CSV needs no GPU and no ncu).
+    #[command(after_help = IMPORT_HELP)]
+    Import(ImportArgs),
     /// Re-render a stored run (no GPU needed).
     Report {
         run: PathBuf,
@@ -209,4 +215,65 @@ fn non_negative(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
         _ => Err(format!("`{s}` is not a number >= 0")),
     }
+}
+
+pub const NCU_HELP: &str = "The program's own output and ncu's messages go to stderr, between two marker lines; the table goes to stdout.
+ncu runs with --clock-control none (the GPU's clocks are never changed).
+
+Exit codes: 0 the table was printed and the program exited 0; 1 error (no such program, ncu missing,
+counters not permitted, unknown metric, nothing profiled); 2 usage; 4 the program failed (non-zero
+exit or a signal: its code is printed) or a kernel faulted (the table of what was profiled is still printed).";
+
+pub const IMPORT_HELP: &str = "FILE: an .ncu-rep (read through `ncu -i`, so ncu must be installed) or what `ncu --csv` printed,
+raw page (`--page raw`) or details page, program output and ncu messages mixed in or not.
+Without --metrics/--set: every gpu-lab metric whose counters the file holds. Names found in the
+file (raw ncu names, or the details page's display names such as `Duration`) are accepted too.
+
+Exit codes: 0 the table was printed; 1 error (unreadable file, ncu missing for an .ncu-rep, no
+requested metric computable); 2 usage; 4 the table was printed but some kernels faulted (nan values).";
+
+/// Which metrics to show and how.
+#[derive(Debug, Args, Clone)]
+pub struct MetricChoice {
+    /// Metrics: nvprof names, gpu-lab names or raw ncu names (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// A named metric set (`gpu-lab list sets`).
+    #[arg(long)]
+    pub set: Option<String>,
+    #[arg(long, default_value = "table", value_parser = ["table", "md", "csv", "json"])]
+    pub format: String,
+}
+
+impl MetricChoice {
+    /// The set first, then the metrics, as given.
+    pub fn names(&self) -> Vec<String> {
+        self.set.iter().chain(&self.metrics).cloned().collect()
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct NcuArgs {
+    #[command(flatten)]
+    pub choice: MetricChoice,
+    /// Only kernels whose function name matches this regular expression (ncu --kernel-name regex:REGEX).
+    #[arg(long, short = 'k')]
+    pub kernel: Option<String>,
+    /// Profile at most this many kernel launches (ncu --launch-count).
+    #[arg(long, short = 'c', value_parser = clap::value_parser!(u64).range(1..))]
+    pub launch_count: Option<u64>,
+    /// Keep ncu's report at this path (.ncu-rep added), for the Nsight Compute GUI or `gpu-lab import`.
+    #[arg(long)]
+    pub export: Option<PathBuf>,
+    /// The program to profile and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
+    pub program: Vec<String>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ImportArgs {
+    /// An .ncu-rep report or an ncu CSV export.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub choice: MetricChoice,
 }

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod compare;
 pub mod device;
 pub mod expr;
+pub mod external;
 pub mod metrics;
 pub mod model;
 pub mod parse;
@@ -36,6 +37,8 @@ pub fn run(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Baseline { action } => check::baseline(action),
         Command::Check(args) => check::check(&args, &cli.metrics_file, cli.quiet, command_line),
         Command::Compare { run_a, run_b, format } => check::compare_runs(&run_a, &run_b, &format, &cli.metrics_file),
+        Command::Ncu(args) => external::ncu(&args, &cli.metrics_file, cli.quiet),
+        Command::Import(args) => external::import(&args, &cli.metrics_file),
         Command::Job { spec, out, gpu, seed } => child::job(&spec, &out, gpu, seed).map(|_| 0),
         Command::ProfilePass { specs, gpu, seed } => child::profile_pass(&specs, gpu, seed).map(|_| 0),
         Command::Bounds { bytes, out, gpu, timing } => child::bounds(bytes, &out, gpu, &timing).map(|_| 0),

@@ -31,6 +31,9 @@ pub struct RunInfo {
     pub cache_state: String,
     pub seed: u64,
     pub metrics: Vec<MetricDef>,
+    /// Metrics asked for that this GPU cannot collect, with why (checked against `ncu --query-metrics`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable_metrics: Vec<String>,
     pub wall_seconds: Option<f64>,
 }
 

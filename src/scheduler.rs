@@ -176,14 +176,22 @@ pub fn execute_with(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bo
     let ncu = preflight(profile.is_some(), args.gpu)?;
     let nvml = NvmlSession::open();
     let device = nvml.info(args.gpu).ok();
+    let mut unavailable: Vec<Vec<String>> = vec![Vec::new(); plans.len()];
+    if let Some(ncu) = &ncu {
+        for ((suite, _, defs), left_out) in plans.iter_mut().zip(&mut unavailable) {
+            let s = profiler::query::screen_for_device(ncu, device.as_ref().map(|d| d.name.as_str()), std::mem::take(defs)).with_context(|| format!("suite `{}`", suite.name()))?;
+            *defs = s.collectable;
+            *left_out = s.unavailable.into_iter().map(|(m, why)| format!("{m}: {why}")).collect();
+        }
+    }
     let mut exit = 0;
-    for (suite, jobs, metric_defs) in plans {
+    for ((suite, jobs, metric_defs), unavailable_metrics) in plans.into_iter().zip(unavailable) {
         if jobs.is_empty() {
             continue;
         }
         let gpu_name = device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| format!("gpu{}", args.gpu));
         let dir = store::new_run_dir(&args.out, suite.name(), &gpu_name).with_context(|| format!("creating a run directory under {}", args.out.display()))?;
-        let code = run_suite(suite, &jobs, &metric_defs, args, profile.as_ref(), ncu.as_ref(), &nvml, device.clone(), &dir, quiet, &command_line)?;
+        let code = run_suite(suite, &jobs, &metric_defs, unavailable_metrics, args, profile.as_ref(), ncu.as_ref(), &nvml, device.clone(), &dir, quiet, &command_line)?;
         exit = exit.max(code);
         if !quiet {
             eprintln!("report: {}", dir.join("report.md").display());
@@ -198,6 +206,7 @@ fn run_suite(
     suite: &Suite,
     jobs: &[JobSpec],
     metric_defs: &[MetricDef],
+    unavailable_metrics: Vec<String>,
     args: &SuiteArgs,
     profile: Option<&ProfileOptions>,
     ncu: Option<&Ncu>,
@@ -224,6 +233,7 @@ fn run_suite(
         cache_state: "L2 warm (repeated launches over the same buffers)".into(),
         seed: args.seed,
         metrics: metric_defs.to_vec(),
+        unavailable_metrics,
         ..Default::default()
     };
     store::save_info(dir, &info)?;

@@ -95,7 +95,7 @@ fn suggest(s: &[String]) -> String {
 }
 
 /// Edit distance, for "did you mean" suggestions.
-fn levenshtein(a: &str, b: &str) -> usize {
+pub fn levenshtein(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -176,20 +176,30 @@ impl Catalog {
     }
 
     fn metric_or_raw(&self, name: &str) -> MetricDef {
-        self.metrics.get(name).cloned().unwrap_or_else(|| MetricDef {
-            name: name.to_string(),
-            description: "raw ncu metric".into(),
-            unit: String::new(),
-            counters: BTreeMap::from([("x".to_string(), name.to_string())]),
-            formula: "x".into(),
-            ideal: None,
-            tolerance: default_tolerance(),
-            better: Better::Neither,
-            aggregate: Aggregate::Mean,
-            reading: String::new(),
-            nvprof: false,
-        })
+        self.metrics.get(name).cloned().unwrap_or_else(|| raw_metric(name))
     }
+}
+
+/// A raw ncu metric shown as it is: its own name, its only counter.
+pub fn raw_metric(name: &str) -> MetricDef {
+    MetricDef {
+        name: name.to_string(),
+        description: "raw ncu metric".into(),
+        unit: String::new(),
+        counters: BTreeMap::from([("x".to_string(), name.to_string())]),
+        formula: "x".into(),
+        ideal: None,
+        tolerance: default_tolerance(),
+        better: Better::Neither,
+        aggregate: Aggregate::Mean,
+        reading: String::new(),
+        nvprof: false,
+    }
+}
+
+/// True for a definition made by `raw_metric` (a name the user gave in ncu's own terms).
+pub fn is_raw_metric(def: &MetricDef) -> bool {
+    def.formula == "x" && def.counters.len() == 1 && def.counters.get("x") == Some(&def.name)
 }
 
 /// Raw ncu metric names look like `unit__counter.rollup`.
@@ -215,6 +225,35 @@ pub fn evaluate(def: &MetricDef, values: &BTreeMap<String, f64>) -> Option<Optio
     match expr::eval(&def.formula, &env) {
         Ok(v) if v.is_finite() => Some(Some(v)),
         _ => Some(None),
+    }
+}
+
+/// `evaluate` for many launches of one metric: the formula is parsed once.
+pub struct Evaluator<'a> {
+    def: &'a MetricDef,
+    formula: expr::Compiled,
+}
+
+impl<'a> Evaluator<'a> {
+    pub fn new(def: &'a MetricDef) -> Result<Self, expr::ExprError> {
+        Ok(Evaluator { def, formula: expr::Compiled::new(&def.formula)? })
+    }
+
+    /// The same answer as `evaluate(def, values)`.
+    pub fn evaluate(&mut self, values: &BTreeMap<String, f64>) -> Option<Option<f64>> {
+        // A formula that is one counter's alias (most rates and percentages) needs no expression engine.
+        if let Some(counter) = self.def.counters.get(self.def.formula.trim()) {
+            let v = *values.get(counter)?;
+            return Some(v.is_finite().then_some(v));
+        }
+        let mut bound = Vec::with_capacity(self.def.counters.len());
+        for (alias, counter) in &self.def.counters {
+            bound.push((alias.as_str(), *values.get(counter)?));
+        }
+        match self.formula.eval(bound) {
+            Ok(v) if v.is_finite() => Some(Some(v)),
+            _ => Some(None),
+        }
     }
 }
 

@@ -92,3 +92,20 @@ fn ncu_efficiency_of_a_kernel_without_loads_is_not_applicable() {
     let misaligned = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 80.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 5_242_880.0)]);
     assert_eq!(evaluate(def, &misaligned), Some(Some(80.0)));
 }
+
+#[test]
+fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h100/transpose-raw-2048x1024.csv")).unwrap();
+    let rows = crate::parse::parse_ncu_csv(&text).unwrap().kernels;
+    let c = builtin();
+    for def in c.metrics.values() {
+        let mut e = Evaluator::new(def).unwrap();
+        for r in &rows {
+            assert_eq!(e.evaluate(&r.values), evaluate(def, &r.values), "{} on {}", def.name, r.kernel_name);
+        }
+        assert_eq!(e.evaluate(&BTreeMap::new()), None);
+    }
+    let raw = raw_metric("gpu__time_duration.sum");
+    assert!(is_raw_metric(&raw) && !is_raw_metric(&c.metrics["gld_efficiency"]));
+    assert_eq!(Evaluator::new(&raw).unwrap().evaluate(&values(&[("gpu__time_duration.sum", f64::NAN)])), Some(None));
+}

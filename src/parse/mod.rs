@@ -3,14 +3,16 @@
 //! What real `ncu --csv` output contains (see tests/fixtures and ../shared/fixtures/ncu-h200):
 //! the profiled program's own stdout and `==PROF==`/`==WARNING==`/`==ERROR==` lines mixed in,
 //! a units row under the header (raw page), thousands separators (`"983,168"`), `n/a` and `nan`
-//! values, kernel names with commas inside quotes, and, with `--print-units` left at its default,
+//! values, NVTX range columns, kernel names with commas inside quotes, and, with `--print-units` left at its default,
 //! scaled units (`Mbyte`, `us`, `Ghz`) that are converted to base units here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Cursor;
 
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
+
+pub mod query_metrics;
 
 /// One profiled kernel launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,13 +64,13 @@ const FIXED: [&str; 11] = ["ID", "Process ID", "Process Name", "Host Name", "Ker
 const DETAILS_EXTRA: [&str; 8] = ["Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type"];
 
 /// Splits ncu output into its CSV table and everything else.
-fn split_lines(text: &str, out: &mut NcuOutput) -> String {
-    let mut csv = String::new();
-    for line in text.lines() {
-        let t = line.trim_end_matches('\r');
+fn split_lines(mut text: String, out: &mut NcuOutput) -> String {
+    let mut csv_lines: Vec<(usize, usize)> = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_end_matches(['\n', '\r']);
         if t.starts_with('"') {
-            csv.push_str(t);
-            csv.push('\n');
+            csv_lines.push((offset, offset + line.len()));
         } else if t.starts_with("==ERROR==") {
             out.errors.push(t.to_string());
         } else if t.starts_with("==WARNING==") {
@@ -77,6 +79,19 @@ fn split_lines(text: &str, out: &mut NcuOutput) -> String {
         } else {
             out.program_output.push(t.to_string());
         }
+        offset += line.len();
+    }
+    let (Some(first), Some(last)) = (csv_lines.first(), csv_lines.last()) else { return String::new() };
+    // Usually the table is one block after the program's output: cut it out in place, no copy of a large export.
+    if csv_lines.windows(2).all(|w| w[0].1 == w[1].0) && !text.contains('\r') {
+        text.truncate(last.1);
+        text.drain(..first.0);
+        return text;
+    }
+    let mut csv = String::with_capacity(last.1 - first.0);
+    for (a, b) in csv_lines {
+        csv.push_str(text[a..b].trim_end_matches(['\n', '\r']));
+        csv.push('\n');
     }
     csv
 }
@@ -127,97 +142,163 @@ pub fn parse_number(raw: &str) -> Option<f64> {
     if s.eq_ignore_ascii_case("nan") || s.eq_ignore_ascii_case("-nan") {
         return Some(f64::NAN);
     }
-    let cleaned: String = s.chars().filter(|&c| c != ',').collect();
-    if cleaned.is_empty() {
-        return None;
+    let parse = |t: &str| t.parse::<f64>().ok().filter(|_| t.bytes().any(|c| c.is_ascii_digit()));
+    if !s.contains(',') {
+        return parse(s);
     }
-    cleaned.parse::<f64>().ok().filter(|_| cleaned.chars().any(|c| c.is_ascii_digit()))
+    parse(&s.replace(',', ""))
 }
 
-fn read_frame(csv: String) -> Result<DataFrame, ParseError> {
-    CsvReadOptions::default()
-        .with_has_header(true)
-        .with_infer_schema_length(Some(0)) // every column as text: values carry separators and units
-        .map_parse_options(|o| o.with_missing_is_null(false))
-        .into_reader_with_file_handle(Cursor::new(csv.into_bytes()))
-        .finish()
-        .map_err(|e| ParseError::Csv(e.to_string()))
-}
-
-fn column_strings(df: &DataFrame, name: &'static str) -> Result<Vec<String>, ParseError> {
-    let col = df.column(name).map_err(|_| ParseError::MissingColumn(name))?;
+fn column_strs<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>, ParseError> {
+    let col = df.column(name).map_err(|e| ParseError::Csv(e.to_string()))?;
     let s = col.str().map_err(|e| ParseError::Csv(e.to_string()))?;
-    Ok(s.iter().map(|v| v.unwrap_or("").to_string()).collect())
+    Ok(s.iter().map(|v| v.unwrap_or("")).collect())
 }
 
-/// Parses `ncu --csv` output of the raw page (`--page raw`, one column per metric) or the
-/// details page (one row per metric).
-pub fn parse_ncu_csv(text: &str) -> Result<NcuOutput, ParseError> {
-    let mut out = NcuOutput::default();
-    let csv = split_lines(text, &mut out);
+/// An ncu CSV split from the text around it, its header read, its body not parsed yet: a caller
+/// that needs a few metrics of a wide export (the raw page has ~330 columns) parses only those.
+#[derive(Debug)]
+pub struct CsvTable {
+    csv: String,
+    header: Vec<String>,
+    /// ncu's messages and the program's output; `kernels` fills in the rest.
+    notes: NcuOutput,
+}
+
+/// Splits ncu output into its CSV table and the lines around it, and reads the header.
+pub fn read_ncu_csv(text: String) -> Result<CsvTable, ParseError> {
+    let mut notes = NcuOutput::default();
+    let csv = split_lines(text, &mut notes);
     if csv.is_empty() {
-        let why = out.errors.first().cloned().unwrap_or_else(|| "no kernel was profiled".into());
+        let why = notes.errors.first().cloned().unwrap_or_else(|| "no kernel was profiled".into());
         return Err(ParseError::NoTable(why));
     }
-    let df = read_frame(csv)?;
-    let fixed: Vec<Vec<String>> = FIXED.iter().map(|&c| column_strings(&df, c)).collect::<Result<_, _>>()?;
-    let names: Vec<String> = df.get_column_names().iter().map(|s| s.to_string()).collect();
-    let is_details = names.iter().any(|n| n == "Metric Name") && names.iter().any(|n| n == "Metric Value");
-    let metric_cols: Vec<(String, Vec<String>)> = names
-        .iter()
-        .filter(|n| !FIXED.contains(&n.as_str()) && !DETAILS_EXTRA.contains(&n.as_str()) && n.as_str() != "Estimated Speedup")
-        .map(|n| {
-            let s = df.column(n).and_then(|c| c.str().cloned()).map_err(|e| ParseError::Csv(e.to_string()))?;
-            Ok((n.clone(), s.iter().map(|v| v.unwrap_or("").to_string()).collect()))
-        })
-        .collect::<Result<_, ParseError>>()?;
-    let details: Option<[Vec<String>; 3]> = if is_details {
-        Some([column_strings(&df, "Metric Name")?, column_strings(&df, "Metric Unit")?, column_strings(&df, "Metric Value")?])
-    } else {
-        None
-    };
-    // Raw page with units: the row under the header has an empty ID and the units.
-    let units_row = (df.height() > 0 && fixed[0][0].is_empty()).then_some(0);
-    let mut by_id: BTreeMap<(String, u64), KernelRow> = BTreeMap::new();
-    for r in 0..df.height() {
-        if Some(r) == units_row {
-            continue;
+    let first = csv.lines().next().unwrap_or("");
+    let header: Vec<String> = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(first.as_bytes())
+        .records()
+        .next()
+        .transpose()
+        .map_err(|e| ParseError::Csv(e.to_string()))?
+        .map(|r| r.iter().map(String::from).collect())
+        .unwrap_or_default();
+    for name in FIXED {
+        if !header.iter().any(|h| h == name) {
+            return Err(ParseError::MissingColumn(name));
         }
-        let Some(id) = parse_number(&fixed[0][r]).filter(|v| v.is_finite()).map(|v| v as u64) else { continue };
-        let key = (fixed[1][r].clone(), id);
-        let row = by_id.entry(key).or_insert_with(|| KernelRow {
-            id,
-            process_id: fixed[1][r].clone(),
-            kernel_name: fixed[4][r].clone(),
-            block_size: fixed[7][r].clone(),
-            grid_size: fixed[8][r].clone(),
-            device: fixed[9][r].clone(),
-            cc: fixed[10][r].clone(),
-            values: BTreeMap::new(),
-            text: BTreeMap::new(),
-        });
-        let mut put = |name: &str, unit: &str, raw: &str| match parse_number(raw) {
-            Some(v) => {
-                row.values.insert(name.to_string(), v * unit_scale(unit));
-            }
-            None if !raw.is_empty() => {
-                row.text.insert(name.to_string(), raw.to_string());
-            }
-            None => {}
+    }
+    Ok(CsvTable { csv, header, notes })
+}
+
+impl CsvTable {
+    /// The details page: one row per (kernel, metric) instead of one column per metric.
+    pub fn is_details(&self) -> bool {
+        self.header.iter().any(|n| n == "Metric Name") && self.header.iter().any(|n| n == "Metric Value")
+    }
+
+    /// Columns that hold metrics on the raw page (NVTX range columns and ncu's fixed ones excluded).
+    fn raw_metric_columns(&self) -> impl Iterator<Item = &String> {
+        self.header.iter().filter(|n| !FIXED.contains(&n.as_str()) && !DETAILS_EXTRA.contains(&n.as_str()) && n.as_str() != "Estimated Speedup" && !is_nvtx_column(n))
+    }
+
+    fn frame(&self, columns: Vec<&str>) -> Result<DataFrame, ParseError> {
+        CsvReadOptions::default()
+            .with_has_header(true)
+            .with_columns(Some(columns.into_iter().map(PlSmallStr::from).collect()))
+            .with_infer_schema_length(Some(0)) // every column as text: values carry separators and units
+            .map_parse_options(|o| o.with_missing_is_null(false))
+            .into_reader_with_file_handle(Cursor::new(self.csv.as_bytes()))
+            .finish()
+            .map_err(|e| ParseError::Csv(e.to_string()))
+    }
+
+    /// Every metric name the table holds: column names on the raw page, `Metric Name` values on the details page.
+    pub fn metric_names(&self) -> Result<Vec<String>, ParseError> {
+        if !self.is_details() {
+            return Ok(self.raw_metric_columns().cloned().collect());
+        }
+        let df = self.frame(vec!["Metric Name"])?;
+        let mut seen = std::collections::HashSet::new();
+        Ok(column_strs(&df, "Metric Name")?.into_iter().filter(|n| !n.is_empty() && seen.insert(*n)).map(String::from).collect())
+    }
+
+    /// One row per profiled kernel, with the metrics `keep` accepts.
+    pub fn kernels(&self, keep: &dyn Fn(&str) -> bool) -> Result<NcuOutput, ParseError> {
+        let details = self.is_details();
+        let metric_cols: Vec<&str> = if details { vec![] } else { self.raw_metric_columns().filter(|n| keep(n)).map(String::as_str).collect() };
+        let mut wanted: Vec<&str> = FIXED.to_vec();
+        wanted.extend(if details { vec!["Metric Name", "Metric Unit", "Metric Value"] } else { metric_cols.clone() });
+        let df = self.frame(wanted)?;
+        let fixed: Vec<Vec<&str>> = FIXED.iter().map(|c| column_strs(&df, c)).collect::<Result<_, _>>()?;
+        let values: Vec<Vec<&str>> = metric_cols.iter().map(|c| column_strs(&df, c)).collect::<Result<_, _>>()?;
+        let long: Option<[Vec<&str>; 3]> = if details {
+            Some([column_strs(&df, "Metric Name")?, column_strs(&df, "Metric Unit")?, column_strs(&df, "Metric Value")?])
+        } else {
+            None
         };
-        match &details {
-            Some([name, unit, value]) => put(&name[r], &unit[r], &value[r]),
-            None => {
-                for (name, values) in &metric_cols {
-                    let unit = units_row.map(|u| values[u].as_str()).unwrap_or("");
-                    put(name, unit, &values[r]);
+        // Raw page with units: the row under the header has an empty ID and the units.
+        let units_row = (df.height() > 0 && fixed[0][0].is_empty()).then_some(0);
+        let scales: Vec<f64> = values.iter().map(|v| units_row.map(|u| unit_scale(v[u])).unwrap_or(1.0)).collect();
+        let mut out = self.notes.clone();
+        let mut by_id: HashMap<(&str, u64), usize> = HashMap::new();
+        for r in 0..df.height() {
+            if Some(r) == units_row {
+                continue;
+            }
+            let Some(id) = parse_number(fixed[0][r]).filter(|v| v.is_finite()).map(|v| v as u64) else { continue };
+            let index = *by_id.entry((fixed[1][r], id)).or_insert_with(|| {
+                out.kernels.push(KernelRow {
+                    id,
+                    process_id: fixed[1][r].to_string(),
+                    kernel_name: fixed[4][r].to_string(),
+                    block_size: fixed[7][r].to_string(),
+                    grid_size: fixed[8][r].to_string(),
+                    device: fixed[9][r].to_string(),
+                    cc: fixed[10][r].to_string(),
+                    values: BTreeMap::new(),
+                    text: BTreeMap::new(),
+                });
+                out.kernels.len() - 1
+            });
+            if let Some([name, ..]) = &long {
+                // A kernel stays even when none of its metrics is kept: it was profiled.
+                if !keep(name[r]) {
+                    continue;
+                }
+            }
+            let row = &mut out.kernels[index];
+                let mut put = |name: &str, scale: f64, raw: &str| match parse_number(raw) {
+                Some(v) => {
+                    row.values.insert(name.to_string(), v * scale);
+                }
+                None if !raw.is_empty() => {
+                    row.text.insert(name.to_string(), raw.to_string());
+                }
+                None => {}
+            };
+            match &long {
+                Some([name, unit, value]) => put(name[r], unit_scale(unit[r]), value[r]),
+                None => {
+                    for ((name, values), scale) in metric_cols.iter().zip(&values).zip(&scales) {
+                        put(name, *scale, values[r]);
+                    }
                 }
             }
         }
+        // Launch order is by process, then ID (the order ncu profiled them).
+        out.kernels.sort_by_cached_key(|k| (k.process_id.parse::<u64>().unwrap_or(0), k.id));
+        Ok(out)
     }
-    // Launch order is by process, then ID (the order ncu profiled them).
-    let mut kernels: Vec<KernelRow> = by_id.into_values().collect();
-    kernels.sort_by(|a, b| (a.process_id.parse::<u64>().unwrap_or(0), a.id).cmp(&(b.process_id.parse::<u64>().unwrap_or(0), b.id)));
-    out.kernels = kernels;
-    Ok(out)
+}
+
+/// ncu's NVTX columns (`--print-nvtx-rename`/`--nvtx`): `thread Domain:Push/Pop_Range:...`, `Id:Domain:Start/Stop_Range:...`.
+pub fn is_nvtx_column(name: &str) -> bool {
+    name.contains("Push/Pop_Range") || name.contains("Start/Stop_Range")
+}
+
+/// Parses `ncu --csv` output of the raw page (`--page raw`, one column per metric) or the
+/// details page (one row per metric), every metric kept.
+pub fn parse_ncu_csv(text: &str) -> Result<NcuOutput, ParseError> {
+    read_ncu_csv(text.to_string())?.kernels(&|_| true)
 }

@@ -9,6 +9,8 @@ use crate::model::ProfileRecord;
 use crate::parse::KernelRow;
 use crate::suite::JobSpec;
 
+pub mod query;
+
 #[derive(Debug, Clone)]
 pub struct Ncu {
     pub path: PathBuf,

@@ -78,6 +78,9 @@ fn header(run: &RunData, out: &mut String) {
     let policy = if i.clock_policy == "none" { "the card is measured as found" } else { "ncu locked the clocks while profiling" };
     kv("clock policy", format!("{} (ncu --clock-control {}; {policy})", i.clock_policy, i.clock_policy));
     kv("ncu", i.ncu_version.clone().unwrap_or_else(|| "not used (`gpu-lab run`)".into()));
+    if !i.unavailable_metrics.is_empty() {
+        kv("metrics this GPU cannot collect", i.unavailable_metrics.join("; "));
+    }
     kv("date", i.started.clone());
     kv("command", format!("`{}`", i.command));
     kv("suite source sha256", i.suite_source_hash.chars().take(16).collect());

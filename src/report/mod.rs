@@ -3,6 +3,7 @@
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod nvprof;
 pub mod svg;
 
 use crate::model::RunData;

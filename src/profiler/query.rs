@@ -1,0 +1,105 @@
+//! The device's metric list from `ncu --query-metrics`, cached per chip and ncu version, and the check of requested metrics against it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::metrics::MetricDef;
+use crate::parse::query_metrics::{self, DeviceMetrics, Screened};
+use crate::profiler::Ncu;
+use crate::store;
+
+/// `<cache>/ncu-query-metrics/`: `<ncu version>--<chip>.txt` holds a chip's list, and
+/// `<ncu version>--device--<GPU name>` names the chip of a GPU, so a later run reads both without ncu.
+fn cache_paths(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>, chip: Option<&str>) -> Option<(Option<PathBuf>, Option<PathBuf>)> {
+    let dir = cache?.join("ncu-query-metrics");
+    let version = file_safe(if ncu.version.is_empty() { "unknown" } else { &ncu.version });
+    Some((device.map(|d| dir.join(format!("{version}--device--{}", file_safe(d)))), chip.map(|c| dir.join(format!("{version}--{}.txt", file_safe(c))))))
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' }).collect()
+}
+
+fn from_cache(cache: Option<&Path>, ncu: &Ncu, device: &str) -> Option<DeviceMetrics> {
+    let (alias, _) = cache_paths(cache, ncu, Some(device), None)?;
+    let chip = std::fs::read_to_string(alias?).ok()?;
+    let (_, list) = cache_paths(cache, ncu, None, Some(chip.trim()))?;
+    let blocks = query_metrics::parse_query_metrics(&std::fs::read_to_string(list?).ok()?).ok()?;
+    blocks.into_iter().find(|b| b.chip == chip.trim())
+}
+
+/// The metric list of the GPU named `device` (NVML's name), from the cache or from ncu.
+pub fn device_metrics(ncu: &Ncu, device: Option<&str>) -> Result<DeviceMetrics, String> {
+    device_metrics_cached(crate::build::cache_dir().as_deref(), ncu, device)
+}
+
+fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>) -> Result<DeviceMetrics, String> {
+    if let Some(hit) = device.and_then(|d| from_cache(cache, ncu, d)) {
+        return Ok(hit);
+    }
+    let out = Command::new(&ncu.path).arg("--query-metrics").env("LC_ALL", "C").output().map_err(|e| format!("could not run `{} --query-metrics`: {e}", ncu.path.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let blocks = query_metrics::parse_query_metrics(&text).map_err(|e| format!("{e}; ncu said: {}", String::from_utf8_lossy(&out.stderr).trim()))?;
+    let chosen = blocks.iter().find(|b| device.is_some_and(|d| b.device == d)).unwrap_or(&blocks[0]).clone();
+    // A cache that cannot be written only costs another query next time.
+    if let Some((alias, Some(list))) = cache_paths(cache, ncu, device, Some(&chosen.chip)) {
+        if store::write_atomic(&list, text.as_bytes()).is_ok() {
+            if let Some(alias) = alias {
+                let _ = store::write_atomic(&alias, chosen.chip.as_bytes());
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+/// Checks requested metrics against the device before ncu runs: a misspelt raw name is an error,
+/// a metric this GPU cannot collect is named in a warning and left out. When the list cannot be
+/// had (an ncu that cannot query), everything is kept and ncu's own errors still apply.
+pub fn screen_for_device(ncu: &Ncu, device: Option<&str>, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
+    let list = match device_metrics(ncu, device) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("warning: metric names not checked against this GPU ({e})");
+            return Ok(Screened { collectable: defs, unavailable: Vec::new() });
+        }
+    };
+    let screened = query_metrics::screen(defs, &list).map_err(anyhow::Error::msg)?;
+    for (name, why) in &screened.unavailable {
+        eprintln!("warning: {name} left out: {why}");
+    }
+    Ok(screened)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Orchestration only: a stand-in ncu that prints the H200's captured list and counts its calls.
+    #[test]
+    fn the_list_is_queried_once_then_read_from_the_cache() {
+        let d = tempfile::tempdir().unwrap();
+        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncu-h200/query-metrics.txt");
+        let calls = d.path().join("calls");
+        let fake = d.path().join("ncu");
+        std::fs::write(&fake, format!("#!/bin/sh\necho call >> {}\ncat {fixture}\n", calls.display())).unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let ncu = Ncu { path: fake, version: "Version 2025.3.1.0".into() };
+        let cache = d.path().join("cache");
+        for _ in 0..2 {
+            let list = device_metrics_cached(Some(&cache), &ncu, Some("NVIDIA H200")).unwrap();
+            assert_eq!(list.chip, "gh100");
+        }
+        assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 1);
+        assert!(cache.join("ncu-query-metrics/Version_2025.3.1.0--gh100.txt").is_file());
+        // Another ncu version asks again.
+        let newer = Ncu { version: "Version 2026.1".into(), ..ncu };
+        device_metrics_cached(Some(&cache), &newer, Some("NVIDIA H200")).unwrap();
+        assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 2);
+    }
+
+    #[test]
+    fn an_ncu_that_cannot_list_is_an_error_not_a_panic() {
+        let ncu = Ncu { path: "/bin/true".into(), version: String::new() };
+        assert!(device_metrics_cached(None, &ncu, None).unwrap_err().contains("no metric list"));
+    }
+}

@@ -1,0 +1,220 @@
+//! `gpu-lab import` end to end on every captured ncu export (and the derived ones), each output format, and `gpu-lab ncu`'s orchestration with a stand-in ncu.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn gpu_lab() -> Command {
+    let mut c = Command::cargo_bin("gpu-lab").unwrap();
+    c.current_dir(ROOT);
+    c
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    String::from_utf8(gpu_lab().args(args).assert().success().get_output().stdout.clone()).unwrap()
+}
+
+/// Every real ncu CSV in the repository: captured fixtures and the committed runs' exports.
+fn real_exports() -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in ["tests/fixtures/ncu-h200", "tests/fixtures/h100", "tests/fixtures/h200"] {
+        for e in std::fs::read_dir(format!("{ROOT}/{dir}")).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "csv") {
+                files.push(p.strip_prefix(ROOT).unwrap().display().to_string());
+            }
+        }
+    }
+    for run in std::fs::read_dir(format!("{ROOT}/reports/runs")).unwrap() {
+        for e in std::fs::read_dir(run.unwrap().path()).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if name.starts_with("profile-") && name.ends_with(".csv") {
+                files.push(p.strip_prefix(ROOT).unwrap().display().to_string());
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 14, "{files:?}");
+    files
+}
+
+#[test]
+fn every_real_export_imports() {
+    for file in real_exports() {
+        if file.ends_with("details-set-full-one-kernel.csv") {
+            continue; // display names only: its own test below
+        }
+        let out = stdout_of(&["import", &file]);
+        assert!(out.contains("Profiling result:") && out.contains("    Kernel: ") && out.contains("duration"), "{file}:\n{out}");
+    }
+}
+
+#[test]
+fn the_committed_h200_run_reads_as_nvprof_would_print_it() {
+    let out = stdout_of(&["import", "tests/fixtures/h200/transpose-raw-8192x8192.csv", "--metrics", "gld_efficiency,shared_load_transactions_per_request"]);
+    insta::assert_snapshot!("import_h200_transpose_table", out);
+}
+
+#[test]
+fn each_format() {
+    let file = "tests/fixtures/ncu-h200/raw-metrics-stdout-mixed.csv";
+    let m = "achieved_occupancy,dram_read_throughput,shared_load_transactions_per_request";
+    insta::assert_snapshot!("import_format_table", stdout_of(&["import", file, "--metrics", m]));
+    insta::assert_snapshot!("import_format_md", stdout_of(&["import", file, "--metrics", m, "--format", "md"]));
+    let csv = stdout_of(&["import", file, "--metrics", m, "--format", "csv"]);
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 3);
+    // Six launches of transpose_naive; full precision in base units.
+    assert_eq!(&rows[0][2], "transpose_naive");
+    assert_eq!(&rows[0][8], "6");
+    assert_eq!(&rows[2][10], "", "not applicable: no shared loads");
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&["import", file, "--metrics", m, "--format", "json"])).unwrap();
+    assert_eq!(json["kernels"][0]["device"], "NVIDIA H200 (0)");
+    assert_eq!(json["kernels"][0]["launches"], 6);
+    assert_eq!(json["kernels"][0]["metrics"][2]["not_applicable"], 6);
+}
+
+#[test]
+fn without_metrics_every_computable_one_and_a_note_of_the_rest() {
+    gpu_lab()
+        .args(["import", "tests/fixtures/ncu-h200/raw-import-speedoflight.csv"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("duration").and(predicate::str::contains("983.58us")))
+        .stderr(predicate::str::contains("other gpu-lab metrics skipped"));
+}
+
+#[test]
+fn missing_counters_are_named_and_the_rest_is_shown() {
+    gpu_lab()
+        .args(["import", "tests/fixtures/ncu-h200/raw-import-speedoflight.csv", "--metrics", "gld_efficiency,duration"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("duration").and(predicate::str::contains("gld_efficiency").not()))
+        .stderr(predicate::str::contains("gld_efficiency not computed").and(predicate::str::contains("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")));
+    gpu_lab()
+        .args(["import", "tests/fixtures/ncu-h200/raw-import-speedoflight.csv", "--metrics", "gld_efficiency"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("none of the requested metrics").and(predicate::str::contains("fix:")));
+}
+
+#[test]
+fn details_pages_give_named_metrics_and_raw_names_on_request() {
+    // `--metrics` run, details page: ncu's own names, program output mixed in.
+    let out = stdout_of(&["import", "tests/fixtures/ncu-h200/details-metrics-stdout-mixed.csv", "--metrics", "dram_read_throughput,dram__bytes_read.sum.per_second"]);
+    assert!(out.contains("283.60GB/s") && out.contains("dram__bytes_read.sum.per_second"), "{out}");
+    // `--set full`, details page: section display names only.
+    let file = "tests/fixtures/ncu-h200/details-set-full-one-kernel.csv";
+    gpu_lab().args(["import", file]).assert().code(1).stderr(predicate::str::contains("no gpu-lab metric can be computed").and(predicate::str::contains("DRAM Frequency")));
+    let out = stdout_of(&["import", file, "--metrics", "Duration,DRAM Frequency"]);
+    assert!(out.contains("transpose_padded") && out.contains("293408") && out.contains("3198949358.350000"), "{out}");
+    gpu_lab().args(["import", file, "--metrics", "Durations"]).assert().code(1).stderr(predicate::str::contains("closest to it: Duration"));
+}
+
+#[test]
+fn nvtx_columns_template_names_na_faults_and_two_processes() {
+    let file = "tests/fixtures/derived/h200-raw-nvtx-template-nan-two-processes.csv";
+    let out = gpu_lab().args(["import", file, "--metrics", "gld_efficiency,gst_efficiency", "--format", "json"]).assert().code(4).get_output().clone();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels = json["kernels"].as_array().unwrap();
+    let names: Vec<(&str, &str)> = kernels.iter().map(|k| (k["process_id"].as_str().unwrap(), k["kernel"].as_str().unwrap())).collect();
+    assert_eq!(names, [("3118", "copy_row"), ("3118", "void transposeUnrolled<32, 8>(const float *, float *, int)"), ("3119", "copy_column")]);
+    // copy_row: 3 launches, one faulted (left out), one with `n/a` requested bytes (gld_efficiency not computable there).
+    assert_eq!(kernels[0]["launches"], 3);
+    assert_eq!(kernels[0]["faulted_launches"], 1);
+    assert_eq!(kernels[0]["metrics"][0]["invocations"], 1);
+    assert_eq!(kernels[0]["metrics"][1]["invocations"], 2);
+    assert_eq!(kernels[1]["metrics"][0]["avg"], 12.5);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 kernel launch(es) faulted"));
+    let table = String::from_utf8(gpu_lab().args(["import", file, "--metrics", "gld_efficiency"]).assert().code(4).get_output().stdout.clone()).unwrap();
+    assert!(table.contains("==3119== Profiling result:") && table.contains("(faulted: 1 of 3 launches"), "{table}");
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    gpu_lab().args(["import", "no/such/file.csv"]).assert().code(1).stderr(predicate::str::contains("does not exist").and(predicate::str::contains("fix:")));
+    let d = tempfile::tempdir().unwrap();
+    let text = d.path().join("notes.txt");
+    std::fs::write(&text, "hello\nno table here\n").unwrap();
+    gpu_lab().args(["import", text.to_str().unwrap()]).assert().code(1).stderr(predicate::str::contains("no CSV table found"));
+    let rep = d.path().join("run.ncu-rep");
+    std::fs::write(&rep, [0u8, 1, 2]).unwrap();
+    gpu_lab()
+        .args(["import", rep.to_str().unwrap()])
+        .env("NCU", d.path().join("no-ncu"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is not a file").and(predicate::str::contains("a CSV export of it needs no ncu")));
+    let bin = d.path().join("run.bin");
+    std::fs::write(&bin, [0u8, 1, 2]).unwrap();
+    gpu_lab().args(["import", bin.to_str().unwrap()]).assert().code(1).stderr(predicate::str::contains(".ncu-rep extension"));
+    gpu_lab().args(["import", "tests/fixtures/h200/transpose-raw-8192x8192.csv", "--metrics", "gld_eficiency"]).assert().code(1).stderr(predicate::str::contains("did you mean gld_efficiency"));
+    gpu_lab().args(["import", "tests/fixtures/h200/transpose-raw-8192x8192.csv", "--format", "xml"]).assert().code(2);
+}
+
+/// A stand-in ncu: answers --version and --query-metrics with the H200 capture, runs the wrapped
+/// program when profiling (so its exit status is real), and exports a real H200 CSV for any report.
+fn fake_ncu(dir: &std::path::Path) -> std::path::PathBuf {
+    let script = format!(
+        r#"#!/bin/sh
+echo "$@" >> {dir}/ncu-args
+case "$1" in
+  --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.1.0 (stand-in)";;
+  --query-metrics) cat {root}/tests/fixtures/ncu-h200/query-metrics.txt;;
+  --import) cat {root}/tests/fixtures/h200/transpose-raw-8192x8192.csv;;
+  *) while [ $# -gt 0 ]; do case "$1" in --export) shift; rep="$1";; /bin/sh) break;; esac; shift; done
+     echo "==PROF== Connected to process 1 (stand-in)"
+     "$@"; status=$?
+     [ -n "$NO_KERNEL" ] || echo report > "$rep.ncu-rep"
+     exit $status;;
+esac
+"#,
+        dir = dir.display(),
+        root = ROOT
+    );
+    let path = dir.join("ncu");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn ncu_orchestration_exit_codes_and_program_output() {
+    let d = tempfile::tempdir().unwrap();
+    let ncu = fake_ncu(d.path());
+    let run = |program: &[&str], extra: &[&str]| {
+        let mut c = gpu_lab();
+        c.args(["ncu", "--metrics", "gld_efficiency,shared_load_transactions_per_request"]).args(extra).arg("--").args(program);
+        c.env("NCU", &ncu).env("GPU_LAB_CACHE", d.path().join("cache"));
+        c
+    };
+    let ok = run(&["/bin/sh", "-c", "echo probe says hello"], &["--kernel", "copy_.*", "--launch-count", "2"]).assert().code(0).get_output().clone();
+    let (stdout, stderr) = (String::from_utf8_lossy(&ok.stdout), String::from_utf8_lossy(&ok.stderr));
+    assert!(stdout.contains("Device \"NVIDIA H200 (0)\"") && stdout.contains("gld_efficiency") && !stdout.contains("probe says hello"), "{stdout}");
+    assert!(stderr.contains("probe says hello") && stderr.contains("end of output (exit code 0)"), "{stderr}");
+    let args = std::fs::read_to_string(d.path().join("ncu-args")).unwrap();
+    assert!(args.contains("--clock-control none") && args.contains("--kernel-name regex:copy_.* --launch-count 2"), "{args}");
+
+    run(&["/bin/sh", "-c", "exit 3"], &[]).assert().code(4).stderr(predicate::str::contains("exited with code 3"));
+    run(&["/bin/sh", "-c", "exit 3"], &[]).env("NO_KERNEL", "1").assert().code(4).stderr(predicate::str::contains("exited with code 3, and ncu profiled no kernel"));
+    run(&["/bin/sh", "-c", "true"], &["--kernel", "nothing"]).env("NO_KERNEL", "1").assert().code(1).stderr(predicate::str::contains("no kernel matched --kernel"));
+    run(&["./no-such-probe"], &[]).assert().code(1).stderr(predicate::str::contains("program `./no-such-probe` not found").and(predicate::str::contains("fix:")));
+    // A raw name this GPU does not have is refused before ncu runs, with the closest names.
+    run(&["/bin/sh", "-c", "true"], &["--metrics", "l1tex__t_sector_pipe_lsu_mem_global_op_ld.sum"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("closest: l1tex__t_sectors_pipe_lsu_mem_global_op_ld"));
+    let keep = d.path().join("kept");
+    run(&["/bin/sh", "-c", "true"], &["--export", keep.to_str().unwrap(), "--format", "csv"]).assert().code(0).stderr(predicate::str::contains("kept.ncu-rep"));
+    assert!(d.path().join("kept.ncu-rep").is_file());
+}
+
+#[test]
+fn ncu_without_ncu_or_program_says_how_to_fix_it() {
+    gpu_lab().args(["ncu", "--", "/bin/true"]).env("NCU", "/nonexistent/ncu").assert().code(1).stderr(predicate::str::contains("NCU=/nonexistent/ncu is not a file"));
+    gpu_lab().args(["ncu", "--metrics", "gld_efficiency"]).assert().code(2);
+}
