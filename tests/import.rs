@@ -218,3 +218,19 @@ fn ncu_without_ncu_or_program_says_how_to_fix_it() {
     gpu_lab().args(["ncu", "--", "/bin/true"]).env("NCU", "/nonexistent/ncu").assert().code(1).stderr(predicate::str::contains("NCU=/nonexistent/ncu is not a file"));
     gpu_lab().args(["ncu", "--metrics", "gld_efficiency"]).assert().code(2);
 }
+
+#[test]
+fn the_nvcc_built_probe_captured_on_an_h100_shows_the_seeds_numbers() {
+    // `gpu-lab ncu` on examples/nvprof-probe (scripts/ncu-demo.sh, H100, 2026-11-22): the export it read back.
+    let out = stdout_of(&["import", "tests/fixtures/h100/nvprof-probe-raw.csv", "--metrics", "gld_efficiency,shared_load_transactions_per_request"]);
+    let line_after = |kernel: &str, metric: &str| -> String {
+        let at = out.find(&format!("Kernel: {kernel}")).unwrap_or_else(|| panic!("no {kernel} in\n{out}"));
+        out[at..].lines().find(|l| l.contains(metric)).unwrap().to_string()
+    };
+    assert!(line_after("copy_row(", "gld_efficiency").ends_with("100.00%     100.00%     100.00%"), "{out}");
+    assert!(line_after("copy_column(", "gld_efficiency").ends_with("12.50%      12.50%      12.50%"), "{out}");
+    // Column read of an unpadded tile: 32 wavefronts per request; padded: about 1.
+    assert!(line_after("void transpose_tile<1, 0>", "shared_load_transactions_per_request").contains("32.1"), "{out}");
+    assert!(line_after("void transpose_tile<1, 1>", "shared_load_transactions_per_request").contains("1.0"), "{out}");
+    assert!(out.contains("Device \"NVIDIA H100 80GB HBM3 (0)\""), "{out}");
+}
