@@ -79,6 +79,7 @@ extern "C" __global__ void soa_copy(const float* __restrict__ in, float* __restr
 #ifndef ELEMS
 #define ELEMS 4
 #endif
+// Threads per block of the sums; the manifest binds it and the launch's block from one name.
 #ifndef SUM_BLOCK
 #define SUM_BLOCK 256
 #endif

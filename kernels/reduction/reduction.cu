@@ -62,8 +62,12 @@ __device__ __forceinline__ void unroll_into_first(T* x, unsigned long long base,
     }
 }
 
+// In-range elements of the blockDim-long slice at `base` (0 for a block wholly past the end, so a
+// grid larger than needed reads nothing).
 __device__ __forceinline__ unsigned valid_in(unsigned long long base, int n)
 {
+    if (base >= (unsigned long long)n)
+        return 0;
     unsigned long long left = (unsigned long long)n - base;
     return left < blockDim.x ? (unsigned)left : blockDim.x;
 }
@@ -82,7 +86,7 @@ extern "C" __global__ void reduce_neighbored(T* x, T* partials, int n)
         __syncthreads();
     }
     if (tid == 0)
-        partials[blockIdx.x] = data[0];
+        partials[blockIdx.x] = valid ? data[0] : (T)0;
 }
 
 // seed 002 §27, seed 000 rung 2 "stride": the active threads are packed into the first warps
@@ -100,7 +104,7 @@ extern "C" __global__ void reduce_neighbored_less(T* x, T* partials, int n)
         __syncthreads();
     }
     if (tid == 0)
-        partials[blockIdx.x] = data[0];
+        partials[blockIdx.x] = valid ? data[0] : (T)0;
 }
 
 // seed 002 §27, seed 000 rung 3 "sequential": interleaved pairs, offset halving from blockDim/2;
@@ -117,7 +121,7 @@ extern "C" __global__ void reduce_interleaved(T* x, T* partials, int n)
         __syncthreads();
     }
     if (tid == 0)
-        partials[blockIdx.x] = data[0];
+        partials[blockIdx.x] = valid ? data[0] : (T)0;
 }
 
 // seed 002 §28, seed 000 rung 4 "first add then reduce": each block first adds UNROLL slices,
@@ -136,7 +140,7 @@ extern "C" __global__ void reduce_unrolled(T* x, T* partials, int n)
         __syncthreads();
     }
     if (tid == 0)
-        partials[blockIdx.x] = data[0];
+        partials[blockIdx.x] = valid ? data[0] : (T)0;
 }
 
 // seed 002 §29, seed 000 rung 5 "unroll": as reduce_unrolled, but the last 64 elements are
@@ -157,7 +161,7 @@ extern "C" __global__ void reduce_warp_unrolled(T* x, T* partials, int n)
     if (tid < 32)
         warp_tail(data, tid, valid < 64 ? valid : 64);
     if (tid == 0)
-        partials[blockIdx.x] = data[0];
+        partials[blockIdx.x] = valid ? data[0] : (T)0;
 }
 
 // seed 002 §30, seed 000 rung 6: the block's tree completely unrolled for the block size known at
@@ -183,9 +187,10 @@ extern "C" __global__ void reduce_complete_unrolled(T* x, T* partials, int n)
     unsigned long long base = (unsigned long long)blockIdx.x * BLOCK * UNROLL;
     unroll_into_first(x, base, tid, n);
     __syncthreads();
-    complete_unrolled<BLOCK>(x + base, tid, valid_in(base, n));
+    unsigned valid = valid_in(base, n);
+    complete_unrolled<BLOCK>(x + base, tid, valid);
     if (tid == 0)
-        partials[blockIdx.x] = x[base];
+        partials[blockIdx.x] = valid ? x[base] : (T)0;
 }
 
 // Loads UNROLL slices without touching x: the shared-memory and shuffle versions leave the input intact.
@@ -215,7 +220,7 @@ extern "C" __global__ void reduce_smem(const T* __restrict__ x, T* partials, int
         partials[blockIdx.x] = smem[0];
 }
 
-// seed 002 §58: shared-memory tree down to 64, then the last warp with __shfl_down_sync.
+// seed 002 §58: shared-memory tree down to 32 values, then the last warp with __shfl_down_sync.
 extern "C" __global__ void reduce_smem_shuffle(const T* __restrict__ x, T* partials, int n)
 {
     __shared__ T smem[BLOCK];

@@ -49,6 +49,15 @@ fn status_cell(j: &JobRecord) -> String {
     }
 }
 
+/// How much faster `j` is than `first`: by time for the same work, by GB/s where the two move
+/// different amounts of bytes (a strided read of 1/32 of the data is not 32× faster).
+fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
+    match (first.bytes, j.bytes) {
+        (Some(a), Some(b)) if a != b => Some(j.gbs()? / first.gbs()?),
+        _ => Some(first.summary?.median / j.summary?.median),
+    }
+}
+
 fn pct(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.0}%", 100.0 * a / b),
@@ -115,7 +124,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             let _ = writeln!(out, "Bounds could not be measured: {e}\n");
         }
     }
-    let first = jobs.iter().find(|j| j.status == JobStatus::Ok).and_then(|j| j.summary).map(|s| s.median);
+    let first = jobs.iter().find(|j| j.status == JobStatus::Ok && j.summary.is_some());
     let mut head = vec!["variant", "median ms [95% CI]", "GB/s", "% of copy", "% of peak", "speedup", "correct"]
         .into_iter()
         .map(String::from)
@@ -137,8 +146,8 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             gbs.map(|g| format!("{g:.0}")).unwrap_or("–".into()),
             pct(gbs, copy),
             pct(gbs, peak),
-            match (ok, first, j.summary) {
-                (true, Some(f), Some(s)) => format!("{:.2}×", f / s.median),
+            match (ok, first) {
+                (true, Some(f)) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
                 _ => "–".into(),
             },
             status_cell(j),
@@ -205,7 +214,7 @@ impl Exporter for Markdown {
             let times = if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0}–{hi:.0}") };
             let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table).\n");
         }
-        out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table; `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
+        out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table (by GB/s where the two move different amounts of bytes); `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
         Ok(out)
     }
 }

@@ -145,7 +145,7 @@ impl Buffers {
             let slice = unsafe { gpu.stream.alloc::<u8>(bytes.max(1)) }.doing(format!("allocating {bytes} bytes for buffer `{}`", b.name))?;
             pointers.push(slice.device_ptr(&gpu.stream).0);
             initial.push(match b.init {
-                Init::Random | Init::Iota => Some(HostData::init(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64))),
+                Init::Random | Init::RandomInt | Init::Iota => Some(HostData::init(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64))),
                 Init::Poison | Init::Zero => None,
             });
             device.push(slice);
@@ -228,23 +228,18 @@ fn check(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             host::check_same(elem_of(*output), &expected, &bufs.download(gpu, spec, *output)?, *tolerance)
         }
-        CheckSpec::Copy { input: i, output, map } => {
+        // The built-in references: run the variant once on fresh buffers, compare one output with its input.
+        CheckSpec::Copy { input, output, .. } | CheckSpec::Transpose { input, output, .. } | CheckSpec::Sum { input, output, .. } => {
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
-            let out = bufs.download(gpu, spec, *output)?;
-            host::check_copy_mapped(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *map)
-        }
-        CheckSpec::Transpose { input: i, output, rows, cols } => {
-            bufs.reset(gpu, spec)?;
-            run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
-            let out = bufs.download(gpu, spec, *output)?;
-            host::check_transpose(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *rows as usize, *cols as usize)
-        }
-        CheckSpec::Sum { input: i, output, count, input_stride, tolerance } => {
-            bufs.reset(gpu, spec)?;
-            run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
-            let out = bufs.download(gpu, spec, *output)?;
-            host::check_sum(elem_of(*output), input_ref(bufs, spec, *i)?, &out, *count as usize, *input_stride as usize, *tolerance)
+            let (elem, got) = (elem_of(*output), bufs.download(gpu, spec, *output)?);
+            let want = input_ref(bufs, spec, *input)?;
+            match &spec.check {
+                CheckSpec::Copy { map, .. } => host::check_copy_mapped(elem, want, &got, *map),
+                CheckSpec::Transpose { rows, cols, .. } => host::check_transpose(elem, want, &got, *rows as usize, *cols as usize),
+                CheckSpec::Sum { count, input_stride, tolerance, .. } => host::check_sum(elem, want, &got, *count as usize, *input_stride as usize, *tolerance),
+                CheckSpec::None | CheckSpec::SameAs { .. } => unreachable!("matched above"),
+            }
         }
     };
     Ok(Some(outcome))

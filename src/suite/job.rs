@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::runner::host::CopyMap;
-
 use super::manifest::{ElemType, Init};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -77,6 +75,18 @@ impl BufferSpec {
     pub fn bytes(&self) -> u64 {
         self.len * self.elem.size() as u64
     }
+}
+
+/// Where a copy reads and writes: `out[output_offset + i] == input[input_offset + i * input_stride]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyMap {
+    pub input_offset: usize,
+    pub input_stride: usize,
+    pub output_offset: usize,
+}
+
+impl CopyMap {
+    pub const IDENTITY: CopyMap = CopyMap { input_offset: 0, input_stride: 1, output_offset: 0 };
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

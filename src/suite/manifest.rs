@@ -91,6 +91,10 @@ impl ElemType {
 pub enum Init {
     /// Seeded uniform random values (floats in [-1, 1), signed integers in [-1000, 1000), unsigned in [0, 2000)).
     Random,
+    /// Seeded random whole numbers in [-1000, 1000) ([0, 2000) unsigned), floats included: float
+    /// sums of them are exact (below 2^24), so a float reduction can be checked bit for bit.
+    #[serde(rename = "random_int")]
+    RandomInt,
     /// Every byte 0xFF: NaN for floats, -1 for signed integers; shows elements a kernel never wrote.
     Poison,
     Zero,

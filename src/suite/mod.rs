@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::expr::{self, Bindings};
-use crate::runner::host::CopyMap;
 pub use job::*;
 pub use manifest::*;
 
@@ -348,69 +347,69 @@ fn resolve_job(
             });
             CheckSpec::SameAs { output: buffer_index(c.output.as_ref(), "output")?, tolerance: c.tolerance }
         }
-        Some(c) => match c.op.as_deref() {
-            None | Some("none") => CheckSpec::None,
-            Some("copy") => {
+        Some(c) => {
+            // An optional whole-number expression of the check, with its default.
+            let number = |e: &Option<String>, what: &str, default: u64| -> Result<u64, SuiteError> {
+                let Some(e) = e else { return Ok(default) };
+                expr::eval_count(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes and the variant's params"))
+            };
+            let required = |e: &Option<String>, what: &str, example: &str| -> Result<u64, SuiteError> {
+                let present = e.as_ref().ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: a {} check needs `{what}`", v.name, c.op.as_deref().unwrap_or("")), format!("add `{what} = \"expression\"` ({example})")))?;
+                number(&Some(present.clone()), what, 0)
+            };
+            // The input and output buffers, of one element type.
+            let input_output = || -> Result<(usize, usize), SuiteError> {
                 let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
-                let eval = |e: &Option<String>, what: &str, default: u64| -> Result<usize, SuiteError> {
-                    let Some(e) = e else { return Ok(default as usize) };
-                    expr::eval_count(e, env).map(|n| n as usize).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes and the variant's params"))
-                };
-                let map = CopyMap { input_offset: eval(&c.input_offset, "input_offset", 0)?, input_stride: eval(&c.input_stride, "input_stride", 1)?, output_offset: eval(&c.output_offset, "output_offset", 0)? };
-                if map.input_stride == 0 {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: check input_stride is 0", v.name), "use input_stride >= 1 (1 is a plain copy)"));
-                }
                 if buffers[input].elem != buffers[output].elem {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output of the input's type", v.name), "give `output` the same type as `input`"));
+                    return Err(ctx.err(&anchor, format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
                 }
-                // A plain copy must cover the whole input: a short output would hide unwritten elements.
-                let mapped = c.input_offset.is_some() || c.input_stride.is_some() || c.output_offset.is_some();
-                if !mapped && buffers[output].len < buffers[input].len {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output at least as long as the input", v.name), "give `output` len >= the input's, or say which part of the input it holds with input_offset / input_stride"));
+                Ok((input, output))
+            };
+            let input_stride = || -> Result<u64, SuiteError> {
+                match number(&c.input_stride, "input_stride", 1)? {
+                    0 => Err(ctx.err(&anchor, format!("variant `{}`: check input_stride is 0", v.name), "use input_stride >= 1 (1 reads every element)")),
+                    n => Ok(n),
                 }
-                CheckSpec::Copy { input, output, map }
-            }
-            Some("transpose") => {
-                let dim = |e: &Option<String>, what: &str| -> Result<u64, SuiteError> {
-                    let e = e.as_ref().ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: a transpose check needs `{what}`", v.name), format!("add `{what} = \"expression\"` to the check")))?;
-                    expr::eval_count(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes"))
-                };
-                let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
-                let (rows, cols) = (dim(&c.rows, "rows")?, dim(&c.cols, "cols")?);
-                for i in [input, output] {
-                    if buffers[i].len < rows * cols {
-                        return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {}", v.name, buffers[i].name, buffers[i].len, rows * cols), "make the buffer len at least rows*cols"));
+            };
+            match c.op.as_deref() {
+                None | Some("none") => CheckSpec::None,
+                Some("copy") => {
+                    let (input, output) = input_output()?;
+                    let map = CopyMap { input_offset: number(&c.input_offset, "input_offset", 0)? as usize, input_stride: input_stride()? as usize, output_offset: number(&c.output_offset, "output_offset", 0)? as usize };
+                    // A plain copy must cover the whole input: a short output would hide unwritten elements.
+                    let mapped = c.input_offset.is_some() || c.input_stride.is_some() || c.output_offset.is_some();
+                    if !mapped && buffers[output].len < buffers[input].len {
+                        return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output at least as long as the input", v.name), "give `output` len >= the input's, or say which part of the input it holds with input_offset / input_stride"));
                     }
+                    CheckSpec::Copy { input, output, map }
                 }
-                if buffers[input].elem != buffers[output].elem {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
+                Some("transpose") => {
+                    let (input, output) = input_output()?;
+                    let (rows, cols) = (required(&c.rows, "rows", "the input's rows")?, required(&c.cols, "cols", "the input's columns")?);
+                    for i in [input, output] {
+                        if buffers[i].len < rows * cols {
+                            return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {}", v.name, buffers[i].name, buffers[i].len, rows * cols), "make the buffer len at least rows*cols"));
+                        }
+                    }
+                    CheckSpec::Transpose { input, output, rows, cols }
                 }
-                CheckSpec::Transpose { input, output, rows, cols }
+                Some("sum") => {
+                    let (input, output) = input_output()?;
+                    let count = required(&c.count, "count", "the number of partial results, e.g. the kernel's grid size")?;
+                    if count == 0 || count > buffers[output].len {
+                        return Err(ctx.err(&anchor, format!("variant `{}`: sum check count {count} must be between 1 and the {} elements of `{}`", v.name, buffers[output].len, buffers[output].name), "make the output buffer hold every partial result"));
+                    }
+                    if buffers[input].elem.is_float() && c.tolerance <= 0.0 && buffers[input].init != Init::RandomInt {
+                        return Err(ctx.err(&anchor, format!("variant `{}`: a float sum of random fractions depends on the order of the adds and cannot be checked bit for bit", v.name), "give the input init = \"random_int\" (whole numbers: float sums of them are exact) or add a tolerance (the largest accepted error as a fraction of sum|x|)"));
+                    }
+                    CheckSpec::Sum { input, output, count, input_stride: input_stride()?, tolerance: c.tolerance }
+                }
+                Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\" or \"none\", or same_as = \"variant\"")),
             }
-            Some("sum") => {
-                let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
-                let count = c.count.as_ref().ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: a sum check needs `count`, the number of partial results in `{}`", v.name, buffers[output].name), "add `count = \"expression\"`, e.g. the kernel's grid size"))?;
-                let count = expr::eval_count(count, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check count: {err}", v.name), "use the suite's axes and the variant's params"))?;
-                if count == 0 || count > buffers[output].len {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: sum check count {count} must be between 1 and the {} elements of `{}`", v.name, buffers[output].len, buffers[output].name), "make the output buffer hold every partial result"));
-                }
-                if buffers[input].elem != buffers[output].elem {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
-                }
-                if buffers[input].elem.is_float() && c.tolerance <= 0.0 {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: a float sum depends on the order of the adds and cannot be checked bit for bit", v.name), "add `tolerance = 1e-5` (the largest accepted error as a fraction of sum|x|)"));
-                }
-                let input_stride = match &c.input_stride {
-                    None => 1,
-                    Some(e) => expr::eval_count(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check input_stride: {err}", v.name), "use the suite's axes and the variant's params"))?.max(1),
-                };
-                CheckSpec::Sum { input, output, count, input_stride, tolerance: c.tolerance }
-            }
-            Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\" or \"none\", or same_as = \"variant\"")),
-        },
+        }
     };
     if let CheckSpec::Copy { input, .. } | CheckSpec::Transpose { input, .. } | CheckSpec::Sum { input, .. } = check {
-        if !matches!(buffers[input].init, Init::Random | Init::Iota) {
+        if !matches!(buffers[input].init, Init::Random | Init::RandomInt | Init::Iota) {
             return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
         }
     }
