@@ -46,12 +46,10 @@ pub fn choose_metrics(catalog: &Catalog, requested: &[String], available: &[Stri
             vec![metrics::raw_metric(name)]
         } else {
             catalog.resolve(std::slice::from_ref(name)).map_err(|e| match e {
-                MetricsError::Unknown { .. } => {
-                    let mut near: Vec<(usize, &String)> = available.iter().map(|a| (metrics::levenshtein(name, a), a)).collect();
-                    near.sort();
-                    let near: Vec<&str> = near.iter().take(3).map(|(_, a)| a.as_str()).collect();
-                    anyhow::anyhow!("{e}\n  the file's own metrics closest to it: {}", near.join(", "))
-                }
+                MetricsError::Unknown { .. } => match metrics::nearest(name, available) {
+                    near if near.is_empty() => e.into(),
+                    near => anyhow::anyhow!("{e}\n  the file's own metrics closest to it: {}", near.join(", ")),
+                },
                 other => other.into(),
             })?
         };
@@ -79,7 +77,7 @@ fn print_summary(out: &NcuOutput, defs: &[MetricDef], format: &str, skipped: usi
     if out.kernels.is_empty() {
         bail!("{source} holds no profiled kernel\n  fix: check that the program launched kernels (and that --kernel/--launch-count selected some)");
     }
-    let summary = nvprof::summarize(&out.kernels, defs);
+    let summary = nvprof::summarize(&out.kernels, defs)?;
     if summary.missing.len() == defs.len() {
         let needs: Vec<String> = summary.missing.iter().map(|m| format!("{} needs {}", m.metric, m.counters.join(", "))).collect();
         bail!("none of the requested metrics can be computed from {source}: {}\n  fix: profile with these counters (`gpu-lab ncu --metrics ...` collects them), or ask for metrics the file holds", needs.join("; "));
