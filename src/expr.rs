@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use evalexpr::{
     ContextWithMutableFunctions, ContextWithMutableVariables, DefaultNumericTypes, EvalexprError,
-    Function, HashMapContext, Value,
+    Function, HashMapContext, IterateVariablesContext, Value,
 };
 
 /// Names bound while evaluating: sweep parameters in manifests, counter aliases in formulas.
@@ -50,20 +50,25 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
 pub fn eval(expr: &str, bindings: &Bindings) -> Result<f64, ExprError> {
     let fail = |reason: String| ExprError { expr: expr.to_string(), reason };
     let ctx = context(bindings).map_err(|e| fail(e.to_string()))?;
-    match evalexpr::eval_with_context(expr, &ctx) {
+    number(evalexpr::eval_with_context(expr, &ctx), || bindings.keys().cloned().collect()).map_err(fail)
+}
+
+/// The number an evaluation gave, or why there is none (`known` lists the bound names, asked only for an unknown one).
+fn number(result: Result<Value<DefaultNumericTypes>, EvalexprError>, known: impl FnOnce() -> Vec<String>) -> Result<f64, String> {
+    match result {
         Ok(Value::Int(i)) => Ok(i as f64),
         Ok(Value::Float(f)) => Ok(f),
-        Ok(other) => Err(fail(format!("it gives {other}, not a number"))),
-        Err(EvalexprError::VariableIdentifierNotFound(name)) => Err(fail(format!(
-            "unknown name `{name}`; known names: {}",
-            bindings.keys().cloned().collect::<Vec<_>>().join(", ")
-        ))),
-        Err(e) => Err(fail(e.to_string())),
+        Ok(other) => Err(format!("it gives {other}, not a number")),
+        Err(EvalexprError::VariableIdentifierNotFound(name)) => Err(format!("unknown name `{name}`; known names: {}", known().join(", "))),
+        Err(e) => Err(e.to_string()),
     }
 }
 
-/// A formula parsed once and evaluated many times (a metric over 100,000 kernel launches):
-/// the same result as `eval`, without re-parsing the formula or rebuilding the context.
+/// A metric formula parsed once and evaluated many times (a metric over 100,000 kernel launches).
+///
+/// Unlike `eval`, every name is bound as a float, whole or not: a formula's `/` divides exactly
+/// (`a / b` of two counters is not truncated), and each launch binds the same type, which the
+/// reused context requires (evalexpr refuses to change a variable from integer to float).
 pub struct Compiled {
     expr: String,
     tree: evalexpr::Node<DefaultNumericTypes>,
@@ -80,15 +85,14 @@ impl Compiled {
     pub fn eval<'a>(&mut self, bindings: impl IntoIterator<Item = (&'a str, f64)>) -> Result<f64, ExprError> {
         let fail = |reason: String| ExprError { expr: self.expr.clone(), reason };
         for (name, value) in bindings {
-            let v = if value.fract() == 0.0 && value.abs() < 9.0e15 { Value::from_int(value as i64) } else { Value::from_float(value) };
-            self.ctx.set_value(name.to_string(), v).map_err(|e| fail(e.to_string()))?;
+            self.ctx.set_value(name.to_string(), Value::from_float(value)).map_err(|e| fail(e.to_string()))?;
         }
-        match self.tree.eval_with_context(&self.ctx) {
-            Ok(Value::Int(i)) => Ok(i as f64),
-            Ok(Value::Float(f)) => Ok(f),
-            Ok(other) => Err(fail(format!("it gives {other}, not a number"))),
-            Err(e) => Err(fail(e.to_string())),
-        }
+        let known = || {
+            let mut names: Vec<String> = self.ctx.iter_variable_names().collect();
+            names.sort();
+            names
+        };
+        number(self.tree.eval_with_context(&self.ctx), known).map_err(fail)
     }
 }
 
@@ -127,6 +131,20 @@ mod tests {
         let env = b(&[("req", 128.0), ("sectors", 32.0)]);
         assert_eq!(eval("100.0 * req / (32.0 * sectors)", &env).unwrap(), 12.5);
         assert_eq!(eval("100 * float(req) / (32 * sectors)", &env).unwrap(), 12.5);
+    }
+
+    #[test]
+    fn compiled_formulas_bind_floats_so_whole_and_fractional_launches_mix() {
+        // ncu prints `100` for one launch and `12.50` for the next; both must evaluate, exactly.
+        let mut f = Compiled::new("if(sectors > 0, pct, 0.0 / 0.0)").unwrap();
+        assert_eq!(f.eval([("pct", 100.0), ("sectors", 4.0)]).unwrap(), 100.0);
+        assert_eq!(f.eval([("pct", 12.5), ("sectors", 4.0)]).unwrap(), 12.5);
+        assert_eq!(f.eval([("pct", 25.0), ("sectors", 4.0)]).unwrap(), 25.0);
+        assert!(f.eval([("pct", 0.0), ("sectors", 0.0)]).unwrap().is_nan());
+        // Counters divide exactly, where `eval` (manifests) truncates like C.
+        assert_eq!(Compiled::new("a / b").unwrap().eval([("a", 7.0), ("b", 2.0)]).unwrap(), 3.5);
+        let err = Compiled::new("a * c").unwrap().eval([("a", 1.0)]).unwrap_err();
+        assert!(err.to_string().contains("unknown name `c`; known names: a"), "{err}");
     }
 
     #[test]

@@ -46,12 +46,10 @@ pub fn choose_metrics(catalog: &Catalog, requested: &[String], available: &[Stri
             vec![metrics::raw_metric(name)]
         } else {
             catalog.resolve(std::slice::from_ref(name)).map_err(|e| match e {
-                MetricsError::Unknown { .. } => {
-                    let mut near: Vec<(usize, &String)> = available.iter().map(|a| (metrics::levenshtein(name, a), a)).collect();
-                    near.sort();
-                    let near: Vec<&str> = near.iter().take(3).map(|(_, a)| a.as_str()).collect();
-                    anyhow::anyhow!("{e}\n  the file's own metrics closest to it: {}", near.join(", "))
-                }
+                MetricsError::Unknown { .. } => match metrics::nearest(name, available) {
+                    near if near.is_empty() => e.into(),
+                    near => anyhow::anyhow!("{e}\n  the file's own metrics closest to it: {}", near.join(", ")),
+                },
                 other => other.into(),
             })?
         };
@@ -79,7 +77,7 @@ fn print_summary(out: &NcuOutput, defs: &[MetricDef], format: &str, skipped: usi
     if out.kernels.is_empty() {
         bail!("{source} holds no profiled kernel\n  fix: check that the program launched kernels (and that --kernel/--launch-count selected some)");
     }
-    let summary = nvprof::summarize(&out.kernels, defs);
+    let summary = nvprof::summarize(&out.kernels, defs)?;
     if summary.missing.len() == defs.len() {
         let needs: Vec<String> = summary.missing.iter().map(|m| format!("{} needs {}", m.metric, m.counters.join(", "))).collect();
         bail!("none of the requested metrics can be computed from {source}: {}\n  fix: profile with these counters (`gpu-lab ncu --metrics ...` collects them), or ask for metrics the file holds", needs.join("; "));
@@ -230,7 +228,7 @@ pub fn ncu(args: &NcuArgs, metrics_files: &[PathBuf], quiet: bool) -> anyhow::Re
     let program = locate_program(&args.program[0])?;
     let ncu = profiler::find().map_err(anyhow::Error::msg)?;
     let gpu_name = NvmlSession::open().info(0).ok().map(|d| d.name);
-    let screened = profiler::query::screen_for_device(&ncu, gpu_name.as_deref(), defs)?;
+    let screened = profiler::query::screen_for_device(&ncu, gpu_name.as_deref(), 0, defs)?;
     if screened.collectable.is_empty() {
         bail!("none of the requested metrics can be collected on this GPU (see the warnings above)\n  fix: `gpu-lab list metrics` shows the alternatives");
     }
@@ -244,6 +242,10 @@ pub fn ncu(args: &NcuArgs, metrics_files: &[PathBuf], quiet: bool) -> anyhow::Re
         None => scratch.0.join("profile"),
     };
     let report = PathBuf::from(format!("{}.ncu-rep", report_base.display()));
+    // A report left by an earlier run must not pass for this one's when ncu profiles nothing;
+    // it is kept as it is until ncu overwrites it.
+    let modified = || std::fs::metadata(&report).and_then(|m| m.modified()).ok();
+    let earlier = modified();
     let exit_file = scratch.0.join("exit-status");
     let mut cmd = Command::new(&ncu.path);
     cmd.args(ncu_command_args(&counters, &report_base, args.kernel.as_deref(), args.launch_count, &program, &args.program[1..]))
@@ -267,14 +269,18 @@ pub fn ncu(args: &NcuArgs, metrics_files: &[PathBuf], quiet: bool) -> anyhow::Re
         Some(code) => format!("`{shown}` exited with code {code}"),
         None => format!("`{shown}` did not run to its end under ncu"),
     };
-    if !report.is_file() {
+    if modified().is_none_or(|t| Some(t) == earlier) {
         let why = profiler::diagnose(&log).unwrap_or_else(|| "ncu profiled no kernel".into());
+        let stale = match earlier {
+            Some(_) => format!("\n  {} is from an earlier run and was left as it was", report.display()),
+            None => String::new(),
+        };
         if program_failed {
-            eprintln!("error: {failure}, and {why}\n  fix: run the program alone to see why it fails; its output is above");
+            eprintln!("error: {failure}, and {why}{stale}\n  fix: run the program alone to see why it fails; its output is above");
             return Ok(FAILED);
         }
         let filter = if args.kernel.is_some() { " (no kernel matched --kernel: ncu matches the regex against the function name, without arguments)" } else { "" };
-        bail!("{why}{filter}\n  fix: check that the program launches CUDA kernels; its output and ncu's are above");
+        bail!("{why}{filter}{stale}\n  fix: check that the program launches CUDA kernels; its output and ncu's are above");
     }
     let csv = export_report(&ncu, &report)?;
     let table = parse::read_ncu_csv(csv).context("reading ncu's export")?;

@@ -179,7 +179,7 @@ pub fn execute_with(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bo
     let mut unavailable: Vec<Vec<String>> = vec![Vec::new(); plans.len()];
     if let Some(ncu) = &ncu {
         for ((suite, _, defs), left_out) in plans.iter_mut().zip(&mut unavailable) {
-            let s = profiler::query::screen_for_device(ncu, device.as_ref().map(|d| d.name.as_str()), std::mem::take(defs)).with_context(|| format!("suite `{}`", suite.name()))?;
+            let s = profiler::query::screen_for_device(ncu, device.as_ref().map(|d| d.name.as_str()), args.gpu, std::mem::take(defs)).with_context(|| format!("suite `{}`", suite.name()))?;
             *defs = s.collectable;
             *left_out = s.unavailable.into_iter().map(|(m, why)| format!("{m}: {why}")).collect();
         }

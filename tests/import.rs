@@ -51,6 +51,42 @@ fn every_real_export_imports() {
     }
 }
 
+/// strided_read of a committed H100 run: ncu printed 100, 50, 25, 12.50, 12.50 for its five
+/// launches; whole values came first, and every launch must still count.
+#[test]
+fn launches_mixing_whole_and_fractional_values_all_count() {
+    let out = stdout_of(&["import", "reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv", "--metrics", "gld_efficiency_ncu"]);
+    let at = out.find("Kernel: strided_read").unwrap();
+    let line = out[at..].lines().nth(1).unwrap();
+    assert!(line.trim_start().starts_with("5 ") && line.ends_with("12.50%     100.00%      40.00%"), "{out}");
+    assert!(!out.contains("n/a"), "{out}");
+}
+
+/// Every launch of every real export, each catalog metric evaluated on its own (a fresh formula
+/// per launch), must give the table's invocations, n/a count, min and max.
+#[test]
+fn the_table_agrees_with_each_launch_evaluated_alone() {
+    use gpu_lab::metrics::{self, LaunchValue};
+    let catalog = metrics::Catalog::builtin().unwrap();
+    let defs: Vec<metrics::MetricDef> = catalog.metrics.values().cloned().collect();
+    for file in real_exports() {
+        let rows = gpu_lab::parse::parse_ncu_csv(&std::fs::read_to_string(format!("{ROOT}/{file}")).unwrap()).unwrap().kernels;
+        let summary = gpu_lab::report::nvprof::summarize(&rows, &defs).unwrap();
+        for group in &summary.kernels {
+            let launches: Vec<_> = rows.iter().filter(|r| r.process_id == group.process_id && r.kernel_name == group.kernel && !r.looks_faulted()).collect();
+            for line in &group.metrics {
+                let def = &catalog.metrics[&line.metric];
+                let each: Vec<LaunchValue> = launches.iter().map(|r| metrics::evaluate(def, &r.values).unwrap()).filter(|v| *v != LaunchValue::Missing).collect();
+                let values: Vec<f64> = each.iter().filter_map(|v| if let LaunchValue::Value(x) = v { Some(*x) } else { None }).collect();
+                let what = format!("{file}: {} of {}", line.metric, group.kernel);
+                assert_eq!((line.invocations, line.not_applicable), (each.len(), each.len() - values.len()), "{what}");
+                assert_eq!(line.min, values.iter().copied().reduce(f64::min), "{what}");
+                assert_eq!(line.max, values.iter().copied().reduce(f64::max), "{what}");
+            }
+        }
+    }
+}
+
 #[test]
 fn the_committed_h200_run_reads_as_nvprof_would_print_it() {
     let out = stdout_of(&["import", "tests/fixtures/h200/transpose-raw-8192x8192.csv", "--metrics", "gld_efficiency,shared_load_transactions_per_request"]);
@@ -177,14 +213,31 @@ esac
         root = ROOT
     );
     let path = dir.join("ncu");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    install_script(&path, &script);
     path
+}
+
+/// Puts an executable script at `path` without this process ever holding it open for writing: a
+/// parallel test that forks meanwhile would inherit that descriptor, and running the script would
+/// then fail with ETXTBSY. A child writes it under a temporary name, renamed into place when done.
+fn install_script(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let partial = path.with_extension("partial");
+    let mut writer = std::process::Command::new("/bin/sh")
+        .args(["-c", r#"cat > "$1" && chmod 755 "$1""#, "install-script"])
+        .arg(&partial)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writer.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    assert!(writer.wait().unwrap().success());
+    std::fs::rename(&partial, path).unwrap();
 }
 
 #[test]
 fn ncu_orchestration_exit_codes_and_program_output() {
-    let d = tempfile::tempdir().unwrap();
+    // Under target/, not /tmp, which may be mounted noexec.
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let ncu = fake_ncu(d.path());
     let run = |program: &[&str], extra: &[&str]| {
         let mut c = gpu_lab();
@@ -208,6 +261,14 @@ fn ncu_orchestration_exit_codes_and_program_output() {
         .assert()
         .code(1)
         .stderr(predicate::str::contains("closest: l1tex__t_sectors_pipe_lsu_mem_global_op_ld"));
+    // A report an earlier run left at the --export path is not this run's.
+    let stale = d.path().join("stale");
+    std::fs::write(d.path().join("stale.ncu-rep"), "earlier").unwrap();
+    run(&["/bin/sh", "-c", "true"], &["--kernel", "nothing", "--export", stale.to_str().unwrap()])
+        .env("NO_KERNEL", "1")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no kernel matched --kernel").and(predicate::str::contains("stale.ncu-rep is from an earlier run")));
     let keep = d.path().join("kept");
     run(&["/bin/sh", "-c", "true"], &["--export", keep.to_str().unwrap(), "--format", "csv"]).assert().code(0).stderr(predicate::str::contains("kept.ncu-rep"));
     assert!(d.path().join("kept.ncu-rep").is_file());

@@ -95,7 +95,7 @@ fn suggest(s: &[String]) -> String {
 }
 
 /// Edit distance, for "did you mean" suggestions.
-pub fn levenshtein(a: &str, b: &str) -> usize {
+fn levenshtein(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -106,6 +106,17 @@ pub fn levenshtein(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// The (up to) three `candidates` closest to `name` by edit distance, for "did you mean" and
+/// "closest" hints; a name further off than a third of its length (at least 3 edits) and not
+/// containing `name` is no hint.
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let limit = (name.chars().count() / 3).max(3);
+    let mut near: Vec<(usize, &String)> = candidates.into_iter().map(|c| (levenshtein(name, c), c)).filter(|(d, c)| *d <= limit || c.contains(name)).collect();
+    near.sort();
+    near.dedup();
+    near.into_iter().take(3).map(|(_, c)| c.clone()).collect()
 }
 
 /// The built-in definition files (`metrics/*.toml`), embedded so the binary works from any directory.
@@ -132,10 +143,10 @@ impl Catalog {
         let parsed: MetricsFile = toml::from_str(text).map_err(|e| MetricsError::File { file: file.into(), message: e.to_string() })?;
         for (name, mut def) in parsed.metrics {
             def.name = name.clone();
-            // A formula must at least evaluate with every alias bound to 1.
-            let probe: expr::Bindings = def.counters.keys().map(|k| (k.clone(), 1.0)).collect();
-            if let Err(e) = expr::eval(&def.formula, &probe) {
-                return Err(MetricsError::File { file: file.into(), message: format!("metric `{name}`: {e}") });
+            // A formula must at least evaluate with every counter 1, bound as launches bind them.
+            let probe = Evaluator::new(&def).and_then(|mut e| e.evaluate(&def.counters.values().map(|c| (c.clone(), 1.0)).collect()));
+            if let Err(e) = probe {
+                return Err(MetricsError::File { file: file.into(), message: format!("metric `{name}`: {}", e.error) });
             }
             self.metrics.insert(name, def);
         }
@@ -166,10 +177,7 @@ impl Catalog {
             } else if self.metrics.contains_key(name) || is_raw_counter(name) {
                 push(self.metric_or_raw(name));
             } else {
-                let mut near: Vec<(usize, &String)> = self.metrics.keys().chain(self.sets.keys()).map(|k| (levenshtein(name, k), k)).collect();
-                near.sort();
-                let suggestions = near.iter().filter(|(d, k)| *d <= 3 || k.contains(name.as_str())).take(3).map(|(_, k)| (*k).clone()).collect();
-                return Err(MetricsError::Unknown { name: name.clone(), suggestions });
+                return Err(MetricsError::Unknown { name: name.clone(), suggestions: nearest(name, self.metrics.keys().chain(self.sets.keys())) });
             }
         }
         Ok(out)
@@ -214,18 +222,28 @@ pub fn counters_needed(defs: &[MetricDef]) -> Vec<String> {
     set.into_iter().collect()
 }
 
-/// A metric's value for one kernel: `None` when a counter is missing, NaN-free otherwise;
-/// an undefined ratio (0/0, such as shared transactions per request of a kernel without shared
-/// loads) is `Some(None)`: measured, but not applicable.
-pub fn evaluate(def: &MetricDef, values: &BTreeMap<String, f64>) -> Option<Option<f64>> {
-    let mut env = expr::Bindings::new();
-    for (alias, counter) in &def.counters {
-        env.insert(alias.clone(), *values.get(counter)?);
-    }
-    match expr::eval(&def.formula, &env) {
-        Ok(v) if v.is_finite() => Some(Some(v)),
-        _ => Some(None),
-    }
+/// A metric's value for one kernel launch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LaunchValue {
+    /// The launch lacks a counter the formula needs.
+    Missing,
+    /// Measured, but the formula is undefined there (0/0, such as shared transactions per
+    /// request of a kernel without shared loads, or any other non-finite result): n/a.
+    NotApplicable,
+    Value(f64),
+}
+
+/// A formula that cannot be evaluated at all: a bug in the definition, never an n/a value.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("metric `{metric}`: {error}\n  fix: correct its formula (metrics/*.toml, or the file given with --metrics-file); `gpu-lab list metrics` shows each formula and its counters")]
+pub struct FormulaError {
+    pub metric: String,
+    pub error: expr::ExprError,
+}
+
+/// One launch's value of `def` (the formula parsed for this call; `Evaluator` parses it once for many).
+pub fn evaluate(def: &MetricDef, values: &BTreeMap<String, f64>) -> Result<LaunchValue, FormulaError> {
+    Evaluator::new(def)?.evaluate(values)
 }
 
 /// `evaluate` for many launches of one metric: the formula is parsed once.
@@ -235,25 +253,23 @@ pub struct Evaluator<'a> {
 }
 
 impl<'a> Evaluator<'a> {
-    pub fn new(def: &'a MetricDef) -> Result<Self, expr::ExprError> {
-        Ok(Evaluator { def, formula: expr::Compiled::new(&def.formula)? })
+    pub fn new(def: &'a MetricDef) -> Result<Self, FormulaError> {
+        let formula = expr::Compiled::new(&def.formula).map_err(|error| FormulaError { metric: def.name.clone(), error })?;
+        Ok(Evaluator { def, formula })
     }
 
-    /// The same answer as `evaluate(def, values)`.
-    pub fn evaluate(&mut self, values: &BTreeMap<String, f64>) -> Option<Option<f64>> {
+    pub fn evaluate(&mut self, values: &BTreeMap<String, f64>) -> Result<LaunchValue, FormulaError> {
+        let finite = |v: f64| if v.is_finite() { LaunchValue::Value(v) } else { LaunchValue::NotApplicable };
         // A formula that is one counter's alias (most rates and percentages) needs no expression engine.
         if let Some(counter) = self.def.counters.get(self.def.formula.trim()) {
-            let v = *values.get(counter)?;
-            return Some(v.is_finite().then_some(v));
+            return Ok(values.get(counter).map_or(LaunchValue::Missing, |v| finite(*v)));
         }
         let mut bound = Vec::with_capacity(self.def.counters.len());
         for (alias, counter) in &self.def.counters {
-            bound.push((alias.as_str(), *values.get(counter)?));
+            let Some(v) = values.get(counter) else { return Ok(LaunchValue::Missing) };
+            bound.push((alias.as_str(), *v));
         }
-        match self.formula.eval(bound) {
-            Ok(v) if v.is_finite() => Some(Some(v)),
-            _ => Some(None),
-        }
+        self.formula.eval(bound).map(finite).map_err(|error| FormulaError { metric: self.def.name.clone(), error })
     }
 }
 

@@ -16,10 +16,10 @@ fn gld_efficiency_of_row_and_column_access() {
     let def = &c.metrics["gld_efficiency"];
     // A warp reading 32 consecutive floats: 128 requested bytes in 4 sectors.
     let row = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 4.0)]);
-    assert_eq!(evaluate(def, &row), Some(Some(100.0)));
+    assert_eq!(evaluate(def, &row), Ok(LaunchValue::Value(100.0)));
     // Reading a column: 32 sectors for the same 128 bytes, nvprof's 12.5%.
     let col = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 32.0)]);
-    assert_eq!(evaluate(def, &col), Some(Some(12.5)));
+    assert_eq!(evaluate(def, &col), Ok(LaunchValue::Value(12.5)));
     assert!(is_notable(def, 12.5));
     assert!(!is_notable(def, 99.0));
 }
@@ -28,11 +28,11 @@ fn gld_efficiency_of_row_and_column_access() {
 fn missing_counter_and_undefined_ratio_differ() {
     let c = builtin();
     let def = &c.metrics["shared_load_transactions_per_request"];
-    assert_eq!(evaluate(def, &values(&[])), None);
+    assert_eq!(evaluate(def, &values(&[])), Ok(LaunchValue::Missing));
     let no_shared = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0.0), ("smsp__inst_executed_op_shared_ld.sum", 0.0)]);
-    assert_eq!(evaluate(def, &no_shared), Some(None));
+    assert_eq!(evaluate(def, &no_shared), Ok(LaunchValue::NotApplicable));
     let conflicts = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 1024.0), ("smsp__inst_executed_op_shared_ld.sum", 32.0)]);
-    assert_eq!(evaluate(def, &conflicts), Some(Some(32.0)));
+    assert_eq!(evaluate(def, &conflicts), Ok(LaunchValue::Value(32.0)));
 }
 
 #[test]
@@ -88,9 +88,9 @@ fn ncu_efficiency_of_a_kernel_without_loads_is_not_applicable() {
     let def = &c.metrics["gld_efficiency_ncu"];
     // What ncu 2025.3.1 reported on an H100 for the seed's divergence_code (no global loads).
     let none = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 0.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0)]);
-    assert_eq!(evaluate(def, &none), Some(None));
+    assert_eq!(evaluate(def, &none), Ok(LaunchValue::NotApplicable));
     let misaligned = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 80.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 5_242_880.0)]);
-    assert_eq!(evaluate(def, &misaligned), Some(Some(80.0)));
+    assert_eq!(evaluate(def, &misaligned), Ok(LaunchValue::Value(80.0)));
 }
 
 #[test]
@@ -103,9 +103,41 @@ fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
         for r in &rows {
             assert_eq!(e.evaluate(&r.values), evaluate(def, &r.values), "{} on {}", def.name, r.kernel_name);
         }
-        assert_eq!(e.evaluate(&BTreeMap::new()), None);
+        assert_eq!(e.evaluate(&BTreeMap::new()), Ok(LaunchValue::Missing));
     }
     let raw = raw_metric("gpu__time_duration.sum");
     assert!(is_raw_metric(&raw) && !is_raw_metric(&c.metrics["gld_efficiency"]));
-    assert_eq!(Evaluator::new(&raw).unwrap().evaluate(&values(&[("gpu__time_duration.sum", f64::NAN)])), Some(None));
+    assert_eq!(Evaluator::new(&raw).unwrap().evaluate(&values(&[("gpu__time_duration.sum", f64::NAN)])), Ok(LaunchValue::NotApplicable));
+}
+
+/// The launches of `strided_read` in a committed H100 run: ncu printed its percentage as `100`,
+/// `50`, `25`, `12.50`, `12.50`, whole values first. Each launch must count, with its own value.
+#[test]
+fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv")).unwrap();
+    let rows: Vec<_> = crate::parse::parse_ncu_csv(&text).unwrap().kernels.into_iter().filter(|r| r.kernel_name == "strided_read").collect();
+    let c = builtin();
+    let def = &c.metrics["gld_efficiency_ncu"];
+    let mut e = Evaluator::new(def).unwrap();
+    let got: Vec<LaunchValue> = rows.iter().map(|r| e.evaluate(&r.values).unwrap()).collect();
+    assert_eq!(got, [100.0, 50.0, 25.0, 12.5, 12.5].map(LaunchValue::Value));
+    for r in &rows {
+        assert_eq!(evaluate(def, &r.values), e.evaluate(&r.values));
+    }
+}
+
+#[test]
+fn a_formula_that_cannot_be_evaluated_is_an_error_naming_the_metric_not_na() {
+    let mut c = Catalog::default();
+    // Loads (every counter 1 gives a number), but gives `false` where `b` is 0.
+    let text = "[metrics.odd]\ndescription = \"d\"\nunit = \"\"\ncounters = { a = \"a__x.sum\", b = \"b__x.sum\" }\nformula = \"if(b > 0, a / b, false)\"\n";
+    c.add_toml("user.toml", text).unwrap();
+    let def = &c.metrics["odd"];
+    assert_eq!(evaluate(def, &values(&[("a__x.sum", 3.0), ("b__x.sum", 2.0)])), Ok(LaunchValue::Value(1.5)));
+    let err = evaluate(def, &values(&[("a__x.sum", 3.0), ("b__x.sum", 0.0)])).unwrap_err().to_string();
+    assert!(err.starts_with("metric `odd`: cannot evaluate") && err.contains("fix:"), "{err}");
+    // A non-finite result is n/a, not an error.
+    let ratio = "[metrics.r]\ndescription = \"d\"\nunit = \"\"\ncounters = { a = \"a__x.sum\", b = \"b__x.sum\" }\nformula = \"a / b\"\n";
+    c.add_toml("user.toml", ratio).unwrap();
+    assert_eq!(evaluate(&c.metrics["r"], &values(&[("a__x.sum", 0.0), ("b__x.sum", 0.0)])), Ok(LaunchValue::NotApplicable));
 }

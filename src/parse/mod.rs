@@ -268,7 +268,7 @@ impl CsvTable {
                 }
             }
             let row = &mut out.kernels[index];
-                let mut put = |name: &str, scale: f64, raw: &str| match parse_number(raw) {
+            let mut put = |name: &str, scale: f64, raw: &str| match parse_number(raw) {
                 Some(v) => {
                     row.values.insert(name.to_string(), v * scale);
                 }

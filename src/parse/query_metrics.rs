@@ -114,7 +114,7 @@ impl DeviceMetrics {
             if suffix.is_empty() || !self.metrics.keys().any(|k| k.rsplit_once("__").is_some_and(|(u, _)| u == unit)) {
                 return Verdict::Unlisted;
             }
-            return Verdict::UnknownBase { base: base.to_string(), suggestions: self.nearest(base) };
+            return Verdict::UnknownBase { base: base.to_string(), suggestions: metrics::nearest(base, self.metrics.keys()) };
         };
         let ok = match kind {
             MetricKind::Counter | MetricKind::Throughput => {
@@ -134,12 +134,6 @@ impl DeviceMetrics {
         Verdict::BadSuffix { base: base.to_string(), suffix: suffix.to_string(), expected }
     }
 
-    /// The three listed base names closest to `base`.
-    fn nearest(&self, base: &str) -> Vec<String> {
-        let mut near: Vec<(usize, &String)> = self.metrics.keys().map(|k| (metrics::levenshtein(base, k), k)).collect();
-        near.sort();
-        near.into_iter().take(3).map(|(_, k)| k.clone()).collect()
-    }
 }
 
 /// Why a name cannot be collected on this device, for warnings and errors; `None` when it can.

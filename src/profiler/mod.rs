@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::metrics::{self, MetricDef};
+use crate::metrics::{self, LaunchValue, MetricDef};
 use crate::model::ProfileRecord;
 use crate::parse::KernelRow;
 use crate::suite::JobSpec;
@@ -110,21 +110,33 @@ fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
     base.trim().rsplit(' ').next() == Some(wanted)
 }
 
-/// Computes a job's metrics from its kernels' counters.
+/// Computes a job's metrics from its kernels' counters. A formula that cannot be evaluated is a
+/// bug in its definition: the metric is left out and the record's error names it.
 pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], report_file: Option<String>) -> ProfileRecord {
     let mut values = BTreeMap::new();
     let mut missing = Vec::new();
-    let faulted = rows.iter().any(|r| r.looks_faulted());
+    let mut errors = Vec::new();
+    if rows.iter().any(|r| r.looks_faulted()) {
+        errors.push("ncu reported nan values or a (0, 0, 0) grid: the kernel faulted under the profiler".to_string());
+    }
     for def in defs {
         let mut per_launch = Vec::new();
         let mut undefined = false;
         let mut absent = false;
-        for r in rows {
+        let evaluated = metrics::Evaluator::new(def).and_then(|mut e| rows.iter().map(|r| e.evaluate(&r.values)).collect::<Result<Vec<_>, _>>());
+        let evaluated = match evaluated {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(e.to_string());
+                continue;
+            }
+        };
+        for (r, value) in rows.iter().zip(evaluated) {
             let duration = r.values.get(metrics::DURATION).copied().unwrap_or(0.0);
-            match metrics::evaluate(def, &r.values) {
-                Some(Some(v)) => per_launch.push((v, duration)),
-                Some(None) => undefined = true,
-                None => absent = true,
+            match value {
+                LaunchValue::Value(v) => per_launch.push((v, duration)),
+                LaunchValue::NotApplicable => undefined = true,
+                LaunchValue::Missing => absent = true,
             }
         }
         if absent {
@@ -141,7 +153,7 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
         kernels: rows.iter().map(|r| r.kernel_name.clone()).collect(),
         passes,
         report_file,
-        error: faulted.then(|| "ncu reported nan values or a (0, 0, 0) grid: the kernel faulted under the profiler".to_string()),
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
     }
 }
 
@@ -157,10 +169,9 @@ mod tests {
         assert!(!kernel_name_matches("copy_row_x", "copy_row"));
     }
 
-    #[test]
-    fn kernels_are_assigned_by_order_and_checked_by_name_grid_and_block() {
+    fn job(id: &str, grid: u32) -> JobSpec {
         use crate::suite::{CheckSpec, LaunchSpec, Program};
-        let job = |id: &str, grid: u32| JobSpec {
+        JobSpec {
             id: id.into(),
             suite: "s".into(),
             variant: id.into(),
@@ -174,7 +185,11 @@ mod tests {
             reference: None,
             bytes: None,
             flops: None,
-        };
+        }
+    }
+
+    #[test]
+    fn kernels_are_assigned_by_order_and_checked_by_name_grid_and_block() {
         let row = |id: u64, grid: u32| KernelRow {
             id,
             process_id: "1".into(),
@@ -202,5 +217,42 @@ mod tests {
         let m = diagnose("==ERROR== Failed to find metric regex:^foo__bar$").unwrap();
         assert!(m.contains("--query-metrics"), "{m}");
         assert!(diagnose("all good").is_none());
+    }
+
+    /// `strided_read`'s five launches of a committed H100 run as the launches of one job: ncu gave
+    /// gld_efficiency_ncu as `100`, `50`, `25`, `12.50`, `12.50`; every launch counts in the mean.
+    #[test]
+    fn a_jobs_launches_mixing_whole_and_fractional_values_all_count() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv")).unwrap();
+        let rows: Vec<KernelRow> = crate::parse::parse_ncu_csv(&text).unwrap().kernels.into_iter().filter(|r| r.kernel_name == "strided_read").collect();
+        let defs = metrics::Catalog::builtin().unwrap().resolve(&["gld_efficiency_ncu".into()]).unwrap();
+        let record = profile_record(&job("strided", 1), &defs, &rows, None);
+        let durations: Vec<f64> = rows.iter().map(|r| r.values[metrics::DURATION]).collect();
+        let weighted: f64 = [100.0, 50.0, 25.0, 12.5, 12.5].iter().zip(&durations).map(|(v, d)| v * d).sum();
+        let expected = weighted / durations.iter().sum::<f64>();
+        let got = record.metrics["gld_efficiency_ncu"].unwrap();
+        assert!((got - expected).abs() < 1e-9, "{got} != {expected}");
+        assert_eq!(record.error, None);
+    }
+
+    #[test]
+    fn a_formula_error_is_the_records_error_not_a_value() {
+        let mut c = metrics::Catalog::default();
+        c.add_toml("user.toml", "[metrics.odd]\ndescription = \"d\"\nunit = \"\"\ncounters = { b = \"b__x.sum\" }\nformula = \"if(b > 0, b, false)\"\n").unwrap();
+        let defs = c.resolve(&["odd".into(), "b__x.sum".into()]).unwrap();
+        let row = KernelRow {
+            id: 0,
+            process_id: "1".into(),
+            kernel_name: "copy".into(),
+            block_size: "(256, 1, 1)".into(),
+            grid_size: "(1, 1, 1)".into(),
+            device: "0".into(),
+            cc: "9.0".into(),
+            values: BTreeMap::from([("b__x.sum".to_string(), 0.0)]),
+            text: Default::default(),
+        };
+        let record = profile_record(&job("j", 1), &defs, &[row], None);
+        assert!(!record.metrics.contains_key("odd") && record.metrics.contains_key("b__x.sum"));
+        assert!(record.error.as_deref().is_some_and(|e| e.starts_with("metric `odd`: cannot evaluate")), "{:?}", record.error);
     }
 }

@@ -28,22 +28,29 @@ fn from_cache(cache: Option<&Path>, ncu: &Ncu, device: &str) -> Option<DeviceMet
     blocks.into_iter().find(|b| b.chip == chip.trim())
 }
 
-/// The metric list of the GPU named `device` (NVML's name), from the cache or from ncu.
-pub fn device_metrics(ncu: &Ncu, device: Option<&str>) -> Result<DeviceMetrics, String> {
-    device_metrics_cached(crate::build::cache_dir().as_deref(), ncu, device)
+/// The metric list of GPU `gpu` (CUDA's index), named `device` by NVML, from the cache or from ncu.
+pub fn device_metrics(ncu: &Ncu, device: Option<&str>, gpu: u32) -> Result<DeviceMetrics, String> {
+    let query = || {
+        let out = Command::new(&ncu.path).arg("--query-metrics").env("LC_ALL", "C").output().map_err(|e| format!("could not run `{} --query-metrics`: {e}", ncu.path.display()))?;
+        Ok((String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).trim().to_string()))
+    };
+    device_metrics_cached(crate::build::cache_dir().as_deref(), ncu, device, gpu, query)
 }
 
-fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>) -> Result<DeviceMetrics, String> {
+/// `query` runs `ncu --query-metrics` and gives its stdout and stderr.
+fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>, gpu: u32, query: impl FnOnce() -> Result<(String, String), String>) -> Result<DeviceMetrics, String> {
     if let Some(hit) = device.and_then(|d| from_cache(cache, ncu, d)) {
         return Ok(hit);
     }
-    let out = Command::new(&ncu.path).arg("--query-metrics").env("LC_ALL", "C").output().map_err(|e| format!("could not run `{} --query-metrics`: {e}", ncu.path.display()))?;
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let blocks = query_metrics::parse_query_metrics(&text).map_err(|e| format!("{e}; ncu said: {}", String::from_utf8_lossy(&out.stderr).trim()))?;
-    let chosen = blocks.iter().find(|b| device.is_some_and(|d| b.device == d)).unwrap_or(&blocks[0]).clone();
+    let (text, stderr) = query()?;
+    let blocks = query_metrics::parse_query_metrics(&text).map_err(|e| format!("{e}; ncu said: {stderr}"))?;
+    let by_name = blocks.iter().find(|b| device.is_some_and(|d| b.device == d));
+    // ncu lists one block per device; when NVML's name matches none, the block at the GPU's index
+    // is the best guess, but it is not remembered as this GPU's chip.
+    let chosen = by_name.or_else(|| blocks.get(gpu as usize)).unwrap_or(&blocks[0]).clone();
     // A cache that cannot be written only costs another query next time.
     if let Some((alias, Some(list))) = cache_paths(cache, ncu, device, Some(&chosen.chip)) {
-        if store::write_atomic(&list, text.as_bytes()).is_ok() {
+        if store::write_atomic(&list, text.as_bytes()).is_ok() && by_name.is_some() {
             if let Some(alias) = alias {
                 let _ = store::write_atomic(&alias, chosen.chip.as_bytes());
             }
@@ -55,8 +62,8 @@ fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>) 
 /// Checks requested metrics against the device before ncu runs: a misspelt raw name is an error,
 /// a metric this GPU cannot collect is named in a warning and left out. When the list cannot be
 /// had (an ncu that cannot query), everything is kept and ncu's own errors still apply.
-pub fn screen_for_device(ncu: &Ncu, device: Option<&str>, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
-    let list = match device_metrics(ncu, device) {
+pub fn screen_for_device(ncu: &Ncu, device: Option<&str>, gpu: u32, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
+    let list = match device_metrics(ncu, device, gpu) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("warning: metric names not checked against this GPU ({e})");
@@ -73,33 +80,54 @@ pub fn screen_for_device(ncu: &Ncu, device: Option<&str>, defs: Vec<MetricDef>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
 
-    // Orchestration only: a stand-in ncu that prints the H200's captured list and counts its calls.
+    const H200_LIST: &str = include_str!("../../tests/fixtures/ncu-h200/query-metrics.txt");
+
+    // Orchestration only: a stand-in query that gives the H200's captured list and counts its calls.
     #[test]
     fn the_list_is_queried_once_then_read_from_the_cache() {
         let d = tempfile::tempdir().unwrap();
-        let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncu-h200/query-metrics.txt");
-        let calls = d.path().join("calls");
-        let fake = d.path().join("ncu");
-        std::fs::write(&fake, format!("#!/bin/sh\necho call >> {}\ncat {fixture}\n", calls.display())).unwrap();
-        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-        let ncu = Ncu { path: fake, version: "Version 2025.3.1.0".into() };
+        let calls = Cell::new(0);
+        let query = || {
+            calls.set(calls.get() + 1);
+            Ok((H200_LIST.to_string(), String::new()))
+        };
+        let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into() };
         let cache = d.path().join("cache");
         for _ in 0..2 {
-            let list = device_metrics_cached(Some(&cache), &ncu, Some("NVIDIA H200")).unwrap();
+            let list = device_metrics_cached(Some(&cache), &ncu, Some("NVIDIA H200"), 0, query).unwrap();
             assert_eq!(list.chip, "gh100");
         }
-        assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 1);
+        assert_eq!(calls.get(), 1);
         assert!(cache.join("ncu-query-metrics/Version_2025.3.1.0--gh100.txt").is_file());
         // Another ncu version asks again.
         let newer = Ncu { version: "Version 2026.1".into(), ..ncu };
-        device_metrics_cached(Some(&cache), &newer, Some("NVIDIA H200")).unwrap();
-        assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().count(), 2);
+        device_metrics_cached(Some(&cache), &newer, Some("NVIDIA H200"), 0, query).unwrap();
+        assert_eq!(calls.get(), 2);
+    }
+
+    #[test]
+    fn a_gpu_whose_name_matches_no_block_is_not_cached_as_that_chip() {
+        let d = tempfile::tempdir().unwrap();
+        let calls = Cell::new(0);
+        let query = || {
+            calls.set(calls.get() + 1);
+            Ok((H200_LIST.to_string(), String::new()))
+        };
+        let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into() };
+        let cache = d.path().join("cache");
+        for _ in 0..2 {
+            let list = device_metrics_cached(Some(&cache), &ncu, Some("NVIDIA H200 NVL"), 0, query).unwrap();
+            assert_eq!(list.chip, "gh100");
+        }
+        assert_eq!(calls.get(), 2, "a guessed chip must not be remembered for this GPU");
+        assert!(!cache.join("ncu-query-metrics/Version_2025.3.1.0--device--NVIDIA_H200_NVL").exists());
     }
 
     #[test]
     fn an_ncu_that_cannot_list_is_an_error_not_a_panic() {
         let ncu = Ncu { path: "/bin/true".into(), version: String::new() };
-        assert!(device_metrics_cached(None, &ncu, None).unwrap_err().contains("no metric list"));
+        assert!(device_metrics(&ncu, None, 0).unwrap_err().contains("no metric list"));
     }
 }

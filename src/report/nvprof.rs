@@ -2,7 +2,8 @@
 //!
 //! nvprof grouped launches by kernel under a device header and gave, per metric, the number of
 //! invocations and the min, max and plain average over them; `gpu-lab ncu` and `gpu-lab import`
-//! print the same table from Nsight Compute's counters.
+//! print the same table from Nsight Compute's counters. Launches where a formula is undefined
+//! (n/a) count as invocations but not in Min/Max/Avg; the table says how many there were.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -11,7 +12,7 @@ use serde::Serialize;
 use tabled::builder::Builder;
 use tabled::settings::Style;
 
-use crate::metrics::{self, Aggregate, MetricDef};
+use crate::metrics::{self, Aggregate, FormulaError, LaunchValue, MetricDef};
 use crate::parse::KernelRow;
 
 /// One metric of one kernel over its launches.
@@ -82,8 +83,9 @@ fn short_description(def: &MetricDef) -> String {
     d[..end].trim().to_string()
 }
 
-/// Groups launches by process, device and kernel (in order of first launch) and computes each metric per launch.
-pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Summary {
+/// Groups launches by process, device and kernel (in order of first launch) and computes each
+/// metric per launch; a formula that cannot be evaluated is an error, never shown as n/a.
+pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, FormulaError> {
     let mut summary = Summary::default();
     for def in defs {
         let absent: Vec<String> = def.counters.values().filter(|c| !rows.iter().any(|r| r.values.contains_key(*c))).cloned().collect::<BTreeSet<_>>().into_iter().collect();
@@ -92,8 +94,7 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Summary {
         }
     }
     let present: Vec<&MetricDef> = defs.iter().filter(|d| !summary.missing.iter().any(|m| m.metric == d.name)).collect();
-    // Formulas were checked when the catalog loaded; one that still fails to parse shows as n/a.
-    let mut evaluators: Vec<Option<metrics::Evaluator>> = present.iter().map(|d| metrics::Evaluator::new(d).ok()).collect();
+    let mut evaluators = present.iter().map(|d| metrics::Evaluator::new(d)).collect::<Result<Vec<_>, _>>()?;
     let mut index: HashMap<(&str, &str, Option<&String>, &str), usize> = HashMap::new();
     let mut sums: Vec<Vec<f64>> = Vec::new();
     for row in rows {
@@ -133,13 +134,13 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Summary {
         }
         for (i, evaluator) in evaluators.iter_mut().enumerate() {
             let line = &mut group.metrics[i];
-            match evaluator.as_mut().map_or(Some(None), |e| e.evaluate(&row.values)) {
-                None => {}
-                Some(None) => {
+            match evaluator.evaluate(&row.values)? {
+                LaunchValue::Missing => {}
+                LaunchValue::NotApplicable => {
                     line.invocations += 1;
                     line.not_applicable += 1;
                 }
-                Some(Some(v)) => {
+                LaunchValue::Value(v) => {
                     line.invocations += 1;
                     line.min = Some(line.min.map_or(v, |m| m.min(v)));
                     line.max = Some(line.max.map_or(v, |m| m.max(v)));
@@ -155,7 +156,7 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Summary {
         }
         group.metrics.retain(|l| l.invocations > 0);
     }
-    summary
+    Ok(summary)
 }
 
 /// Significant digits with a scaled unit, as nvprof printed throughputs: `24.568GB/s`.
@@ -188,6 +189,19 @@ pub fn nvprof_value(line: &MetricLine, v: f64) -> String {
 fn cells(line: &MetricLine) -> [String; 3] {
     let f = |v: Option<f64>| v.map(|v| nvprof_value(line, v)).unwrap_or_else(|| "n/a".into());
     [f(line.min), f(line.max), f(line.avg)]
+}
+
+/// nvprof's Invocations counts launches: where only some are n/a, say so, since Min/Max/Avg leave them out.
+fn not_applicable_note(l: &MetricLine) -> Option<String> {
+    (l.not_applicable > 0 && l.not_applicable < l.invocations).then(|| {
+        format!(
+            "{}: n/a in {} of {} invocations (formula undefined there, such as 0/0); Min, Max and Avg are over the other {}",
+            l.metric,
+            l.not_applicable,
+            l.invocations,
+            l.invocations - l.not_applicable
+        )
+    })
 }
 
 fn fault_note(k: &KernelGroup) -> Option<String> {
@@ -230,6 +244,9 @@ pub fn render_table(s: &Summary) -> String {
             for l in &k.metrics {
                 let [min, max, avg] = cells(l);
                 let _ = writeln!(out, "{:>11} {:>name_w$} {:>desc_w$} {min:>value_w$} {max:>value_w$} {avg:>value_w$}", l.invocations, l.metric, l.description);
+                if let Some(note) = not_applicable_note(l) {
+                    let _ = writeln!(out, "        ({note})");
+                }
             }
         }
     }
@@ -240,7 +257,7 @@ fn md_cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-/// One markdown table per process and device.
+/// One markdown table per process and device, with the n/a launches counted beside Invocations.
 pub fn render_markdown(s: &Summary) -> String {
     let mut out = String::new();
     for (pid, kernels) in by_process(s) {
@@ -253,18 +270,18 @@ pub fn render_markdown(s: &Summary) -> String {
         for device in devices {
             let _ = writeln!(out, "### Device \"{device}\", process {pid}\n");
             let mut b = Builder::default();
-            b.push_record(["Kernel", "Invocations", "Metric Name", "Metric Description", "Min", "Max", "Avg"]);
+            b.push_record(["Kernel", "Invocations", "n/a", "Metric Name", "Metric Description", "Min", "Max", "Avg"]);
             for k in kernels.iter().filter(|k| k.device == device) {
                 let kernel = match fault_note(k) {
                     Some(note) => format!("`{}` ({note})", md_cell(&k.kernel)),
                     None => format!("`{}`", md_cell(&k.kernel)),
                 };
                 if k.metrics.is_empty() {
-                    b.push_record([kernel.clone(), String::new(), String::new(), String::new(), String::new(), String::new(), String::new()]);
+                    b.push_record(std::iter::once(kernel.clone()).chain(std::iter::repeat_n(String::new(), 7)));
                 }
                 for l in &k.metrics {
                     let [min, max, avg] = cells(l);
-                    b.push_record([kernel.clone(), l.invocations.to_string(), l.metric.clone(), md_cell(&l.description), min, max, avg]);
+                    b.push_record([kernel.clone(), l.invocations.to_string(), l.not_applicable.to_string(), l.metric.clone(), md_cell(&l.description), min, max, avg]);
                 }
             }
             let _ = writeln!(out, "{}\n", b.build().with(Style::markdown()));
@@ -345,7 +362,7 @@ mod tests {
             row(1, "copy_column", &[(REQ, 128.0), (SECT, 32.0)]),
             row(2, "copy_row", &[(REQ, 128.0), (SECT, 8.0)]),
         ];
-        let s = summarize(&rows, &defs);
+        let s = summarize(&rows, &defs).unwrap();
         assert_eq!(s.kernels.iter().map(|k| (k.kernel.as_str(), k.launches)).collect::<Vec<_>>(), [("copy_row", 2), ("copy_column", 1)]);
         let eff = &s.kernels[0].metrics[0];
         assert_eq!((eff.invocations, eff.min, eff.max, eff.avg), (2, Some(50.0), Some(100.0), Some(75.0)));
@@ -358,7 +375,7 @@ mod tests {
     fn the_table_has_nvprofs_columns_and_widths() {
         let c = metrics::Catalog::builtin().unwrap();
         let defs = c.resolve(&["gld_efficiency".into()]).unwrap();
-        let s = summarize(&[row(0, "copyRow(float*, float*, int, int)", &[(REQ, 128.0), (SECT, 4.0)])], &defs);
+        let s = summarize(&[row(0, "copyRow(float*, float*, int, int)", &[(REQ, 128.0), (SECT, 4.0)])], &defs).unwrap();
         let t = render_table(&s);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "==558== Profiling result:");
@@ -399,7 +416,7 @@ mod tests {
         let i = "smsp__inst_executed_op_shared_ld.sum";
         let mut bad = row(1, "faulty", &[(w, f64::NAN), (i, f64::NAN)]);
         bad.grid_size = "(0, 0, 0)".into();
-        let s = summarize(&[row(0, "copy", &[(w, 0.0), (i, 0.0)]), bad], &defs);
+        let s = summarize(&[row(0, "copy", &[(w, 0.0), (i, 0.0)]), bad], &defs).unwrap();
         assert_eq!(s.faulted_launches(), 1);
         let t = render_table(&s);
         assert!(t.contains("n/a         n/a         n/a"), "{t}");
@@ -408,5 +425,19 @@ mod tests {
         assert!(md.contains("| `faulty` (faulted: 1 of 1 launches"), "{md}");
         let csv = render_csv(&s).unwrap();
         assert_eq!(csv.lines().count(), 3, "{csv}");
+    }
+
+    #[test]
+    fn launches_where_a_ratio_is_undefined_are_counted_and_said() {
+        let c = metrics::Catalog::builtin().unwrap();
+        let defs = c.resolve(&["gld_efficiency".into()]).unwrap();
+        let rows = [row(0, "copy", &[(REQ, 128.0), (SECT, 4.0)]), row(1, "copy", &[(REQ, 0.0), (SECT, 0.0)]), row(2, "copy", &[(REQ, 128.0), (SECT, 8.0)])];
+        let s = summarize(&rows, &defs).unwrap();
+        let line = &s.kernels[0].metrics[0];
+        assert_eq!((line.invocations, line.not_applicable, line.min, line.avg), (3, 1, Some(50.0), Some(75.0)));
+        let t = render_table(&s);
+        assert!(t.contains("\n        (gld_efficiency: n/a in 1 of 3 invocations (formula undefined there, such as 0/0); Min, Max and Avg are over the other 2)\n"), "{t}");
+        let md = render_markdown(&s);
+        assert!(md.contains("| `copy` | 3           | 1   | gld_efficiency |"), "{md}");
     }
 }
