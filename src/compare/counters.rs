@@ -73,14 +73,13 @@ pub fn not_measured<'a>(base: &ProfileRecord, new: &ProfileRecord, defs: &'a [Me
 pub fn compare(base: &ProfileRecord, new: &ProfileRecord, defs: &[MetricDef], redefined: &BTreeSet<String>) -> Vec<CounterChange> {
     let mut out = Vec::new();
     for def in defs.iter().filter(|d| !is_time_derived(d)) {
-        let tolerance = def.tolerance;
         let (Some(&b), Some(&n)) = (base.metrics.get(&def.name), new.metrics.get(&def.name)) else { continue };
         let c = match (b, n) {
             (Some(b), Some(n)) => Some(change(b, n)),
             _ => None,
         };
         let moved = match c {
-            Some(c) => c != 0.0 && c.abs() >= tolerance,
+            Some(c) => c != 0.0 && c.abs() >= def.tolerance,
             None => b.is_some() != n.is_some(),
         };
         let redefined = redefined.contains(&def.name);
@@ -91,7 +90,7 @@ pub fn compare(base: &ProfileRecord, new: &ProfileRecord, defs: &[MetricDef], re
             (Some(c), Better::Lower) => Some(if c > 0.0 { Verdict::Regressed } else { Verdict::Improved }),
             (Some(c), Better::Higher) => Some(if c < 0.0 { Verdict::Regressed } else { Verdict::Improved }),
         };
-        out.push(CounterChange { metric: def.name.clone(), base: b, new: n, change: c, tolerance, verdict, moved, redefined });
+        out.push(CounterChange { metric: def.name.clone(), base: b, new: n, change: c, tolerance: def.tolerance, verdict, moved, redefined });
     }
     out
 }
