@@ -48,7 +48,7 @@ fn save(name: &str, from: Option<PathBuf>, runs: &Path, force: bool, dir: &Path)
     }
     let not_ok = run.jobs.iter().filter(|j| j.status != JobStatus::Ok).count();
     if not_ok > 0 {
-        eprintln!("warning: {not_ok} jobs of this run are not correct: they are stored with their status only and never timed against");
+        eprintln!("warning: {not_ok} jobs of this run are not correct: they are stored as recorded, but a job is timed against the baseline only where it was correct in both runs");
     }
     let saved = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let b = Baseline::from_run(name, &from.display().to_string(), &run, saved);
@@ -122,7 +122,6 @@ fn settings(args: &CheckArgs, relative_to_copy: bool) -> Settings {
     Settings {
         noise_threshold: args.noise_threshold / 100.0,
         noise_floor_ms: args.noise_floor_us / 1000.0,
-        count_tolerance: args.count_tolerance / 100.0,
         // clap allows only the four names Normalize::parse knows.
         normalize: Normalize::parse(&args.normalize).unwrap_or(Normalize::Auto),
         relative_to_copy,
@@ -169,6 +168,9 @@ pub fn check(args: &CheckArgs, metrics_files: &[PathBuf], quiet: bool, command_l
         (None, None) => bail!("nothing to check\n  fix: pass --from RUN (a stored run) or --suite S (run it now)"),
     };
     let new = load_run(&run_dir)?;
+    if new.info.finished.is_none() {
+        eprintln!("warning: {} did not finish (no end time in run.json): every baseline job it lacks counts as Regressed", run_dir.display());
+    }
     if new.info.suite != base.info.suite {
         bail!(
             "the baseline {} holds suite `{}` but {} is a run of `{}`\n  fix: check a run of `{}`, or use a baseline of `{}`",

@@ -197,9 +197,6 @@ pub struct CheckArgs {
     /// Noise floor in microseconds: the threshold of a job is at least this over its baseline median.
     #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = non_negative)]
     pub noise_floor_us: f64,
-    /// Least tolerance in percent of counters summed over a kernel (event counts such as bank conflicts), which ncu does not count exactly alike from run to run.
-    #[arg(long, default_value_t = crate::compare::DEFAULT_COUNT_TOLERANCE_PCT, value_parser = non_negative)]
-    pub count_tolerance: f64,
     /// Clock a job's time is normalised by where clocks differ: auto = memory clock for data movement (bytes, no flops), SM clock otherwise.
     #[arg(long, default_value = "auto", value_parser = ["auto", "sm", "memory", "none"])]
     pub normalize: String,

@@ -93,10 +93,13 @@ pub struct BoundsRecord {
 }
 
 impl BoundsRecord {
+    /// The faster of the two copies (a timing with a positive median).
+    pub fn best_copy(&self) -> Option<&Summary> {
+        [&self.memcpy, &self.copy_kernel].into_iter().flatten().filter(|s| s.median > 0.0).min_by(|a, b| a.median.total_cmp(&b.median))
+    }
     /// The better of the two copies, in GB/s of bytes read plus written.
     pub fn copy_gbs(&self) -> Option<f64> {
-        let best = [self.memcpy, self.copy_kernel].iter().flatten().map(|s| s.median).fold(f64::INFINITY, f64::min);
-        best.is_finite().then(|| 2.0 * self.bytes as f64 / (best * 1e-3) / 1e9)
+        self.best_copy().map(|s| 2.0 * self.bytes as f64 / (s.median * 1e-3) / 1e9)
     }
     pub fn memcpy_gbs(&self) -> Option<f64> {
         self.memcpy.map(|s| 2.0 * self.bytes as f64 / (s.median * 1e-3) / 1e9)

@@ -241,3 +241,41 @@ fn check_needs_a_run_to_check_and_a_gpu_to_run_one() {
         .stderr(predicate::str::contains("no NVIDIA GPU driver found").and(predicate::str::contains("panicked").not()));
     lab.cmd().args(["check", "--baseline", "h200", "--suite", "faults", "--out", "runs"]).assert().code(1).stderr(predicate::str::contains("holds suite `transpose`"));
 }
+
+#[test]
+fn a_run_killed_halfway_fails_the_gate() {
+    let lab = Lab::new();
+    let killed = lab.copy_run(RUN, "killed", |_| {});
+    // What a run killed after 40 jobs leaves: no end time, the records it had appended.
+    let info = lab.path(&format!("{killed}/run.json"));
+    fs::write(&info, fs::read_to_string(&info).unwrap().replace("\"finished\": \"2026-11-22T04:49:59Z\"", "\"finished\": null")).unwrap();
+    let results = lab.path(&format!("{killed}/results.jsonl"));
+    let text = fs::read_to_string(&results).unwrap();
+    let mut jobs = 0;
+    let kept: String = text.lines().take_while(|l| {
+        jobs += usize::from(l.contains("\"kind\":\"job\""));
+        jobs <= 40
+    }).map(|l| format!("{l}\n")).collect();
+    fs::write(&results, kept).unwrap();
+    lab.save_base();
+    let a = lab.check(&killed).code(3).stderr(predicate::str::contains("did not finish"));
+    let md = stdout(&a);
+    assert!(md.contains("**REGRESSED: 52 of 92 jobs**") && md.contains("**this run did not finish**"), "{md}");
+}
+
+#[test]
+fn incorrect_jobs_are_stored_as_recorded_and_never_timed_against() {
+    let lab = Lab::new();
+    let faults = lab.copy_run("reports/runs/20261122T044733Z-faults-h200", "faults", |_| {});
+    lab.cmd()
+        .args(["baseline", "save", "faults", "--from", &faults])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("4 jobs of this run are not correct: they are stored as recorded").and(predicate::str::contains("status only").not()));
+    let stored: Value = serde_json::from_str(&fs::read_to_string(lab.path("baselines/faults.json")).unwrap()).unwrap();
+    let wrong = stored["jobs"].as_array().unwrap().iter().find(|j| j["job"]["status"] == "wrong").unwrap();
+    assert_eq!(wrong["job"]["samples_ms"].as_array().unwrap().len(), 19, "its samples are kept");
+    let json: Value = serde_json::from_slice(&lab.cmd().args(["check", "--baseline", "faults", "--from", &faults, "--format", "json"]).assert().code(0).get_output().stdout).unwrap();
+    let job = json["comparison"]["jobs"].as_array().unwrap().iter().find(|j| j["id"] == "misses_one @ N=1048576").unwrap();
+    assert_eq!((&job["verdict"], &job["timing"], &job["notes"][0]), (&Value::from("same"), &Value::Null, &Value::from("still wrong")));
+}

@@ -25,11 +25,13 @@ impl Clock {
             Clock::Memory => "memory",
         }
     }
+    /// A reading of 0 MHz is no reading: as a clock it would scale the samples to nothing.
     fn of(self, s: &Snapshot) -> Option<u32> {
         match self {
             Clock::Sm => s.sm_clock_mhz,
             Clock::Memory => s.mem_clock_mhz,
         }
+        .filter(|mhz| *mhz > 0)
     }
 }
 
@@ -98,7 +100,7 @@ pub fn changes(base: &JobRecord, new: &JobRecord, normalize: Normalize) -> Vec<C
     [Clock::Sm, Clock::Memory]
         .into_iter()
         .filter_map(|clock| match (observed(base, clock), observed(new, clock)) {
-            (Some(b), Some(n)) if b != n && b > 0 => Some(ClockChange { clock, base_mhz: b, new_mhz: n, normalised: scale_with == Some(clock) }),
+            (Some(b), Some(n)) if b != n => Some(ClockChange { clock, base_mhz: b, new_mhz: n, normalised: scale_with == Some(clock) }),
             _ => None,
         })
         .collect()
@@ -165,5 +167,17 @@ mod tests {
         assert!(!c[0].normalised && c[0].clock == Clock::Sm);
         assert!(c[1].normalised && (c[1].factor() - 2619.0 / 3201.0).abs() < 1e-12);
         assert!(changes(&base, &base, Normalize::Auto).is_empty());
+    }
+
+    #[test]
+    fn a_clock_read_as_zero_is_no_reading() {
+        let base = job(None, Some((1980, 3201, "")), Some(8.0), None);
+        let zero = job(None, Some((1980, 0, "")), Some(8.0), None);
+        assert!(changes(&base, &zero, Normalize::Auto).is_empty());
+        assert!(changes(&zero, &base, Normalize::Auto).is_empty());
+        // The reading before the job stands in for one of 0.
+        let fallback = job(Some((1980, 2619, "")), Some((1980, 0, "")), Some(8.0), None);
+        let c = changes(&base, &fallback, Normalize::Auto);
+        assert_eq!((c.len(), c[0].new_mhz), (1, 2619));
     }
 }

@@ -61,9 +61,10 @@ fn what_moved(j: &JobComparison) -> String {
     }
     for c in j.counters.iter().filter(|c| c.moved) {
         let v = |x: Option<f64>| x.map(|x| format!("{}", (x * 100.0).round() / 100.0)).unwrap_or_else(|| "n/a".into());
-        let how = match c.change {
-            Some(ch) => format!(" ({}, tolerance {:.0}%)", signed_pct(ch), c.tolerance * 100.0),
-            None => String::new(),
+        let how = match (c.change, c.redefined) {
+            (_, true) => format!(" ({}definition changed between the runs: not judged)", c.change.map(|ch| format!("{}; ", signed_pct(ch))).unwrap_or_default()),
+            (Some(ch), false) => format!(" ({}, tolerance {:.0}%)", signed_pct(ch), c.tolerance * 100.0),
+            (None, false) => String::new(),
         };
         let judged = match c.verdict {
             Some(Verdict::Regressed) => "**worse**: ",
@@ -138,10 +139,9 @@ impl Exporter for Markdown {
         if verdicts {
             let _ = writeln!(
                 out,
-                "Rules: a job **regressed** when it is no longer correct, when the 95% interval of the change of its {quantity} lies wholly above the noise threshold (±{:.1}%, or {:.2} µs over the baseline's median where that is more), or when a counter moved past its tolerance in its worse direction (its definition's; event counts at least {:.0}%); **improved** in the mirror cases; otherwise the same. Timings are normalised by the clock they scale with where that clock differs.\n",
+                "Rules: a job **regressed** when it is no longer correct, when the 95% interval of the change of its {quantity} lies wholly above the noise threshold (±{:.1}%, or {:.2} µs over the baseline's median where that is more), or when a counter moved by its definition's tolerance or more in its worse direction; **improved** in the mirror cases; otherwise the same. Timings are normalised by the clock they scale with where that clock differs.\n",
                 c.settings.noise_threshold * 100.0,
                 c.settings.noise_floor_ms * 1000.0,
-                c.settings.count_tolerance * 100.0,
             );
         } else {
             let _ = writeln!(out, "Change: of the {quantity} from A to B, with its 95% bootstrap interval; no verdicts.\n");

@@ -2,9 +2,9 @@
 //!
 //! `check` judges a run against a baseline with these verdicts; `compare` shows the same
 //! comparison without them. The rules (docs/ci.md): a job regresses when it stopped being correct,
-//! when the 95% interval of its time change lies wholly above the noise threshold, or when a
-//! counter moved past its tolerance in its worse direction; it improves in the mirror cases;
-//! anything else is the same.
+//! when the 95% interval of its time change lies wholly above the noise threshold, when a
+//! counter moved by its tolerance or more in its worse direction, or when the new run did not
+//! finish and lacks it; it improves in the mirror cases; anything else is the same.
 
 pub mod clocks;
 pub mod counters;
@@ -12,25 +12,22 @@ pub mod json;
 pub mod markdown;
 pub mod timing;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 use crate::metrics::MetricDef;
-use crate::model::{BoundsRecord, JobRecord, JobStatus, RunData};
+use crate::model::{JobRecord, JobStatus, ProfileRecord, RunData};
 use clocks::{ClockChange, Normalize};
 use counters::CounterChange;
 use timing::{Direction, Interval};
 
-/// Default noise threshold, percent: back-to-back runs of the transpose suite drifted by up to
-/// 2.7% on kernels of 30 µs and more (docs/ci.md has the data).
+/// Default noise threshold, percent: between runs of unchanged code, kernels of 30 µs and more
+/// drifted by up to 4.9% (docs/ci.md has the data of nine pairs).
 pub const DEFAULT_NOISE_THRESHOLD_PCT: f64 = 5.0;
-/// Default absolute floor, microseconds: kernels of 5–8 µs drifted by up to 0.43 µs (8%) between
-/// back-to-back runs.
-pub const DEFAULT_NOISE_FLOOR_US: f64 = 0.5;
-
-/// Default least tolerance of summed event counts, percent (see `counters`).
-pub const DEFAULT_COUNT_TOLERANCE_PCT: f64 = 100.0;
+/// Default absolute floor, microseconds: kernels of 5–8 µs drifted by up to 0.78 µs (14%) between
+/// back-to-back runs (reports/regression-demo-h100, docs/ci.md).
+pub const DEFAULT_NOISE_FLOOR_US: f64 = 1.0;
 
 /// In report order: what needs attention first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -62,8 +59,6 @@ pub struct Settings {
     /// Absolute noise floor over the baseline's median, in ms.
     pub noise_floor_ms: f64,
     pub normalize: Normalize,
-    /// Least tolerance of counters summed over a kernel (event counts), relative.
-    pub count_tolerance: f64,
     /// Different GPU models: compare each job's time relative to its own run's copy bound.
     pub relative_to_copy: bool,
     pub resamples: usize,
@@ -75,7 +70,6 @@ impl Default for Settings {
             noise_threshold: DEFAULT_NOISE_THRESHOLD_PCT / 100.0,
             noise_floor_ms: DEFAULT_NOISE_FLOOR_US / 1000.0,
             normalize: Normalize::Auto,
-            count_tolerance: DEFAULT_COUNT_TOLERANCE_PCT / 100.0,
             relative_to_copy: false,
             resamples: timing::RESAMPLES,
         }
@@ -184,44 +178,56 @@ fn status_word(s: JobStatus) -> &'static str {
     }
 }
 
-/// The copy bound of a group in GB/s and the relative half-width of its interval.
-fn copy_bound(b: &BoundsRecord) -> Option<(f64, f64)> {
-    let best = [b.memcpy, b.copy_kernel].into_iter().flatten().min_by(|x, y| x.median.total_cmp(&y.median))?;
-    (best.median > 0.0).then(|| (2.0 * b.bytes as f64 / (best.median * 1e-3) / 1e9, best.relative_half_width()))
+/// The copy bound of a job's group in GB/s and the relative half-width of its interval.
+fn copy_bound(run: &RunData, job: &JobRecord) -> Option<(f64, f64)> {
+    let b = run.bounds.get(&job.group)?;
+    Some((b.copy_gbs()?, b.best_copy()?.relative_half_width()))
 }
 
-fn median(samples: &[f64]) -> Option<f64> {
-    crate::stats::summarize(samples).map(|s| s.median)
+fn pct_of_copy(run: &RunData, job: &JobRecord) -> Option<f64> {
+    Some(100.0 * job.gbs()? / run.bounds.get(&job.group)?.copy_gbs()?)
 }
 
-fn pct_of_copy(run: &RunData, job: &JobRecord, median_ms: f64) -> Option<f64> {
-    let (copy, _) = copy_bound(run.bounds.get(&job.group)?)?;
-    Some(100.0 * job.bytes? / (median_ms * 1e-3) / 1e9 / copy)
+/// Why a job's samples cannot be compared, if they cannot.
+fn unusable_samples(job: &JobRecord) -> Option<&'static str> {
+    match job.summary {
+        _ if job.samples_ms.is_empty() => Some("no timing samples"),
+        _ if job.samples_ms.iter().any(|x| !x.is_finite()) => Some("a timing sample that is not a finite number"),
+        None => Some("no timing summary"),
+        Some(s) if s.median <= 0.0 => Some("a median time of 0"),
+        Some(_) => None,
+    }
 }
 
 fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, s: &Settings, notes: &mut Vec<String>) -> Option<TimingChange> {
-    let (Some(base_ms), Some(new_ms)) = (median(&base.samples_ms).filter(|m| *m > 0.0), median(&new.samples_ms)) else {
-        notes.push("timing not compared: no usable samples in one of the runs".into());
-        return None;
-    };
+    for (job, which) in [(base, "the baseline"), (new, "this run")] {
+        if let Some(why) = unusable_samples(job) {
+            notes.push(format!("timing not compared: {which} has {why} for this job"));
+            return None;
+        }
+    }
+    let (base_ms, new_ms) = (base.summary?.median, new.summary?.median);
     let seed = timing::seed_for(&base.id);
     let mut clocks = Vec::new();
     let change = if s.relative_to_copy {
-        let bound = |run: &RunData, j: &JobRecord| run.bounds.get(&j.group).and_then(copy_bound);
-        let (Some((base_copy, base_hw)), Some((new_copy, new_hw))) = (bound(base_run, base), bound(new_run, new)) else {
+        let (Some((base_copy, base_hw)), Some((new_copy, new_hw))) = (copy_bound(base_run, base), copy_bound(new_run, new)) else {
             notes.push("timing not compared across GPU models: no copy bound for this group in one of the runs".into());
             return None;
         };
         // time × copy GB/s is proportional to the time relative to the run's own copy bound.
         let scaled = |v: &[f64], k: f64| v.iter().map(|x| x * k).collect::<Vec<_>>();
-        let c = timing::change_of_median(&scaled(&base.samples_ms, base_copy), &scaled(&new.samples_ms, new_copy), s.resamples, seed)?;
         // The bounds are medians with their own intervals; their widths add to the change's.
-        Interval { low: c.low - base_hw - new_hw, high: c.high + base_hw + new_hw, ..c }
+        timing::change_of_median(&scaled(&base.samples_ms, base_copy), &scaled(&new.samples_ms, new_copy), s.resamples, seed)
+            .map(|c| Interval { low: c.low - base_hw - new_hw, high: c.high + base_hw + new_hw, ..c })
     } else {
         clocks = clocks::changes(base, new, s.normalize);
         let factor: f64 = clocks.iter().map(ClockChange::factor).product();
         let normalised: Vec<f64> = new.samples_ms.iter().map(|x| x * factor).collect();
-        timing::change_of_median(&base.samples_ms, &normalised, s.resamples, seed)?
+        timing::change_of_median(&base.samples_ms, &normalised, s.resamples, seed)
+    };
+    let Some(change) = change else {
+        notes.push("timing not compared: the samples give no interval".into());
+        return None;
     };
     let threshold = timing::threshold(s.noise_threshold, s.noise_floor_ms, base_ms);
     let verdict = match timing::judge(&change, threshold) {
@@ -235,22 +241,48 @@ fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: 
         change,
         threshold,
         clocks,
-        base_pct_of_copy: pct_of_copy(base_run, base, base_ms),
-        new_pct_of_copy: pct_of_copy(new_run, new, new_ms),
+        base_pct_of_copy: pct_of_copy(base_run, base),
+        new_pct_of_copy: pct_of_copy(new_run, new),
         verdict,
     })
 }
 
-fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, defs: &[MetricDef], s: &Settings) -> JobComparison {
+/// A job's profile with counters in it; where a run has profiles but not this job's, a note says why.
+fn profile_of<'a>(run: &'a RunData, id: &str, which: &str, notes: &mut Vec<String>) -> Option<&'a ProfileRecord> {
+    match run.profiles.get(id) {
+        None => notes.push(format!("counters not compared: {which} has no ncu profile of this job")),
+        Some(p) if p.metrics.is_empty() => {
+            let why = p.error.as_deref().and_then(|e| e.lines().next()).map(|e| format!(": {e}")).unwrap_or_default();
+            notes.push(format!("counters not compared: ncu measured nothing for this job in {which}{why}"));
+        }
+        Some(p) => return Some(p),
+    }
+    None
+}
+
+fn compare_counters(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, notes: &mut Vec<String>) -> Vec<CounterChange> {
+    // A run without any profile is one note for the whole comparison (environment_notes), not one per job.
+    if base_run.profiles.is_empty() || new_run.profiles.is_empty() {
+        return Vec::new();
+    }
+    let (Some(b), Some(n)) = (profile_of(base_run, &base.id, "the baseline", notes), profile_of(new_run, &new.id, "this run", notes)) else {
+        return Vec::new();
+    };
+    let lacking = counters::not_measured(b, n, defs);
+    if !lacking.is_empty() {
+        notes.push(format!("not measured in this run, so not compared: {}", lacking.join(", ")));
+    }
+    counters::compare(b, n, defs, redefined)
+}
+
+fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, s: &Settings) -> JobComparison {
     let mut notes = Vec::new();
     let mut timing = None;
     let mut counters = Vec::new();
     let verdict = match (base.status, new.status) {
         (JobStatus::Ok, JobStatus::Ok) => {
             timing = compare_timing(base_run, base, new_run, new, s, &mut notes);
-            if let (Some(b), Some(n)) = (base_run.profiles.get(&base.id), new_run.profiles.get(&new.id)) {
-                counters = counters::compare(b, n, defs, s.count_tolerance);
-            }
+            counters = compare_counters(base_run, base, new_run, new, defs, redefined, &mut notes);
             let parts = timing.iter().map(|t| t.verdict).chain(counters.iter().filter_map(|c| c.verdict));
             parts.min().unwrap_or(Verdict::Same)
         }
@@ -280,8 +312,11 @@ fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &Jo
     }
 }
 
-fn one_sided(j: &JobRecord, in_base: bool) -> JobComparison {
+/// A job only one run has. `unfinished`: the new run stopped early, so a job it lacks may be one it never reached.
+fn one_sided(j: &JobRecord, in_base: bool, unfinished: bool) -> JobComparison {
     let (verdict, notes) = match (in_base, j.status) {
+        // A run killed halfway must not pass the gate on the jobs it got through.
+        (true, _) if unfinished => (Verdict::Regressed, vec!["not in this run, which did not finish".to_string()]),
         (true, _) => (Verdict::Missing, vec!["not in this run".to_string()]),
         (false, JobStatus::Ok) => (Verdict::New, vec!["not in the baseline".to_string()]),
         // An incorrect kernel must not enter unnoticed just because nothing was stored for it.
@@ -308,8 +343,11 @@ fn differs<T: PartialEq + std::fmt::Display>(what: &str, a: Option<T>, b: Option
     }
 }
 
-fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], s: &Settings) -> Vec<String> {
+fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], redefined: &BTreeSet<String>, s: &Settings) -> Vec<String> {
     let mut notes = Vec::new();
+    if new.info.finished.is_none() {
+        notes.push("**this run did not finish** (no end time in its run.json): every baseline job it lacks counts as Regressed".into());
+    }
     let (bd, nd) = (base.info.device.as_ref(), new.info.device.as_ref());
     match (other_gpu(base, new), bd.zip(nd)) {
         (Some((a, b)), _) => notes.push(format!(
@@ -372,6 +410,12 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], s: &
     if !base.profiles.is_empty() && new.profiles.is_empty() {
         notes.push("this run has no ncu counters: counters were not compared (profile the new run to compare them)".into());
     }
+    if !redefined.is_empty() {
+        notes.push(format!(
+            "definition changed between the runs (other counters or formula): {}; its values are shown but not judged",
+            redefined.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
     if s.normalize == Normalize::None && !s.relative_to_copy {
         notes.push("clock normalisation is off".into());
     }
@@ -381,21 +425,23 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], s: &
 /// Compares `new` with `base` job by job (matched by job id).
 pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str, defs: &[MetricDef], settings: &Settings) -> Comparison {
     let new_by_id: BTreeMap<&str, &JobRecord> = new.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
-    let base_ids: std::collections::BTreeSet<&str> = base.jobs.iter().map(|j| j.id.as_str()).collect();
+    let base_ids: BTreeSet<&str> = base.jobs.iter().map(|j| j.id.as_str()).collect();
+    let redefined = counters::redefined(&base.info.metrics, &new.info.metrics);
+    let unfinished = new.info.finished.is_none();
     let mut jobs: Vec<JobComparison> = base
         .jobs
         .iter()
         .map(|b| match new_by_id.get(b.id.as_str()) {
-            Some(n) => compare_job(base, b, new, n, defs, settings),
-            None => one_sided(b, true),
+            Some(n) => compare_job(base, b, new, n, defs, &redefined, settings),
+            None => one_sided(b, true, unfinished),
         })
         .collect();
-    jobs.extend(new.jobs.iter().filter(|n| !base_ids.contains(n.id.as_str())).map(|n| one_sided(n, false)));
+    jobs.extend(new.jobs.iter().filter(|n| !base_ids.contains(n.id.as_str())).map(|n| one_sided(n, false, unfinished)));
     Comparison {
         base: Fingerprint::of(base_label, base),
         new: Fingerprint::of(new_label, new),
         settings: settings.clone(),
-        notes: environment_notes(base, new, &jobs, settings),
+        notes: environment_notes(base, new, &jobs, &redefined, settings),
         jobs,
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use super::counters::CounterChange;
 use super::*;
 use crate::model::RunData;
 
@@ -13,12 +14,13 @@ fn h200() -> RunData {
     committed("20261122T044759Z-transpose-h200")
 }
 
-fn defs(run: &RunData) -> Vec<MetricDef> {
-    run.info.metrics.clone()
+/// The definitions `check` judges by: the built-in catalog's, where the runs stored the same names.
+fn defs(base: &RunData, new: &RunData) -> Vec<MetricDef> {
+    counters::definitions(&[&new.info.metrics, &base.info.metrics], &crate::metrics::Catalog::builtin().unwrap().metrics)
 }
 
 fn check(base: &RunData, new: &RunData) -> Comparison {
-    compare(base, "base", new, "new", &defs(base), &Settings::default())
+    compare(base, "base", new, "new", &defs(base, new), &Settings::default())
 }
 
 const SMEM_PAD: &str = "smem_pad_32 @ NX=8192,NY=8192";
@@ -97,7 +99,7 @@ fn a_memory_clock_change_is_reported_and_normalised_away() {
     assert_eq!(t.clocks.len(), 1);
     assert!(t.clocks[0].normalised && t.change.estimate.abs() < 1e-9);
     // Without normalisation the same data is a regression everywhere.
-    let raw = compare(&base, "base", &new, "new", &defs(&base), &Settings { normalize: Normalize::None, ..Settings::default() });
+    let raw = compare(&base, "base", &new, "new", &defs(&base, &new), &Settings { normalize: Normalize::None, ..Settings::default() });
     assert_eq!(raw.count(Verdict::Regressed), 92);
 }
 
@@ -133,7 +135,7 @@ fn across_gpu_models_the_share_of_the_copy_bound_is_compared() {
     assert!(other_gpu(&base, &h100).is_some());
     let s = Settings { relative_to_copy: true, ..Settings::default() };
     scale_job(&mut h100, SMEM_PAD, 1.5);
-    let c = compare(&base, "h200", &h100, "h100", &defs(&base), &s);
+    let c = compare(&base, "h200", &h100, "h100", &defs(&base, &h100), &s);
     assert!(c.notes[0].starts_with("different GPU models (NVIDIA H200 → NVIDIA H100 80GB HBM3)"), "{:?}", c.notes);
     assert!(c.jobs.iter().all(|j| j.timing.as_ref().is_some_and(|t| t.clocks.is_empty())));
     let job = c.jobs.iter().find(|j| j.id == SMEM_PAD).unwrap();
@@ -159,4 +161,100 @@ fn verdict_reports_put_regressions_first_and_compare_shows_no_verdicts() {
     assert_eq!(json["counts"]["regressed"], 1);
     let plain = exporter("json").unwrap().render(&c, false).unwrap();
     assert!(!plain.contains("\"verdict\""));
+}
+
+fn demo(name: &str) -> RunData {
+    crate::store::load_run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/regression-demo-h100/runs").join(name)).unwrap().0
+}
+
+#[test]
+fn back_to_back_runs_of_unchanged_code_are_the_same_in_either_order() {
+    // Two H100 runs two minutes apart (scripts/regression-demo.sh): transpose_fast @ 1024 x 2048,
+    // a 5 µs kernel, drifted by 0.78 µs (-13.8%), past the old 0.5 µs floor in both orders.
+    let (first, second) = (demo("20261122T053143Z-transpose-h100-80gb-hbm3"), demo("20261122T053344Z-transpose-h100-80gb-hbm3"));
+    for (base, new) in [(&first, &second), (&second, &first)] {
+        let c = check(base, new);
+        assert_eq!(c.count(Verdict::Same), 92, "{:?}", verdicts(&c));
+        let drifted = c.jobs.iter().find(|j| j.id == "transpose_fast[THREADS=512] @ NX=1024,NY=2048").unwrap().timing.clone().unwrap();
+        assert!(drifted.change.estimate.abs() > 0.12 && drifted.change.estimate.abs() < drifted.threshold, "{drifted:?}");
+    }
+    let old_floor = Settings { noise_floor_ms: 0.0005, ..Settings::default() };
+    assert!(compare(&second, "b", &first, "a", &defs(&second, &first), &old_floor).regressed());
+}
+
+#[test]
+fn a_metric_computed_by_another_formula_is_not_judged() {
+    // The committed shared-memory run, as its predecessor (052451Z, commit 3c3957e) stored it:
+    // shared_efficiency from bytes over 128-byte wavefronts, which read about half the new value.
+    let new = committed("20261122T053910Z-shared-memory-h100-80gb-hbm3");
+    let mut old = new.clone();
+    let def = old.info.metrics.iter_mut().find(|d| d.name == "shared_efficiency").unwrap();
+    def.counters = [("bytes", "smsp__sass_data_bytes_mem_shared.sum"), ("wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")].map(|(k, v)| (k.to_string(), v.to_string())).into();
+    def.formula = "100.0 * bytes / (128.0 * wavefronts)".into();
+    for p in old.profiles.values_mut() {
+        if let Some(Some(v)) = p.metrics.get_mut("shared_efficiency") {
+            *v *= 0.48;
+        }
+    }
+    for (base, new) in [(&old, &new), (&new, &old)] {
+        let c = check(base, new);
+        assert!(verdicts(&c).is_empty(), "{:?}", verdicts(&c));
+        assert!(c.notes.iter().any(|n| n.starts_with("definition changed between the runs") && n.contains("shared_efficiency")), "{:?}", c.notes);
+        let moved: Vec<&CounterChange> = c.jobs.iter().flat_map(|j| &j.counters).filter(|c| c.moved).collect();
+        assert!(!moved.is_empty() && moved.iter().all(|c| c.metric == "shared_efficiency" && c.redefined && c.verdict.is_none()));
+    }
+    let md = exporter("md").unwrap().render(&check(&old, &new), true).unwrap();
+    assert!(md.contains("definition changed between the runs: not judged"), "{md}");
+    // The tolerance is no part of the definition's identity: a run against itself has no note.
+    assert!(check(&new, &new).notes.is_empty());
+}
+
+#[test]
+fn an_unfinished_run_regresses_on_the_jobs_it_did_not_reach() {
+    let base = h200();
+    let mut killed = base.clone();
+    killed.info.finished = None;
+    killed.jobs.truncate(40);
+    let c = check(&base, &killed);
+    assert!(c.regressed());
+    assert_eq!((c.count(Verdict::Regressed), c.count(Verdict::Missing), c.count(Verdict::Same)), (52, 0, 40));
+    assert!(c.notes[0].contains("this run did not finish"), "{:?}", c.notes);
+    assert!(c.jobs.iter().filter(|j| j.verdict == Verdict::Regressed).all(|j| j.notes == ["not in this run, which did not finish"]));
+    // A finished run that ran a subset (--variant) only misses the others.
+    let mut subset = killed.clone();
+    subset.info.finished = base.info.finished.clone();
+    let c = check(&base, &subset);
+    assert_eq!((c.count(Verdict::Regressed), c.count(Verdict::Missing)), (0, 52));
+}
+
+#[test]
+fn what_could_not_be_compared_is_said() {
+    let base = h200();
+    let mut new = base.clone();
+    let ids: Vec<String> = base.jobs.iter().take(4).map(|j| j.id.clone()).collect();
+    new.jobs[0].samples_ms[0] = f64::NAN;
+    new.profiles.remove(&ids[1]);
+    let failed = new.profiles.get_mut(&ids[2]).unwrap();
+    failed.metrics.clear();
+    failed.error = Some("ncu: ==ERROR== Failed to profile kernel\nmore".into());
+    new.profiles.get_mut(&ids[3]).unwrap().metrics.remove("shared_load_transactions_per_request");
+    let c = check(&base, &new);
+    let notes = |id: &str| c.jobs.iter().find(|j| j.id == id).unwrap().notes.clone();
+    assert_eq!(notes(&ids[0]), ["timing not compared: this run has a timing sample that is not a finite number for this job"]);
+    assert!(c.jobs[0].timing.is_none());
+    assert_eq!(notes(&ids[1]), ["counters not compared: this run has no ncu profile of this job"]);
+    assert_eq!(notes(&ids[2]), ["counters not compared: ncu measured nothing for this job in this run: ncu: ==ERROR== Failed to profile kernel"]);
+    assert_eq!(notes(&ids[3]), ["not measured in this run, so not compared: shared_load_transactions_per_request"]);
+    assert!(c.jobs[4..].iter().all(|j| j.notes.is_empty()));
+}
+
+#[test]
+fn shares_of_the_copy_bound_are_the_reports_own() {
+    let run = h200();
+    let c = check(&run, &run);
+    for (j, cmp) in run.jobs.iter().zip(&c.jobs) {
+        let t = cmp.timing.as_ref().unwrap();
+        let report = 100.0 * j.gbs().unwrap() / run.bounds[&j.group].copy_gbs().unwrap();
+        assert_eq!((t.base_ms, t.base_pct_of_copy), (j.summary.unwrap().median, Some(report)));
+    }
 }
