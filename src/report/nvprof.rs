@@ -94,10 +94,10 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
         }
     }
     let present: Vec<&MetricDef> = defs.iter().filter(|d| !summary.missing.iter().any(|m| m.metric == d.name)).collect();
-    let mut evaluators = present.iter().map(|d| metrics::Evaluator::new(d)).collect::<Result<Vec<_>, _>>()?;
+    let values = evaluate_launches(rows, &present)?;
     let mut index: HashMap<(&str, &str, Option<&String>, &str), usize> = HashMap::new();
     let mut sums: Vec<Vec<f64>> = Vec::new();
-    for row in rows {
+    for (r, row) in rows.iter().enumerate() {
         let key = (row.process_id.as_str(), row.device.as_str(), row.text.get(DEVICE_NAME), row.kernel_name.as_str());
         let g = *index.entry(key).or_insert_with(|| {
             summary.kernels.push(KernelGroup {
@@ -132,9 +132,9 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
             group.faulted_launches += 1;
             continue;
         }
-        for (i, evaluator) in evaluators.iter_mut().enumerate() {
+        for (i, value) in values[r * present.len()..(r + 1) * present.len()].iter().enumerate() {
             let line = &mut group.metrics[i];
-            match evaluator.evaluate(&row.values)? {
+            match *value {
                 LaunchValue::Missing => {}
                 LaunchValue::NotApplicable => {
                     line.invocations += 1;
@@ -157,6 +157,35 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
         group.metrics.retain(|l| l.invocations > 0);
     }
     Ok(summary)
+}
+
+/// Every metric of every launch, row-major (`rows.len() × defs.len()`), evaluated on all cores:
+/// a large import spends most of its time here. Faulted launches are evaluated too, and skipped later.
+fn evaluate_launches(rows: &[KernelRow], defs: &[&MetricDef]) -> Result<Vec<LaunchValue>, FormulaError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+    let chunk = rows.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = rows
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || -> Result<Vec<LaunchValue>, FormulaError> {
+                    let mut evaluators = defs.iter().map(|d| metrics::Evaluator::new(d)).collect::<Result<Vec<_>, _>>()?;
+                    let mut out = Vec::with_capacity(part.len() * defs.len());
+                    for row in part {
+                        for e in &mut evaluators {
+                            out.push(e.evaluate(&row.values)?);
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(rows.len() * defs.len());
+        for p in parts {
+            all.extend(p.join().expect("a metric evaluation thread panicked")?);
+        }
+        Ok(all)
+    })
 }
 
 /// Significant digits with a scaled unit, as nvprof printed throughputs: `24.568GB/s`.
