@@ -2,20 +2,10 @@
 
 use std::fmt::Write;
 
-use tabled::builder::Builder;
-use tabled::settings::Style;
-
 use super::{Comparison, Exporter, Fingerprint, JobComparison, Verdict};
+use crate::report::markdown::table;
 
 pub struct Markdown;
-
-fn table(rows: Vec<Vec<String>>) -> String {
-    let mut b = Builder::default();
-    for r in rows {
-        b.push_record(r);
-    }
-    b.build().with(Style::markdown()).to_string()
-}
 
 /// Four significant digits: 0.2178, 1.017, 0.005012.
 pub fn ms(v: f64) -> String {

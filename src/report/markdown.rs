@@ -11,7 +11,8 @@ use crate::model::{JobRecord, JobStatus, RunData};
 
 pub struct Markdown;
 
-fn table(rows: Vec<Vec<String>>) -> String {
+/// A markdown table of rows of cells, the first row its header.
+pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
     let mut b = Builder::default();
     for r in rows {
         b.push_record(r);
