@@ -69,23 +69,7 @@ pub fn doctor() -> anyhow::Result<i32> {
     check("ncu (Nsight Compute)", ncu.as_ref().map(|n| format!("{} {}", n.path.display(), n.version)).map_err(|e| e.clone()));
     if let Ok(ncu) = &ncu {
         if crate::runner::driver_present() {
-            // Profiling a real launch is the only honest test of counter permission.
-            let out = std::process::Command::new(&ncu.path)
-                .args(["--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--csv"])
-                .arg(std::env::current_exe()?)
-                .args(["devices"])
-                .env("LC_ALL", "C")
-                .output();
-            check("performance counters", match out {
-                Ok(o) => {
-                    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-                    match profiler::diagnose(&text) {
-                        Some(why) if text.contains("ERR_NVGPUCTRPERM") => Err(why),
-                        _ => Ok("ncu may profile (no ERR_NVGPUCTRPERM)".into()),
-                    }
-                }
-                Err(e) => Err(format!("could not start ncu: {e}")),
-            });
+            check("performance counters", scheduler::probe_counter_permission(ncu, 0, std::time::Duration::from_secs(120)));
         }
     }
     Ok(if failures > 0 { 1 } else { 0 })

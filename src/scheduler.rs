@@ -99,6 +99,39 @@ impl ChildEnd {
     }
 }
 
+/// Whether ncu may read the counters here: it profiles one launch of this binary's copy kernel
+/// (a real launch is the only honest test), killed after `timeout` like any child.
+pub fn probe_counter_permission(ncu: &Ncu, gpu: u32, timeout: Duration) -> Result<String, String> {
+    let dir = std::env::temp_dir().join(format!("gpu-lab-doctor-{}", std::process::id()));
+    let result = (|| -> anyhow::Result<Result<String, String>> {
+        std::fs::create_dir_all(&dir)?;
+        let timing = dir.join("timing.json");
+        write_json(&timing, &TimingConfig { max_seconds: 0.05, min_samples: 1, ..TimingConfig::default() })?;
+        let exe = std::env::current_exe().context("finding the gpu-lab executable")?;
+        let log = dir.join("ncu.log");
+        let mut cmd = Command::new(&ncu.path);
+        cmd.args(["--clock-control", "none", "--metrics", metrics::DURATION, "--launch-count", "1"])
+            .arg(exe)
+            .args(["__bounds", "--bytes", "1048576", "--gpu", &gpu.to_string()])
+            .arg("--out")
+            .arg(dir.join("bounds.json"))
+            .arg("--timing")
+            .arg(&timing)
+            .env("LC_ALL", "C");
+        let end = run_logged(&mut cmd, &log, timeout)?;
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        Ok(match (end, profiler::diagnose(&text)) {
+            (ChildEnd::TimedOut, _) => Err(format!("ncu did not finish profiling one copy kernel in {} s", timeout.as_secs())),
+            (_, Some(why)) => Err(why),
+            (ChildEnd::Failed(why), None) => Err(format!("ncu failed profiling one copy kernel: {why}")),
+            (ChildEnd::Ok, None) if text.contains("gpu__time_duration") => Ok("ncu profiled a copy kernel (counters readable)".into()),
+            (ChildEnd::Ok, None) => Err(format!("ncu ran but printed no counter values; its output is in {}", log.display())),
+        })
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result.unwrap_or_else(|e| Err(format!("could not run the probe: {e:#}")))
+}
+
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
     store::write_atomic(path, &serde_json::to_vec(v)?).with_context(|| format!("writing {}", path.display()))
 }

@@ -91,6 +91,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     sources.extend(manifest.suite.source.clone());
     sources.sort();
     sources.dedup();
+    let include_options: Vec<String> = manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())).cloned().collect();
     let mut source_texts = BTreeMap::new();
     for s in &sources {
         let p = dir.join(s);
@@ -99,6 +100,8 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             ..io_err(e, &p)
         })?;
         hasher.update(src.as_bytes());
+        // Headers count too: a report must say which code it measured.
+        hasher.update(crate::build::local_includes(&p, &src, &include_options).as_bytes());
         source_texts.insert(s.clone(), src);
     }
     validate(&ctx, &manifest, &source_texts)?;
