@@ -70,11 +70,10 @@ fn list(dir: &Path) -> anyhow::Result<i32> {
         println!("no baselines in {} (`gpu-lab baseline save NAME` stores one)", dir.display());
         return Ok(0);
     }
-    let mut b = tabled::builder::Builder::default();
-    b.push_record(["name", "suite", "GPU", "jobs", "counters", "saved", "from run", "suite sha256"]);
+    let mut rows: Vec<Vec<String>> = vec![["name", "suite", "GPU", "jobs", "counters", "saved", "from run", "suite sha256"].map(String::from).to_vec()];
     for (path, loaded) in &found {
-        match loaded {
-            Ok(x) => b.push_record([
+        rows.push(match loaded {
+            Ok(x) => vec![
                 x.name.clone(),
                 x.run.suite.clone(),
                 x.fingerprint.gpu.clone().unwrap_or_else(|| "unknown".into()),
@@ -83,11 +82,11 @@ fn list(dir: &Path) -> anyhow::Result<i32> {
                 x.saved.clone(),
                 x.source_run.clone(),
                 x.run.suite_source_hash.chars().take(12).collect(),
-            ]),
-            Err(e) => b.push_record([path.display().to_string(), format!("unreadable: {}", format!("{e}").lines().next().unwrap_or(""))]),
-        }
+            ],
+            Err(e) => vec![path.display().to_string(), format!("unreadable: {}", format!("{e}").lines().next().unwrap_or(""))],
+        });
     }
-    println!("{}", b.build().with(tabled::settings::Style::markdown()));
+    println!("{}", crate::report::markdown::table(rows));
     Ok(0)
 }
 

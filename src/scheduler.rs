@@ -109,8 +109,11 @@ pub fn probe_counter_permission(ncu: &Ncu, gpu: u32, timeout: Duration) -> Resul
         write_json(&timing, &TimingConfig { max_seconds: 0.05, min_samples: 1, ..TimingConfig::default() })?;
         let exe = std::env::current_exe().context("finding the gpu-lab executable")?;
         let log = dir.join("ncu.log");
+        let report_base = dir.join("probe");
+        // The arguments every profile uses, so the probe tests what a run will do.
         let mut cmd = Command::new(&ncu.path);
-        cmd.args(["--clock-control", "none", "--metrics", metrics::DURATION, "--launch-count", "1"])
+        cmd.args(profiler::profile_args(&[metrics::DURATION.to_string()], "none", &report_base))
+            .args(["--launch-count", "1"])
             .arg(exe)
             .args(["__bounds", "--bytes", "1048576", "--gpu", &gpu.to_string()])
             .arg("--out")
@@ -120,12 +123,14 @@ pub fn probe_counter_permission(ncu: &Ncu, gpu: u32, timeout: Duration) -> Resul
             .env("LC_ALL", "C");
         let end = run_logged(&mut cmd, &log, timeout)?;
         let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let report = report_base.with_extension("ncu-rep");
         Ok(match (end, profiler::diagnose(&text)) {
             (ChildEnd::TimedOut, _) => Err(format!("ncu did not finish profiling one copy kernel in {} s", timeout.as_secs())),
             (_, Some(why)) => Err(why),
             (ChildEnd::Failed(why), None) => Err(format!("ncu failed profiling one copy kernel: {why}")),
-            (ChildEnd::Ok, None) if text.contains("gpu__time_duration") => Ok("ncu profiled a copy kernel (counters readable)".into()),
-            (ChildEnd::Ok, None) => Err(format!("ncu ran but printed no counter values; its output is in {}", log.display())),
+            (ChildEnd::Ok, None) if report.is_file() => Ok("ncu profiled a copy kernel (counters readable)".into()),
+            (ChildEnd::Ok, None) if text.trim().is_empty() => Err(format!("{} ran but printed nothing and wrote no report: is it Nsight Compute?", ncu.path.display())),
+            (ChildEnd::Ok, None) => Err(format!("ncu ran but wrote no report; its output:\n{}", text.trim())),
         })
     })();
     let _ = std::fs::remove_dir_all(&dir);

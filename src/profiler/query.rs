@@ -84,15 +84,18 @@ mod tests {
 
     const H200_LIST: &str = include_str!("../../tests/fixtures/ncu-h200/query-metrics.txt");
 
+    /// A stand-in `ncu --query-metrics` that gives the H200's captured list and counts its calls.
+    fn h200_query(calls: &Cell<u32>) -> Result<(String, String), String> {
+        calls.set(calls.get() + 1);
+        Ok((H200_LIST.to_string(), String::new()))
+    }
+
     // Orchestration only: a stand-in query that gives the H200's captured list and counts its calls.
     #[test]
     fn the_list_is_queried_once_then_read_from_the_cache() {
         let d = tempfile::tempdir().unwrap();
         let calls = Cell::new(0);
-        let query = || {
-            calls.set(calls.get() + 1);
-            Ok((H200_LIST.to_string(), String::new()))
-        };
+        let query = || h200_query(&calls);
         let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into() };
         let cache = d.path().join("cache");
         for _ in 0..2 {
@@ -111,10 +114,7 @@ mod tests {
     fn a_gpu_whose_name_matches_no_block_is_not_cached_as_that_chip() {
         let d = tempfile::tempdir().unwrap();
         let calls = Cell::new(0);
-        let query = || {
-            calls.set(calls.get() + 1);
-            Ok((H200_LIST.to_string(), String::new()))
-        };
+        let query = || h200_query(&calls);
         let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into() };
         let cache = d.path().join("cache");
         for _ in 0..2 {
