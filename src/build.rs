@@ -1,12 +1,12 @@
 //! Kernel compilation with NVRTC (through cudarc), cached on disk by hash of source (with its local headers), options, architecture and NVRTC version.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::store;
+use crate::store::write_atomic;
+use crate::suite::sources::{hex, local_includes};
 use crate::suite::Program;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,51 +49,6 @@ pub fn cache_key(source: &str, options: &[String], nvrtc_version: (i32, i32)) ->
     hex(&h.finalize())
 }
 
-/// The text of every `#include "…"` a source pulls in from its own directory or an `-I`
-/// directory, recursively, in order: part of the cache key and of the suite hash, so that editing
-/// a header recompiles and shows in the report. Headers NVRTC provides (`<…>`) are not files of ours;
-/// a header that cannot be found is left for NVRTC to report.
-pub fn local_includes(source_path: &Path, source: &str, options: &[String]) -> String {
-    let search: Vec<PathBuf> = options.iter().filter_map(|o| o.strip_prefix("--include-path=").or_else(|| o.strip_prefix("-I"))).filter(|d| !d.is_empty()).map(PathBuf::from).collect();
-    let mut seen = BTreeSet::new();
-    let mut out = String::new();
-    collect_includes(source_path.parent().unwrap_or(Path::new(".")), source, &search, &mut seen, &mut out, 0);
-    out
-}
-
-fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTreeSet<PathBuf>, out: &mut String, depth: usize) {
-    // Deep enough for any real header tree; stops a header that includes itself through a symlink loop.
-    if depth > 16 {
-        return;
-    }
-    for line in text.lines() {
-        let Some(rest) = line.trim_start().strip_prefix('#') else { continue };
-        let Some(rest) = rest.trim_start().strip_prefix("include") else { continue };
-        let Some(name) = rest.trim_start().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
-        let Some(path) = std::iter::once(dir.to_path_buf()).chain(search.iter().cloned()).map(|d| d.join(name)).find(|p| p.is_file()) else { continue };
-        let Ok(header) = std::fs::read_to_string(&path) else { continue };
-        if seen.insert(path.canonicalize().unwrap_or(path.clone())) {
-            out.push_str(&format!("\0{name}\0"));
-            out.push_str(&header);
-            collect_includes(path.parent().unwrap_or(dir), &header, search, seen, out, depth + 1);
-        }
-    }
-}
-
-/// Lower-case hex of a digest.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `GPU_LAB_CACHE`, else `$XDG_CACHE_HOME/gpu-lab`, else `~/.cache/gpu-lab`.
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("GPU_LAB_CACHE") {
-        return Some(PathBuf::from(d));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
-    Some(base.join("gpu-lab"))
-}
-
 pub fn nvrtc_version() -> Result<(i32, i32), BuildError> {
     // SAFETY: the presence check runs first, so loading the library cannot panic; nvrtcVersion only writes two ints.
     unsafe {
@@ -106,14 +61,14 @@ pub fn nvrtc_version() -> Result<(i32, i32), BuildError> {
     }
 }
 
-/// Compiles a program to PTX for `arch` (for example `sm_90`), reusing the cache when it can.
-pub fn compile(program: &Program, arch: &str) -> Result<Compiled, BuildError> {
+/// Compiles a program to PTX for `arch` (for example `sm_90`), reusing the cache under `cache_dir` when it can.
+pub fn compile(program: &Program, arch: &str, cache_dir: Option<&Path>) -> Result<Compiled, BuildError> {
     let start = Instant::now();
     let source = std::fs::read_to_string(&program.source_path).map_err(|source| BuildError::Source { path: program.source_path.clone(), source })?;
     let options = nvrtc_options(program, arch);
     let headers = local_includes(&program.source_path, &source, &options);
     let key = cache_key(&format!("{source}{headers}"), &options, nvrtc_version()?);
-    let cached_path = cache_dir().map(|d| d.join("ptx").join(format!("{key}.ptx")));
+    let cached_path = cache_dir.map(|d| d.join("ptx").join(format!("{key}.ptx")));
     if let Some(ptx) = cached_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
         return Ok(Compiled { ptx, cached: true, millis: start.elapsed().as_secs_f64() * 1e3 });
     }
@@ -131,7 +86,7 @@ pub fn compile(program: &Program, arch: &str) -> Result<Compiled, BuildError> {
     let text = ptx.to_src();
     if let Some(p) = &cached_path {
         // A cache that cannot be written only costs a recompile next time.
-        let _ = store::write_atomic(p, text.as_bytes());
+        let _ = write_atomic(p, text.as_bytes());
     }
     Ok(Compiled { ptx: text, cached: false, millis: start.elapsed().as_secs_f64() * 1e3 })
 }
@@ -150,26 +105,6 @@ mod tests {
         assert_ne!(k, cache_key("src", &o, (13, 1)));
         // Option boundaries matter: ["-a", "b"] is not ["-ab"].
         assert_ne!(cache_key("s", &["-a".into(), "b".into()], (1, 0)), cache_key("s", &["-ab".into()], (1, 0)));
-    }
-
-    #[test]
-    fn local_headers_are_part_of_the_key_and_system_headers_are_not() {
-        let d = tempfile::tempdir().unwrap();
-        let (src_dir, inc_dir) = (d.path().join("suite"), d.path().join("inc"));
-        std::fs::create_dir_all(src_dir.join("sub")).unwrap();
-        std::fs::create_dir_all(&inc_dir).unwrap();
-        std::fs::write(src_dir.join("sub/tile.cuh"), "#define TILE 32\n#include \"../common.cuh\"\n").unwrap();
-        std::fs::write(src_dir.join("common.cuh"), "#pragma once\n").unwrap();
-        std::fs::write(inc_dir.join("extra.cuh"), "#define EXTRA 1\n").unwrap();
-        let source = "#include <cuda_fp16.h>\n  #  include \"sub/tile.cuh\"\n#include \"extra.cuh\"\n#include \"missing.cuh\"\n";
-        let path = src_dir.join("k.cu");
-        let opts = vec![format!("-I{}", inc_dir.display())];
-        let text = local_includes(&path, source, &opts);
-        assert!(text.contains("#define TILE 32") && text.contains("#pragma once") && text.contains("#define EXTRA 1"), "{text}");
-        assert!(!local_includes(&path, source, &[]).contains("EXTRA"), "only -I directories are searched besides the source's own");
-        // Editing a nested header changes what is hashed.
-        std::fs::write(src_dir.join("common.cuh"), "#pragma once\n#define CHANGED\n").unwrap();
-        assert_ne!(text, local_includes(&path, source, &opts));
     }
 
     #[test]

@@ -1,12 +1,15 @@
-//! Command-line interface (clap): the public commands and the hidden ones the parent uses to run a child.
+//! Command-line interface (clap): the public commands, their choices as value enums, and the hidden ones the parent uses to run a child; only `cmd/` reads it.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::compare::clocks::Normalize;
+use crate::profiler::ClockControl;
 
 #[derive(Debug, Parser)]
 #[command(name = "gpu-lab", version, about = "Compare CUDA kernel variants: check, time, profile with ncu (nvprof metric names included), report.")]
-#[command(after_help = "Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 4 some jobs failed (the others are kept).")]
+#[command(after_help = crate::exit::HELP)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -16,7 +19,30 @@ pub struct Cli {
     /// Extra metric definitions (TOML, format in docs/metrics.md); they add to or override the built-ins.
     #[arg(long, global = true)]
     pub metrics_file: Vec<PathBuf>,
+    /// Run without a GPU: a mock executor with deterministic stand-in timings and counters, for
+    /// testing gpu-lab itself. Every output says MOCK; nothing it makes is a measurement.
+    #[arg(long, global = true, hide = true)]
+    pub mock_gpu: bool,
+    /// With --mock-gpu: multiply the stand-in time of a variant (`VARIANT=FACTOR`, repeatable), to test the regression gate.
+    #[arg(long, global = true, hide = true, value_parser = slowdown, requires = "mock_gpu")]
+    pub mock_slow: Vec<(String, f64)>,
 }
+
+fn slowdown(s: &str) -> Result<(String, f64), String> {
+    let (variant, factor) = s.split_once('=').ok_or_else(|| format!("`{s}` is not VARIANT=FACTOR"))?;
+    Ok((variant.to_string(), positive(factor)?))
+}
+
+/// What `gpu-lab list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListWhat {
+    Suites,
+    Variants,
+    Metrics,
+    Sets,
+}
+
+
 
 #[derive(Debug, Args, Clone)]
 pub struct SuiteArgs {
@@ -64,8 +90,8 @@ pub enum Command {
     Doctor,
     /// What exists: suites, variants, metrics (with their ncu counters) or sets.
     List {
-        #[arg(default_value = "suites", value_parser = ["suites", "variants", "metrics", "sets"])]
-        what: String,
+        #[arg(value_enum, default_value_t = ListWhat::Suites)]
+        what: ListWhat,
         #[arg(long)]
         suite_dir: Vec<PathBuf>,
     },
@@ -82,8 +108,8 @@ pub enum Command {
         #[arg(long, value_delimiter = ',')]
         metrics: Vec<String>,
         /// ncu clock control: `none` measures the card as found; `base` locks base clocks (owners only).
-        #[arg(long, default_value = "none", value_parser = ["none", "base"])]
-        clock_control: String,
+        #[arg(long, value_enum, default_value_t = ClockControl::None)]
+        clock_control: ClockControl,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
     #[command(after_help = NCU_HELP)]
@@ -94,8 +120,8 @@ pub enum Command {
     /// Re-render a stored run (no GPU needed).
     Report {
         run: PathBuf,
-        #[arg(long, default_value = "md", value_parser = ["md", "json", "csv", "svg"])]
-        format: String,
+        #[arg(long, value_enum, default_value_t = crate::report::Format::Md)]
+        format: crate::report::Format,
         /// Also rewrite the run's own report file.
         #[arg(long)]
         write: bool,
@@ -111,8 +137,8 @@ pub enum Command {
     Compare {
         run_a: PathBuf,
         run_b: PathBuf,
-        #[arg(long, default_value = "md", value_parser = ["md", "json"])]
-        format: String,
+        #[arg(long, value_enum, default_value_t = crate::compare::Format::Md)]
+        format: crate::compare::Format,
     },
     /// Child process: run one job and write its outcome (used by run/profile).
     #[command(name = "__job", hide = true)]
@@ -121,8 +147,8 @@ pub enum Command {
         spec: PathBuf,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long)]
-        gpu: usize,
+        #[command(flatten)]
+        child: ChildArgs,
         #[arg(long)]
         seed: u64,
     },
@@ -131,8 +157,8 @@ pub enum Command {
     ProfilePass {
         #[arg(long)]
         specs: PathBuf,
-        #[arg(long)]
-        gpu: usize,
+        #[command(flatten)]
+        child: ChildArgs,
         #[arg(long)]
         seed: u64,
     },
@@ -143,11 +169,20 @@ pub enum Command {
         bytes: u64,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long)]
-        gpu: usize,
+        #[command(flatten)]
+        child: ChildArgs,
         #[arg(long)]
         timing: PathBuf,
     },
+}
+
+/// What every child needs: its GPU and the compile cache.
+#[derive(Debug, Args, Clone)]
+pub struct ChildArgs {
+    #[arg(long)]
+    pub gpu: usize,
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -164,12 +199,15 @@ pub enum BaselineAction {
         /// Replace an existing baseline of that name.
         #[arg(long)]
         force: bool,
-        #[arg(long, default_value = crate::baseline::DEFAULT_DIR)]
+        /// Store a mock run (`--mock-gpu`) anyway: only for testing gpu-lab itself; the baseline says MOCK.
+        #[arg(long, hide = true)]
+        allow_mock: bool,
+        #[arg(long, default_value = crate::store::baseline::DEFAULT_DIR)]
         dir: PathBuf,
     },
     /// The stored baselines: suite, GPU, jobs, when and from which run.
     List {
-        #[arg(long, default_value = crate::baseline::DEFAULT_DIR)]
+        #[arg(long, default_value = crate::store::baseline::DEFAULT_DIR)]
         dir: PathBuf,
     },
 }
@@ -181,7 +219,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub baseline: String,
     /// Directory of stored baselines.
-    #[arg(long, default_value = crate::baseline::DEFAULT_DIR)]
+    #[arg(long, default_value = crate::store::baseline::DEFAULT_DIR)]
     pub baseline_dir: PathBuf,
     /// Check this stored run directory; or, with --suite S instead, run the suite now (as `profile` does when the baseline has ncu counters, as `run` does otherwise) and check that run.
     #[arg(long, conflicts_with = "suite", required_unless_present = "suite")]
@@ -198,13 +236,13 @@ pub struct CheckArgs {
     #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = non_negative)]
     pub noise_floor_us: f64,
     /// Clock a job's time is normalised by where clocks differ: auto = memory clock for data movement (bytes, no flops), SM clock otherwise.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "sm", "memory", "none"])]
-    pub normalize: String,
+    #[arg(long, value_enum, default_value_t = Normalize::Auto)]
+    pub normalize: Normalize,
     /// Accept a baseline from another GPU model: then each job is compared by its % of the copy bound measured in its own run.
     #[arg(long)]
     pub allow_other_gpu: bool,
-    #[arg(long, default_value = "md", value_parser = ["md", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = crate::compare::Format::Md)]
+    pub format: crate::compare::Format,
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {
@@ -238,8 +276,8 @@ pub struct MetricChoice {
     /// A named metric set (`gpu-lab list sets`).
     #[arg(long)]
     pub set: Option<String>,
-    #[arg(long, default_value = "table", value_parser = ["table", "md", "csv", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = crate::report::nvprof::Format::Table)]
+    pub format: crate::report::nvprof::Format,
 }
 
 impl MetricChoice {

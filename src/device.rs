@@ -1,73 +1,71 @@
-//! GPU facts and clock/power snapshots from NVML; a machine where NVML fails still runs, and says so.
-
-use serde::{Deserialize, Serialize};
+//! The GPUs of this machine: whether the CUDA driver is there and how many GPUs it sees, and NVML's facts and clock/power snapshots; a machine where NVML fails still runs, and says so.
 
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::Nvml;
 
-/// What does not change during a run: identity and capabilities.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct DeviceInfo {
-    pub index: u32,
-    pub name: String,
-    pub uuid: String,
-    pub driver: String,
-    /// CUDA version the driver supports, e.g. "13.0".
-    pub cuda_driver: String,
-    pub compute_capability: String,
-    pub memory_total_bytes: u64,
-    pub bus_width_bits: u32,
-    pub max_sm_clock_mhz: u32,
-    pub max_mem_clock_mhz: u32,
-    /// 2 x memory clock x bus width: the datasheet-style peak DRAM bandwidth.
-    pub peak_bandwidth_gbs: f64,
+use crate::records::{peak_bandwidth_gbs, DeviceInfo, Snapshot};
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DeviceError {
+    #[error("no NVIDIA GPU driver found on this machine (libcuda.so could not be loaded)\n  fix: run on a machine with an NVIDIA GPU and its driver; `gpu-lab doctor` checks every requirement. `gpu-lab report RUN` works without a GPU.")]
+    NoDriver,
+    #[error("the CUDA driver cannot count GPUs: {0}\n  fix: `gpu-lab doctor` checks the driver")]
+    Cuda(String),
+    #[error("there is no GPU {asked}: CUDA sees {count}\n  fix: pass --gpu 0 to {} (`gpu-lab devices` lists them)", .count.max(&1) - 1)]
+    NoSuchGpu { asked: u32, count: usize },
+    #[error("NVML unavailable: {0}")]
+    NvmlUnavailable(String),
+    #[error("NVML device {index}: {message}")]
+    Nvml { index: u32, message: String },
 }
 
-/// Clocks, temperature, power and throttle reasons at one moment.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Snapshot {
-    pub sm_clock_mhz: Option<u32>,
-    pub mem_clock_mhz: Option<u32>,
-    pub temperature_c: Option<u32>,
-    pub power_w: Option<f64>,
-    /// Active clock-limiting reasons as NVML names them (empty: none; `GPU_IDLE` is harmless).
-    pub throttle_reasons: Vec<String>,
+/// True when the CUDA driver library can be loaded. Every use of the driver asks first: cudarc
+/// panics on first use without it.
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to open the library.
+    unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
-impl Snapshot {
-    /// Throttling that lowers clocks under load (idle and application-clock settings do not count).
-    pub fn is_throttled(&self) -> bool {
-        self.throttle_reasons.iter().any(|r| !matches!(r.as_str(), "GPU_IDLE" | "APPLICATIONS_CLOCKS_SETTING" | "NONE"))
+/// How many GPUs the CUDA driver sees.
+pub fn cuda_device_count() -> Result<usize, DeviceError> {
+    if !driver_present() {
+        return Err(DeviceError::NoDriver);
     }
+    cudarc::driver::CudaContext::device_count().map(|n| n.max(0) as usize).map_err(|e| DeviceError::Cuda(e.to_string()))
 }
 
-pub fn peak_bandwidth_gbs(mem_clock_mhz: u32, bus_width_bits: u32) -> f64 {
-    2.0 * mem_clock_mhz as f64 * 1e6 * bus_width_bits as f64 / 8.0 / 1e9
+/// Fails, with the fix, unless GPU `gpu` exists.
+pub fn require_gpu(gpu: u32) -> Result<(), DeviceError> {
+    let count = cuda_device_count()?;
+    if gpu as usize >= count {
+        return Err(DeviceError::NoSuchGpu { asked: gpu, count });
+    }
+    Ok(())
 }
 
 /// An NVML session, or the reason there is none.
 pub struct NvmlSession {
-    nvml: Result<Nvml, String>,
+    nvml: Result<Nvml, DeviceError>,
 }
 
 impl NvmlSession {
     pub fn open() -> Self {
-        NvmlSession { nvml: Nvml::init().map_err(|e| format!("NVML unavailable: {e}")) }
+        NvmlSession { nvml: Nvml::init().map_err(|e| DeviceError::NvmlUnavailable(e.to_string())) }
     }
 
-    pub fn error(&self) -> Option<&str> {
-        self.nvml.as_ref().err().map(|s| s.as_str())
+    pub fn error(&self) -> Option<String> {
+        self.nvml.as_ref().err().map(|e| e.to_string())
     }
 
-    pub fn count(&self) -> Result<u32, String> {
-        let nvml = self.nvml.as_ref().map_err(|e| e.clone())?;
-        nvml.device_count().map_err(|e| e.to_string())
+    pub fn count(&self) -> Result<u32, DeviceError> {
+        let nvml = self.nvml.as_ref().map_err(Clone::clone)?;
+        nvml.device_count().map_err(|e| DeviceError::NvmlUnavailable(e.to_string()))
     }
 
     /// Device `index` in PCI bus order (the child runs with CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA agrees).
-    pub fn info(&self, index: u32) -> Result<DeviceInfo, String> {
-        let nvml = self.nvml.as_ref().map_err(|e| e.clone())?;
-        let d = nvml.device_by_index(index).map_err(|e| format!("NVML device {index}: {e}"))?;
+    pub fn info(&self, index: u32) -> Result<DeviceInfo, DeviceError> {
+        let nvml = self.nvml.as_ref().map_err(Clone::clone)?;
+        let d = nvml.device_by_index(index).map_err(|e| DeviceError::Nvml { index, message: e.to_string() })?;
         let cuda = nvml.sys_cuda_driver_version().ok();
         let bus = d.memory_bus_width().unwrap_or(0);
         let max_mem = d.max_clock_info(Clock::Memory).unwrap_or(0);
@@ -99,25 +97,5 @@ impl NvmlSession {
                 .map(|r| r.iter_names().map(|(n, _)| n.to_string()).collect())
                 .unwrap_or_default(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn h200_peak_from_nvml_figures() {
-        // nvidia-smi on an H200: memory clock 3201 MHz, bus width 6016 bits (fixtures/ncu-h200).
-        let gbs = peak_bandwidth_gbs(3201, 6016);
-        assert!((gbs - 4814.3).abs() < 0.1, "{gbs}");
-    }
-
-    #[test]
-    fn idle_is_not_throttling() {
-        let mut s = Snapshot { throttle_reasons: vec!["GPU_IDLE".into()], ..Default::default() };
-        assert!(!s.is_throttled());
-        s.throttle_reasons.push("SW_THERMAL_SLOWDOWN".into());
-        assert!(s.is_throttled());
     }
 }

@@ -1,46 +1,40 @@
 //! gpu-lab: compare CUDA kernel variants — check, time, profile with Nsight Compute, report.
+//!
+//! Data flow, one module per step:
+//!
+//! ```text
+//! cli ─> cmd/ ─> config (environment + metric catalog, built once)
+//!          │
+//!          ├─ run/profile: suite/ (manifest -> jobs) ─> scheduler ─> executor/ ─┬─ child: a process per job ─> runner/ (build/, verify/, CUDA events)
+//!          │                                                                    │         and ncu over a pass ─> profiler/ ─> parse/ ─> metrics/
+//!          │                                                                    └─ mock: stand-ins, no GPU (says MOCK)
+//!          │                            records (what a run holds) ─> store/ (after every job) ─> report/ (markdown, csv, json, svg)
+//!          ├─ check/compare: store/ ─> compare/ (verdicts) ─> exit code
+//!          └─ ncu/import: profiler/ ─> parse/ ─> metrics/ ─> report/nvprof
+//! ```
+//!
+//! Pure modules (no GPU, disk, process or environment): `records`, `verify`, `parse`, `metrics`,
+//! `expr`, `stats`, `compare`, `report`, `frame`. Only `cmd/` reads `cli`; only `cmd/` and
+//! `config` read the environment; `src/` has no import cycle (tests/architecture.rs checks both).
 
-pub mod baseline;
 pub mod build;
-pub mod check;
-pub mod child;
 pub mod cli;
-pub mod commands;
+pub mod cmd;
 pub mod compare;
+pub mod config;
 pub mod device;
+pub mod executor;
+pub mod exit;
 pub mod expr;
-pub mod external;
 pub mod metrics;
-pub mod model;
 pub mod parse;
+pub mod process;
 pub mod profiler;
+pub mod records;
 pub mod report;
 pub mod runner;
 pub mod scheduler;
 pub mod stats;
 pub mod store;
 pub mod suite;
-
-use cli::{Cli, Command};
-
-/// Runs a parsed command line; returns the process exit code (see `gpu-lab --help`).
-pub fn run(cli: Cli, command_line: String) -> anyhow::Result<i32> {
-    match cli.command {
-        Command::Devices => commands::devices(),
-        Command::Doctor => commands::doctor(),
-        Command::List { what, suite_dir } => commands::list(&what, &suite_dir, &cli.metrics_file),
-        Command::Run(args) => scheduler::execute(&args, None, cli.quiet, command_line),
-        Command::Profile { suite, set, metrics, clock_control } => {
-            scheduler::execute(&suite, Some(scheduler::ProfileOptions { set, metrics_files: cli.metrics_file, metrics, clock_control }), cli.quiet, command_line)
-        }
-        Command::Report { run, format, write } => commands::report(&run, &format, write),
-        Command::Baseline { action } => check::baseline(action),
-        Command::Check(args) => check::check(&args, &cli.metrics_file, cli.quiet, command_line),
-        Command::Compare { run_a, run_b, format } => check::compare_runs(&run_a, &run_b, &format, &cli.metrics_file),
-        Command::Ncu(args) => external::ncu(&args, &cli.metrics_file, cli.quiet),
-        Command::Import(args) => external::import(&args, &cli.metrics_file),
-        Command::Job { spec, out, gpu, seed } => child::job(&spec, &out, gpu, seed).map(|_| 0),
-        Command::ProfilePass { specs, gpu, seed } => child::profile_pass(&specs, gpu, seed).map(|_| 0),
-        Command::Bounds { bytes, out, gpu, timing } => child::bounds(bytes, &out, gpu, &timing).map(|_| 0),
-    }
-}
+pub mod verify;

@@ -10,15 +10,12 @@ fn main() {
     }
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let cli = gpu_lab::cli::Cli::parse();
-    let code = match gpu_lab::run(cli, command_line) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e}");
-            for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
-            1
+    let code = gpu_lab::cmd::dispatch(cli, command_line).unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        for cause in e.chain().skip(1) {
+            eprintln!("  caused by: {cause}");
         }
-    };
+        gpu_lab::exit::ERROR
+    });
     std::process::exit(code);
 }

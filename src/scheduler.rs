@@ -1,154 +1,107 @@
-//! The only place that knows every stage: jobs -> child processes (check + time) -> ncu -> records -> report, saving after every job.
+//! The only place that knows every stage: suites -> plans -> jobs through an executor -> records, saved after every job, and the reports re-rendered from disk.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use wait_timeout::ChildExt;
 
-use crate::cli::SuiteArgs;
-use crate::device::NvmlSession;
-use crate::metrics::{self, Catalog, MetricDef};
-use crate::model::{BoundsRecord, JobRecord, JobStatus, ProfileRecord, Record, RunInfo};
-use crate::parse;
-use crate::profiler::{self, Ncu};
+use crate::executor::{Executor, Failure, RunContext};
+use crate::exit;
+use crate::metrics::{Catalog, MetricDef};
+use crate::profiler::ClockControl;
+use crate::records::{groups_in_order, BoundsRecord, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
 use crate::report;
-use crate::runner::{BoundsOutcome, JobOutcome, TimingConfig};
 use crate::stats;
 use crate::store;
-use crate::suite::{self, JobSpec, Suite};
+use crate::suite::{JobSpec, Suite};
 
-/// What `profile` adds to `run`.
-pub struct ProfileOptions {
-    pub set: Option<String>,
-    pub metrics_files: Vec<PathBuf>,
-    pub metrics: Vec<String>,
-    pub clock_control: String,
+/// One suite, ready to run: its selected jobs and the metrics to profile them with.
+pub struct SuitePlan<'a> {
+    pub suite: &'a Suite,
+    pub jobs: Vec<JobSpec>,
+    pub metrics: Vec<MetricDef>,
+    /// Metrics asked for that this GPU cannot collect, with why.
+    pub unavailable_metrics: Vec<String>,
 }
 
-/// The built-in metric definitions plus the user's files (`--metrics-file`, later files override earlier ones).
-pub fn catalog(user_files: &[PathBuf]) -> anyhow::Result<Catalog> {
-    let mut c = Catalog::builtin()?;
-    for file in user_files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading metric definitions {}\n  fix: pass an existing TOML file to --metrics-file (format: docs/metrics.md)", file.display()))?;
-        c.add_toml(&file.display().to_string(), &text)?;
-    }
-    Ok(c)
+/// What to profile with, when profiling: metric names (a set, metrics, or empty for the suite's own set).
+pub struct ProfileRequest {
+    pub names: Vec<String>,
+    pub clock_control: ClockControl,
 }
 
-enum ChildEnd {
-    Ok,
-    Failed(String),
-    TimedOut,
+/// How every suite of one command runs.
+pub struct RunSettings {
+    pub out: PathBuf,
+    pub timing: TimingConfig,
+    pub seed: u64,
+    pub timeout: Duration,
+    pub profile: Option<ProfileRequest>,
+    pub command_line: String,
+    pub quiet: bool,
 }
 
-/// Runs this binary's hidden subcommand as a child, output to `log`, killed after `timeout`.
-fn run_child(args: &[String], log: &Path, timeout: Duration) -> anyhow::Result<ChildEnd> {
-    let exe = std::env::current_exe().context("finding the gpu-lab executable to start a child")?;
-    run_logged(Command::new(exe).args(args), log, timeout)
-}
-
-fn run_logged(cmd: &mut Command, log: &Path, timeout: Duration) -> anyhow::Result<ChildEnd> {
-    let out = File::create(log).with_context(|| format!("creating {}", log.display()))?;
-    let mut child = cmd
-        // NVML numbers GPUs in PCI order; CUDA must agree for --gpu to mean one card.
-        .env("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-        .stdin(Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        // Its own process group, so that a timeout also ends what it started (ncu's profiled program).
-        .process_group(0)
-        .spawn()
-        .with_context(|| format!("starting {:?}", cmd.get_program()))?;
-    let status = match child.wait_timeout(timeout)? {
-        Some(s) => s,
-        None => {
-            // SAFETY: signals the process group created above, whose leader is our child.
-            unsafe { libc::killpg(child.id() as libc::pid_t, libc::SIGKILL) };
-            let _ = child.wait();
-            return Ok(ChildEnd::TimedOut);
+/// Plans every suite before the first one starts: a typo must not stop `--suite all` halfway.
+pub fn plan<'a>(suites: &'a [Suite], variants: &[String], profile: Option<&ProfileRequest>, catalog: &Catalog) -> anyhow::Result<Vec<SuitePlan<'a>>> {
+    let mut plans = Vec::new();
+    for suite in suites {
+        let mut jobs = suite.jobs.clone();
+        // None may match: another suite may have the named variants.
+        if !variants.is_empty() {
+            jobs.retain(|j| variants.contains(&j.key.variant));
         }
-    };
-    if status.success() {
-        return Ok(ChildEnd::Ok);
+        let metrics = match profile {
+            None => Vec::new(),
+            Some(p) => {
+                let mut names = p.names.clone();
+                if names.is_empty() {
+                    names.push(suite.manifest.suite.metric_set.clone().unwrap_or_else(|| "memory".into()));
+                }
+                catalog.resolve(&names).with_context(|| format!("suite `{}`", suite.name()))?
+            }
+        };
+        plans.push(SuitePlan { suite, jobs, metrics, unavailable_metrics: Vec::new() });
     }
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    // The end of the child's output holds the error chain; an NVRTC log can be long, keep enough of it.
-    let tail: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let msg = tail[tail.len().saturating_sub(40)..].join("\n");
-    Ok(ChildEnd::Failed(if msg.is_empty() { format!("child exited with {status}") } else { msg }))
+    if !variants.is_empty() && plans.iter().all(|p| p.jobs.is_empty()) {
+        bail!("no suite has a variant named {}\n  fix: `gpu-lab list variants` shows them", variants.join(", "));
+    }
+    Ok(plans)
 }
 
-/// Reads a child's JSON outcome; a child that exited 0 without one is a failure, not a crash of the run.
-fn read_outcome<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("the child exited cleanly but left no readable result at {}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("the child's result {} is not valid: {e}", path.display()))
+/// Leaves out of each plan the metrics this GPU cannot collect, saying why in the run.
+pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Result<()> {
+    for plan in plans.iter_mut().filter(|p| !p.metrics.is_empty()) {
+        let screened = executor.screen(std::mem::take(&mut plan.metrics)).with_context(|| format!("suite `{}`", plan.suite.name()))?;
+        plan.metrics = screened.collectable;
+        plan.unavailable_metrics = screened.unavailable.into_iter().map(|(m, why)| format!("{m}: {why}")).collect();
+    }
+    Ok(())
 }
 
-impl ChildEnd {
-    fn and_then_read<T: serde::de::DeserializeOwned>(self, path: &Path) -> Result<T, ChildEnd> {
-        match self {
-            ChildEnd::Ok => read_outcome(path).map_err(ChildEnd::Failed),
-            other => Err(other),
+/// Runs every plan with a job in it; hands each finished run directory to `finished`. Returns
+/// the exit code: 0, or `exit::JOBS_FAILED` when some job failed, was wrong or went unprofiled.
+pub fn run(executor: &dyn Executor, plans: &[SuitePlan], settings: &RunSettings, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
+    let mut code = exit::OK;
+    for plan in plans.iter().filter(|p| !p.jobs.is_empty()) {
+        let env = executor.environment();
+        let gpu_name = env.device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| "gpu".into());
+        let gpu_name = if env.mock { "mock".to_string() } else { gpu_name };
+        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &gpu_name).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
+        code = code.max(run_suite(executor, plan, settings, &dir)?);
+        if !settings.quiet {
+            eprintln!("report: {}", dir.join("report.md").display());
         }
+        finished(&dir);
     }
+    Ok(code)
 }
 
-/// Whether ncu may read the counters here: it profiles one launch of this binary's copy kernel
-/// (a real launch is the only honest test), killed after `timeout` like any child.
-pub fn probe_counter_permission(ncu: &Ncu, gpu: u32, timeout: Duration) -> Result<String, String> {
-    let dir = std::env::temp_dir().join(format!("gpu-lab-doctor-{}", std::process::id()));
-    let result = (|| -> anyhow::Result<Result<String, String>> {
-        std::fs::create_dir_all(&dir)?;
-        let timing = dir.join("timing.json");
-        write_json(&timing, &TimingConfig { max_seconds: 0.05, min_samples: 1, ..TimingConfig::default() })?;
-        let exe = std::env::current_exe().context("finding the gpu-lab executable")?;
-        let log = dir.join("ncu.log");
-        let report_base = dir.join("probe");
-        // The arguments every profile uses, so the probe tests what a run will do.
-        let mut cmd = Command::new(&ncu.path);
-        cmd.args(profiler::profile_args(&[metrics::DURATION.to_string()], "none", &report_base))
-            .args(["--launch-count", "1"])
-            .arg(exe)
-            .args(["__bounds", "--bytes", "1048576", "--gpu", &gpu.to_string()])
-            .arg("--out")
-            .arg(dir.join("bounds.json"))
-            .arg("--timing")
-            .arg(&timing)
-            .env("LC_ALL", "C");
-        let end = run_logged(&mut cmd, &log, timeout)?;
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let report = report_base.with_extension("ncu-rep");
-        Ok(match (end, profiler::diagnose(&text)) {
-            (ChildEnd::TimedOut, _) => Err(format!("ncu did not finish profiling one copy kernel in {} s", timeout.as_secs())),
-            (_, Some(why)) => Err(why),
-            (ChildEnd::Failed(why), None) => Err(format!("ncu failed profiling one copy kernel: {why}")),
-            (ChildEnd::Ok, None) if report.is_file() => Ok("ncu profiled a copy kernel (counters readable)".into()),
-            (ChildEnd::Ok, None) if text.trim().is_empty() => Err(format!("{} ran but printed nothing and wrote no report: is it Nsight Compute?", ncu.path.display())),
-            (ChildEnd::Ok, None) => Err(format!("ncu ran but wrote no report; its output:\n{}", text.trim())),
-        })
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    result.unwrap_or_else(|e| Err(format!("could not run the probe: {e:#}")))
-}
-
-fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
-    store::write_atomic(path, &serde_json::to_vec(v)?).with_context(|| format!("writing {}", path.display()))
-}
-
-fn timing_config(args: &SuiteArgs) -> TimingConfig {
-    TimingConfig { max_seconds: args.max_seconds, target_rel_ci: args.noise / 100.0, ..TimingConfig::default() }
-}
-
-/// Rewrites report.md and metrics.csv from what is on disk: partial results stay readable.
+/// Rewrites the reports from what is on disk: partial results stay readable.
 pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     let (run, _) = store::load_run(dir)?;
-    for e in [report::exporter("md")?, report::exporter("csv")?, report::exporter("svg")?] {
+    for format in [report::Format::Md, report::Format::Csv, report::Format::Svg] {
+        let e = report::exporter(format);
         store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
     }
     Ok(())
@@ -162,332 +115,199 @@ fn warn_on_error(result: anyhow::Result<()>) {
     }
 }
 
-/// Fails early, with the fix, where the run cannot work at all.
-fn preflight(profile: bool, gpu: u32) -> anyhow::Result<Option<Ncu>> {
-    if !crate::runner::driver_present() {
-        bail!("no NVIDIA GPU driver found on this machine (libcuda.so could not be loaded)\n  fix: run on a machine with an NVIDIA GPU and its driver; `gpu-lab doctor` checks every requirement. `gpu-lab report RUN` works without a GPU.");
-    }
-    let count = cudarc::driver::CudaContext::device_count().map_err(|e| anyhow::anyhow!("the CUDA driver cannot count GPUs: {e}\n  fix: `gpu-lab doctor` checks the driver"))?;
-    if gpu as i64 >= count as i64 {
-        bail!("there is no GPU {gpu}: CUDA sees {count}\n  fix: pass --gpu 0 to {} (`gpu-lab devices` lists them)", count.max(1) - 1);
-    }
-    if profile { Ok(Some(profiler::find().map_err(anyhow::Error::msg)?)) } else { Ok(None) }
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// The suite's jobs, only those of the named variants when some are named (none may match: another suite may have them).
-fn select_jobs(suite: &Suite, variants: &[String]) -> anyhow::Result<Vec<JobSpec>> {
-    let mut jobs = suite.jobs.clone();
-    if !variants.is_empty() {
-        jobs.retain(|j| variants.contains(&j.variant));
-    }
-    Ok(jobs)
-}
-
-/// `gpu-lab run` and `gpu-lab profile`: returns the exit code (0, or 4 when some jobs failed).
-pub fn execute(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, command_line: String) -> anyhow::Result<i32> {
-    execute_with(args, profile, quiet, command_line, &mut |dir| println!("{}", dir.display()))
-}
-
-/// As `execute`, handing each finished run directory to `finished` (which `execute` prints).
-pub fn execute_with(args: &SuiteArgs, profile: Option<ProfileOptions>, quiet: bool, command_line: String, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
-    let catalog = catalog(profile.as_ref().map(|p| p.metrics_files.as_slice()).unwrap_or_default())?;
-    let suites = suite::load_named(&args.suite, &suite::search_dirs(&args.suite_dir))?;
-    // Everything a suite needs is resolved before the first one starts: a typo must not stop `--suite all` halfway.
-    let mut plans = Vec::new();
-    for suite in &suites {
-        let metric_defs: Vec<MetricDef> = match &profile {
-            None => Vec::new(),
-            Some(p) => {
-                let mut names: Vec<String> = p.set.iter().cloned().collect();
-                names.extend(p.metrics.iter().cloned());
-                if names.is_empty() {
-                    names.push(suite.manifest.suite.metric_set.clone().unwrap_or_else(|| "memory".into()));
-                }
-                catalog.resolve(&names).with_context(|| format!("suite `{}`", suite.name()))?
-            }
-        };
-        plans.push((suite, select_jobs(suite, &args.variant)?, metric_defs));
-    }
-    if !args.variant.is_empty() && plans.iter().all(|(_, jobs, _)| jobs.is_empty()) {
-        bail!("no suite has a variant named {}\n  fix: `gpu-lab list variants` shows them", args.variant.join(", "));
-    }
-    let ncu = preflight(profile.is_some(), args.gpu)?;
-    let nvml = NvmlSession::open();
-    let device = nvml.info(args.gpu).ok();
-    let mut unavailable: Vec<Vec<String>> = vec![Vec::new(); plans.len()];
-    if let Some(ncu) = &ncu {
-        for ((suite, _, defs), left_out) in plans.iter_mut().zip(&mut unavailable) {
-            let s = profiler::query::screen_for_device(ncu, device.as_ref().map(|d| d.name.as_str()), args.gpu, std::mem::take(defs)).with_context(|| format!("suite `{}`", suite.name()))?;
-            *defs = s.collectable;
-            *left_out = s.unavailable.into_iter().map(|(m, why)| format!("{m}: {why}")).collect();
-        }
-    }
-    let mut exit = 0;
-    for ((suite, jobs, metric_defs), unavailable_metrics) in plans.into_iter().zip(unavailable) {
-        if jobs.is_empty() {
-            continue;
-        }
-        let gpu_name = device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| format!("gpu{}", args.gpu));
-        let dir = store::new_run_dir(&args.out, suite.name(), &gpu_name).with_context(|| format!("creating a run directory under {}", args.out.display()))?;
-        let code = run_suite(suite, &jobs, &metric_defs, unavailable_metrics, args, profile.as_ref(), ncu.as_ref(), &nvml, device.clone(), &dir, quiet, &command_line)?;
-        exit = exit.max(code);
-        if !quiet {
-            eprintln!("report: {}", dir.join("report.md").display());
-        }
-        finished(&dir);
-    }
-    Ok(exit)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_suite(
-    suite: &Suite,
-    jobs: &[JobSpec],
-    metric_defs: &[MetricDef],
-    unavailable_metrics: Vec<String>,
-    args: &SuiteArgs,
-    profile: Option<&ProfileOptions>,
-    ncu: Option<&Ncu>,
-    nvml: &NvmlSession,
-    device: Option<crate::device::DeviceInfo>,
-    dir: &Path,
-    quiet: bool,
-    command_line: &str,
-) -> anyhow::Result<i32> {
+fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, dir: &Path) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let timing = timing_config(args);
+    let env = executor.environment();
+    let clock_control = settings.profile.as_ref().map(|p| p.clock_control).unwrap_or_default();
     let mut info = RunInfo {
         gpu_lab_version: env!("CARGO_PKG_VERSION").into(),
-        command: command_line.into(),
-        started: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        suite: suite.name().into(),
-        suite_description: suite.manifest.suite.description.clone(),
-        suite_source_hash: suite.source_hash.clone(),
-        device,
-        nvml_error: nvml.error().map(String::from),
-        ncu_version: ncu.map(|n| n.version.clone()),
-        clock_policy: profile.map(|p| p.clock_control.clone()).unwrap_or_else(|| "none".into()),
-        timing: timing.clone(),
+        command: settings.command_line.clone(),
+        started: now(),
+        suite: plan.suite.name().into(),
+        suite_description: plan.suite.manifest.suite.description.clone(),
+        suite_source_hash: plan.suite.source_hash.clone(),
+        device: env.device,
+        nvml_error: env.nvml_error,
+        ncu_version: settings.profile.as_ref().and(env.ncu_version),
+        clock_policy: clock_control.as_str().into(),
+        timing: settings.timing.clone(),
         cache_state: "L2 warm (repeated launches over the same buffers)".into(),
-        seed: args.seed,
-        metrics: metric_defs.to_vec(),
-        unavailable_metrics,
+        seed: settings.seed,
+        metrics: plan.metrics.clone(),
+        unavailable_metrics: plan.unavailable_metrics.clone(),
+        mock: env.mock,
         ..Default::default()
     };
     store::save_info(dir, &info)?;
     let work = dir.join("work");
-    std::fs::create_dir_all(&work)?;
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let ctx = RunContext { dir, work: &work, timing: &settings.timing, seed: settings.seed, timeout: settings.timeout, metrics: &plan.metrics, clock_control };
     let results = dir.join(store::RESULTS);
     let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
 
-    let groups = crate::model::groups_in_order(jobs.iter().map(|j| &j.group));
-    let steps = jobs.len() as u64 + groups.len() as u64 * if profile.is_some() { 2 } else { 1 };
-    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
+    let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
+    let steps = plan.jobs.len() as u64 + groups.len() as u64 * if settings.profile.is_some() { 2 } else { 1 };
+    let bar = if settings.quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
-    let mut exit = 0;
-    let timeout = Duration::from_secs(args.timeout);
-    write_json(&work.join("timing.json"), &timing)?;
+    let mut code = exit::OK;
 
     for (gi, group) in groups.iter().enumerate() {
-        let group_jobs: Vec<&JobSpec> = jobs.iter().filter(|j| &j.group == group).collect();
-        // Bounds: a copy of as many bytes as the largest buffer of the group, read once and written once.
-        let bytes = group_jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
+        let group_jobs: Vec<&JobSpec> = plan.jobs.iter().filter(|j| &j.key.group == group).collect();
         bar.set_message(format!("{group}: copy bounds"));
-        let bounds_out = work.join(format!("bounds-{gi}.json"));
-        let end = run_child(
-            &["__bounds".into(), "--bytes".into(), bytes.to_string(), "--out".into(), bounds_out.display().to_string(), "--gpu".into(), args.gpu.to_string(), "--timing".into(), work.join("timing.json").display().to_string()],
-            &work.join(format!("bounds-{gi}.log")),
-            timeout,
-        )?;
-        let failed = |e: String| BoundsRecord { group: group.clone(), bytes, memcpy: None, copy_kernel: None, error: Some(e) };
-        let bounds = match end {
-            _ if bytes == 0 => failed("the group has no buffers to copy".into()),
-            ChildEnd::Ok => match read_outcome::<BoundsOutcome>(&bounds_out) {
-                Ok(o) => BoundsRecord { group: group.clone(), bytes: o.bytes, memcpy: stats::summarize(&o.memcpy_samples_ms), copy_kernel: stats::summarize(&o.kernel_samples_ms), error: None },
-                Err(e) => failed(e),
-            },
-            ChildEnd::Failed(e) => failed(e),
-            ChildEnd::TimedOut => failed(format!("no result after {} s", args.timeout)),
-        };
-        append(&Record::Bounds(bounds))?;
+        append(&Record::Bounds(bounds(executor, &ctx, gi, group, &group_jobs)))?;
         bar.inc(1);
 
         let mut ran: Vec<&JobSpec> = Vec::new();
         for (ji, job) in group_jobs.iter().enumerate() {
             bar.set_message(format!("{group}: {}", job.label()));
-            let t0 = Instant::now();
-            let spec_path = work.join(format!("job-{gi}-{ji}.json"));
-            let out_path = work.join(format!("job-{gi}-{ji}.out.json"));
-            write_json(&spec_path, &(job, &timing))?;
-            let before = nvml.snapshot(args.gpu);
-            let end = run_child(
-                &["__job".into(), "--spec".into(), spec_path.display().to_string(), "--out".into(), out_path.display().to_string(), "--gpu".into(), args.gpu.to_string(), "--seed".into(), args.seed.to_string()],
-                &work.join(format!("job-{gi}-{ji}.log")),
-                timeout,
-            )?;
-            let after = nvml.snapshot(args.gpu);
-            let job_log = work.join(format!("job-{gi}-{ji}.log"));
-            let description = suite.manifest.variants.iter().find(|v| v.name == job.variant).map(|v| v.description.clone()).unwrap_or_default();
-            let mut record = JobRecord {
-                id: job.id.clone(),
-                variant: job.variant.clone(),
-                label: job.label(),
-                description,
-                variant_params: job.variant_params.clone(),
-                group: job.group.clone(),
-                group_params: job.group_params.clone(),
-                status: JobStatus::Failed,
-                error: None,
-                check: None,
-                samples_ms: Vec::new(),
-                runs_per_sample: 0,
-                stopped_by: String::new(),
-                summary: None,
-                bytes: job.bytes,
-                flops: job.flops,
-                launches: job.launches.len(),
-                nvml_before: before,
-                nvml_after: after,
-                wall_seconds: 0.0,
-            };
-            match end.and_then_read::<JobOutcome>(&out_path) {
-                Ok(o) => {
-                    record.status = if o.check.as_ref().is_none_or(|c| c.passed) { JobStatus::Ok } else { JobStatus::Wrong };
-                    record.summary = stats::summarize(&o.samples_ms);
-                    record.check = o.check;
-                    record.samples_ms = o.samples_ms;
-                    record.runs_per_sample = o.runs_per_sample;
-                    record.stopped_by = o.stopped_by;
-                    ran.push(job);
-                }
-                Err(ChildEnd::TimedOut) => {
-                    record.status = JobStatus::TimedOut;
-                    record.error = Some(format!("no result after {} s; the child was killed (raise --timeout if the kernel is just slow)", args.timeout));
-                }
-                Err(ChildEnd::Failed(e)) => record.error = Some(e),
-                Err(ChildEnd::Ok) => unreachable!("and_then_read turns Ok into a result or a failure"),
+            let record = run_job(executor, &ctx, plan.suite, job, &format!("job-{gi}-{ji}"));
+            if record.status != JobStatus::Failed && record.status != JobStatus::TimedOut {
+                ran.push(job);
             }
             if record.status != JobStatus::Ok {
-                exit = 4;
+                code = exit::JOBS_FAILED;
             }
-            if let Some(e) = record.error.as_mut() {
-                // work/ goes when the run ends; a failed job's whole log stays.
-                let kept = dir.join("logs").join(format!("job-{gi}-{ji}.log"));
-                if std::fs::create_dir_all(dir.join("logs")).and_then(|_| std::fs::copy(&job_log, &kept)).is_ok() {
-                    e.push_str(&format!("\n(full log: logs/job-{gi}-{ji}.log)"));
-                }
-            }
-            record.wall_seconds = t0.elapsed().as_secs_f64();
             append(&Record::Job(record))?;
             bar.inc(1);
         }
 
-        if let (Some(p), Some(ncu)) = (profile, ncu) {
+        if settings.profile.is_some() {
             bar.set_message(format!("{group}: ncu ({} variants)", ran.len()));
-            let records = profile_group(ncu, p, metric_defs, &ran, args, dir, &work, gi)
-                .unwrap_or_else(|e| ran.iter().map(|j| ProfileRecord::failed(j, format!("{e:#}"), None)).collect());
-            for r in &records {
+            for r in executor.profile(&ctx, &format!("profile-{gi}"), &ran) {
                 if r.error.is_some() || !r.missing.is_empty() {
-                    exit = 4;
+                    code = exit::JOBS_FAILED;
                 }
-                append(&Record::Profile(r.clone()))?;
+                append(&Record::Profile(r))?;
             }
             bar.inc(1);
         }
         warn_on_error(render_reports(dir));
     }
     bar.finish_and_clear();
-    info.finished = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+    info.finished = Some(now());
     info.wall_seconds = Some(started.elapsed().as_secs_f64());
     store::save_info(dir, &info)?;
     warn_on_error(render_reports(dir));
     let _ = std::fs::remove_dir_all(&work);
-    Ok(exit)
+    Ok(code)
 }
 
-/// One ncu session for a group: every job's launches once, in order, then mapped back to the jobs.
-#[allow(clippy::too_many_arguments)]
-fn profile_group(ncu: &Ncu, p: &ProfileOptions, defs: &[MetricDef], jobs: &[&JobSpec], args: &SuiteArgs, dir: &Path, work: &Path, gi: usize) -> anyhow::Result<Vec<ProfileRecord>> {
-    if jobs.is_empty() {
-        return Ok(Vec::new());
+/// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
+fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> BoundsRecord {
+    let bytes = jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
+    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e) };
+    if bytes == 0 {
+        return failed("the group has no buffers to copy".into());
     }
-    let failed = |msg: String| jobs.iter().map(|j| ProfileRecord::failed(j, msg.clone(), None)).collect();
-    let specs_path = work.join(format!("profile-{gi}.json"));
-    write_json(&specs_path, &jobs)?;
-    let report_base: PathBuf = dir.join(format!("profile-{gi}"));
-    let report_file = report_base.with_extension("ncu-rep");
-    let exe = std::env::current_exe()?;
-    let mut cmd = Command::new(&ncu.path);
-    cmd.args(profiler::profile_args(&metrics::counters_needed(defs), &p.clock_control, &report_base))
-        .arg(exe)
-        .args(["__profile", "--specs", &specs_path.display().to_string(), "--gpu", &args.gpu.to_string(), "--seed", &args.seed.to_string()])
-        .env("LC_ALL", "C");
-    let log = dir.join(format!("profile-{gi}.log"));
-    let timeout = Duration::from_secs(args.timeout * (jobs.len() as u64 + 1));
-    let end = run_logged(&mut cmd, &log, timeout)?;
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    let diagnosis = profiler::diagnose(&log_text);
-    if let Some(why) = &diagnosis {
-        if !report_file.exists() || log_text.contains("ERR_NVGPUCTRPERM") {
-            return Ok(failed(why.clone()));
+    match executor.bounds(ctx, &format!("bounds-{gi}"), bytes) {
+        Ok(o) => BoundsRecord { group: group.to_string(), bytes: o.bytes, memcpy: stats::summarize(&o.memcpy_samples_ms), copy_kernel: stats::summarize(&o.kernel_samples_ms), error: None },
+        Err(f) => failed(f.message()),
+    }
+}
+
+/// Runs one job and makes its record; a failed job keeps its whole log in the run's `logs/`.
+fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSpec, tag: &str) -> JobRecord {
+    let t0 = Instant::now();
+    let nvml_before = executor.snapshot();
+    let outcome = executor.job(ctx, tag, job);
+    let nvml_after = executor.snapshot();
+    let description = suite.manifest.variants.iter().find(|v| v.name == job.key.variant).map(|v| v.description.clone()).unwrap_or_default();
+    let mut record = JobRecord {
+        key: job.key.clone(),
+        label: job.label(),
+        description,
+        status: JobStatus::Failed,
+        error: None,
+        correctness: None,
+        samples_ms: Vec::new(),
+        runs_per_sample: 0,
+        stopped_by: String::new(),
+        summary: None,
+        work: job.work,
+        launches: job.launches.len(),
+        nvml_before,
+        nvml_after,
+        wall_seconds: 0.0,
+    };
+    match outcome {
+        Ok(o) => {
+            record.status = if o.correctness.as_ref().is_none_or(|c| c.passed) { JobStatus::Ok } else { JobStatus::Wrong };
+            record.summary = stats::summarize(&o.samples_ms);
+            record.correctness = o.correctness;
+            record.samples_ms = o.samples_ms;
+            record.runs_per_sample = o.runs_per_sample;
+            record.stopped_by = o.stopped_by;
+        }
+        Err(failure) => {
+            if matches!(failure, Failure::TimedOut(_)) {
+                record.status = JobStatus::TimedOut;
+            }
+            let mut message = failure.message();
+            if let Failure::Failed { log: Some(log), .. } = &failure {
+                // work/ goes when the run ends; a failed job's whole log stays.
+                let kept = ctx.dir.join("logs").join(format!("{tag}.log"));
+                if std::fs::create_dir_all(ctx.dir.join("logs")).and_then(|_| std::fs::copy(log, &kept)).is_ok() {
+                    message.push_str(&format!("\n(full log: logs/{tag}.log)"));
+                }
+            }
+            record.error = Some(message);
         }
     }
-    // A problem ncu reported while still writing a report is attached to the jobs it left short.
-    let mut trouble = diagnosis;
-    match end {
-        ChildEnd::TimedOut => return Ok(failed(format!("ncu did not finish within {} s", timeout.as_secs()))),
-        ChildEnd::Failed(e) if !report_file.exists() => return Ok(failed(format!("ncu failed: {e}"))),
-        ChildEnd::Failed(e) => trouble = Some(format!("ncu or the profiled pass failed: {e}")),
-        ChildEnd::Ok => {}
-    }
-    let export = Command::new(&ncu.path).args(profiler::export_args(&report_file)).env("LC_ALL", "C").output().context("running ncu --import")?;
-    if !export.status.success() {
-        return Ok(failed(format!("`ncu --import {}` failed: {}", report_file.display(), String::from_utf8_lossy(&export.stderr).trim())));
-    }
-    let csv = String::from_utf8_lossy(&export.stdout).to_string();
-    store::write_atomic(&dir.join(format!("profile-{gi}.csv")), csv.as_bytes())?;
-    let parsed = match parse::parse_ncu_csv(&csv) {
-        Ok(p) => p,
-        Err(e) => return Ok(failed(format!("{e}; see {}", log.display()))),
-    };
-    let rel = report_file.file_name().map(|n| n.to_string_lossy().to_string());
-    Ok(profiler::assign_kernels(jobs, &parsed.kernels)
-        .into_iter()
-        .map(|(job, rows)| match rows {
-            Ok(rows) => {
-                let mut r = profiler::profile_record(job, defs, &rows, rel.clone());
-                if !r.missing.is_empty() && r.error.is_none() {
-                    r.error = trouble.clone();
-                }
-                r
-            }
-            Err(e) => ProfileRecord::failed(job, e, rel.clone()),
-        })
-        .collect())
+    record.wall_seconds = t0.elapsed().as_secs_f64();
+    record
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::MockExecutor;
 
-    // Orchestration only: stand-in children that hang or fail, no GPU and no numbers.
+    fn settings(out: &Path, profile: bool) -> RunSettings {
+        RunSettings {
+            out: out.to_path_buf(),
+            timing: TimingConfig::default(),
+            seed: 1,
+            timeout: Duration::from_secs(5),
+            profile: profile.then(|| ProfileRequest { names: vec![], clock_control: ClockControl::None }),
+            command_line: "test".into(),
+            quiet: true,
+        }
+    }
+
+    // Orchestration only, through the mock: every job of a built-in suite gets a record, saved as it goes.
     #[test]
-    fn a_hung_child_is_killed_at_its_timeout() {
+    fn a_mock_run_records_every_job_bound_and_profile_and_says_mock() {
         let d = tempfile::tempdir().unwrap();
-        let t0 = Instant::now();
-        let end = run_logged(Command::new("sh").args(["-c", "sleep 30"]), &d.path().join("log"), Duration::from_millis(300)).unwrap();
-        assert!(matches!(end, ChildEnd::TimedOut));
-        assert!(t0.elapsed() < Duration::from_secs(10));
+        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
+        let suites = [suite];
+        let mock = MockExecutor::default();
+        let s = settings(d.path(), true);
+        let mut plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        screen(&mut plans, &mock).unwrap();
+        let mut dirs = Vec::new();
+        let code = run(&mock, &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap();
+        assert_eq!(code, exit::OK);
+        let (run, warnings) = store::load_run(&dirs[0]).unwrap();
+        assert!(warnings.is_empty());
+        assert!(run.info.mock && run.info.finished.is_some());
+        assert_eq!(run.jobs.len(), suites[0].jobs.len());
+        assert_eq!(run.profiles.len(), run.jobs.len());
+        assert_eq!(run.bounds.len(), run.groups().len());
+        assert!(run.jobs.iter().all(|j| j.status == JobStatus::Ok && j.correctness.is_none() && j.nvml_after.is_none()));
+        let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
+        assert!(md.contains("MOCK"), "{md}");
+        assert!(!dirs[0].join("work").exists());
     }
 
     #[test]
-    fn a_failing_child_reports_the_end_of_its_output() {
-        let d = tempfile::tempdir().unwrap();
-        let script = "echo starting; echo 'error: CUDA driver error while running the variant: illegal address' >&2; exit 1";
-        match run_logged(Command::new("sh").args(["-c", script]), &d.path().join("log"), Duration::from_secs(10)).unwrap() {
-            ChildEnd::Failed(msg) => assert!(msg.contains("illegal address") && msg.contains("starting"), "{msg}"),
-            _ => panic!("expected a failure"),
-        }
-        assert!(matches!(run_logged(Command::new("sh").args(["-c", "exit 0"]), &d.path().join("log2"), Duration::from_secs(10)).unwrap(), ChildEnd::Ok));
+    fn a_variant_no_suite_has_is_an_error_with_the_fix() {
+        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/transpose/suite.toml")).unwrap();
+        let suites = [suite];
+        let e = plan(&suites, &["nope".into()], None, &Catalog::builtin().unwrap()).err().unwrap().to_string();
+        assert!(e.contains("no suite has a variant named nope") && e.contains("fix:"), "{e}");
     }
 }

@@ -50,17 +50,24 @@ fn report_of_a_missing_run_says_what_is_wrong() {
         .stderr(predicate::str::contains("is not a gpu-lab run directory"));
 }
 
+/// A run that cannot start says why and how to fix it: without a driver that there is none, with
+/// one (on a GPU host) that the GPU asked for does not exist. Either way nothing panics.
 #[test]
-fn profile_without_a_gpu_fails_cleanly() {
-    if has_gpu_driver() {
-        eprintln!("skipped: this machine has a GPU driver");
-        return;
-    }
+fn a_run_that_cannot_start_fails_cleanly_with_the_fix() {
+    let out = tempfile::tempdir().unwrap();
+    let why = if has_gpu_driver() { "there is no GPU 99" } else { "no NVIDIA GPU driver found" };
     gpu_lab()
-        .args(["profile", "--suite", "transpose", "--out", std::env::temp_dir().join("gpu-lab-cli-test").to_str().unwrap()])
+        .args(["profile", "--suite", "transpose", "--gpu", "99", "--out", out.path().to_str().unwrap()])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("no NVIDIA GPU driver found").and(predicate::str::contains("fix:")).and(predicate::str::contains("panicked").not()));
+        .stderr(predicate::str::contains(why).and(predicate::str::contains("fix:")).and(predicate::str::contains("panicked").not()));
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0, "no run directory for a run that never started");
+}
+
+#[test]
+fn the_command_line_is_consistent() {
+    use clap::CommandFactory;
+    gpu_lab::cli::Cli::command().debug_assert();
 }
 
 #[test]
@@ -73,10 +80,16 @@ fn unknown_suite_and_usage_errors() {
     gpu_lab().args(["profile"]).assert().code(2);
     gpu_lab().args(["run", "--suite", "transpose", "--timeout", "0"]).assert().code(2);
     gpu_lab().args(["run", "--suite", "transpose", "--noise=-1"]).assert().code(2).stderr(predicate::str::contains("not a positive number"));
-    gpu_lab().args(["report", RUN, "--format", "pdf"]).assert().code(2);
+    gpu_lab().args(["report", RUN, "--format", "pdf"]).assert().code(2).stderr(predicate::str::contains("md, json, csv, svg"));
+    gpu_lab().args(["check", "--baseline", "x", "--from", RUN, "--normalize", "often"]).assert().code(2).stderr(predicate::str::contains("auto, sm, memory, none"));
 }
 
 #[test]
 fn hidden_child_commands_stay_hidden() {
-    gpu_lab().args(["--help"]).assert().success().stdout(predicate::str::contains("__job").not()).stdout(predicate::str::contains("Exit codes"));
+    gpu_lab()
+        .args(["--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("__job").not().and(predicate::str::contains("mock").not()))
+        .stdout(predicate::str::contains("Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 4 some jobs failed"));
 }

@@ -5,7 +5,7 @@ fn markdown_report_of_the_committed_run() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    let md = gpu_lab::report::exporter("md").unwrap().render(&run).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
     // The report must show what the seeds teach.
     assert!(md.contains("| `smem_32`"));
     insta::assert_snapshot!(md);
@@ -29,7 +29,7 @@ fn truncated_results_keep_every_complete_record() {
 fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
-    let svg = gpu_lab::report::exporter("svg").unwrap().render(&run).unwrap();
+    let svg = gpu_lab::report::exporter(gpu_lab::report::Format::Svg).render(&run).unwrap();
     assert!(svg.starts_with("<svg"));
     // One background rectangle plus one bar per correct job (92 here).
     assert_eq!(svg.matches("<rect").count(), 1 + 92);

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gpu_lab::suite::{self, CheckSpec};
+use gpu_lab::suite::{self, CorrectnessSpec};
 
 fn kernels_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
@@ -16,14 +16,14 @@ fn every_builtin_suite_loads_and_expands() {
         let s = suite::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let jobs = &s.jobs;
         assert!(!jobs.is_empty(), "{name} has no jobs");
-        let mut ids: Vec<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+        let mut ids: Vec<&str> = jobs.iter().map(|j| j.id()).collect();
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), jobs.len(), "{name}: job ids must be unique");
         for j in jobs {
             let src = std::fs::read_to_string(&j.program.source_path).unwrap();
             for l in &j.launches {
-                assert!(suite::source_declares_kernel(&src, &l.kernel), "{}: kernel {} not in source", j.id, l.kernel);
+                assert!(suite::source_declares_kernel(&src, &l.kernel), "{}: kernel {} not in source", j.id(), l.kernel);
                 assert!(l.block.iter().product::<u32>() <= 1024);
             }
         }
@@ -34,19 +34,19 @@ fn every_builtin_suite_loads_and_expands() {
 fn transpose_suite_has_every_seed_variant_and_size() {
     let s = suite::load(&kernels_dir().join("transpose/suite.toml")).unwrap();
     let jobs = &s.jobs;
-    let groups: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.group.as_str()).collect();
+    let groups: std::collections::BTreeSet<&str> = jobs.iter().map(|j| j.key.group.as_str()).collect();
     for g in ["NX=4000,NY=4000", "NX=8192,NY=8192", "NX=16384,NY=16384", "NX=1024,NY=2048"] {
         assert!(groups.contains(g), "missing size {g}: {groups:?}");
     }
     for v in ["copy_row", "copy_column", "naive_row", "naive_column", "unroll4_row", "unroll4_col", "diagonal_row", "smem_32", "smem_pad_32", "smem_swizzle_32", "transpose_unrolled", "shared_block"] {
-        assert!(jobs.iter().any(|j| j.variant == v), "missing variant {v}");
+        assert!(jobs.iter().any(|j| j.key.variant == v), "missing variant {v}");
     }
     // The grid of every job covers the matrix: ceil_div, not truncating division.
-    let naive = jobs.iter().find(|j| j.variant == "naive_row" && j.group == "NX=4000,NY=4000").unwrap();
+    let naive = jobs.iter().find(|j| j.key.variant == "naive_row" && j.key.group == "NX=4000,NY=4000").unwrap();
     let l = &naive.launches[0];
     assert!(l.grid[0] as u64 * l.block[0] as u64 >= 4000 && l.grid[1] as u64 * l.block[1] as u64 >= 4000);
-    assert!(matches!(naive.check, CheckSpec::Transpose { rows: 4000, cols: 4000, .. }));
-    let unrolled: Vec<_> = jobs.iter().filter(|j| j.variant == "transpose_unrolled" && j.group == "NX=4000,NY=4000").map(|j| j.label()).collect();
+    assert!(matches!(naive.correctness, CorrectnessSpec::Transpose { rows: 4000, cols: 4000, .. }));
+    let unrolled: Vec<_> = jobs.iter().filter(|j| j.key.variant == "transpose_unrolled" && j.key.group == "NX=4000,NY=4000").map(|j| j.label()).collect();
     assert_eq!(unrolled.len(), 3, "{unrolled:?}");
     assert!(naive.program.options.is_empty() || naive.program.options.iter().all(|o| !o.is_empty()));
 }
@@ -103,14 +103,14 @@ fn user_suite_with_sweeps_defines_and_same_as() {
     let s = suite::load(&write_suite(d.path(), GOOD, CU)).unwrap();
     let jobs = &s.jobs;
     assert_eq!(jobs.len(), 2 * 3);
-    let j = jobs.iter().find(|j| j.label() == "swept[B=128]" && j.group == "N=1000").unwrap();
+    let j = jobs.iter().find(|j| j.label() == "swept[B=128]" && j.key.group == "N=1000").unwrap();
     assert_eq!(j.launches[0].grid, [8, 1, 1]);
     assert_eq!(j.program.options, vec!["-DWIDTH=256"]);
     let r = j.reference.as_ref().unwrap();
     assert_eq!(r.variant, "ref");
     assert_eq!((r.launches[0].block[0], r.launches[0].grid[0]), (256, 4), "the reference keeps its own RB");
-    assert_eq!(j.bytes, Some(8000.0));
-    assert_eq!(j.id, "swept[B=128] @ N=1000");
+    assert_eq!(j.work.bytes, Some(8000.0));
+    assert_eq!(j.id(), "swept[B=128] @ N=1000");
 }
 
 fn error_of(toml: &str, cu: &str) -> String {
@@ -163,7 +163,7 @@ fn a_variant_of_several_launches() {
     let d = tempfile::tempdir().unwrap();
     let s = suite::load(&write_suite(d.path(), &two_step, CU)).unwrap();
     let jobs = &s.jobs;
-    let j = jobs.iter().find(|j| j.variant == "two_step" && j.group == "N=4096").unwrap();
+    let j = jobs.iter().find(|j| j.key.variant == "two_step" && j.key.group == "N=4096").unwrap();
     assert_eq!(j.launches.len(), 2);
     assert_eq!((j.launches[0].grid[0], j.launches[1].grid[0], j.launches[1].shared_bytes), (16, 1, 128));
     let both = two_step.replace("name = \"two_step\"", "name = \"two_step\"\nkernel = \"scale\"");
@@ -177,7 +177,7 @@ fn the_headline_suites_hold_every_seed_lesson() {
     let variants = |name: &str| -> Vec<suite::JobSpec> { suite::load(&found[name]).unwrap_or_else(|e| panic!("{name}: {e}")).jobs };
     let has = |jobs: &[suite::JobSpec], names: &[&str]| {
         for n in names {
-            assert!(jobs.iter().any(|j| j.variant == *n), "missing variant {n}");
+            assert!(jobs.iter().any(|j| j.key.variant == *n), "missing variant {n}");
         }
     };
 
@@ -185,30 +185,30 @@ fn the_headline_suites_hold_every_seed_lesson() {
     has(&reduction, &["neighbored", "neighbored_less", "interleaved", "unrolled", "warp_unrolled", "complete_unrolled", "smem", "smem_shuffle", "best", "best_f32"]);
     for j in &reduction {
         // Each block writes one partial: the check must add exactly as many as the grid has blocks.
-        let CheckSpec::Sum { count, tolerance, .. } = j.check else { panic!("{}: not a sum check", j.id) };
-        assert_eq!(count, j.launches[0].grid.iter().map(|&g| g as u64).product::<u64>(), "{}", j.id);
+        let CorrectnessSpec::Sum { count, tolerance, .. } = j.correctness else { panic!("{}: not a sum check", j.id()) };
+        assert_eq!(count, j.launches[0].grid.iter().map(|&g| g as u64).product::<u64>(), "{}", j.id());
         // Exact for both types: the float variants read whole numbers, whose float sums are exact.
-        assert_eq!(tolerance, 0.0, "{}", j.id);
+        assert_eq!(tolerance, 0.0, "{}", j.id());
     }
 
     let shared = variants("shared-memory");
     has(&shared, &["row_write_row_read", "row_write_col_read", "col_write_row_read", "dyn_row_write_col_read", "row_write_col_read_pad", "dyn_row_write_col_read_pad", "row_write_col_read_swizzle", "rect_row_write_col_read", "rect_pad_unroll2", "transpose_fast"]);
-    assert!(shared.iter().any(|j| j.group == "NX=8192,NY=8192"));
-    assert!(shared.iter().filter(|j| j.variant.starts_with("dyn_")).all(|j| j.launches[0].shared_bytes > 0));
+    assert!(shared.iter().any(|j| j.key.group == "NX=8192,NY=8192"));
+    assert!(shared.iter().filter(|j| j.key.variant.starts_with("dyn_")).all(|j| j.launches[0].shared_bytes > 0));
 
     let global = variants("global-memory");
     has(&global, &["misaligned_read", "misaligned_read_l2", "misaligned_write", "strided_read", "aos", "soa", "aos_sum_x", "soa_sum_x"]);
-    let offsets: Vec<i64> = global.iter().filter(|j| j.variant == "misaligned_read").map(|j| j.variant_params["OFFSET"]).collect();
+    let offsets: Vec<i64> = global.iter().filter(|j| j.key.variant == "misaligned_read").map(|j| j.key.variant_params["OFFSET"]).collect();
     assert_eq!(offsets.first(), Some(&0));
     assert_eq!(offsets.last(), Some(&32));
-    for j in global.iter().filter(|j| j.variant == "misaligned_read") {
-        assert!(matches!(j.check, CheckSpec::Copy { map, .. } if map.input_offset as i64 == j.variant_params["OFFSET"]), "{}", j.id);
+    for j in global.iter().filter(|j| j.key.variant == "misaligned_read") {
+        assert!(matches!(j.correctness, CorrectnessSpec::Copy { map, .. } if map.input_offset as i64 == j.key.variant_params["OFFSET"]), "{}", j.id());
     }
 
     let divergence = variants("warp-divergence");
     for v in ["divergent", "warp_aligned", "seed_divergent"] {
         let g = format!("{v}_G");
-        let (plain, debug) = (divergence.iter().find(|j| j.variant == v).unwrap(), divergence.iter().find(|j| j.variant == g).unwrap());
+        let (plain, debug) = (divergence.iter().find(|j| j.key.variant == v).unwrap(), divergence.iter().find(|j| j.key.variant == g).unwrap());
         assert!(!plain.program.options.contains(&"-G".to_string()) && debug.program.options.contains(&"-G".to_string()), "{v}");
     }
 

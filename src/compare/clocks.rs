@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 
-use crate::device::Snapshot;
-use crate::model::JobRecord;
+use crate::records::Snapshot;
+use crate::records::JobRecord;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -45,15 +45,19 @@ pub enum Normalize {
     None,
 }
 
-impl Normalize {
-    pub fn parse(s: &str) -> Option<Normalize> {
-        match s {
-            "auto" => Some(Normalize::Auto),
-            "sm" => Some(Normalize::Always(Clock::Sm)),
-            "memory" => Some(Normalize::Always(Clock::Memory)),
-            "none" => Some(Normalize::None),
-            _ => None,
-        }
+/// `--normalize auto|sm|memory|none`.
+impl clap::ValueEnum for Normalize {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Normalize::Auto, Normalize::Always(Clock::Sm), Normalize::Always(Clock::Memory), Normalize::None]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Normalize::Auto => "auto",
+            Normalize::Always(Clock::Sm) => "sm",
+            Normalize::Always(Clock::Memory) => "memory",
+            Normalize::None => "none",
+        }))
     }
 }
 
@@ -72,7 +76,7 @@ pub fn basis(job: &JobRecord, normalize: Normalize) -> Option<Clock> {
         Normalize::None => None,
         Normalize::Always(c) => Some(c),
         Normalize::Auto => {
-            let data_movement = job.bytes.is_some_and(|b| b > 0.0) && !job.flops.is_some_and(|f| f > 0.0);
+            let data_movement = job.work.bytes.is_some_and(|b| b > 0.0) && !job.work.flops.is_some_and(|f| f > 0.0);
             Some(if data_movement { Clock::Memory } else { Clock::Sm })
         }
     }
@@ -118,22 +122,17 @@ mod tests {
             ..Default::default()
         };
         JobRecord {
-            id: "j".into(),
-            variant: "v".into(),
+            key: crate::records::JobKey { id: "j".into(), variant: "v".into(), group: "g".into(), ..Default::default() },
             label: "v".into(),
             description: String::new(),
-            variant_params: Default::default(),
-            group: "g".into(),
-            group_params: Default::default(),
-            status: crate::model::JobStatus::Ok,
+            status: crate::records::JobStatus::Ok,
             error: None,
-            check: None,
+            correctness: None,
             samples_ms: vec![],
             runs_per_sample: 1,
             stopped_by: String::new(),
             summary: None,
-            bytes,
-            flops,
+            work: crate::records::Work { bytes, flops },
             launches: 1,
             nvml_before: before.map(snap),
             nvml_after: after.map(snap),

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::metrics::{Better, MetricDef};
-use crate::model::ProfileRecord;
+use crate::records::ProfileRecord;
 
 use super::Verdict;
 

@@ -2,7 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::{Comparison, Exporter, Verdict};
+use super::{Comparison, Verdict};
+use crate::report::Exporter;
 
 pub struct Json;
 
@@ -18,12 +19,13 @@ fn strip_verdicts(v: &mut Value) {
     }
 }
 
-impl Exporter for Json {
-    fn extension(&self) -> &'static str {
+impl Exporter<Comparison> for Json {
+    fn file_name(&self) -> &'static str {
         "json"
     }
 
-    fn render(&self, c: &Comparison, verdicts: bool) -> anyhow::Result<String> {
+    fn render(&self, c: &Comparison) -> anyhow::Result<String> {
+        let verdicts = c.verdicts;
         let mut doc = json!({ "comparison": c });
         if verdicts {
             let counts: serde_json::Map<String, Value> = [Verdict::Regressed, Verdict::Improved, Verdict::New, Verdict::Missing, Verdict::Same]

@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use super::{Comparison, Exporter, Fingerprint, JobComparison, Verdict};
+use super::{Comparison, JobComparison, Verdict};
+use crate::records::Fingerprint;
+use crate::report::Exporter;
 use crate::report::markdown::table;
 
 pub struct Markdown;
@@ -34,7 +36,7 @@ fn environment(c: &Comparison, verdicts: bool) -> String {
     ])
 }
 
-fn status(s: Option<crate::model::JobStatus>) -> &'static str {
+fn status(s: Option<crate::records::JobStatus>) -> &'static str {
     s.map(super::status_word).unwrap_or("–")
 }
 
@@ -95,12 +97,13 @@ fn job_row(j: &JobComparison, verdicts: bool) -> Vec<String> {
     row
 }
 
-impl Exporter for Markdown {
-    fn extension(&self) -> &'static str {
+impl Exporter<Comparison> for Markdown {
+    fn file_name(&self) -> &'static str {
         "md"
     }
 
-    fn render(&self, c: &Comparison, verdicts: bool) -> anyhow::Result<String> {
+    fn render(&self, c: &Comparison) -> anyhow::Result<String> {
+        let verdicts = c.verdicts;
         let mut out = String::new();
         let n = c.jobs.len();
         if verdicts {

@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::metrics::MetricDef;
-use crate::model::{JobRecord, JobStatus, ProfileRecord, RunData};
+use crate::records::{Fingerprint, JobRecord, JobStatus, ProfileRecord, RunData};
+use crate::report::Exporter;
 use clocks::{ClockChange, Normalize};
 use counters::CounterChange;
 use timing::{Direction, Interval};
@@ -76,43 +77,6 @@ impl Default for Settings {
     }
 }
 
-/// What a run was measured on and with: the facts that decide whether two runs compare.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct Fingerprint {
-    pub run: String,
-    pub suite: String,
-    pub gpu: Option<String>,
-    pub uuid: Option<String>,
-    pub driver: Option<String>,
-    pub cuda: Option<String>,
-    pub ncu: Option<String>,
-    pub clocks_seen: String,
-    pub clock_policy: String,
-    pub suite_source_hash: String,
-    pub started: String,
-    pub seed: u64,
-}
-
-impl Fingerprint {
-    pub fn of(run_label: &str, run: &RunData) -> Fingerprint {
-        let d = run.info.device.as_ref();
-        Fingerprint {
-            run: run_label.to_string(),
-            suite: run.info.suite.clone(),
-            gpu: d.map(|d| d.name.clone()),
-            uuid: d.map(|d| d.uuid.clone()),
-            driver: d.map(|d| d.driver.clone()),
-            cuda: d.map(|d| d.cuda_driver.clone()),
-            ncu: run.info.ncu_version.clone(),
-            clocks_seen: crate::report::markdown::clocks_seen(run),
-            clock_policy: run.info.clock_policy.clone(),
-            suite_source_hash: run.info.suite_source_hash.clone(),
-            started: run.info.started.clone(),
-            seed: run.info.seed,
-        }
-    }
-}
-
 /// The two GPU models, when both are known and differ.
 pub fn other_gpu(base: &RunData, new: &RunData) -> Option<(String, String)> {
     match (&base.info.device, &new.info.device) {
@@ -151,6 +115,9 @@ pub struct JobComparison {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
+    /// `false` for `gpu-lab compare`: the same comparison shown side by side, without verdicts.
+    #[serde(skip)]
+    pub verdicts: bool,
     pub base: Fingerprint,
     pub new: Fingerprint,
     pub settings: Settings,
@@ -180,12 +147,12 @@ fn status_word(s: JobStatus) -> &'static str {
 
 /// The copy bound of a job's group in GB/s and the relative half-width of its interval.
 fn copy_bound(run: &RunData, job: &JobRecord) -> Option<(f64, f64)> {
-    let b = run.bounds.get(&job.group)?;
+    let b = run.bounds.get(job.group())?;
     Some((b.copy_gbs()?, b.best_copy()?.relative_half_width()))
 }
 
 fn pct_of_copy(run: &RunData, job: &JobRecord) -> Option<f64> {
-    Some(100.0 * job.gbs()? / run.bounds.get(&job.group)?.copy_gbs()?)
+    Some(100.0 * job.gbs()? / run.bounds.get(job.group())?.copy_gbs()?)
 }
 
 /// Why a job's samples cannot be compared, if they cannot.
@@ -207,7 +174,7 @@ fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: 
         }
     }
     let (base_ms, new_ms) = (base.summary?.median, new.summary?.median);
-    let seed = timing::seed_for(&base.id);
+    let seed = timing::seed_for(base.id());
     let mut clocks = Vec::new();
     let change = if s.relative_to_copy {
         let (Some((base_copy, base_hw)), Some((new_copy, new_hw))) = (copy_bound(base_run, base), copy_bound(new_run, new)) else {
@@ -265,7 +232,7 @@ fn compare_counters(base_run: &RunData, base: &JobRecord, new_run: &RunData, new
     if base_run.profiles.is_empty() || new_run.profiles.is_empty() {
         return Vec::new();
     }
-    let (Some(b), Some(n)) = (profile_of(base_run, &base.id, "the baseline", notes), profile_of(new_run, &new.id, "this run", notes)) else {
+    let (Some(b), Some(n)) = (profile_of(base_run, base.id(), "the baseline", notes), profile_of(new_run, new.id(), "this run", notes)) else {
         return Vec::new();
     };
     let lacking = counters::not_measured(b, n, defs);
@@ -300,9 +267,9 @@ fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &Jo
         }
     };
     JobComparison {
-        id: new.id.clone(),
+        id: new.key.id.clone(),
         label: new.label.clone(),
-        group: new.group.clone(),
+        group: new.key.group.clone(),
         verdict,
         base_status: Some(base.status),
         new_status: Some(new.status),
@@ -323,9 +290,9 @@ fn one_sided(j: &JobRecord, in_base: bool, unfinished: bool) -> JobComparison {
         (false, s) => (Verdict::Regressed, vec![format!("new job, and {}", status_word(s))]),
     };
     JobComparison {
-        id: j.id.clone(),
+        id: j.key.id.clone(),
         label: j.label.clone(),
-        group: j.group.clone(),
+        group: j.key.group.clone(),
         verdict,
         base_status: in_base.then_some(j.status),
         new_status: (!in_base).then_some(j.status),
@@ -345,6 +312,11 @@ fn differs<T: PartialEq + std::fmt::Display>(what: &str, a: Option<T>, b: Option
 
 fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], redefined: &BTreeSet<String>, s: &Settings) -> Vec<String> {
     let mut notes = Vec::new();
+    for (which, run) in [("the baseline", base), ("this run", new)] {
+        if run.info.mock {
+            notes.push(format!("**MOCK**: {which} was made with `--mock-gpu`: no GPU ran, its numbers are stand-ins, and these verdicts test gpu-lab itself, not a kernel"));
+        }
+    }
     if new.info.finished.is_none() {
         notes.push("**this run did not finish** (no end time in its run.json): every baseline job it lacks counts as Regressed".into());
     }
@@ -422,22 +394,23 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
     notes
 }
 
-/// Compares `new` with `base` job by job (matched by job id).
-pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str, defs: &[MetricDef], settings: &Settings) -> Comparison {
-    let new_by_id: BTreeMap<&str, &JobRecord> = new.jobs.iter().map(|j| (j.id.as_str(), j)).collect();
-    let base_ids: BTreeSet<&str> = base.jobs.iter().map(|j| j.id.as_str()).collect();
+/// Compares `new` with `base` job by job (matched by job id); `verdicts: false` for a plain side-by-side.
+pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str, defs: &[MetricDef], settings: &Settings, verdicts: bool) -> Comparison {
+    let new_by_id: BTreeMap<&str, &JobRecord> = new.jobs.iter().map(|j| (j.id(), j)).collect();
+    let base_ids: BTreeSet<&str> = base.jobs.iter().map(|j| j.id()).collect();
     let redefined = counters::redefined(&base.info.metrics, &new.info.metrics);
     let unfinished = new.info.finished.is_none();
     let mut jobs: Vec<JobComparison> = base
         .jobs
         .iter()
-        .map(|b| match new_by_id.get(b.id.as_str()) {
+        .map(|b| match new_by_id.get(b.id()) {
             Some(n) => compare_job(base, b, new, n, defs, &redefined, settings),
             None => one_sided(b, true, unfinished),
         })
         .collect();
-    jobs.extend(new.jobs.iter().filter(|n| !base_ids.contains(n.id.as_str())).map(|n| one_sided(n, false, unfinished)));
+    jobs.extend(new.jobs.iter().filter(|n| !base_ids.contains(n.id())).map(|n| one_sided(n, false, unfinished)));
     Comparison {
+        verdicts,
         base: Fingerprint::of(base_label, base),
         new: Fingerprint::of(new_label, new),
         settings: settings.clone(),
@@ -446,18 +419,17 @@ pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str,
     }
 }
 
-/// One exporter per format, as `report/` has for runs.
-pub trait Exporter {
-    fn extension(&self) -> &'static str;
-    /// `verdicts: false` renders the side-by-side of `gpu-lab compare`.
-    fn render(&self, c: &Comparison, verdicts: bool) -> anyhow::Result<String>;
+/// The formats of a verdict report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Md,
+    Json,
 }
 
-pub fn exporter(format: &str) -> anyhow::Result<Box<dyn Exporter>> {
+pub fn exporter(format: Format) -> Box<dyn Exporter<Comparison>> {
     match format {
-        "md" | "markdown" => Ok(Box::new(markdown::Markdown)),
-        "json" => Ok(Box::new(json::Json)),
-        other => anyhow::bail!("unknown verdict report format `{other}`\n  fix: use --format md or json"),
+        Format::Md => Box::new(markdown::Markdown),
+        Format::Json => Box::new(json::Json),
     }
 }
 

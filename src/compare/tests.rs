@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::counters::CounterChange;
 use super::*;
-use crate::model::RunData;
+use crate::records::RunData;
 
 fn committed(name: &str) -> RunData {
     crate::store::load_run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs").join(name)).unwrap().0
@@ -20,13 +20,13 @@ fn defs(base: &RunData, new: &RunData) -> Vec<MetricDef> {
 }
 
 fn check(base: &RunData, new: &RunData) -> Comparison {
-    compare(base, "base", new, "new", &defs(base, new), &Settings::default())
+    compare(base, "base", new, "new", &defs(base, new), &Settings::default(), true)
 }
 
 const SMEM_PAD: &str = "smem_pad_32 @ NX=8192,NY=8192";
 
 fn scale_job(run: &mut RunData, id: &str, k: f64) {
-    let j = run.jobs.iter_mut().find(|j| j.id == id).unwrap();
+    let j = run.jobs.iter_mut().find(|j| j.id() == id).unwrap();
     j.samples_ms.iter_mut().for_each(|x| *x *= k);
     j.summary = crate::stats::summarize(&j.samples_ms);
 }
@@ -99,7 +99,7 @@ fn a_memory_clock_change_is_reported_and_normalised_away() {
     assert_eq!(t.clocks.len(), 1);
     assert!(t.clocks[0].normalised && t.change.estimate.abs() < 1e-9);
     // Without normalisation the same data is a regression everywhere.
-    let raw = compare(&base, "base", &new, "new", &defs(&base, &new), &Settings { normalize: Normalize::None, ..Settings::default() });
+    let raw = compare(&base, "base", &new, "new", &defs(&base, &new), &Settings { normalize: Normalize::None, ..Settings::default() }, true);
     assert_eq!(raw.count(Verdict::Regressed), 92);
 }
 
@@ -110,22 +110,22 @@ fn correctness_decides_before_timing() {
     new.jobs[3].status = JobStatus::Wrong;
     let gone = new.jobs.remove(5);
     let mut extra = new.jobs[0].clone();
-    extra.id = "brand_new @ NX=4000,NY=4000".into();
+    extra.key.id = "brand_new @ NX=4000,NY=4000".into();
     let mut extra_wrong = extra.clone();
-    extra_wrong.id = "brand_new_wrong @ NX=4000,NY=4000".into();
+    extra_wrong.key.id = "brand_new_wrong @ NX=4000,NY=4000".into();
     extra_wrong.status = JobStatus::Failed;
     new.jobs.extend([extra, extra_wrong]);
     let c = check(&base, &new);
     let v = |id: &str| c.jobs.iter().find(|j| j.id == id).unwrap().verdict;
-    assert_eq!(v(&base.jobs[3].id), Verdict::Regressed);
-    assert_eq!(v(&gone.id), Verdict::Missing);
+    assert_eq!(v(base.jobs[3].id()), Verdict::Regressed);
+    assert_eq!(v(gone.id()), Verdict::Missing);
     assert_eq!(v("brand_new @ NX=4000,NY=4000"), Verdict::New);
     assert_eq!(v("brand_new_wrong @ NX=4000,NY=4000"), Verdict::Regressed);
     // Wrong in both runs is no news; wrong then correct is an improvement.
     let mut was_wrong = base.clone();
     was_wrong.jobs[3].status = JobStatus::Wrong;
-    assert_eq!(check(&was_wrong, &new).jobs.iter().find(|j| j.id == base.jobs[3].id).unwrap().verdict, Verdict::Same);
-    assert_eq!(check(&was_wrong, &base).jobs.iter().find(|j| j.id == base.jobs[3].id).unwrap().verdict, Verdict::Improved);
+    assert_eq!(check(&was_wrong, &new).jobs.iter().find(|j| j.id == base.jobs[3].id()).unwrap().verdict, Verdict::Same);
+    assert_eq!(check(&was_wrong, &base).jobs.iter().find(|j| j.id == base.jobs[3].id()).unwrap().verdict, Verdict::Improved);
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn across_gpu_models_the_share_of_the_copy_bound_is_compared() {
     assert!(other_gpu(&base, &h100).is_some());
     let s = Settings { relative_to_copy: true, ..Settings::default() };
     scale_job(&mut h100, SMEM_PAD, 1.5);
-    let c = compare(&base, "h200", &h100, "h100", &defs(&base, &h100), &s);
+    let c = compare(&base, "h200", &h100, "h100", &defs(&base, &h100), &s, true);
     assert!(c.notes[0].starts_with("different GPU models (NVIDIA H200 → NVIDIA H100 80GB HBM3)"), "{:?}", c.notes);
     assert!(c.jobs.iter().all(|j| j.timing.as_ref().is_some_and(|t| t.clocks.is_empty())));
     let job = c.jobs.iter().find(|j| j.id == SMEM_PAD).unwrap();
@@ -150,16 +150,16 @@ fn verdict_reports_put_regressions_first_and_compare_shows_no_verdicts() {
     let mut new = base.clone();
     scale_job(&mut new, SMEM_PAD, 1.2);
     let c = check(&base, &new);
-    let md = exporter("md").unwrap().render(&c, true).unwrap();
+    let md = exporter(Format::Md).render(&c).unwrap();
     let first_row = md.lines().find(|l| l.starts_with("| **Regressed**") || l.starts_with("| Same")).unwrap();
     assert!(first_row.contains("smem_pad_32") && first_row.contains("+20.0%"), "{first_row}");
     assert!(md.contains("**REGRESSED: 1 of 92 jobs**"));
-    let side = exporter("md").unwrap().render(&c, false).unwrap();
+    let side = exporter(Format::Md).render(&Comparison { verdicts: false, ..c.clone() }).unwrap();
     assert!(!side.contains("Regressed") && !side.contains("| Same"));
-    let json: serde_json::Value = serde_json::from_str(&exporter("json").unwrap().render(&c, true).unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&exporter(Format::Json).render(&c).unwrap()).unwrap();
     assert_eq!(json["regressed"], true);
     assert_eq!(json["counts"]["regressed"], 1);
-    let plain = exporter("json").unwrap().render(&c, false).unwrap();
+    let plain = exporter(Format::Json).render(&Comparison { verdicts: false, ..c }).unwrap();
     assert!(!plain.contains("\"verdict\""));
 }
 
@@ -179,7 +179,7 @@ fn back_to_back_runs_of_unchanged_code_are_the_same_in_either_order() {
         assert!(drifted.change.estimate.abs() > 0.12 && drifted.change.estimate.abs() < drifted.threshold, "{drifted:?}");
     }
     let old_floor = Settings { noise_floor_ms: 0.0005, ..Settings::default() };
-    assert!(compare(&second, "b", &first, "a", &defs(&second, &first), &old_floor).regressed());
+    assert!(compare(&second, "b", &first, "a", &defs(&second, &first), &old_floor, true).regressed());
 }
 
 #[test]
@@ -203,7 +203,7 @@ fn a_metric_computed_by_another_formula_is_not_judged() {
         let moved: Vec<&CounterChange> = c.jobs.iter().flat_map(|j| &j.counters).filter(|c| c.moved).collect();
         assert!(!moved.is_empty() && moved.iter().all(|c| c.metric == "shared_efficiency" && c.redefined && c.verdict.is_none()));
     }
-    let md = exporter("md").unwrap().render(&check(&old, &new), true).unwrap();
+    let md = exporter(Format::Md).render(&check(&old, &new)).unwrap();
     assert!(md.contains("definition changed between the runs: not judged"), "{md}");
     // The tolerance is no part of the definition's identity: a run against itself has no note.
     assert!(check(&new, &new).notes.is_empty());
@@ -231,7 +231,7 @@ fn an_unfinished_run_regresses_on_the_jobs_it_did_not_reach() {
 fn what_could_not_be_compared_is_said() {
     let base = h200();
     let mut new = base.clone();
-    let ids: Vec<String> = base.jobs.iter().take(4).map(|j| j.id.clone()).collect();
+    let ids: Vec<String> = base.jobs.iter().take(4).map(|j| j.key.id.clone()).collect();
     new.jobs[0].samples_ms[0] = f64::NAN;
     new.profiles.remove(&ids[1]);
     let failed = new.profiles.get_mut(&ids[2]).unwrap();
@@ -254,7 +254,7 @@ fn shares_of_the_copy_bound_are_the_reports_own() {
     let c = check(&run, &run);
     for (j, cmp) in run.jobs.iter().zip(&c.jobs) {
         let t = cmp.timing.as_ref().unwrap();
-        let report = 100.0 * j.gbs().unwrap() / run.bounds[&j.group].copy_gbs().unwrap();
+        let report = 100.0 * j.gbs().unwrap() / run.bounds[j.group()].copy_gbs().unwrap();
         assert_eq!((t.base_ms, t.base_pct_of_copy), (j.summary.unwrap().median, Some(report)));
     }
 }

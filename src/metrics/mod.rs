@@ -222,6 +222,45 @@ pub fn counters_needed(defs: &[MetricDef]) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// The metrics to show from a table holding `available`: the ones asked for (names found in the
+/// file are accepted as they are), or every catalog metric the file can give, and how many were skipped.
+pub fn choose_for_file(catalog: &Catalog, requested: &[String], available: &[String]) -> anyhow::Result<(Vec<MetricDef>, usize)> {
+    let present: std::collections::HashSet<&str> = available.iter().map(String::as_str).collect();
+    if requested.is_empty() {
+        let defs: Vec<MetricDef> = catalog.metrics.values().filter(|d| d.counters.values().all(|c| present.contains(c.as_str()))).cloned().collect();
+        if defs.is_empty() {
+            let sample: Vec<&str> = available.iter().take(5).map(String::as_str).collect();
+            anyhow::bail!(
+                "no gpu-lab metric can be computed from this file: it holds {} metrics ({}{}), none of the counters gpu-lab's metrics need\n  fix: export the raw page with the counters (`ncu -i REPORT --csv --page raw --print-units base`), or name metrics of the file with --metrics",
+                available.len(),
+                sample.join(", "),
+                if available.len() > sample.len() { ", …" } else { "" }
+            );
+        }
+        return Ok((defs.clone(), catalog.metrics.len() - defs.len()));
+    }
+    let mut defs: Vec<MetricDef> = Vec::new();
+    for name in requested {
+        let resolved = if present.contains(name.as_str()) && !catalog.metrics.contains_key(name) && !catalog.sets.contains_key(name) {
+            vec![raw_metric(name)]
+        } else {
+            catalog.resolve(std::slice::from_ref(name)).map_err(|e| match e {
+                MetricsError::Unknown { .. } => match nearest(name, available) {
+                    near if near.is_empty() => e.into(),
+                    near => anyhow::anyhow!("{e}\n  the file's own metrics closest to it: {}", near.join(", ")),
+                },
+                other => other.into(),
+            })?
+        };
+        for d in resolved {
+            if !defs.iter().any(|o| o.name == d.name) {
+                defs.push(d);
+            }
+        }
+    }
+    Ok((defs, 0))
+}
+
 /// A metric's value for one kernel launch.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LaunchValue {
@@ -271,6 +310,35 @@ impl<'a> Evaluator<'a> {
         }
         self.formula.eval(bound).map(finite).map_err(|error| FormulaError { metric: self.def.name.clone(), error })
     }
+}
+
+/// Every metric of every launch (each launch its counters by name), row-major (`rows.len() × defs.len()`),
+/// evaluated on all cores: a large import spends most of its time here.
+pub fn evaluate_launches(rows: &[&BTreeMap<String, f64>], defs: &[&MetricDef]) -> Result<Vec<LaunchValue>, FormulaError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+    let chunk = rows.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = rows
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || -> Result<Vec<LaunchValue>, FormulaError> {
+                    let mut evaluators = defs.iter().map(|d| Evaluator::new(d)).collect::<Result<Vec<_>, _>>()?;
+                    let mut out = Vec::with_capacity(part.len() * defs.len());
+                    for row in part {
+                        for e in &mut evaluators {
+                            out.push(e.evaluate(row)?);
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(rows.len() * defs.len());
+        for p in parts {
+            all.extend(p.join().expect("a metric evaluation thread panicked")?);
+        }
+        Ok(all)
+    })
 }
 
 /// Combines per-launch values of one variant (value, launch duration) as the metric says.

@@ -1,15 +1,75 @@
-//! Nsight Compute as a child process: find it, profile a pass of jobs, export the raw page, and map kernels back to jobs.
+//! Nsight Compute, all of it: find ncu, profile a pass of launches, export the raw page, map kernels back to jobs, probe counter access, read ncu's metric list; typed errors for what goes wrong.
 
-use std::collections::BTreeMap;
+pub mod assign;
+pub mod pass;
+pub mod probe;
+pub mod query;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::metrics::{self, LaunchValue, MetricDef};
-use crate::model::ProfileRecord;
-use crate::parse::KernelRow;
-use crate::suite::JobSpec;
+use crate::process::{self, CommandError};
 
-pub mod query;
+pub use assign::{assign_kernels, profile_record};
+
+/// Whether ncu may change the GPU's clocks while profiling: `none` measures the card as found
+/// (never change a shared GPU's clocks); `base` locks base clocks (owners only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ClockControl {
+    #[default]
+    None,
+    Base,
+}
+
+impl ClockControl {
+    /// The word ncu's `--clock-control` takes, and run.json's `clock_policy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockControl::None => "none",
+            ClockControl::Base => "base",
+        }
+    }
+
+    /// A stored `clock_policy` (`base`, anything else is `none`).
+    pub fn from_policy(policy: &str) -> ClockControl {
+        if policy == "base" { ClockControl::Base } else { ClockControl::None }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfilerError {
+    #[error("Nsight Compute (ncu) was not found\n  fix: install Nsight Compute (it ships with the CUDA toolkit) and put it on PATH, or set NCU=/path/to/ncu")]
+    NotFound,
+    #[error("NCU={} is not a file\n  fix: point NCU at the ncu executable, or unset it to use the ncu on PATH", .0.display())]
+    NotAFile(PathBuf),
+    #[error("ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)\n  fix: run as root, or allow profiling for all users: https://developer.nvidia.com/ERR_NVGPUCTRPERM (modprobe option NVreg_RestrictProfilingToAdminUsers=0)")]
+    CountersNotPermitted,
+    #[error("{line}\n  fix: check the metric names with `ncu --query-metrics`; `gpu-lab list metrics` shows the counters behind each metric")]
+    UnknownMetric { line: String },
+    /// Another `==ERROR==` line of ncu's.
+    #[error("{line}")]
+    Reported { line: String },
+    #[error("ncu failed: {0}")]
+    Failed(#[from] CommandError),
+    #[error("ncu profiled no kernel{why}")]
+    NothingProfiled { why: String },
+    #[error("`ncu --import {}` gave no table: {said}\n  fix: check that the file is a report of this ncu version or older ({version})", .report.display())]
+    Export { report: PathBuf, said: String, version: String },
+}
+
+impl ProfilerError {
+    /// Errors that no job of the run can get past (as opposed to one job's failed profile).
+    pub fn stops_every_profile(&self) -> bool {
+        matches!(self, ProfilerError::NotFound | ProfilerError::NotAFile(_) | ProfilerError::CountersNotPermitted)
+    }
+}
+
+/// Where ncu is looked for: `NCU` when set, else the `PATH` directories, else the CUDA toolkit's usual place.
+#[derive(Debug, Clone, Default)]
+pub struct NcuSearch {
+    pub explicit: Option<PathBuf>,
+    pub path_dirs: Vec<PathBuf>,
+}
 
 #[derive(Debug, Clone)]
 pub struct Ncu {
@@ -17,35 +77,38 @@ pub struct Ncu {
     pub version: String,
 }
 
-/// `NCU` if set, else `ncu` on PATH, else the CUDA toolkit's usual places.
-pub fn find() -> Result<Ncu, String> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("NCU") {
-        let p = PathBuf::from(p);
-        if !p.is_file() {
-            return Err(format!("NCU={} is not a file\n  fix: point NCU at the ncu executable, or unset it to use the ncu on PATH", p.display()));
-        }
-        candidates.push(p);
+impl Ncu {
+    /// An ncu command with the locale its CSV parser expects (decimal points, not commas), and
+    /// CUDA numbering GPUs in PCI order, as NVML does, for the programs it runs.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(&self.path);
+        c.env("LC_ALL", "C").env("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        c
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        candidates.extend(std::env::split_paths(&path).map(|d| d.join("ncu")));
-    }
-    candidates.push(PathBuf::from("/usr/local/cuda/bin/ncu"));
-    for c in candidates {
-        if c.is_file() {
-            let version = Command::new(&c).arg("--version").output().ok().map(|o| String::from_utf8_lossy(&o.stdout).to_string()).unwrap_or_default();
-            let version = version.lines().rev().find(|l| l.contains("Version")).unwrap_or("").trim().to_string();
-            return Ok(Ncu { path: c, version });
-        }
-    }
-    Err("Nsight Compute (ncu) was not found\n  fix: install Nsight Compute (it ships with the CUDA toolkit) and put it on PATH, or set NCU=/path/to/ncu".into())
 }
 
-/// Clock policy for ncu: `none` measures the card as found (never change a shared GPU's clocks).
-pub fn profile_args(counters: &[String], clock_control: &str, report_base: &Path) -> Vec<String> {
+/// The first ncu found, with its version.
+pub fn find(search: &NcuSearch) -> Result<Ncu, ProfilerError> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = &search.explicit {
+        if !p.is_file() {
+            return Err(ProfilerError::NotAFile(p.clone()));
+        }
+        candidates.push(p.clone());
+    }
+    candidates.extend(search.path_dirs.iter().map(|d| d.join("ncu")));
+    candidates.push(PathBuf::from("/usr/local/cuda/bin/ncu"));
+    let found = candidates.into_iter().find(|c| c.is_file()).ok_or(ProfilerError::NotFound)?;
+    let printed = process::output(Command::new(&found).arg("--version")).map(|f| f.text).unwrap_or_default();
+    let version = printed.lines().rev().find(|l| l.contains("Version")).unwrap_or("").trim().to_string();
+    Ok(Ncu { path: found, version })
+}
+
+/// The arguments of every profile: clocks as asked, only these counters, every process, a report file.
+pub fn profile_args(counters: &[String], clock_control: ClockControl, report_base: &Path) -> Vec<String> {
     vec![
         "--clock-control".into(),
-        clock_control.into(),
+        clock_control.as_str().into(),
         "--metrics".into(),
         counters.join(","),
         "--target-processes".into(),
@@ -56,105 +119,35 @@ pub fn profile_args(counters: &[String], clock_control: &str, report_base: &Path
     ]
 }
 
-pub fn export_args(report: &Path) -> Vec<String> {
-    vec!["--import".into(), report.display().to_string(), "--csv".into(), "--page".into(), "raw".into(), "--print-units".into(), "base".into()]
+/// The report a `--export BASE` writes.
+pub fn report_path(report_base: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.ncu-rep", report_base.display()))
 }
 
-/// Explains ncu failures that have a known fix.
-pub fn diagnose(output: &str) -> Option<String> {
+/// ncu's raw page of a report as CSV, in base units: what `parse` reads.
+pub fn export_raw(ncu: &Ncu, report: &Path) -> Result<String, ProfilerError> {
+    let said = |text: &str| text.lines().last().unwrap_or("no output").to_string();
+    let export_error = |said: String| ProfilerError::Export { report: report.to_path_buf(), said, version: ncu.version.clone() };
+    let finished = process::run(
+        ncu.command().args(["--import", &report.display().to_string(), "--csv", "--page", "raw", "--print-units", "base"]),
+        &process::Output::Stream { echo: false },
+        None,
+    )
+    .map_err(|e| export_error(e.to_string()))?;
+    if !finished.status.success() || !finished.text.contains("\"ID\"") {
+        return Err(export_error(said(finished.text.trim())));
+    }
+    // ncu's own messages go to stderr and may interleave; the CSV reader skips lines that are not CSV.
+    Ok(finished.text)
+}
+
+/// The problem ncu reported in its output, when it reported one.
+pub fn diagnose(output: &str) -> Option<ProfilerError> {
     if output.contains("ERR_NVGPUCTRPERM") {
-        return Some("ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)\n  fix: run as root, or allow profiling for all users: https://developer.nvidia.com/ERR_NVGPUCTRPERM (modprobe option NVreg_RestrictProfilingToAdminUsers=0)".into());
+        return Some(ProfilerError::CountersNotPermitted);
     }
-    if let Some(line) = output.lines().find(|l| l.contains("==ERROR==")) {
-        if line.contains("metric") || line.contains("Metric") {
-            return Some(format!("{}\n  fix: check the metric names with `ncu --query-metrics`; `gpu-lab list metrics` shows the counters behind each metric", line.trim()));
-        }
-        return Some(line.trim().to_string());
-    }
-    None
-}
-
-/// Splits the profiled kernels among jobs by launch order (the profile pass launches each job's
-/// kernels once, in job order). Each kernel's name, grid and block are compared with the launch
-/// expected there, so a stray or missing launch is reported instead of shifting metrics silently.
-pub fn assign_kernels<'a>(jobs: &[&'a JobSpec], kernels: &[KernelRow]) -> Vec<(&'a JobSpec, Result<Vec<KernelRow>, String>)> {
-    let mut next = 0usize;
-    let mut out = Vec::new();
-    for job in jobs {
-        let n = job.launches.len();
-        if next + n > kernels.len() {
-            out.push((*job, Err(format!("ncu reported {} kernels, fewer than the jobs launched; the profile pass stopped early", kernels.len()))));
-            next = kernels.len();
-            continue;
-        }
-        let rows = kernels[next..next + n].to_vec();
-        let dims = |d: &[u32; 3]| format!("({}, {}, {})", d[0], d[1], d[2]);
-        let mismatch = rows.iter().zip(&job.launches).find(|(r, l)| {
-            !kernel_name_matches(&r.kernel_name, &l.kernel) || r.grid_size != dims(&l.grid) || r.block_size != dims(&l.block)
-        });
-        out.push((*job, match mismatch {
-            Some((r, l)) => Err(format!(
-                "expected kernel `{}` grid {} block {} but ncu profiled `{}` grid {} block {}",
-                l.kernel, dims(&l.grid), dims(&l.block), r.kernel_name, r.grid_size, r.block_size
-            )),
-            None => Ok(rows),
-        }));
-        next += n;
-    }
-    out
-}
-
-/// ncu prints `name`, or a demangled signature `name(args)` / `void name<...>(...)`.
-fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
-    let base = reported.split('(').next().unwrap_or(reported).split('<').next().unwrap_or(reported);
-    base.trim().rsplit(' ').next() == Some(wanted)
-}
-
-/// Computes a job's metrics from its kernels' counters. A formula that cannot be evaluated is a
-/// bug in its definition: the metric is left out and the record's error names it.
-pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], report_file: Option<String>) -> ProfileRecord {
-    let mut values = BTreeMap::new();
-    let mut missing = Vec::new();
-    let mut errors = Vec::new();
-    if rows.iter().any(|r| r.looks_faulted()) {
-        errors.push("ncu reported nan values or a (0, 0, 0) grid: the kernel faulted under the profiler".to_string());
-    }
-    for def in defs {
-        let mut per_launch = Vec::new();
-        let mut undefined = false;
-        let mut absent = false;
-        let evaluated = metrics::Evaluator::new(def).and_then(|mut e| rows.iter().map(|r| e.evaluate(&r.values)).collect::<Result<Vec<_>, _>>());
-        let evaluated = match evaluated {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(e.to_string());
-                continue;
-            }
-        };
-        for (r, value) in rows.iter().zip(evaluated) {
-            let duration = r.values.get(metrics::DURATION).copied().unwrap_or(0.0);
-            match value {
-                LaunchValue::Value(v) => per_launch.push((v, duration)),
-                LaunchValue::NotApplicable => undefined = true,
-                LaunchValue::Missing => absent = true,
-            }
-        }
-        if absent {
-            missing.push(def.name.clone());
-        } else {
-            values.insert(def.name.clone(), if per_launch.is_empty() && undefined { None } else { metrics::aggregate(def, &per_launch) });
-        }
-    }
-    let passes = rows.iter().filter_map(|r| r.values.get("profiler__replayer_passes")).copied().reduce(f64::max);
-    ProfileRecord {
-        job_id: job.id.clone(),
-        metrics: values,
-        missing,
-        kernels: rows.iter().map(|r| r.kernel_name.clone()).collect(),
-        passes,
-        report_file,
-        error: (!errors.is_empty()).then(|| errors.join("; ")),
-    }
+    let line = output.lines().find(|l| l.contains("==ERROR=="))?.trim().to_string();
+    Some(if line.contains("metric") || line.contains("Metric") { ProfilerError::UnknownMetric { line } } else { ProfilerError::Reported { line } })
 }
 
 #[cfg(test)]
@@ -162,97 +155,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_match_plain_and_demangled() {
-        assert!(kernel_name_matches("transpose_naive", "transpose_naive"));
-        assert!(kernel_name_matches("void transposeUnrolled<32, 8>(const float *, float *, int)", "transposeUnrolled"));
-        assert!(kernel_name_matches("copy_row(float*, float*, int, int)", "copy_row"));
-        assert!(!kernel_name_matches("copy_row_x", "copy_row"));
-    }
-
-    fn job(id: &str, grid: u32) -> JobSpec {
-        use crate::suite::{CheckSpec, LaunchSpec, Program};
-        JobSpec {
-            id: id.into(),
-            suite: "s".into(),
-            variant: id.into(),
-            variant_params: Default::default(),
-            group: String::new(),
-            group_params: Default::default(),
-            program: Program { source_path: "k.cu".into(), options: vec![] },
-            launches: vec![LaunchSpec { kernel: "copy".into(), grid: [grid, 1, 1], block: [256, 1, 1], shared_bytes: 0, args: vec![] }],
-            buffers: vec![],
-            check: CheckSpec::None,
-            reference: None,
-            bytes: None,
-            flops: None,
-        }
-    }
-
-    #[test]
-    fn kernels_are_assigned_by_order_and_checked_by_name_grid_and_block() {
-        let row = |id: u64, grid: u32| KernelRow {
-            id,
-            process_id: "1".into(),
-            kernel_name: "copy".into(),
-            block_size: "(256, 1, 1)".into(),
-            grid_size: format!("({grid}, 1, 1)"),
-            device: "0".into(),
-            cc: "9.0".into(),
-            values: Default::default(),
-            text: Default::default(),
-        };
-        let (a, b) = (job("a", 10), job("b", 20));
-        let ok = assign_kernels(&[&a, &b], &[row(0, 10), row(1, 20)]);
-        assert!(ok.iter().all(|(_, r)| r.is_ok()));
-        // Same kernel name, but the launch of `a` is missing: `b` must not get `a`'s metrics.
-        let shifted = assign_kernels(&[&a, &b], &[row(0, 20)]);
-        assert!(shifted[0].1.as_ref().unwrap_err().contains("grid (10, 1, 1)"));
-        assert!(shifted[1].1.as_ref().unwrap_err().contains("stopped early"));
-    }
-
-    #[test]
     fn counter_permission_error_gets_its_fix() {
         let d = diagnose("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission").unwrap();
-        assert!(d.contains("NVreg_RestrictProfilingToAdminUsers"));
+        assert!(matches!(d, ProfilerError::CountersNotPermitted) && d.to_string().contains("NVreg_RestrictProfilingToAdminUsers"));
         let m = diagnose("==ERROR== Failed to find metric regex:^foo__bar$").unwrap();
-        assert!(m.contains("--query-metrics"), "{m}");
+        assert!(matches!(m, ProfilerError::UnknownMetric { .. }) && m.to_string().contains("--query-metrics"), "{m}");
         assert!(diagnose("all good").is_none());
     }
 
-    /// `strided_read`'s five launches of a committed H100 run as the launches of one job: ncu gave
-    /// gld_efficiency_ncu as `100`, `50`, `25`, `12.50`, `12.50`; every launch counts in the mean.
     #[test]
-    fn a_jobs_launches_mixing_whole_and_fractional_values_all_count() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv")).unwrap();
-        let rows: Vec<KernelRow> = crate::parse::parse_ncu_csv(&text).unwrap().kernels.into_iter().filter(|r| r.kernel_name == "strided_read").collect();
-        let defs = metrics::Catalog::builtin().unwrap().resolve(&["gld_efficiency_ncu".into()]).unwrap();
-        let record = profile_record(&job("strided", 1), &defs, &rows, None);
-        let durations: Vec<f64> = rows.iter().map(|r| r.values[metrics::DURATION]).collect();
-        let weighted: f64 = [100.0, 50.0, 25.0, 12.5, 12.5].iter().zip(&durations).map(|(v, d)| v * d).sum();
-        let expected = weighted / durations.iter().sum::<f64>();
-        let got = record.metrics["gld_efficiency_ncu"].unwrap();
-        assert!((got - expected).abs() < 1e-9, "{got} != {expected}");
-        assert_eq!(record.error, None);
-    }
-
-    #[test]
-    fn a_formula_error_is_the_records_error_not_a_value() {
-        let mut c = metrics::Catalog::default();
-        c.add_toml("user.toml", "[metrics.odd]\ndescription = \"d\"\nunit = \"\"\ncounters = { b = \"b__x.sum\" }\nformula = \"if(b > 0, b, false)\"\n").unwrap();
-        let defs = c.resolve(&["odd".into(), "b__x.sum".into()]).unwrap();
-        let row = KernelRow {
-            id: 0,
-            process_id: "1".into(),
-            kernel_name: "copy".into(),
-            block_size: "(256, 1, 1)".into(),
-            grid_size: "(1, 1, 1)".into(),
-            device: "0".into(),
-            cc: "9.0".into(),
-            values: BTreeMap::from([("b__x.sum".to_string(), 0.0)]),
-            text: Default::default(),
-        };
-        let record = profile_record(&job("j", 1), &defs, &[row], None);
-        assert!(!record.metrics.contains_key("odd") && record.metrics.contains_key("b__x.sum"));
-        assert!(record.error.as_deref().is_some_and(|e| e.starts_with("metric `odd`: cannot evaluate")), "{:?}", record.error);
+    fn a_missing_ncu_is_named_with_its_fix() {
+        let d = tempfile::tempdir().unwrap();
+        let e = find(&NcuSearch { explicit: Some(d.path().join("ncu")), path_dirs: vec![] }).unwrap_err();
+        assert!(matches!(e, ProfilerError::NotAFile(_)) && e.to_string().contains("fix:"));
+        // A directory on PATH without ncu, and (on this machine) no toolkit: not found.
+        if !Path::new("/usr/local/cuda/bin/ncu").is_file() {
+            let e = find(&NcuSearch { explicit: None, path_dirs: vec![d.path().to_path_buf()] }).unwrap_err();
+            assert!(matches!(e, ProfilerError::NotFound));
+        }
+        // A stand-in ncu that prints a version is found and its version read.
+        let fake = d.path().join("ncu");
+        std::fs::write(&fake, "#!/bin/sh\necho 'NVIDIA (R) Nsight Compute Command Line Profiler'\necho 'Version 2025.3.1.0 (build 1)'\n").unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let ncu = find(&NcuSearch { explicit: None, path_dirs: vec![d.path().to_path_buf()] }).unwrap();
+        assert_eq!((ncu.path, ncu.version.as_str()), (fake, "Version 2025.3.1.0 (build 1)"));
     }
 }

@@ -1,10 +1,10 @@
 //! The device's metric list from `ncu --query-metrics`, cached per chip and ncu version, and the check of requested metrics against it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::{self, DeviceMetrics, Screened};
+use crate::process;
 use crate::profiler::Ncu;
 use crate::store;
 
@@ -28,13 +28,13 @@ fn from_cache(cache: Option<&Path>, ncu: &Ncu, device: &str) -> Option<DeviceMet
     blocks.into_iter().find(|b| b.chip == chip.trim())
 }
 
-/// The metric list of GPU `gpu` (CUDA's index), named `device` by NVML, from the cache or from ncu.
-pub fn device_metrics(ncu: &Ncu, device: Option<&str>, gpu: u32) -> Result<DeviceMetrics, String> {
+/// The metric list of GPU `gpu` (CUDA's index), named `device` by NVML, from the cache under `cache` or from ncu.
+pub fn device_metrics(ncu: &Ncu, cache: Option<&Path>, device: Option<&str>, gpu: u32) -> Result<DeviceMetrics, String> {
     let query = || {
-        let out = Command::new(&ncu.path).arg("--query-metrics").env("LC_ALL", "C").output().map_err(|e| format!("could not run `{} --query-metrics`: {e}", ncu.path.display()))?;
-        Ok((String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).trim().to_string()))
+        let finished = process::run(ncu.command().arg("--query-metrics"), &process::Output::Stream { echo: false }, None).map_err(|e| e.to_string())?;
+        Ok((finished.text, String::new()))
     };
-    device_metrics_cached(crate::build::cache_dir().as_deref(), ncu, device, gpu, query)
+    device_metrics_cached(cache, ncu, device, gpu, query)
 }
 
 /// `query` runs `ncu --query-metrics` and gives its stdout and stderr.
@@ -62,8 +62,8 @@ fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>, 
 /// Checks requested metrics against the device before ncu runs: a misspelt raw name is an error,
 /// a metric this GPU cannot collect is named in a warning and left out. When the list cannot be
 /// had (an ncu that cannot query), everything is kept and ncu's own errors still apply.
-pub fn screen_for_device(ncu: &Ncu, device: Option<&str>, gpu: u32, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
-    let list = match device_metrics(ncu, device, gpu) {
+pub fn screen_for_device(ncu: &Ncu, cache: Option<&Path>, device: Option<&str>, gpu: u32, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
+    let list = match device_metrics(ncu, cache, device, gpu) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("warning: metric names not checked against this GPU ({e})");
@@ -128,6 +128,6 @@ mod tests {
     #[test]
     fn an_ncu_that_cannot_list_is_an_error_not_a_panic() {
         let ncu = Ncu { path: "/bin/true".into(), version: String::new() };
-        assert!(device_metrics(&ncu, None, 0).unwrap_err().contains("no metric list"));
+        assert!(device_metrics(&ncu, None, None, 0).unwrap_err().contains("no metric list"));
     }
 }

@@ -1,11 +1,11 @@
 //! CSV exporter: one row per job with its timing, bandwidth and every metric (the run's `metrics.csv`).
 
 use super::Exporter;
-use crate::model::RunData;
+use crate::records::RunData;
 
 pub struct Csv;
 
-impl Exporter for Csv {
+impl Exporter<RunData> for Csv {
     fn file_name(&self) -> &'static str {
         "metrics.csv"
     }
@@ -23,18 +23,18 @@ impl Exporter for Csv {
         for j in &run.jobs {
             let s = j.summary;
             let mut row = vec![
-                j.group.clone(),
-                j.variant.clone(),
-                crate::suite::format_params(&j.variant_params),
+                j.key.group.clone(),
+                j.key.variant.clone(),
+                crate::records::format_params(&j.key.variant_params),
                 serde_json::to_value(j.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
                 num(s.map(|s| s.median)),
                 num(s.map(|s| s.ci_low)),
                 num(s.map(|s| s.ci_high)),
                 s.map(|s| s.n.to_string()).unwrap_or_default(),
                 num(j.gbs()),
-                num(run.bounds.get(&j.group).and_then(|b| b.copy_gbs())),
+                num(run.bounds.get(j.group()).and_then(|b| b.copy_gbs())),
             ];
-            let profile = run.profiles.get(&j.id);
+            let profile = run.profiles.get(j.id());
             for m in &metric_names {
                 row.push(num(profile.and_then(|p| p.metrics.get(m).copied().flatten())));
             }

@@ -3,11 +3,11 @@
 use serde_json::json;
 
 use super::Exporter;
-use crate::model::RunData;
+use crate::records::RunData;
 
 pub struct Json;
 
-impl Exporter for Json {
+impl Exporter<RunData> for Json {
     fn file_name(&self) -> &'static str {
         "report.json"
     }
@@ -20,8 +20,8 @@ impl Exporter for Json {
                 json!({
                     "job": j,
                     "gbs": j.gbs(),
-                    "copy_bound_gbs": run.bounds.get(&j.group).and_then(|b| b.copy_gbs()),
-                    "profile": run.profiles.get(&j.id),
+                    "copy_bound_gbs": run.bounds.get(j.group()).and_then(|b| b.copy_gbs()),
+                    "profile": run.profiles.get(j.id()),
                 })
             })
             .collect();

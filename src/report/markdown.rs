@@ -7,7 +7,7 @@ use tabled::settings::Style;
 
 use super::Exporter;
 use crate::metrics::{self, MetricDef};
-use crate::model::{JobRecord, JobStatus, RunData};
+use crate::records::{JobRecord, JobStatus, RunData};
 
 pub struct Markdown;
 
@@ -20,29 +20,9 @@ pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
     b.build().with(Style::markdown()).to_string()
 }
 
-/// Range of the SM and memory clocks NVML saw before and after the jobs, and throttled snapshots.
-pub fn clocks_seen(run: &RunData) -> String {
-    let snaps: Vec<_> = run.jobs.iter().flat_map(|j| [&j.nvml_before, &j.nvml_after]).flatten().collect();
-    let range = |f: &dyn Fn(&crate::device::Snapshot) -> Option<u32>| {
-        let v: Vec<u32> = snaps.iter().filter_map(|s| f(s)).collect();
-        match (v.iter().min(), v.iter().max()) {
-            (Some(a), Some(b)) if a == b => format!("{a} MHz"),
-            (Some(a), Some(b)) => format!("{a}–{b} MHz"),
-            _ => "not read".into(),
-        }
-    };
-    let throttled = snaps.iter().filter(|s| s.is_throttled()).count();
-    format!(
-        "SM {}, memory {}{}",
-        range(&|s| s.sm_clock_mhz),
-        range(&|s| s.mem_clock_mhz),
-        if throttled > 0 { format!("; **{throttled} snapshots throttled**") } else { String::new() }
-    )
-}
-
 fn status_cell(j: &JobRecord) -> String {
     match j.status {
-        JobStatus::Ok if j.check.is_none() => "not checked".into(),
+        JobStatus::Ok if j.correctness.is_none() => "not checked".into(),
         JobStatus::Ok => "yes".into(),
         JobStatus::Wrong => "**WRONG**".into(),
         JobStatus::Failed => "failed".into(),
@@ -53,7 +33,7 @@ fn status_cell(j: &JobRecord) -> String {
 /// How much faster `j` is than `first`: by time for the same work, by GB/s where the two move
 /// different amounts of bytes (a strided read of 1/32 of the data is not 32× faster).
 fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
-    match (first.bytes, j.bytes) {
+    match (first.work.bytes, j.work.bytes) {
         (Some(a), Some(b)) if a != b => Some(j.gbs()? / first.gbs()?),
         _ => Some(first.summary?.median / j.summary?.median),
     }
@@ -68,7 +48,10 @@ fn pct(a: Option<f64>, b: Option<f64>) -> String {
 
 fn header(run: &RunData, out: &mut String) {
     let i = &run.info;
-    let _ = writeln!(out, "# gpu-lab report: {}\n", i.suite);
+    let _ = writeln!(out, "# gpu-lab report: {}{}\n", i.suite, if i.mock { " (MOCK)" } else { "" });
+    if i.mock {
+        let _ = writeln!(out, "**MOCK run: no GPU was used (`--mock-gpu`). Every time, bandwidth and counter below is a deterministic stand-in made to test gpu-lab itself, not a measurement.**\n");
+    }
     if !i.suite_description.is_empty() {
         let _ = writeln!(out, "{}\n", i.suite_description);
     }
@@ -84,7 +67,7 @@ fn header(run: &RunData, out: &mut String) {
         }
         None => kv("GPU", format!("unknown: {}", i.nvml_error.clone().unwrap_or_else(|| "NVML gave no information".into()))),
     }
-    kv("clocks seen (NVML, before and after each job)", clocks_seen(run));
+    kv("clocks seen (NVML, before and after each job)", run.clocks_seen());
     let policy = if i.clock_policy == "none" { "the card is measured as found" } else { "ncu locked the clocks while profiling" };
     kv("clock policy", format!("{} (ncu --clock-control {}; {policy})", i.clock_policy, i.clock_policy));
     kv("ncu", i.ncu_version.clone().unwrap_or_else(|| "not used (`gpu-lab run`)".into()));
@@ -106,7 +89,7 @@ fn header(run: &RunData, out: &mut String) {
 }
 
 fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut String) {
-    let jobs: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.group == group).collect();
+    let jobs: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.group() == group).collect();
     let _ = writeln!(out, "## {}\n", if group.is_empty() { "results" } else { group });
     let bound = run.bounds.get(group);
     let copy = bound.and_then(|b| b.copy_gbs());
@@ -153,7 +136,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             },
             status_cell(j),
         ];
-        let profile = run.profiles.get(&j.id);
+        let profile = run.profiles.get(j.id());
         for m in metrics {
             row.push(match profile.and_then(|p| p.metrics.get(&m.name)) {
                 Some(Some(v)) => metrics::format_value(m, *v),
@@ -167,7 +150,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
     out.push_str("\n\n");
     let mut readings = Vec::new();
     for j in &jobs {
-        if let Some(p) = run.profiles.get(&j.id) {
+        if let Some(p) = run.profiles.get(j.id()) {
             for m in metrics {
                 if let Some(Some(v)) = p.metrics.get(&m.name) {
                     if metrics::is_notable(m, *v) && !m.reading.is_empty() {
@@ -184,7 +167,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             let more = if e.lines().count() > lines.len() { "\n  …(the rest is in results.jsonl and the job's log under logs/)" } else { "" };
             readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(j), lines.join("\n  ")));
         }
-        if let (JobStatus::Wrong, Some(c)) = (j.status, &j.check) {
+        if let (JobStatus::Wrong, Some(c)) = (j.status, &j.correctness) {
             readings.push(format!(
                 "- `{}` is wrong: {} of {} elements differ ({} never written); first: {}",
                 j.label, c.mismatches, c.checked, c.unwritten, c.first_mismatch.clone().unwrap_or_default()
@@ -196,7 +179,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
     }
 }
 
-impl Exporter for Markdown {
+impl Exporter<RunData> for Markdown {
     fn file_name(&self) -> &'static str {
         "report.md"
     }

@@ -1,4 +1,4 @@
-//! Exporters: a stored run -> markdown, JSON or CSV bytes (pure; one exporter per file behind one trait).
+//! Exporters: data -> markdown, JSON, CSV or SVG bytes (pure; one exporter per file behind one trait, for runs here and for comparisons in `compare/`).
 
 pub mod csv;
 pub mod json;
@@ -6,20 +6,29 @@ pub mod markdown;
 pub mod nvprof;
 pub mod svg;
 
-use crate::model::RunData;
+use crate::records::RunData;
 
-pub trait Exporter {
-    /// File name the rendered output is saved under in a run directory.
+/// Renders one kind of data in one format.
+pub trait Exporter<T: ?Sized> {
+    /// The file the output is saved under (in a run directory), or its extension.
     fn file_name(&self) -> &'static str;
-    fn render(&self, run: &RunData) -> anyhow::Result<String>;
+    fn render(&self, data: &T) -> anyhow::Result<String>;
 }
 
-pub fn exporter(format: &str) -> anyhow::Result<Box<dyn Exporter>> {
+/// The formats of a run's report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Md,
+    Json,
+    Csv,
+    Svg,
+}
+
+pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
     match format {
-        "md" | "markdown" => Ok(Box::new(markdown::Markdown)),
-        "json" => Ok(Box::new(json::Json)),
-        "csv" => Ok(Box::new(csv::Csv)),
-        "svg" => Ok(Box::new(svg::Svg)),
-        other => anyhow::bail!("unknown report format `{other}`\n  fix: use --format md, json, csv or svg"),
+        Format::Md => Box::new(markdown::Markdown),
+        Format::Json => Box::new(json::Json),
+        Format::Csv => Box::new(csv::Csv),
+        Format::Svg => Box::new(svg::Svg),
     }
 }

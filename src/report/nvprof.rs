@@ -5,7 +5,7 @@
 //! print the same table from Nsight Compute's counters. Launches where a formula is undefined
 //! (n/a) count as invocations but not in Min/Max/Avg; the table says how many there were.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use serde::Serialize;
@@ -94,7 +94,8 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
         }
     }
     let present: Vec<&MetricDef> = defs.iter().filter(|d| !summary.missing.iter().any(|m| m.metric == d.name)).collect();
-    let values = evaluate_launches(rows, &present)?;
+    let launch_values: Vec<&BTreeMap<String, f64>> = rows.iter().map(|r| &r.values).collect();
+    let values = metrics::evaluate_launches(&launch_values, &present)?;
     let mut index: HashMap<(&str, &str, Option<&String>, &str), usize> = HashMap::new();
     let mut sums: Vec<Vec<f64>> = Vec::new();
     for (r, row) in rows.iter().enumerate() {
@@ -157,35 +158,6 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
         group.metrics.retain(|l| l.invocations > 0);
     }
     Ok(summary)
-}
-
-/// Every metric of every launch, row-major (`rows.len() × defs.len()`), evaluated on all cores:
-/// a large import spends most of its time here. Faulted launches are evaluated too, and skipped later.
-fn evaluate_launches(rows: &[KernelRow], defs: &[&MetricDef]) -> Result<Vec<LaunchValue>, FormulaError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
-    let chunk = rows.len().div_ceil(threads).max(1);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = rows
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || -> Result<Vec<LaunchValue>, FormulaError> {
-                    let mut evaluators = defs.iter().map(|d| metrics::Evaluator::new(d)).collect::<Result<Vec<_>, _>>()?;
-                    let mut out = Vec::with_capacity(part.len() * defs.len());
-                    for row in part {
-                        for e in &mut evaluators {
-                            out.push(e.evaluate(&row.values)?);
-                        }
-                    }
-                    Ok(out)
-                })
-            })
-            .collect();
-        let mut all = Vec::with_capacity(rows.len() * defs.len());
-        for p in parts {
-            all.extend(p.join().expect("a metric evaluation thread panicked")?);
-        }
-        Ok(all)
-    })
 }
 
 /// Significant digits with a scaled unit, as nvprof printed throughputs: `24.568GB/s`.
@@ -350,13 +322,22 @@ pub fn render_csv(s: &Summary) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
-pub fn render(s: &Summary, format: &str) -> anyhow::Result<String> {
+/// The formats of nvprof's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// nvprof's own fixed-width text.
+    Table,
+    Md,
+    Csv,
+    Json,
+}
+
+pub fn render(s: &Summary, format: Format) -> anyhow::Result<String> {
     match format {
-        "table" => Ok(render_table(s)),
-        "md" => Ok(render_markdown(s)),
-        "csv" => render_csv(s),
-        "json" => Ok(serde_json::to_string_pretty(s)? + "\n"),
-        other => anyhow::bail!("unknown format `{other}`\n  fix: use --format table, md, csv or json"),
+        Format::Table => Ok(render_table(s)),
+        Format::Md => Ok(render_markdown(s)),
+        Format::Csv => render_csv(s),
+        Format::Json => Ok(serde_json::to_string_pretty(s)? + "\n"),
     }
 }
 

@@ -3,7 +3,7 @@
 use plotters::prelude::*;
 
 use super::Exporter;
-use crate::model::{JobStatus, RunData};
+use crate::records::{JobStatus, RunData};
 
 pub struct Svg;
 
@@ -20,7 +20,7 @@ fn draw(run: &RunData, area: &DrawingArea<SVGBackend, plotters::coord::Shift>) -
     area.draw(&Text::new(format!("{} on {} ({}): effective GB/s, copy bound dashed", run.info.suite, device, run.info.started), (10, 8), title))?;
     let mut y = 36;
     for group in run.groups() {
-        let jobs: Vec<_> = run.jobs.iter().filter(|j| j.group == group).collect();
+        let jobs: Vec<_> = run.jobs.iter().filter(|j| j.group() == group).collect();
         let copy = run.bounds.get(&group).and_then(|b| b.copy_gbs());
         let scale = jobs.iter().filter_map(|j| j.gbs()).chain(copy).fold(1.0f64, f64::max) * 1.05;
         area.draw(&Text::new(format!("{group}"), (10, y), ("sans-serif", 13).into_font().style(FontStyle::Bold)))?;
@@ -55,11 +55,11 @@ fn draw(run: &RunData, area: &DrawingArea<SVGBackend, plotters::coord::Shift>) -
 
 /// Height the chart needs: a title, then per group a heading, one row per job and the copy label.
 fn height(run: &RunData) -> u32 {
-    let rows: usize = run.groups().iter().map(|g| run.jobs.iter().filter(|j| &j.group == g).count() + 2).sum();
+    let rows: usize = run.groups().iter().map(|g| run.jobs.iter().filter(|j| j.group() == g).count() + 2).sum();
     (50 + rows as i32 * ROW + run.groups().len() as i32 * 10).max(80) as u32
 }
 
-impl Exporter for Svg {
+impl Exporter<RunData> for Svg {
     fn file_name(&self) -> &'static str {
         "chart.svg"
     }

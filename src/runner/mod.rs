@@ -1,58 +1,17 @@
 //! One job on one GPU, run inside the child process: build, allocate, initialise, check against the reference, time with CUDA events.
 
-pub mod host;
-
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
-use serde::{Deserialize, Serialize};
-
 use crate::build;
+use crate::device::driver_present;
+use crate::records::{BoundsOutcome, CompileInfo, JobOutcome, TimingConfig};
 use crate::stats;
-use crate::suite::{ArgSpec, CheckSpec, Init, JobSpec, LaunchSpec, Program};
-use host::{CheckOutcome, HostData};
-
-/// When to stop sampling (nvbench's defaults are the model: at least 10 samples, 0.5% noise).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct TimingConfig {
-    pub min_samples: usize,
-    pub max_samples: usize,
-    /// Stop once the median's 95% interval half-width is below this fraction of it.
-    pub target_rel_ci: f64,
-    /// Stop after this many seconds of sampling even if the target is not met.
-    pub max_seconds: f64,
-    pub warmup_ms: f64,
-    /// Each sample lasts at least this long (short kernels are batched between one pair of events).
-    pub min_sample_ms: f64,
-}
-
-impl Default for TimingConfig {
-    fn default() -> Self {
-        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5 }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct CompileInfo {
-    pub source: String,
-    pub cached: bool,
-    pub millis: f64,
-}
-
-/// What the child reports back for one job.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct JobOutcome {
-    pub check: Option<CheckOutcome>,
-    /// Milliseconds per run of the variant (all its launches), one per sample.
-    pub samples_ms: Vec<f64>,
-    pub runs_per_sample: u32,
-    pub warmup_runs: u32,
-    pub stopped_by: String,
-    pub compile: Vec<CompileInfo>,
-    pub seed: u64,
-}
+use crate::suite::{ArgSpec, JobSpec, LaunchSpec, Program};
+use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -76,29 +35,23 @@ impl<T> Doing<T> for Result<T, cudarc::driver::DriverError> {
     }
 }
 
-/// True when the CUDA driver library can be loaded. Every entry point asks first: cudarc
-/// panics on first use without it.
-pub fn driver_present() -> bool {
-    // SAFETY: only tries to open the library.
-    unsafe { cudarc::driver::sys::is_culib_present() }
-}
-
-/// An open GPU: context, stream and the architecture string for NVRTC.
+/// An open GPU: context, stream, the architecture string for NVRTC and where compiled PTX is cached.
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub arch: String,
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Gpu {
-    pub fn open(ordinal: usize) -> Result<Gpu, RunError> {
+    pub fn open(ordinal: usize, cache_dir: Option<PathBuf>) -> Result<Gpu, RunError> {
         if !driver_present() {
             return Err(RunError::NoDriver);
         }
         let ctx = CudaContext::new(ordinal).doing(format!("opening GPU {ordinal}"))?;
         let (major, minor) = ctx.compute_capability().doing("reading the compute capability")?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}") })
+        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir })
     }
 }
 
@@ -109,7 +62,7 @@ struct Loaded {
 }
 
 fn load(gpu: &Gpu, program: &Program, launches: &[LaunchSpec], info: &mut Vec<CompileInfo>) -> Result<Loaded, RunError> {
-    let compiled = build::compile(program, &gpu.arch)?;
+    let compiled = build::compile(program, &gpu.arch, gpu.cache_dir.as_deref())?;
     info.push(CompileInfo { source: program.source_path.display().to_string(), cached: compiled.cached, millis: compiled.millis });
     let module = gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(compiled.ptx)).doing("loading the compiled module")?;
     let mut functions = HashMap::new();
@@ -214,11 +167,12 @@ fn input_ref<'a>(bufs: &'a Buffers, spec: &JobSpec, i: usize) -> Result<&'a Host
     bufs.initial[i].as_ref().ok_or_else(|| RunError::Invalid(format!("check input `{}` is not initialised with random or iota data", spec.buffers[i].name)))
 }
 
-fn check(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile: &mut Vec<CompileInfo>) -> Result<Option<CheckOutcome>, RunError> {
+/// Verifies the variant's output against its correctness spec, on fresh buffers.
+fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile: &mut Vec<CompileInfo>) -> Result<Option<Correctness>, RunError> {
     let elem_of = |i: usize| spec.buffers[i].elem;
-    let outcome = match &spec.check {
-        CheckSpec::None => return Ok(None),
-        CheckSpec::SameAs { output, tolerance } => {
+    let outcome = match &spec.correctness {
+        CorrectnessSpec::None => return Ok(None),
+        CorrectnessSpec::SameAs { output, tolerance } => {
             let r = spec.reference.as_ref().ok_or_else(|| RunError::Invalid("same_as check without a reference".into()))?;
             let ref_loaded = load(gpu, &r.program, &r.launches, compile)?;
             bufs.reset(gpu, spec)?;
@@ -226,20 +180,15 @@ fn check(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile
             let expected = bufs.download(gpu, spec, *output)?;
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
-            host::check_same(elem_of(*output), &expected, &bufs.download(gpu, spec, *output)?, *tolerance)
+            check_same(elem_of(*output), &expected, &bufs.download(gpu, spec, *output)?, *tolerance)
         }
         // The built-in references: run the variant once on fresh buffers, compare one output with its input.
-        CheckSpec::Copy { input, output, .. } | CheckSpec::Transpose { input, output, .. } | CheckSpec::Sum { input, output, .. } => {
+        CorrectnessSpec::Copy { input, output, .. } | CorrectnessSpec::Transpose { input, output, .. } | CorrectnessSpec::Sum { input, output, .. } => {
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             let (elem, got) = (elem_of(*output), bufs.download(gpu, spec, *output)?);
             let want = input_ref(bufs, spec, *input)?;
-            match &spec.check {
-                CheckSpec::Copy { map, .. } => host::check_copy_mapped(elem, want, &got, *map),
-                CheckSpec::Transpose { rows, cols, .. } => host::check_transpose(elem, want, &got, *rows as usize, *cols as usize),
-                CheckSpec::Sum { count, input_stride, tolerance, .. } => host::check_sum(elem, want, &got, *count as usize, *input_stride as usize, *tolerance),
-                CheckSpec::None | CheckSpec::SameAs { .. } => unreachable!("matched above"),
-            }
+            spec.correctness.against_input(elem, want, &got).expect("a built-in reference")
         }
     };
     Ok(Some(outcome))
@@ -299,10 +248,10 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
     let mut compile = Vec::new();
     let loaded = load(gpu, &spec.program, &spec.launches, &mut compile)?;
     let mut bufs = Buffers::new(gpu, spec, seed)?;
-    let check = check(gpu, spec, &loaded, &mut bufs, &mut compile)?;
+    let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
     let (samples_ms, runs_per_sample, warmup_runs, stopped_by) = time_runs(gpu, cfg, || launch_all(gpu, &loaded, &spec.launches, &bufs.pointers))?;
-    Ok(JobOutcome { check, samples_ms, runs_per_sample, warmup_runs, stopped_by, compile, seed })
+    Ok(JobOutcome { correctness, samples_ms, runs_per_sample, warmup_runs, stopped_by, compile, seed })
 }
 
 /// Runs each job's launches exactly once, in order, for `ncu` to profile: no check, no timing,
@@ -313,7 +262,7 @@ pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64) -> Result<(), R
         let loaded = load(gpu, &spec.program, &spec.launches, &mut compile)?;
         let mut bufs = Buffers::new(gpu, spec, seed)?;
         bufs.reset(gpu, spec)?;
-        run_checked(gpu, &loaded, &spec.launches, &bufs, &spec.id)?;
+        run_checked(gpu, &loaded, &spec.launches, &bufs, spec.id())?;
     }
     Ok(())
 }
@@ -326,17 +275,9 @@ extern "C" __global__ void gpu_lab_copy(const float4* __restrict__ in, float4* _
 }
 "#;
 
-/// The memory bounds of one size: a device-to-device copy and a plain copy kernel over `bytes` bytes.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct BoundsOutcome {
-    pub bytes: u64,
-    pub memcpy_samples_ms: Vec<f64>,
-    pub kernel_samples_ms: Vec<f64>,
-}
-
 pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<BoundsOutcome, RunError> {
     let bytes = bytes.div_ceil(16) * 16;
-    let src_data = HostData::init(crate::suite::ElemType::U32, (bytes / 4) as usize, Init::Random, 1);
+    let src_data = HostData::init(ElemType::U32, (bytes / 4) as usize, Init::Random, 1);
     let src = gpu.stream.clone_htod(src_data.as_bytes()).doing("uploading the copy source")?;
     // SAFETY: fully written by the copies before it is read.
     let mut dst = unsafe { gpu.stream.alloc::<u8>(bytes as usize) }.doing("allocating the copy target")?;

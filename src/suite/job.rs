@@ -1,31 +1,27 @@
 //! A job: one variant at one point of the sweep, fully resolved (numbers, not expressions), as handed to the child process.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::{ElemType, Init};
+pub use crate::records::{format_params, JobKey, Work};
+use crate::verify::{CorrectnessSpec, ElemType, Init};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct JobSpec {
-    /// Unique within a run: `variant[params] @ group`.
-    pub id: String,
+    #[serde(flatten)]
+    pub key: JobKey,
     pub suite: String,
-    pub variant: String,
-    /// The variant's own parameters (fixed and swept), shown beside its name.
-    pub variant_params: BTreeMap<String, i64>,
-    /// The suite-wide sweep point (for example the matrix shape); report tables are per group.
-    pub group: String,
-    pub group_params: BTreeMap<String, i64>,
     pub program: Program,
     pub launches: Vec<LaunchSpec>,
     pub buffers: Vec<BufferSpec>,
-    pub check: CheckSpec,
+    /// What a correct output is (stored as `check`, the manifest's key).
+    #[serde(rename = "check")]
+    pub correctness: CorrectnessSpec,
     /// For `same_as` checks: the reference variant, run on the same inputs.
     pub reference: Option<Reference>,
-    pub bytes: Option<f64>,
-    pub flops: Option<f64>,
+    #[serde(flatten)]
+    pub work: Work,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -77,37 +73,13 @@ impl BufferSpec {
     }
 }
 
-/// Where a copy reads and writes: `out[output_offset + i] == input[input_offset + i * input_stride]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CopyMap {
-    pub input_offset: usize,
-    pub input_stride: usize,
-    pub output_offset: usize,
-}
-
-impl CopyMap {
-    pub const IDENTITY: CopyMap = CopyMap { input_offset: 0, input_stride: 1, output_offset: 0 };
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum CheckSpec {
-    None,
-    Copy { input: usize, output: usize, map: CopyMap },
-    Transpose { input: usize, output: usize, rows: u64, cols: u64 },
-    SameAs { output: usize, tolerance: f64 },
-    /// The first `count` elements of `output` must add up to the sum of `input`.
-    Sum { input: usize, output: usize, count: u64, input_stride: u64, tolerance: f64 },
-}
-
 impl JobSpec {
-    /// `name[K=V,…]`: the variant with its own parameters, as reports show it.
+    pub fn id(&self) -> &str {
+        &self.key.id
+    }
+
     pub fn label(&self) -> String {
-        if self.variant_params.is_empty() {
-            self.variant.clone()
-        } else {
-            format!("{}[{}]", self.variant, format_params(&self.variant_params))
-        }
+        self.key.label()
     }
 
     pub fn threads_per_launch(&self) -> Vec<u64> {
@@ -116,8 +88,4 @@ impl JobSpec {
             .map(|l| l.grid.iter().chain(&l.block).map(|&d| d as u64).product())
             .collect()
     }
-}
-
-pub fn format_params(params: &BTreeMap<String, i64>) -> String {
-    params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }

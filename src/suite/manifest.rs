@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::verify::{ElemType, Init};
+
 /// One value of a sweep axis: a plain number binds the axis name, a table binds each of its keys.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(untagged)]
@@ -37,7 +39,7 @@ pub struct SuiteHeader {
     /// Default metric set collected by `profile`.
     pub metric_set: Option<String>,
     /// Default correctness check for every variant.
-    pub check: Option<CheckDecl>,
+    pub check: Option<CorrectnessDecl>,
     /// Bytes a variant must move, for effective bandwidth (an expression).
     pub bytes: Option<String>,
     /// Arithmetic operations, for GFLOP/s (an expression).
@@ -45,17 +47,6 @@ pub struct SuiteHeader {
     /// NVRTC options added to every variant.
     #[serde(default)]
     pub options: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ElemType {
-    F32,
-    F64,
-    I32,
-    U32,
-    I64,
-    U64,
 }
 
 impl VariantDecl {
@@ -74,34 +65,6 @@ impl VariantDecl {
     }
 }
 
-impl ElemType {
-    pub fn size(self) -> usize {
-        match self {
-            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
-            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
-        }
-    }
-    pub fn is_float(self) -> bool {
-        matches!(self, ElemType::F32 | ElemType::F64)
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Init {
-    /// Seeded uniform random values (floats in [-1, 1), signed integers in [-1000, 1000), unsigned in [0, 2000)).
-    Random,
-    /// Seeded random whole numbers in [-1000, 1000) ([0, 2000) unsigned), floats included: float
-    /// sums of them are exact (below 2^24), so a float reduction can be checked bit for bit.
-    #[serde(rename = "random_int")]
-    RandomInt,
-    /// Every byte 0xFF: NaN for floats, -1 for signed integers; shows elements a kernel never wrote.
-    Poison,
-    Zero,
-    /// 0, 1, 2, … (handy for index debugging; never for timing).
-    Iota,
-}
-
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BufferDecl {
@@ -115,7 +78,7 @@ pub struct BufferDecl {
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct CheckDecl {
+pub struct CorrectnessDecl {
     /// Built-in CPU reference: `copy`, `transpose`, `sum`, or `none`.
     pub op: Option<String>,
     /// Instead of a built-in op: the output must equal this variant's output on the same input.
@@ -178,7 +141,7 @@ pub struct VariantDecl {
     /// Extra NVRTC options (`-G`, `--use_fast_math`, `-Xptxas` is not NVRTC: see docs).
     #[serde(default)]
     pub options: Vec<String>,
-    pub check: Option<CheckDecl>,
+    pub check: Option<CorrectnessDecl>,
     pub bytes: Option<String>,
     pub flops: Option<String>,
 }

@@ -2,6 +2,7 @@
 
 pub mod job;
 pub mod manifest;
+pub mod sources;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::expr::{self, Bindings};
+pub use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init};
 pub use job::*;
 pub use manifest::*;
 
@@ -101,7 +103,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         })?;
         hasher.update(src.as_bytes());
         // Headers count too: a report must say which code it measured.
-        hasher.update(crate::build::local_includes(&p, &src, &include_options).as_bytes());
+        hasher.update(sources::local_includes(&p, &src, &include_options).as_bytes());
         source_texts.insert(s.clone(), src);
     }
     validate(&ctx, &manifest, &source_texts)?;
@@ -110,7 +112,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         manifest,
         path: path.to_path_buf(),
         dir,
-        source_hash: crate::build::hex(&hasher.finalize()),
+        source_hash: sources::hex(&hasher.finalize()),
         jobs: Vec::new(),
     };
     suite.jobs = expand_with(&ctx, &suite)?;
@@ -335,8 +337,8 @@ fn resolve_job(
     };
     let check_decl = v.check.as_ref().or(m.suite.check.as_ref());
     let mut reference = None;
-    let check = match check_decl {
-        None => CheckSpec::None,
+    let correctness = match check_decl {
+        None => CorrectnessSpec::None,
         Some(c) if c.same_as.is_some() => {
             let other = m.variants.iter().find(|o| Some(&o.name) == c.same_as.as_ref()).expect("validated");
             // The reference runs at this job's sizes with its own parameters (the first point of its own axes).
@@ -348,7 +350,7 @@ fn resolve_job(
                 program: resolve_program(ctx, suite, other, &ref_env)?,
                 launches: resolve_launches(ctx, m, other, &ref_env)?,
             });
-            CheckSpec::SameAs { output: buffer_index(c.output.as_ref(), "output")?, tolerance: c.tolerance }
+            CorrectnessSpec::SameAs { output: buffer_index(c.output.as_ref(), "output")?, tolerance: c.tolerance }
         }
         Some(c) => {
             // An optional whole-number expression of the check, with its default.
@@ -375,7 +377,7 @@ fn resolve_job(
                 }
             };
             match c.op.as_deref() {
-                None | Some("none") => CheckSpec::None,
+                None | Some("none") => CorrectnessSpec::None,
                 Some("copy") => {
                     let (input, output) = input_output()?;
                     let map = CopyMap { input_offset: number(&c.input_offset, "input_offset", 0)? as usize, input_stride: input_stride()? as usize, output_offset: number(&c.output_offset, "output_offset", 0)? as usize };
@@ -384,7 +386,7 @@ fn resolve_job(
                     if !mapped && buffers[output].len < buffers[input].len {
                         return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output at least as long as the input", v.name), "give `output` len >= the input's, or say which part of the input it holds with input_offset / input_stride"));
                     }
-                    CheckSpec::Copy { input, output, map }
+                    CorrectnessSpec::Copy { input, output, map }
                 }
                 Some("transpose") => {
                     let (input, output) = input_output()?;
@@ -394,7 +396,7 @@ fn resolve_job(
                             return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {}", v.name, buffers[i].name, buffers[i].len, rows * cols), "make the buffer len at least rows*cols"));
                         }
                     }
-                    CheckSpec::Transpose { input, output, rows, cols }
+                    CorrectnessSpec::Transpose { input, output, rows, cols }
                 }
                 Some("sum") => {
                     let (input, output) = input_output()?;
@@ -405,13 +407,13 @@ fn resolve_job(
                     if buffers[input].elem.is_float() && c.tolerance <= 0.0 && buffers[input].init != Init::RandomInt {
                         return Err(ctx.err(&anchor, format!("variant `{}`: a float sum of random fractions depends on the order of the adds and cannot be checked bit for bit", v.name), "give the input init = \"random_int\" (whole numbers: float sums of them are exact) or add a tolerance (the largest accepted error as a fraction of sum|x|)"));
                     }
-                    CheckSpec::Sum { input, output, count, input_stride: input_stride()?, tolerance: c.tolerance }
+                    CorrectnessSpec::Sum { input, output, count, input_stride: input_stride()?, tolerance: c.tolerance }
                 }
                 Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\" or \"none\", or same_as = \"variant\"")),
             }
         }
     };
-    if let CheckSpec::Copy { input, .. } | CheckSpec::Transpose { input, .. } | CheckSpec::Sum { input, .. } = check {
+    if let Some(input) = correctness.input() {
         if !matches!(buffers[input].init, Init::Random | Init::RandomInt | Init::Iota) {
             return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
         }
@@ -423,37 +425,24 @@ fn resolve_job(
     let group = format_params(group_params);
     let label_params = if variant_params.is_empty() { String::new() } else { format!("[{}]", format_params(variant_params)) };
     Ok(JobSpec {
-        id: format!("{}{} @ {}", v.name, label_params, if group.is_empty() { "-" } else { &group }),
+        key: JobKey {
+            id: format!("{}{} @ {}", v.name, label_params, if group.is_empty() { "-" } else { &group }),
+            variant: v.name.clone(),
+            variant_params: variant_params.clone(),
+            group,
+            group_params: group_params.clone(),
+        },
         suite: m.suite.name.clone(),
-        variant: v.name.clone(),
-        variant_params: variant_params.clone(),
-        group,
-        group_params: group_params.clone(),
         program: resolve_program(ctx, suite, v, env)?,
         launches: resolve_launches(ctx, m, v, env)?,
         buffers,
-        check,
+        correctness,
         reference,
-        bytes: amount(v.bytes.as_ref().or(m.suite.bytes.as_ref()), "bytes")?,
-        flops: amount(v.flops.as_ref().or(m.suite.flops.as_ref()), "flops")?,
+        work: Work {
+            bytes: amount(v.bytes.as_ref().or(m.suite.bytes.as_ref()), "bytes")?,
+            flops: amount(v.flops.as_ref().or(m.suite.flops.as_ref()), "flops")?,
+        },
     })
-}
-
-/// Where suites are looked for, first match winning: every `--suite-dir` (so a user suite may
-/// replace a built-in of the same name), `GPU_LAB_KERNELS`, `./kernels`, and the checkout the binary was built in.
-pub fn search_dirs(extra: &[PathBuf]) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = extra.to_vec();
-    if let Ok(d) = std::env::var("GPU_LAB_KERNELS") {
-        dirs.push(PathBuf::from(d));
-    }
-    dirs.push(PathBuf::from("kernels"));
-    if let Ok(exe) = std::env::current_exe() {
-        // target/release/gpu-lab -> repository root/kernels
-        if let Some(root) = exe.ancestors().nth(3) {
-            dirs.push(root.join("kernels"));
-        }
-    }
-    dirs
 }
 
 /// Every `suite.toml` directly under the search directories, by suite directory name.

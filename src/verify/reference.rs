@@ -1,180 +1,7 @@
-//! Host-side buffer contents: seeded initialisation and the CPU reference checks (pure: no GPU, no disk).
+//! The CPU references: does a kernel's output match what its correctness spec says (pure: no GPU, no disk).
 
-use rand_core::Rng;
-use serde::{Deserialize, Serialize};
-
-use crate::suite::{CopyMap, ElemType, Init};
-
-/// A buffer's contents as raw bit patterns, one word per element.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HostData {
-    W4(Vec<u32>),
-    W8(Vec<u64>),
-}
-
-impl HostData {
-    pub fn len(&self) -> usize {
-        match self {
-            HostData::W4(v) => v.len(),
-            HostData::W8(v) => v.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    pub fn zeroed(elem: ElemType, len: usize) -> Self {
-        match elem.size() {
-            4 => HostData::W4(vec![0; len]),
-            _ => HostData::W8(vec![0; len]),
-        }
-    }
-
-    /// Fills a buffer as its manifest says. Random data is seeded so a failure can be replayed;
-    /// it is drawn in fixed chunks, one generator each, so the values do not depend on the thread count.
-    pub fn init(elem: ElemType, len: usize, init: Init, seed: u64) -> Self {
-        let mut data = HostData::zeroed(elem, len);
-        if matches!(init, Init::Random | Init::RandomInt) {
-            let whole = init == Init::RandomInt;
-            let bits = move |r: u64| if whole { whole_bits(elem, r) } else { random_bits(elem, r) };
-            match &mut data {
-                HostData::W4(v) => fill_random(v, seed, |r, x: &mut u32, k| *x = bits((r >> (32 * k)) as u32 as u64) as u32, 2),
-                HostData::W8(v) => fill_random(v, seed, |r, x: &mut u64, _| *x = bits(r), 1),
-            }
-            return data;
-        }
-        match (&mut data, init) {
-            (_, Init::Zero) => {}
-            (HostData::W4(v), Init::Poison) => v.fill(u32::MAX),
-            (HostData::W8(v), Init::Poison) => v.fill(u64::MAX),
-            (HostData::W4(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i) as u32),
-            (HostData::W8(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i)),
-            (_, Init::Random | Init::RandomInt) => unreachable!("handled above"),
-        }
-        data
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            HostData::W4(v) => cast_bytes(v),
-            HostData::W8(v) => cast_bytes(v),
-        }
-    }
-
-    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
-        match self {
-            HostData::W4(v) => cast_bytes_mut(v),
-            HostData::W8(v) => cast_bytes_mut(v),
-        }
-    }
-
-    fn word(&self, i: usize) -> u64 {
-        match self {
-            HostData::W4(v) => v[i] as u64,
-            HostData::W8(v) => v[i],
-        }
-    }
-}
-
-const CHUNK: usize = 1 << 20;
-
-fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(32)
-}
-
-/// Fills `v` from one PCG stream per CHUNK elements, `per_draw` elements per 64-bit draw.
-fn fill_random<T: Send>(v: &mut [T], seed: u64, set: impl Fn(u64, &mut T, usize) + Sync, per_draw: usize) {
-    let chunks: Vec<(usize, &mut [T])> = v.chunks_mut(CHUNK).enumerate().collect();
-    let per_thread = chunks.len().div_ceil(threads()).max(1);
-    let mut chunks = chunks;
-    std::thread::scope(|s| {
-        while !chunks.is_empty() {
-            let mine: Vec<(usize, &mut [T])> = chunks.drain(..per_thread.min(chunks.len())).collect();
-            let set = &set;
-            s.spawn(move || {
-                for (i, chunk) in mine {
-                    let mut rng = rand_pcg::Pcg64Mcg::new(((seed as u128) << 64 | i as u128) << 1 | 1);
-                    for group in chunk.chunks_mut(per_draw) {
-                        let r = rng.next_u64();
-                        for (k, x) in group.iter_mut().enumerate() {
-                            set(r, x, k);
-                        }
-                    }
-                }
-            });
-        }
-    });
-}
-
-fn cast_bytes<T: Copy>(v: &[T]) -> &[u8] {
-    // SAFETY: u32/u64 have no padding and every byte pattern is a valid u8.
-    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
-}
-
-fn cast_bytes_mut<T: Copy>(v: &mut [T]) -> &mut [u8] {
-    // SAFETY: as above, and every byte pattern is a valid u32/u64.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v)) }
-}
-
-fn iota_bits(elem: ElemType, i: usize) -> u64 {
-    match elem {
-        ElemType::F32 => (i as f32).to_bits() as u64,
-        ElemType::F64 => (i as f64).to_bits(),
-        _ => i as u64,
-    }
-}
-
-/// Maps raw random bits to a value of the type: floats uniform in [-1, 1), signed integers in [-1000, 1000), unsigned in [0, 2000).
-fn random_bits(elem: ElemType, r: u64) -> u64 {
-    match elem {
-        ElemType::F32 => ((r as u32 >> 8) as f32 / (1u32 << 23) as f32 - 1.0).to_bits() as u64,
-        ElemType::F64 => ((r >> 11) as f64 / (1u64 << 52) as f64 - 1.0).to_bits(),
-        ElemType::I32 => ((r % 2000) as i32 - 1000) as u32 as u64,
-        ElemType::U32 => r % 2000,
-        ElemType::I64 => ((r % 2000) as i64 - 1000) as u64,
-        ElemType::U64 => r % 2000,
-    }
-}
-
-/// Whole numbers: integers as `random_bits` draws them, floats holding the same values exactly.
-fn whole_bits(elem: ElemType, r: u64) -> u64 {
-    let n = (r % 2000) as i64 - 1000;
-    match elem {
-        ElemType::F32 => (n as f32).to_bits() as u64,
-        ElemType::F64 => (n as f64).to_bits(),
-        _ => random_bits(elem, r),
-    }
-}
-
-fn value(elem: ElemType, bits: u64) -> f64 {
-    match elem {
-        ElemType::F32 => f32::from_bits(bits as u32) as f64,
-        ElemType::F64 => f64::from_bits(bits),
-        ElemType::I32 => bits as u32 as i32 as f64,
-        ElemType::U32 => bits as u32 as f64,
-        ElemType::I64 => bits as i64 as f64,
-        ElemType::U64 => bits as f64,
-    }
-}
-
-fn is_poison(elem: ElemType, bits: u64) -> bool {
-    bits == if elem.size() == 4 { u32::MAX as u64 } else { u64::MAX }
-}
-
-/// What a correctness check found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CheckOutcome {
-    pub passed: bool,
-    /// Elements compared.
-    pub checked: u64,
-    pub mismatches: u64,
-    /// Elements still holding the poison pattern: never written by the kernel.
-    pub unwritten: u64,
-    /// ‖out − ref‖₂ / ‖ref‖₂ for float comparisons with a tolerance; 0 for exact ones.
-    pub rel_error: f64,
-    pub first_mismatch: Option<String>,
-}
+use super::data::{is_poison, threads, value, HostData};
+use super::{CopyMap, Correctness, ElemType};
 
 struct Tally {
     elem: ElemType,
@@ -212,8 +39,8 @@ impl Tally {
         self
     }
 
-    fn outcome(self) -> CheckOutcome {
-        CheckOutcome {
+    fn outcome(self) -> Correctness {
+        Correctness {
             passed: self.mismatches == 0 && self.checked > 0,
             checked: self.checked,
             mismatches: self.mismatches,
@@ -235,13 +62,13 @@ fn parallel_tally(elem: ElemType, n: usize, part: impl Fn(usize, usize) -> Tally
 }
 
 /// `out` must equal `input` bit for bit over the shorter length.
-pub fn check_copy(elem: ElemType, input: &HostData, out: &HostData) -> CheckOutcome {
+pub fn check_copy(elem: ElemType, input: &HostData, out: &HostData) -> Correctness {
     check_copy_mapped(elem, input, out, CopyMap::IDENTITY)
 }
 
 /// A copy through `map`, over every element both buffers hold; elements of `out` before
 /// `output_offset` are not checked.
-pub fn check_copy_mapped(elem: ElemType, input: &HostData, out: &HostData, map: CopyMap) -> CheckOutcome {
+pub fn check_copy_mapped(elem: ElemType, input: &HostData, out: &HostData, map: CopyMap) -> Correctness {
     let from_input = input.len().saturating_sub(map.input_offset).div_ceil(map.input_stride.max(1));
     let n = from_input.min(out.len().saturating_sub(map.output_offset));
     parallel_tally(elem, n, |a, b| {
@@ -256,7 +83,7 @@ pub fn check_copy_mapped(elem: ElemType, input: &HostData, out: &HostData, map: 
 }
 
 /// `out` (cols x rows) must be the transpose of `input` (rows x cols), bit for bit.
-pub fn check_transpose(elem: ElemType, input: &HostData, out: &HostData, rows: usize, cols: usize) -> CheckOutcome {
+pub fn check_transpose(elem: ElemType, input: &HostData, out: &HostData, rows: usize, cols: usize) -> Correctness {
     // Blocked traversal: a naive column walk over a 1 GiB output takes seconds of cache misses.
     const B: usize = 64;
     parallel_tally(elem, rows.div_ceil(B), |band_a, band_b| {
@@ -277,7 +104,7 @@ pub fn check_transpose(elem: ElemType, input: &HostData, out: &HostData, rows: u
 
 /// `out` must match the reference output: bit-exact when `tolerance` is 0 or the type is an
 /// integer, else within `tolerance` relative L2 error with no element left unwritten.
-pub fn check_same(elem: ElemType, reference: &HostData, out: &HostData, tolerance: f64) -> CheckOutcome {
+pub fn check_same(elem: ElemType, reference: &HostData, out: &HostData, tolerance: f64) -> Correctness {
     if !elem.is_float() || tolerance == 0.0 {
         return check_copy(elem, reference, out);
     }
@@ -312,12 +139,12 @@ pub fn check_same(elem: ElemType, reference: &HostData, out: &HostData, toleranc
 /// `input` (every `input_stride`-th element, from the first: the x fields of an array of pairs): exactly for integers (wrapping at the element width, as the GPU's adds do), and for
 /// floats within `tolerance` × Σ|input| of the float64 sum (an error bound that does not blow up
 /// when random signs make the sum itself small).
-pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize, input_stride: usize, tolerance: f64) -> CheckOutcome {
+pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize, input_stride: usize, tolerance: f64) -> Correctness {
     let count = count.min(out.len());
     let stride = input_stride.max(1);
     // For integers the poison pattern is -1 (or the maximum), a legitimate partial sum: only a float's NaN says "never written".
     let unwritten = if elem.is_float() { (0..count).filter(|&i| is_poison(elem, out.word(i))).count() as u64 } else { 0 };
-    let mut o = CheckOutcome { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None };
+    let mut o = Correctness { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None };
     if elem.is_float() {
         let (mut want, mut scale) = (0.0f64, 0.0f64);
         for i in (0..input.len()).step_by(stride) {
@@ -351,6 +178,8 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::data::CHUNK;
+    use crate::verify::Init;
 
     #[test]
     fn whole_number_floats_sum_exactly() {

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::compare::Fingerprint;
-use crate::model::{BoundsRecord, JobRecord, ProfileRecord, RunData, RunInfo};
+use crate::records::{BoundsRecord, Fingerprint, JobRecord, ProfileRecord, RunData, RunInfo};
 use crate::store;
 
 pub const FORMAT: &str = "gpu-lab baseline";
@@ -47,7 +46,7 @@ impl Baseline {
             fingerprint: Fingerprint::of(source_run, run),
             run: run.info.clone(),
             bounds: run.bounds.values().cloned().collect(),
-            jobs: run.jobs.iter().map(|j| BaselineJob { job: j.clone(), profile: run.profiles.get(&j.id).cloned() }).collect(),
+            jobs: run.jobs.iter().map(|j| BaselineJob { job: j.clone(), profile: run.profiles.get(j.id()).cloned() }).collect(),
         }
     }
 

@@ -1,4 +1,6 @@
-//! Run directories on disk: atomic file writes, `results.jsonl` appended after every job, reading runs back.
+//! Files on disk: atomic writes, run directories with `results.jsonl` appended after every job, reading runs back, and baselines.
+
+pub mod baseline;
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -7,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::model::{Record, RunData, RunInfo};
+use crate::records::{Record, RunData, RunInfo};
 
 /// Writes through a temporary file in the same directory, then renames: readers never see half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -20,6 +22,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         f.sync_all()?;
     }
     fs::rename(&tmp, path)
+}
+
+/// Writes `value` as JSON, atomically.
+pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> anyhow::Result<()> {
+    write_atomic(path, &serde_json::to_vec(value)?).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Appends one JSON line and syncs it: a crash later loses nothing already measured.

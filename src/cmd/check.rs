@@ -1,0 +1,142 @@
+//! `gpu-lab check`: judge a run against a baseline (a stored run, or the suite run now) and exit 3 on a regression.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+
+use super::run::{self, Mock};
+use crate::cli::{CheckArgs, SuiteArgs};
+use crate::compare::{self, counters, Comparison, Settings};
+use crate::config::Config;
+use crate::exit;
+use crate::metrics::MetricDef;
+use crate::profiler::ClockControl;
+use crate::records::RunData;
+use crate::scheduler::ProfileRequest;
+use crate::store::{self, baseline};
+
+/// A stored run with at least one job; warnings about unreadable records go to stderr.
+pub fn load_run(dir: &Path) -> anyhow::Result<RunData> {
+    let (run, warnings) = store::load_run(dir)?;
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    if run.jobs.is_empty() {
+        bail!("{} holds no job results\n  fix: pick a run that measured at least one job", dir.display());
+    }
+    Ok(run)
+}
+
+/// Runs the baseline's suite now: profiled with the baseline's metrics when it has counters.
+fn run_suite(config: &Config, args: &SuiteArgs, base: &RunData, no_profile: bool, mock: &Mock, command_line: String) -> anyhow::Result<PathBuf> {
+    if args.suite.len() != 1 || args.suite[0] != base.info.suite {
+        bail!(
+            "the baseline holds suite `{}`; `--suite {}` cannot be checked against it\n  fix: pass --suite {}",
+            base.info.suite,
+            args.suite.join(","),
+            base.info.suite
+        );
+    }
+    let has_counters = base.profiles.values().any(|p| !p.metrics.is_empty());
+    let profile = if has_counters && !no_profile {
+        let (known, unknown): (Vec<String>, Vec<String>) = base.info.metrics.iter().map(|m| m.name.clone()).partition(|n| config.catalog.resolve(std::slice::from_ref(n)).is_ok());
+        if !unknown.is_empty() {
+            eprintln!("warning: the baseline's metrics {} are not defined here and are not collected", unknown.join(", "));
+        }
+        Some(ProfileRequest { names: known, clock_control: ClockControl::from_policy(&base.info.clock_policy) })
+    } else {
+        None
+    };
+    let mut dirs = Vec::new();
+    run::run_with(config, args, profile, mock, command_line, &mut |d| dirs.push(d.to_path_buf()))?;
+    dirs.pop().context("the suite ran no job (are the --variant names right?)")
+}
+
+fn settings(args: &CheckArgs, relative_to_copy: bool) -> Settings {
+    Settings {
+        noise_threshold: args.noise_threshold / 100.0,
+        noise_floor_ms: args.noise_floor_us / 1000.0,
+        normalize: args.normalize,
+        relative_to_copy,
+        ..Settings::default()
+    }
+}
+
+/// The definitions of the metrics the two runs hold: as they stored them, else as defined here.
+pub fn definitions(config: &Config, base: &RunData, new: &RunData) -> Vec<MetricDef> {
+    counters::definitions(&[&new.info.metrics, &base.info.metrics], &config.catalog.metrics)
+}
+
+fn other_gpu_error(baseline: &Path, (a, b): (String, String)) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the baseline {} was taken on an {a}, this run is on an {b}: their times do not compare\n  fix: check against a baseline from an {b}, or pass --allow-other-gpu to compare each job's % of the copy bound measured in its own run",
+        baseline.display()
+    )
+}
+
+/// The comparison in `format`, with the extension a file of it takes.
+pub fn render(c: &Comparison, format: compare::Format) -> anyhow::Result<(String, &'static str)> {
+    let e = compare::exporter(format);
+    Ok((e.render(c)?, e.file_name()))
+}
+
+pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: String) -> anyhow::Result<i32> {
+    let path = baseline::resolve(&args.baseline_dir, &args.baseline);
+    let stored = baseline::load(&path)?;
+    let base = stored.to_run();
+    let run_dir = match (&args.from, &args.run) {
+        (Some(from), _) => from.clone(),
+        (None, Some(suite)) => {
+            // A different GPU is refused before minutes of measuring, not after.
+            let here = if mock.on { None } else { crate::device::NvmlSession::open().info(suite.gpu).ok() };
+            if let (Some(b), Some(h)) = (&base.info.device, here)
+                && b.name != h.name
+                && !args.allow_other_gpu
+            {
+                return Err(other_gpu_error(&path, (b.name.clone(), h.name)));
+            }
+            let dir = run_suite(config, suite, &base, args.no_profile, mock, command_line)?;
+            eprintln!("run: {}", dir.display());
+            dir
+        }
+        (None, None) => bail!("nothing to check\n  fix: pass --from RUN (a stored run) or --suite S (run it now)"),
+    };
+    let new = load_run(&run_dir)?;
+    if new.info.finished.is_none() {
+        eprintln!("warning: {} did not finish (no end time in run.json): every baseline job it lacks counts as Regressed", run_dir.display());
+    }
+    if new.info.suite != base.info.suite {
+        bail!(
+            "the baseline {} holds suite `{}` but {} is a run of `{}`\n  fix: check a run of `{}`, or use a baseline of `{}`",
+            path.display(),
+            base.info.suite,
+            run_dir.display(),
+            new.info.suite,
+            base.info.suite,
+            new.info.suite
+        );
+    }
+    if base.info.mock != new.info.mock {
+        let (mocked, measured) = if new.info.mock { (run_dir.display().to_string(), format!("the baseline {}", path.display())) } else { (format!("the baseline {}", path.display()), run_dir.display().to_string()) };
+        bail!("{mocked} is a MOCK run (stand-in numbers) and {measured} is measured: they cannot be judged against each other\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)");
+    }
+    let other = compare::other_gpu(&base, &new);
+    if let Some(models) = other.clone()
+        && !args.allow_other_gpu
+    {
+        return Err(other_gpu_error(&path, models));
+    }
+    let defs = definitions(config, &base, &new);
+    let label = format!("baseline {} (from {})", stored.name, stored.source_run);
+    let c = compare::compare(&base, &label, &new, &run_dir.display().to_string(), &defs, &settings(args, other.is_some()), true);
+    let (text, ext) = render(&c, args.format)?;
+    print!("{text}");
+    let beside = run_dir.join(format!("check-{}.{ext}", stored.name));
+    match store::write_atomic(&beside, text.as_bytes()) {
+        Ok(()) if !config.quiet => eprintln!("verdicts saved: {}", beside.display()),
+        Ok(()) => {}
+        Err(e) => eprintln!("warning: could not save the verdicts beside the run ({}: {e}); they are on stdout above", beside.display()),
+    }
+    Ok(if c.regressed() { exit::REGRESSION } else { exit::OK })
+}
+

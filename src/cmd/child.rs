@@ -1,0 +1,41 @@
+//! The hidden child commands the executor starts: each opens the GPU itself, so a fault or hang costs only that child.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::cli::ChildArgs;
+use crate::exit;
+use crate::records::TimingConfig;
+use crate::runner::{self, Gpu};
+use crate::store::write_json;
+use crate::suite::JobSpec;
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+fn open(child: &ChildArgs) -> anyhow::Result<Gpu> {
+    Ok(Gpu::open(child.gpu, child.cache.clone())?)
+}
+
+pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {
+    let (spec, timing): (JobSpec, TimingConfig) = read_json(spec)?;
+    let outcome = runner::run_job(&open(child)?, &spec, &timing, seed)?;
+    write_json(out, &outcome)?;
+    Ok(exit::OK)
+}
+
+pub fn profile_pass(specs: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {
+    let specs: Vec<JobSpec> = read_json(specs)?;
+    runner::run_profile_pass(&open(child)?, &specs, seed)?;
+    Ok(exit::OK)
+}
+
+pub fn bounds(bytes: u64, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
+    let timing: TimingConfig = read_json(timing)?;
+    let outcome = runner::run_bounds(&open(child)?, bytes, &timing)?;
+    write_json(out, &outcome)?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,45 @@
+//! The command layer: one file per command family, the only users of `cli.rs`. Each turns its arguments and the `Config` into calls of the core and returns an exit code.
+
+pub mod baseline;
+pub mod check;
+pub mod child;
+pub mod compare;
+pub mod import;
+pub mod info;
+pub mod ncu;
+pub mod report;
+pub mod run;
+
+use crate::cli::{Cli, Command};
+use crate::config::{Config, Environment};
+use crate::scheduler::ProfileRequest;
+
+/// Runs a parsed command line; returns the process exit code (`exit`).
+pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
+    // The children are told everything they need on their own command line.
+    match cli.command {
+        Command::Job { spec, out, child, seed } => return child::job(&spec, &out, &child, seed),
+        Command::ProfilePass { specs, child, seed } => return child::profile_pass(&specs, &child, seed),
+        Command::Bounds { bytes, out, child, timing } => return child::bounds(bytes, &out, &child, &timing),
+        _ => {}
+    }
+    let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
+    let mock = run::Mock { on: cli.mock_gpu, slowdown: cli.mock_slow.into_iter().collect() };
+    match cli.command {
+        Command::Devices => info::devices(&config),
+        Command::Doctor => info::doctor(&config),
+        Command::List { what, suite_dir } => info::list(&config, what, &suite_dir),
+        Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
+        Command::Profile { suite, set, metrics, clock_control } => {
+            let names = set.into_iter().chain(metrics).collect();
+            run::run(&config, &suite, Some(ProfileRequest { names, clock_control }), &mock, command_line)
+        }
+        Command::Report { run, format, write } => report::report(&run, format, write),
+        Command::Baseline { action } => baseline::baseline(action),
+        Command::Check(args) => check::check(&config, &args, &mock, command_line),
+        Command::Compare { run_a, run_b, format } => compare::compare(&config, &run_a, &run_b, format),
+        Command::Ncu(args) => ncu::ncu(&config, &args),
+        Command::Import(args) => import::import(&config, &args),
+        Command::Job { .. } | Command::ProfilePass { .. } | Command::Bounds { .. } => unreachable!("children are served above"),
+    }
+}

@@ -1,0 +1,55 @@
+//! `gpu-lab run` and `gpu-lab profile` (also what `check --suite` runs): suites -> plans -> the executor -> run directories.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cli::SuiteArgs;
+use crate::config::Config;
+use crate::executor::{ChildExecutor, Executor, MockExecutor};
+use crate::profiler;
+use crate::records::TimingConfig;
+use crate::scheduler::{self, ProfileRequest, RunSettings};
+use crate::suite;
+
+/// The hidden `--mock-gpu` choice and its stand-in slowdowns.
+#[derive(Debug, Clone, Default)]
+pub struct Mock {
+    pub on: bool,
+    pub slowdown: BTreeMap<String, f64>,
+}
+
+/// The executor the command line asks for: the mock, or children on GPU `gpu` (with ncu when profiling).
+pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock) -> anyhow::Result<Box<dyn Executor>> {
+    if mock.on {
+        return Ok(Box::new(MockExecutor { slowdown: mock.slowdown.clone() }));
+    }
+    let children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
+    Ok(Box::new(if profile { children.with_ncu(profiler::find(&config.ncu)?) } else { children }))
+}
+
+pub fn settings(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, command_line: String) -> RunSettings {
+    RunSettings {
+        out: args.out.clone(),
+        timing: TimingConfig { max_seconds: args.max_seconds, target_rel_ci: args.noise / 100.0, ..TimingConfig::default() },
+        seed: args.seed,
+        timeout: Duration::from_secs(args.timeout),
+        profile,
+        command_line,
+        quiet: config.quiet,
+    }
+}
+
+/// Runs the suites and prints each run directory; returns the exit code.
+pub fn run(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String) -> anyhow::Result<i32> {
+    run_with(config, args, profile, mock, command_line, &mut |dir| println!("{}", dir.display()))
+}
+
+/// As `run`, handing each finished run directory to `finished`.
+pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
+    let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
+    let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), &config.catalog)?;
+    let executor = executor(config, args.gpu, profile.is_some(), mock)?;
+    scheduler::screen(&mut plans, executor.as_ref())?;
+    scheduler::run(executor.as_ref(), &plans, &settings(config, args, profile, command_line), finished)
+}

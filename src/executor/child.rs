@@ -1,0 +1,144 @@
+//! The real executor: every job in a child process of this binary on one GPU (a fault or a hang costs that child only), and ncu over a child that launches each job once.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{Environment, Executor, Failure, RunContext};
+use crate::device::{self, NvmlSession};
+use crate::metrics::MetricDef;
+use crate::parse::query_metrics::Screened;
+use crate::process::{self, FailureKind};
+use crate::profiler::{self, pass, Ncu};
+use crate::records::{BoundsOutcome, JobOutcome, ProfileRecord, Snapshot};
+use crate::store::write_json;
+use crate::suite::JobSpec;
+
+/// The hidden subcommands a child runs (`cli.rs` declares them; `cmd/child.rs` serves them).
+pub mod protocol {
+    pub const JOB: &str = "__job";
+    pub const PROFILE_PASS: &str = "__profile";
+    pub const BOUNDS: &str = "__bounds";
+}
+
+pub struct ChildExecutor {
+    /// This binary: the children are its hidden subcommands.
+    exe: PathBuf,
+    gpu: u32,
+    cache_dir: Option<PathBuf>,
+    ncu: Option<Ncu>,
+    nvml: NvmlSession,
+}
+
+impl ChildExecutor {
+    /// Fails early, with the fix, where no job could run: no driver, no such GPU.
+    pub fn start(exe: PathBuf, gpu: u32, cache_dir: Option<PathBuf>) -> Result<ChildExecutor, device::DeviceError> {
+        device::require_gpu(gpu)?;
+        Ok(ChildExecutor { exe, gpu, cache_dir, ncu: None, nvml: NvmlSession::open() })
+    }
+
+    /// Profiles with this ncu.
+    pub fn with_ncu(self, ncu: Ncu) -> ChildExecutor {
+        ChildExecutor { ncu: Some(ncu), ..self }
+    }
+
+    fn child(&self, subcommand: &str) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.arg(subcommand).args(["--gpu", &self.gpu.to_string()]);
+        if let Some(d) = &self.cache_dir {
+            c.arg("--cache").arg(d);
+        }
+        // NVML numbers GPUs in PCI order; CUDA must agree for --gpu to mean one card.
+        c.env("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        c
+    }
+
+    /// Runs a child to its end and reads the JSON it wrote to `out`.
+    fn run_child<T: serde::de::DeserializeOwned>(&self, ctx: &RunContext, mut cmd: Command, log: &Path, out: &Path) -> Result<T, Failure> {
+        let failed = |message: String| Failure::Failed { message, log: Some(log.to_path_buf()) };
+        match process::run(&mut cmd, &process::Output::Log(log.to_path_buf()), Some(ctx.timeout)).and_then(|f| f.success()) {
+            Ok(_) => process::read_result(out).map_err(failed),
+            Err(e) => match e.kind {
+                FailureKind::TimedOut(after) => Err(Failure::TimedOut(after)),
+                // The end of the child's output holds its error chain.
+                FailureKind::Exited { status, tail } => Err(failed(if tail.is_empty() { format!("child exited with {status}") } else { tail })),
+                FailureKind::Start(why) => Err(failed(format!("could not start {}: {why}", e.command))),
+            },
+        }
+    }
+
+    /// The argument list ncu runs: this binary's profile pass over `specs`.
+    fn profile_target(&self, specs: &Path, seed: u64) -> Vec<OsString> {
+        let cmd = self.child(protocol::PROFILE_PASS);
+        let mut target: Vec<OsString> = std::iter::once(cmd.get_program().to_os_string()).chain(cmd.get_args().map(|a| a.to_os_string())).collect();
+        target.extend(["--specs".into(), specs.as_os_str().to_os_string(), "--seed".into(), seed.to_string().into()]);
+        target
+    }
+}
+
+impl Executor for ChildExecutor {
+    fn environment(&self) -> Environment {
+        Environment {
+            device: self.nvml.info(self.gpu).ok(),
+            nvml_error: self.nvml.error(),
+            ncu_version: self.ncu.as_ref().map(|n| n.version.clone()),
+            mock: false,
+        }
+    }
+
+    fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
+        match &self.ncu {
+            Some(ncu) => profiler::query::screen_for_device(ncu, self.cache_dir.as_deref(), self.nvml.info(self.gpu).ok().map(|d| d.name).as_deref(), self.gpu, defs),
+            None => Ok(Screened { collectable: defs, unavailable: Vec::new() }),
+        }
+    }
+
+    fn snapshot(&self) -> Option<Snapshot> {
+        self.nvml.snapshot(self.gpu)
+    }
+
+    fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure> {
+        let (timing, out, log) = (ctx.work.join(format!("{tag}.timing.json")), ctx.work.join(format!("{tag}.out.json")), ctx.work.join(format!("{tag}.log")));
+        write_json(&timing, ctx.timing).map_err(|e| Failure::Failed { message: format!("{e:#}"), log: None })?;
+        let mut cmd = self.child(protocol::BOUNDS);
+        cmd.args(["--bytes", &bytes.to_string()]).arg("--out").arg(&out).arg("--timing").arg(&timing);
+        self.run_child(ctx, cmd, &log, &out)
+    }
+
+    fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure> {
+        let (spec, out, log) = (ctx.work.join(format!("{tag}.json")), ctx.work.join(format!("{tag}.out.json")), ctx.work.join(format!("{tag}.log")));
+        write_json(&spec, &(job, ctx.timing)).map_err(|e| Failure::Failed { message: format!("{e:#}"), log: None })?;
+        let mut cmd = self.child(protocol::JOB);
+        cmd.arg("--spec").arg(&spec).arg("--out").arg(&out).args(["--seed", &ctx.seed.to_string()]);
+        self.run_child(ctx, cmd, &log, &out)
+    }
+
+    fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
+        let failed = |why: String| jobs.iter().map(|j| ProfileRecord::failed(j.id(), why.clone(), None)).collect();
+        let Some(ncu) = &self.ncu else {
+            return failed("no ncu: this run was started without profiling".into());
+        };
+        let specs = ctx.work.join(format!("{tag}.specs.json"));
+        if let Err(e) = write_json(&specs, &jobs) {
+            return failed(format!("{e:#}"));
+        }
+        pass::profile(&pass::Pass {
+            ncu,
+            target: self.profile_target(&specs, ctx.seed),
+            jobs,
+            defs: ctx.metrics,
+            clock_control: ctx.clock_control,
+            dir: ctx.dir,
+            name: tag.to_string(),
+            // Every job's launches run once under replay: the pass may take a job's time per job.
+            timeout: ctx.timeout * (jobs.len() as u32 + 1),
+        })
+    }
+}
+
+/// The argument list of a bounds child for `bytes` bytes, for the doctor's counter probe.
+pub fn bounds_target(exe: &Path, gpu: u32, bytes: u64, out: &Path, timing: &Path) -> Vec<OsString> {
+    let mut t: Vec<OsString> = vec![exe.as_os_str().to_os_string(), protocol::BOUNDS.into(), "--gpu".into(), gpu.to_string().into(), "--bytes".into(), bytes.to_string().into()];
+    t.extend(["--out".into(), out.as_os_str().to_os_string(), "--timing".into(), timing.as_os_str().to_os_string()]);
+    t
+}

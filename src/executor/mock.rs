@@ -1,0 +1,147 @@
+//! The mock executor (`--mock-gpu`, hidden): no GPU, no compiler, no ncu; deterministic stand-in timings and counters so that orchestration can be tested end to end. Everything it makes says MOCK.
+
+use std::collections::BTreeMap;
+
+use super::{Environment, Executor, Failure, RunContext};
+use crate::metrics::{self, MetricDef};
+use crate::parse::query_metrics::Screened;
+use crate::parse::KernelRow;
+use crate::profiler::pass;
+use crate::records::{BoundsOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot};
+use crate::suite::JobSpec;
+
+/// The name the mock device carries into every run, report and baseline it touches.
+pub const MOCK_DEVICE: &str = "MOCK GPU (no GPU was used: every number is a stand-in)";
+
+/// Stand-in bandwidth of the mock device, bytes per millisecond (1000 GB/s).
+const BYTES_PER_MS: f64 = 1e9;
+/// Stand-in cost of one launch, ms.
+const LAUNCH_MS: f64 = 0.002;
+const SAMPLES: usize = 30;
+
+#[derive(Debug, Clone, Default)]
+pub struct MockExecutor {
+    /// Variant name -> factor its stand-in time is multiplied by (to test the regression gate).
+    pub slowdown: BTreeMap<String, f64>,
+}
+
+/// A deterministic pseudo-random number in [0, 1) from a text and an index (FNV-1a, then a mix).
+fn unit(text: &str, i: u64) -> f64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes().chain(i.to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// `n` samples around `ms`, ±0.1%, the same for the same key.
+fn samples(key: &str, ms: f64) -> Vec<f64> {
+    (0..SAMPLES as u64).map(|i| ms * (1.0 + 0.002 * (unit(key, i) - 0.5))).collect()
+}
+
+impl MockExecutor {
+    fn stand_in_ms(&self, job: &JobSpec) -> f64 {
+        let threads: u64 = job.threads_per_launch().iter().sum();
+        let bytes = job.work.bytes.unwrap_or((threads * 8) as f64);
+        let factor = self.slowdown.get(&job.key.variant).copied().unwrap_or(1.0);
+        (bytes / BYTES_PER_MS + LAUNCH_MS * job.launches.len() as f64) * factor
+    }
+}
+
+impl Executor for MockExecutor {
+    fn environment(&self) -> Environment {
+        let device = DeviceInfo {
+            index: 0,
+            name: MOCK_DEVICE.into(),
+            uuid: "MOCK".into(),
+            driver: "MOCK".into(),
+            cuda_driver: "MOCK".into(),
+            compute_capability: "MOCK".into(),
+            ..Default::default()
+        };
+        Environment { device: Some(device), nvml_error: None, ncu_version: Some("MOCK (ncu was not run)".into()), mock: true }
+    }
+
+    fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
+        Ok(Screened { collectable: defs, unavailable: Vec::new() })
+    }
+
+    fn snapshot(&self) -> Option<Snapshot> {
+        // No clocks were read: a stand-in clock would be an invented reading.
+        None
+    }
+
+    fn bounds(&self, _ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure> {
+        let ms = 2.0 * bytes as f64 / BYTES_PER_MS;
+        Ok(BoundsOutcome { bytes, memcpy_samples_ms: samples(&format!("{tag} memcpy"), ms * 1.05), kernel_samples_ms: samples(&format!("{tag} kernel"), ms) })
+    }
+
+    fn job(&self, ctx: &RunContext, _tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure> {
+        Ok(JobOutcome {
+            // Nothing ran, so nothing was verified: the job is "not checked", never "correct".
+            correctness: None,
+            samples_ms: samples(job.id(), self.stand_in_ms(job)),
+            runs_per_sample: 1,
+            warmup_runs: 0,
+            stopped_by: "MOCK".into(),
+            compile: Vec::new(),
+            seed: ctx.seed,
+        })
+    }
+
+    fn profile(&self, ctx: &RunContext, _tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
+        // Stand-in counters go through the real mapping and formulas, as ncu's rows would.
+        let counters = metrics::counters_needed(ctx.metrics);
+        let rows: Vec<KernelRow> = jobs
+            .iter()
+            .flat_map(|job| job.launches.iter().enumerate().map(move |(i, l)| (job, i, l)))
+            .enumerate()
+            .map(|(id, (job, i, l))| {
+                let key = format!("{} launch {i}", job.id());
+                let values = counters.iter().enumerate().map(|(k, c)| {
+                    let v = if c == metrics::DURATION { self.stand_in_ms(job) * 1e6 / job.launches.len() as f64 } else { (1.0 + 999.0 * unit(&key, k as u64)).round() };
+                    (c.clone(), v)
+                });
+                let dims = |d: &[u32; 3]| format!("({}, {}, {})", d[0], d[1], d[2]);
+                KernelRow {
+                    id: id as u64,
+                    process_id: "MOCK".into(),
+                    kernel_name: l.kernel.clone(),
+                    block_size: dims(&l.block),
+                    grid_size: dims(&l.grid),
+                    device: "0".into(),
+                    cc: "MOCK".into(),
+                    values: values.collect(),
+                    text: Default::default(),
+                }
+            })
+            .collect();
+        pass::records(jobs, ctx.metrics, &rows, None, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stand_ins_are_deterministic_and_slowed_where_asked() {
+        assert_eq!(samples("a", 1.0), samples("a", 1.0));
+        assert_ne!(samples("a", 1.0), samples("b", 1.0));
+        assert!(samples("a", 1.0).iter().all(|x| (x - 1.0).abs() <= 0.001));
+        let job: JobSpec = serde_json::from_value(serde_json::json!({
+            "id": "v @ N=1", "variant": "v", "variant_params": {}, "group": "N=1", "group_params": {"N": 1},
+            "suite": "s", "program": {"source_path": "k.cu", "options": []},
+            "launches": [{"kernel": "k", "grid": [4, 1, 1], "block": [256, 1, 1], "shared_bytes": 0, "args": []}],
+            "buffers": [], "check": {"op": "none"}, "reference": null, "bytes": 1.0e9, "flops": null
+        }))
+        .unwrap();
+        let plain = MockExecutor::default();
+        let slow = MockExecutor { slowdown: BTreeMap::from([("v".to_string(), 1.5)]) };
+        assert!((slow.stand_in_ms(&job) / plain.stand_in_ms(&job) - 1.5).abs() < 1e-12);
+        assert!(plain.environment().mock && plain.environment().device.unwrap().name.contains("MOCK"));
+    }
+}

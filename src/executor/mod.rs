@@ -1,0 +1,75 @@
+//! How the scheduler gets jobs run: a trait with one implementation that starts a child process per job on a real GPU, and a mock that needs no GPU.
+//!
+//! hyperfine's `MockExecutor` behind a hidden flag is the model: the mock exercises every step of
+//! orchestration (plans, records, saving after each job, reports, baselines, verdicts) with
+//! deterministic stand-in numbers, and every run it makes says MOCK.
+
+pub mod child;
+pub mod mock;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::metrics::MetricDef;
+use crate::parse::query_metrics::Screened;
+use crate::profiler::ClockControl;
+use crate::records::{BoundsOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot, TimingConfig};
+use crate::suite::JobSpec;
+
+pub use child::ChildExecutor;
+pub use mock::MockExecutor;
+
+/// What a run is measured on, as the executor knows it.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    pub device: Option<DeviceInfo>,
+    /// Why there is no device information, when there is none.
+    pub nvml_error: Option<String>,
+    pub ncu_version: Option<String>,
+    pub mock: bool,
+}
+
+/// What every step of one run shares.
+pub struct RunContext<'a> {
+    /// The run directory: ncu's reports and the logs of failed jobs stay here.
+    pub dir: &'a Path,
+    /// Scratch space, removed when the run ends.
+    pub work: &'a Path,
+    pub timing: &'a TimingConfig,
+    pub seed: u64,
+    /// Most time one job may take before it counts as hung.
+    pub timeout: Duration,
+    pub metrics: &'a [MetricDef],
+    pub clock_control: ClockControl,
+}
+
+/// Why a job (or a bound) has no outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// It failed; `log` is its whole output, when there is one to keep.
+    Failed { message: String, log: Option<PathBuf> },
+    TimedOut(Duration),
+}
+
+impl Failure {
+    pub fn message(&self) -> String {
+        match self {
+            Failure::Failed { message, .. } => message.clone(),
+            Failure::TimedOut(after) => format!("no result after {} s; the child was killed (raise --timeout if the kernel is just slow)", after.as_secs()),
+        }
+    }
+}
+
+pub trait Executor {
+    fn environment(&self) -> Environment;
+    /// The requested metrics this GPU can collect, and why the others cannot be.
+    fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened>;
+    /// Clocks, temperature and power now.
+    fn snapshot(&self) -> Option<Snapshot>;
+    /// The copy bounds over `bytes` bytes; `tag` names its files in the work directory.
+    fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure>;
+    /// Verifies and times one job.
+    fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure>;
+    /// Profiles jobs that already ran to completion, one record per job.
+    fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord>;
+}

@@ -1,0 +1,56 @@
+//! What a child reports for one job or one copy bound, and the sampling rule it follows (pure data).
+
+use serde::{Deserialize, Serialize};
+
+use crate::verify::Correctness;
+
+/// When to stop sampling (nvbench's defaults are the model: at least 10 samples, 0.5% noise).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimingConfig {
+    pub min_samples: usize,
+    pub max_samples: usize,
+    /// Stop once the median's 95% interval half-width is below this fraction of it.
+    pub target_rel_ci: f64,
+    /// Stop after this many seconds of sampling even if the target is not met.
+    pub max_seconds: f64,
+    pub warmup_ms: f64,
+    /// Each sample lasts at least this long (short kernels are batched between one pair of events).
+    pub min_sample_ms: f64,
+}
+
+impl Default for TimingConfig {
+    fn default() -> Self {
+        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CompileInfo {
+    pub source: String,
+    pub cached: bool,
+    pub millis: f64,
+}
+
+/// What the child reports back for one job.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobOutcome {
+    /// Stored as `check`.
+    #[serde(rename = "check")]
+    pub correctness: Option<Correctness>,
+    /// Milliseconds per run of the variant (all its launches), one per sample.
+    pub samples_ms: Vec<f64>,
+    pub runs_per_sample: u32,
+    pub warmup_runs: u32,
+    pub stopped_by: String,
+    pub compile: Vec<CompileInfo>,
+    pub seed: u64,
+}
+
+/// The memory bounds of one size: a device-to-device copy and a plain copy kernel over `bytes` bytes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BoundsOutcome {
+    pub bytes: u64,
+    pub memcpy_samples_ms: Vec<f64>,
+    pub kernel_samples_ms: Vec<f64>,
+}
+

@@ -1,0 +1,67 @@
+//! Which source text a program is: its file and every local header it includes, hashed for the suite hash and the compile cache.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The text of every `#include "…"` a source pulls in from its own directory or an `-I`
+/// directory, recursively, in order: part of the cache key and of the suite hash, so that editing
+/// a header recompiles and shows in the report. Headers NVRTC provides (`<…>`) are not files of ours;
+/// a header that cannot be found is left for NVRTC to report.
+pub fn local_includes(source_path: &Path, source: &str, options: &[String]) -> String {
+    let search: Vec<PathBuf> = options.iter().filter_map(|o| o.strip_prefix("--include-path=").or_else(|| o.strip_prefix("-I"))).filter(|d| !d.is_empty()).map(PathBuf::from).collect();
+    let mut seen = BTreeSet::new();
+    let mut out = String::new();
+    collect_includes(source_path.parent().unwrap_or(Path::new(".")), source, &search, &mut seen, &mut out, 0);
+    out
+}
+
+fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTreeSet<PathBuf>, out: &mut String, depth: usize) {
+    // Deep enough for any real header tree; stops a header that includes itself through a symlink loop.
+    if depth > 16 {
+        return;
+    }
+    for line in text.lines() {
+        let Some(rest) = line.trim_start().strip_prefix('#') else { continue };
+        let Some(rest) = rest.trim_start().strip_prefix("include") else { continue };
+        let Some(name) = rest.trim_start().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
+        let Some(path) = std::iter::once(dir.to_path_buf()).chain(search.iter().cloned()).map(|d| d.join(name)).find(|p| p.is_file()) else { continue };
+        let Ok(header) = std::fs::read_to_string(&path) else { continue };
+        if seen.insert(path.canonicalize().unwrap_or(path.clone())) {
+            out.push_str(&format!("\0{name}\0"));
+            out.push_str(&header);
+            collect_includes(path.parent().unwrap_or(dir), &header, search, seen, out, depth + 1);
+        }
+    }
+}
+
+/// Lower-case hex of a digest.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_headers_are_part_of_the_key_and_system_headers_are_not() {
+        let d = tempfile::tempdir().unwrap();
+        let (src_dir, inc_dir) = (d.path().join("suite"), d.path().join("inc"));
+        std::fs::create_dir_all(src_dir.join("sub")).unwrap();
+        std::fs::create_dir_all(&inc_dir).unwrap();
+        std::fs::write(src_dir.join("sub/tile.cuh"), "#define TILE 32\n#include \"../common.cuh\"\n").unwrap();
+        std::fs::write(src_dir.join("common.cuh"), "#pragma once\n").unwrap();
+        std::fs::write(inc_dir.join("extra.cuh"), "#define EXTRA 1\n").unwrap();
+        let source = "#include <cuda_fp16.h>\n  #  include \"sub/tile.cuh\"\n#include \"extra.cuh\"\n#include \"missing.cuh\"\n";
+        let path = src_dir.join("k.cu");
+        let opts = vec![format!("-I{}", inc_dir.display())];
+        let text = local_includes(&path, source, &opts);
+        assert!(text.contains("#define TILE 32") && text.contains("#pragma once") && text.contains("#define EXTRA 1"), "{text}");
+        assert!(!local_includes(&path, source, &[]).contains("EXTRA"), "only -I directories are searched besides the source's own");
+        // Editing a nested header changes what is hashed.
+        std::fs::write(src_dir.join("common.cuh"), "#pragma once\n#define CHANGED\n").unwrap();
+        assert_ne!(text, local_includes(&path, source, &opts));
+    }
+
+}

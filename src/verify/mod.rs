@@ -1,0 +1,114 @@
+//! Correctness: what a variant's output must be (the spec), the buffer contents it starts from, the CPU references, and what a verification found (pure).
+//!
+//! "Correct" is the word of this module; "check" is the regression gate (`gpu-lab check`). The
+//! manifest key and the record field keep their stored name, `check`, so older runs still read.
+
+pub mod data;
+pub mod reference;
+
+use serde::{Deserialize, Serialize};
+
+pub use data::HostData;
+pub use reference::{check_copy, check_copy_mapped, check_same, check_sum, check_transpose};
+
+/// Element type of a buffer.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    F32,
+    F64,
+    I32,
+    U32,
+    I64,
+    U64,
+}
+
+impl ElemType {
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(self, ElemType::F32 | ElemType::F64)
+    }
+}
+
+/// How a buffer starts.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    /// Seeded uniform random values (floats in [-1, 1), signed integers in [-1000, 1000), unsigned in [0, 2000)).
+    Random,
+    /// Seeded random whole numbers in [-1000, 1000) ([0, 2000) unsigned), floats included: float
+    /// sums of them are exact (below 2^24), so a float reduction can be checked bit for bit.
+    #[serde(rename = "random_int")]
+    RandomInt,
+    /// Every byte 0xFF: NaN for floats, -1 for signed integers; shows elements a kernel never wrote.
+    Poison,
+    Zero,
+    /// 0, 1, 2, … (handy for index debugging; never for timing).
+    Iota,
+}
+
+/// Where a copy reads and writes: `out[output_offset + i] == input[input_offset + i * input_stride]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyMap {
+    pub input_offset: usize,
+    pub input_stride: usize,
+    pub output_offset: usize,
+}
+
+impl CopyMap {
+    pub const IDENTITY: CopyMap = CopyMap { input_offset: 0, input_stride: 1, output_offset: 0 };
+}
+
+/// What a correct output is, with buffer indices resolved (the manifest's `check` table).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum CorrectnessSpec {
+    None,
+    Copy { input: usize, output: usize, map: CopyMap },
+    Transpose { input: usize, output: usize, rows: u64, cols: u64 },
+    /// The output must equal another variant's output on the same inputs.
+    SameAs { output: usize, tolerance: f64 },
+    /// The first `count` elements of `output` must add up to the sum of `input`.
+    Sum { input: usize, output: usize, count: u64, input_stride: u64, tolerance: f64 },
+}
+
+impl CorrectnessSpec {
+    /// The buffer a built-in reference reads the expected values from.
+    pub fn input(&self) -> Option<usize> {
+        match self {
+            CorrectnessSpec::Copy { input, .. } | CorrectnessSpec::Transpose { input, .. } | CorrectnessSpec::Sum { input, .. } => Some(*input),
+            CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => None,
+        }
+    }
+
+    /// Compares a variant's `output` with the built-in reference computed from `input`
+    /// (`None` for specs that have no built-in reference: `none` and `same_as`).
+    pub fn against_input(&self, elem: ElemType, input: &HostData, output: &HostData) -> Option<Correctness> {
+        Some(match self {
+            CorrectnessSpec::Copy { map, .. } => check_copy_mapped(elem, input, output, *map),
+            CorrectnessSpec::Transpose { rows, cols, .. } => check_transpose(elem, input, output, *rows as usize, *cols as usize),
+            CorrectnessSpec::Sum { count, input_stride, tolerance, .. } => check_sum(elem, input, output, *count as usize, *input_stride as usize, *tolerance),
+            CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => return None,
+        })
+    }
+}
+
+/// What a correctness check found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Correctness {
+    pub passed: bool,
+    /// Elements compared.
+    pub checked: u64,
+    pub mismatches: u64,
+    /// Elements still holding the poison pattern: never written by the kernel.
+    pub unwritten: u64,
+    /// ‖out − ref‖₂ / ‖ref‖₂ for float comparisons with a tolerance; 0 for exact ones.
+    pub rel_error: f64,
+    pub first_mismatch: Option<String>,
+}
+

@@ -1,0 +1,140 @@
+//! The shape of `src/`, checked from its text: no import cycle between modules, only `cmd/` reads the CLI, only `cmd/` and `config` read the environment, and the pure modules reach nothing that touches a GPU, disk, process or the environment.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
+
+/// Modules whose code (and everything it imports) never touches the GPU, disk, processes or the environment.
+const PURE: [&str; 8] = ["records", "verify", "parse", "metrics", "expr", "stats", "compare", "report"];
+/// What a pure module must not mention.
+const IMPURE_WORDS: [&str; 9] = ["cudarc", "nvml_wrapper", "std::fs", "std::process", "std::env::", "File::", "current_exe", "temp_dir()", "Command::new"];
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Each file of `src/` (relative path) with its code outside `#[cfg(test)]` modules (which sit at the end of a file).
+fn sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(Path::new(SRC), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n != "tests.rs"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let code = match text.find("#[cfg(test)]") {
+                Some(at) => text[..at].to_string(),
+                None => text,
+            };
+            (p.strip_prefix(SRC).unwrap().to_string_lossy().into_owned(), code)
+        })
+        .collect()
+}
+
+/// `cmd/run.rs` -> `cmd`, `lib.rs` -> `lib`.
+fn module_of(file: &str) -> String {
+    file.split('/').next().unwrap().trim_end_matches(".rs").to_string()
+}
+
+/// Top-level modules each module's code names as `crate::X`.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, code) in sources() {
+        let from = module_of(&file);
+        let deps = g.entry(from.clone()).or_default();
+        for (at, _) in code.match_indices("crate::") {
+            let name: String = code[at + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() && name != from {
+                deps.insert(name);
+            }
+        }
+    }
+    g
+}
+
+fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(n: &str, g: &BTreeMap<String, BTreeSet<String>>, path: &mut Vec<String>, done: &mut BTreeSet<String>) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            return Some(path[i..].iter().cloned().chain([n.to_string()]).collect());
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for d in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(d, g, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    g.keys().find_map(|n| visit(n, g, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn src_has_no_import_cycle() {
+    let g = graph();
+    assert!(g.len() > 15, "{g:?}");
+    assert_eq!(find_cycle(&g), None);
+}
+
+#[test]
+fn the_cycle_finder_finds_a_cycle() {
+    let g: BTreeMap<String, BTreeSet<String>> = [("a", "b"), ("b", "c"), ("c", "a")].iter().map(|(x, y)| (x.to_string(), BTreeSet::from([y.to_string()]))).collect();
+    assert_eq!(find_cycle(&g), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
+}
+
+#[test]
+fn only_the_command_layer_reads_the_cli_and_only_it_and_config_read_the_environment() {
+    for (file, code) in sources() {
+        let module = module_of(&file);
+        if !["cmd", "cli", "main", "lib"].contains(&module.as_str()) {
+            assert!(!code.contains("crate::cli") && !code.contains("gpu_lab::cli"), "{file} imports the CLI types");
+        }
+        if !["cmd", "config", "main"].contains(&module.as_str()) {
+            for word in ["std::env::var", "env::var_os", "current_exe", "temp_dir()", "std::env::args"] {
+                assert!(!code.contains(word), "{file} reads the environment ({word})");
+            }
+        }
+    }
+}
+
+#[test]
+fn pure_modules_reach_nothing_impure() {
+    let g = graph();
+    let mut reach: BTreeSet<String> = PURE.iter().map(|s| s.to_string()).collect();
+    loop {
+        let next: BTreeSet<String> = reach.iter().flat_map(|m| g.get(m).cloned().unwrap_or_default()).chain(reach.iter().cloned()).collect();
+        if next == reach {
+            break;
+        }
+        reach = next;
+    }
+    let impure: Vec<&String> = reach.iter().filter(|m| !PURE.contains(&m.as_str())).collect();
+    assert!(impure.is_empty(), "pure modules reach {impure:?}");
+    for (file, code) in sources().into_iter().filter(|(f, _)| PURE.contains(&module_of(f).as_str())) {
+        for word in IMPURE_WORDS {
+            assert!(!code.contains(word), "{file} is in a pure module but mentions {word}");
+        }
+    }
+}
+
+#[test]
+fn every_source_file_says_what_it_is_for() {
+    for (file, _) in sources() {
+        let text = std::fs::read_to_string(Path::new(SRC).join(&file)).unwrap();
+        assert!(text.starts_with("//! "), "{file} does not open with a //! line");
+    }
+}

@@ -1,0 +1,77 @@
+//! The whole cycle a CI job runs — profile, baseline save, check unchanged (exit 0), check slowed (exit 3) — without a GPU, through the hidden `--mock-gpu` executor; and the rule that nothing a mock makes passes for a measurement.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn lab(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("gpu-lab").unwrap();
+    c.current_dir(dir).env("GPU_LAB_CACHE", dir.join("cache")).env("GPU_LAB_KERNELS", Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"));
+    c
+}
+
+fn stdout(a: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8(a.get_output().stdout.clone()).unwrap()
+}
+
+#[test]
+fn profile_then_baseline_then_check_runs_end_to_end_and_says_mock_everywhere() {
+    let d = tempfile::tempdir().unwrap();
+    let run = stdout(&lab(d.path()).args(["--mock-gpu", "profile", "--suite", "shared-memory", "--out", "runs", "--quiet"]).assert().code(0));
+    let run_dir = d.path().join(run.trim());
+    assert!(run_dir.file_name().unwrap().to_string_lossy().ends_with("-shared-memory-mock"), "{run}");
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["mock"], true);
+    assert!(info["device"]["name"].as_str().unwrap().contains("MOCK"));
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(report.starts_with("# gpu-lab report: shared-memory (MOCK)") && report.contains("not a measurement"), "{report}");
+    // The mock verifies nothing, so no job is reported correct.
+    assert!(report.contains("not checked") && !report.contains("| yes |"));
+    let results = std::fs::read_to_string(run_dir.join("results.jsonl")).unwrap();
+    let profiles = results.lines().filter(|l| l.contains("\"kind\":\"profile\"")).count();
+    let jobs = results.lines().filter(|l| l.contains("\"kind\":\"job\"")).count();
+    assert!(jobs > 20 && profiles == jobs, "{jobs} jobs, {profiles} profiles");
+
+    // A baseline must hold measurements: a mock run is refused unless asked for.
+    lab(d.path())
+        .args(["baseline", "save", "mock", "--from", run.trim()])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("MOCK run").and(predicate::str::contains("fix:")));
+    lab(d.path()).args(["baseline", "save", "mock", "--from", run.trim(), "--allow-mock"]).assert().code(0);
+
+    // Unchanged: every job Same, exit 0.
+    let same = stdout(&lab(d.path()).args(["--mock-gpu", "check", "--baseline", "mock", "--suite", "shared-memory", "--out", "runs", "--quiet"]).assert().code(0));
+    assert!(same.contains("MOCK") && !same.contains("Regressed"), "{same}");
+
+    // One variant 30% slower: it alone regresses, exit 3.
+    let slow = lab(d.path())
+        .args(["--mock-gpu", "--mock-slow", "transpose_fast=1.3", "check", "--baseline", "mock", "--suite", "shared-memory", "--out", "runs", "--quiet", "--format", "json"])
+        .assert()
+        .code(3);
+    let verdicts: Value = serde_json::from_str(&stdout(&slow)).unwrap();
+    let regressed: Vec<&str> = verdicts["comparison"]["jobs"].as_array().unwrap().iter().filter(|j| j["verdict"] == "regressed").map(|j| j["id"].as_str().unwrap()).collect();
+    assert!(!regressed.is_empty() && regressed.iter().all(|id| id.starts_with("transpose_fast")), "{regressed:?}");
+    assert_eq!(verdicts["regressed"], true);
+}
+
+#[test]
+fn a_mock_run_is_never_judged_against_a_measured_baseline() {
+    let d = tempfile::tempdir().unwrap();
+    let measured = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    lab(d.path()).args(["baseline", "save", "h200", "--from", measured.to_str().unwrap()]).assert().code(0);
+    lab(d.path())
+        .args(["--mock-gpu", "check", "--baseline", "h200", "--suite", "transpose", "--variant", "copy_row", "--out", "runs", "--quiet"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("MOCK run").and(predicate::str::contains("cannot be judged")));
+}
+
+#[test]
+fn the_mock_flags_are_hidden_and_slowing_needs_the_mock() {
+    let d = tempfile::tempdir().unwrap();
+    lab(d.path()).args(["--mock-slow", "x=2", "run", "--suite", "transpose"]).assert().code(2);
+    lab(d.path()).args(["--mock-gpu", "--mock-slow", "x", "run", "--suite", "transpose"]).assert().code(2).stderr(predicate::str::contains("VARIANT=FACTOR"));
+}
