@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The regression gate on a GPU host, in one call of at most 10 minutes: two back-to-back profiles of the transpose suite,
+# The regression gate on a GPU host, in one call of at most 10 minutes: two back-to-back profiles of a suite (SUITE, default transpose),
 # a baseline from the first, the second checked against it (expected: exit 0, no Regressed), then a copy of the suite
 # with one variant deliberately slowed, run and checked with `check --suite` (expected: exit 3, that variant Regressed).
 #
@@ -22,6 +22,11 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-lab-out}
 BIN=$(realpath "${GPU_LAB:-target/release/gpu-lab}")
+SUITE=${SUITE:-transpose}
+if [ "$SUITE" = shared-memory ]; then
+  SLOWED=${SLOWED:-row_write_col_read_pad}
+  THIRD=${THIRD:-copy_row,row_write_col_read,row_write_col_read_pad,transpose_fast}
+fi
 SLOWED=${SLOWED:-smem_pad_32}
 THIRD=${THIRD:-copy_row,smem_32,smem_pad_32,transpose_fast}
 WORK=$(mktemp -d /tmp/gpu-lab-regression.XXXXXX)
@@ -36,9 +41,9 @@ demo() {
   nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
   local runs=() n start code
   for n in 1 2; do
-    step "profile $n: gpu-lab profile --suite transpose ${FIRST[*]}"
+    step "profile $n: gpu-lab profile --suite $SUITE ${FIRST[*]}"
     start=$(date +%s)
-    "$BIN" profile --suite transpose "${FIRST[@]}" --out "$WORK/runs" --quiet > "$WORK/run$n.path"
+    "$BIN" profile --suite "$SUITE" "${FIRST[@]}" --out "$WORK/runs" --quiet > "$WORK/run$n.path"
     code=$?
     runs+=("$(tail -n 1 "$WORK/run$n.path")")
     echo "exit $code after $(( $(date +%s) - start )) s: ${runs[-1]}"
@@ -54,21 +59,21 @@ demo() {
   grep -E '^\| (\*\*Regressed\*\*|Improved) ' "$OUT/check-back-to-back.md" || echo "(no job regressed or improved)"
 
   step "slowed copy of the suite: $SLOWED"
-  cp -r kernels/transpose "$WORK/suites/transpose"
-  local manifest="$WORK/suites/transpose/suite.toml"
+  cp -r "kernels/$SUITE" "$WORK/suites/$SUITE"
+  local manifest="$WORK/suites/$SUITE/suite.toml"
   if ! awk -v v="$SLOWED" '
       /^\[\[variants\]\]/ { mine = 0 }
       $0 ~ "^name = \"" v "\"" { mine = 1 }
       mine && !done && /PAD = "1"/ { sub(/PAD = "1"/, "PAD = \"0\""); done = 1 }
       { print }
-      END { exit done ? 0 : 3 }' "kernels/transpose/suite.toml" > "$manifest"; then
+      END { exit done ? 0 : 3 }' "kernels/$SUITE/suite.toml" > "$manifest"; then
     echo "no PAD = \"1\" in variant $SLOWED: compiling it with -G instead"
-    awk -v v="$SLOWED" '{ print } $0 ~ "^name = \"" v "\"" { print "options = [\"-G\"]" }' "kernels/transpose/suite.toml" > "$manifest"
+    awk -v v="$SLOWED" '{ print } $0 ~ "^name = \"" v "\"" { print "options = [\"-G\"]" }' "kernels/$SUITE/suite.toml" > "$manifest"
   fi
-  diff -u kernels/transpose/suite.toml "$manifest"
+  diff -u "kernels/$SUITE/suite.toml" "$manifest"
 
-  step "check --baseline demo --suite transpose --suite-dir <slowed copy> --variant $THIRD   (expected: exit 3)"
-  "$BIN" check --baseline demo --baseline-dir "$WORK/baselines" --suite transpose --suite-dir "$WORK/suites" \
+  step "check --baseline demo --suite $SUITE --suite-dir <slowed copy> --variant $THIRD   (expected: exit 3)"
+  "$BIN" check --baseline demo --baseline-dir "$WORK/baselines" --suite "$SUITE" --suite-dir "$WORK/suites" \
     --variant "$THIRD" --out "$WORK/runs" --quiet > "$OUT/check-slowed.md"
   echo "exit $? (expected 3)"
   head -n 3 "$OUT/check-slowed.md" | tail -n 1
