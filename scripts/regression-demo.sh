@@ -59,7 +59,8 @@ demo() {
   grep -E '^\| (\*\*Regressed\*\*|Improved) ' "$OUT/check-back-to-back.md" || echo "(no job regressed or improved)"
 
   step "slowed copy of the suite: $SLOWED"
-  cp -r "kernels/$SUITE" "$WORK/suites/$SUITE"
+  # The whole kernels/ tree: suites name sources of other suites (`../transpose/transpose.cu`).
+  cp -r kernels/. "$WORK/suites/"
   local manifest="$WORK/suites/$SUITE/suite.toml"
   if ! awk -v v="$SLOWED" '
       /^\[\[variants\]\]/ { mine = 0 }

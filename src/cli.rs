@@ -33,6 +33,16 @@ fn slowdown(s: &str) -> Result<(String, f64), String> {
     Ok((variant.to_string(), positive(factor)?))
 }
 
+/// `gpu-lab compare --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Md,
+    /// Two runs only.
+    Json,
+    /// The runs' frame.
+    Csv,
+}
+
 /// What `gpu-lab list` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListWhat {
@@ -133,12 +143,14 @@ pub enum Command {
     },
     /// Judge a run against a baseline, job by job: exit 0 when nothing regressed, 3 when something did.
     Check(CheckArgs),
-    /// Two stored runs side by side, also across GPUs, without verdicts.
+    /// Stored runs side by side, also across GPUs, without verdicts.
+    #[command(after_help = "Two runs: every job's change with its interval, clocks, counters and correctness (md or json). More runs: one table of medians and % of copy per run, from the runs' polars frame. --format csv: the frame of every run (one row per job of each run; schema in docs/frame.md), for polars or pandas.")]
     Compare {
-        run_a: PathBuf,
-        run_b: PathBuf,
-        #[arg(long, value_enum, default_value_t = crate::compare::Format::Md)]
-        format: crate::compare::Format,
+        /// Run directories, two or more.
+        #[arg(num_args = 2.., required = true)]
+        runs: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
+        format: CompareFormat,
     },
     /// Child process: run one job and write its outcome (used by run/profile).
     #[command(name = "__job", hide = true)]

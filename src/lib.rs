@@ -26,6 +26,7 @@ pub mod device;
 pub mod executor;
 pub mod exit;
 pub mod expr;
+pub mod frame;
 pub mod metrics;
 pub mod parse;
 pub mod process;

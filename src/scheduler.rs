@@ -100,7 +100,7 @@ pub fn run(executor: &dyn Executor, plans: &[SuitePlan], settings: &RunSettings,
 /// Rewrites the reports from what is on disk: partial results stay readable.
 pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     let (run, _) = store::load_run(dir)?;
-    for format in [report::Format::Md, report::Format::Csv, report::Format::Svg] {
+    for format in [report::Format::Md, report::Format::Csv, report::Format::Svg, report::Format::Frame] {
         let e = report::exporter(format);
         store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
     }

@@ -93,3 +93,19 @@ fn hidden_child_commands_stay_hidden() {
         .stdout(predicate::str::contains("__job").not().and(predicate::str::contains("mock").not()))
         .stdout(predicate::str::contains("Exit codes: 0 ok, 1 error, 2 usage, 3 regression found, 4 some jobs failed"));
 }
+
+#[test]
+fn the_frame_of_a_run_and_of_several_runs() {
+    let csv = String::from_utf8(gpu_lab().args(["report", RUN, "--format", "frame"]).assert().success().get_output().stdout.clone()).unwrap();
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let header = r.headers().unwrap().clone();
+    assert!(header.iter().any(|h| h == "pct_of_copy") && header.iter().any(|h| h == "metric.gld_efficiency"), "{header:?}");
+    assert_eq!(r.records().count(), 92);
+    let h100 = "reports/runs/20261122T042230Z-transpose-h100-80gb-hbm3";
+    let three = String::from_utf8(gpu_lab().args(["compare", RUN, h100, RUN]).assert().success().get_output().stdout.clone()).unwrap();
+    assert!(three.contains("| job") && three.contains("time 3/1") && three.contains("NVIDIA H100 80GB HBM3"), "{three}");
+    let stacked = String::from_utf8(gpu_lab().args(["compare", RUN, h100, "--format", "csv"]).assert().success().get_output().stdout.clone()).unwrap();
+    assert_eq!(stacked.lines().count(), 1 + 92 + 92);
+    gpu_lab().args(["compare", RUN, h100, RUN, "--format", "json"]).assert().code(1).stderr(predicate::str::contains("two runs"));
+    gpu_lab().args(["compare", RUN]).assert().code(2);
+}

@@ -33,6 +33,11 @@ fn profile_then_baseline_then_check_runs_end_to_end_and_says_mock_everywhere() {
     let profiles = results.lines().filter(|l| l.contains("\"kind\":\"profile\"")).count();
     let jobs = results.lines().filter(|l| l.contains("\"kind\":\"job\"")).count();
     assert!(jobs > 20 && profiles == jobs, "{jobs} jobs, {profiles} profiles");
+    let frame = std::fs::read_to_string(run_dir.join("results.csv")).unwrap();
+    assert_eq!(frame.lines().count(), 1 + jobs);
+    let mut r = csv::Reader::from_reader(frame.as_bytes());
+    let mock_column = r.headers().unwrap().iter().position(|h| h == "mock").unwrap();
+    assert!(r.records().all(|row| &row.unwrap()[mock_column] == "true"));
 
     // A baseline must hold measurements: a mock run is refused unless asked for.
     lab(d.path())

@@ -146,7 +146,7 @@ fn manifest_errors_name_file_line_and_fix() {
 
 #[test]
 fn the_gpu_fault_suite_loads_as_a_user_suite() {
-    let dirs = suite::search_dirs(&[Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu")]);
+    let dirs = [Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu")];
     let suites = suite::load_named(&["faults".to_string()], &dirs).unwrap();
     let jobs = &suites[0].jobs;
     assert_eq!(jobs.len(), 6);

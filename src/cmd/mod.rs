@@ -37,7 +37,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Report { run, format, write } => report::report(&run, format, write),
         Command::Baseline { action } => baseline::baseline(action),
         Command::Check(args) => check::check(&config, &args, &mock, command_line),
-        Command::Compare { run_a, run_b, format } => compare::compare(&config, &run_a, &run_b, format),
+        Command::Compare { runs, format } => compare::compare(&config, &runs, format),
         Command::Ncu(args) => ncu::ncu(&config, &args),
         Command::Import(args) => import::import(&config, &args),
         Command::Job { .. } | Command::ProfilePass { .. } | Command::Bounds { .. } => unreachable!("children are served above"),

@@ -1,6 +1,7 @@
 //! Exporters: data -> markdown, JSON, CSV or SVG bytes (pure; one exporter per file behind one trait, for runs here and for comparisons in `compare/`).
 
 pub mod csv;
+pub mod frame;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
@@ -22,6 +23,8 @@ pub enum Format {
     Json,
     Csv,
     Svg,
+    /// The run's polars frame (`results.csv`): one row per job, every column joined in.
+    Frame,
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
@@ -30,5 +33,6 @@ pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
         Format::Json => Box::new(json::Json),
         Format::Csv => Box::new(csv::Csv),
         Format::Svg => Box::new(svg::Svg),
+        Format::Frame => Box::new(frame::Results),
     }
 }
