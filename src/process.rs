@@ -166,10 +166,18 @@ pub fn output(cmd: &mut Command) -> Result<Finished, CommandError> {
     run(cmd, &Output::Stream { echo: false }, None)?.success()
 }
 
+#[derive(Debug, thiserror::Error)]
+pub enum ResultError {
+    #[error("the child exited cleanly but left no readable result at {}: {source}", .path.display())]
+    Missing { path: PathBuf, source: std::io::Error },
+    #[error("the child's result {} is not valid: {source}", .path.display())]
+    Invalid { path: PathBuf, source: serde_json::Error },
+}
+
 /// Reads a JSON result a child wrote; a child that exited 0 without one failed all the same.
-pub fn read_result<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("the child exited cleanly but left no readable result at {}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("the child's result {} is not valid: {e}", path.display()))
+pub fn read_result<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ResultError> {
+    let bytes = std::fs::read(path).map_err(|source| ResultError::Missing { path: path.to_path_buf(), source })?;
+    serde_json::from_slice(&bytes).map_err(|source| ResultError::Invalid { path: path.to_path_buf(), source })
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ impl ChildExecutor {
     fn run_child<T: serde::de::DeserializeOwned>(&self, ctx: &RunContext, mut cmd: Command, log: &Path, out: &Path) -> Result<T, Failure> {
         let failed = |message: String| Failure::Failed { message, log: Some(log.to_path_buf()) };
         match process::run(&mut cmd, &process::Output::Log(log.to_path_buf()), Some(ctx.timeout)).and_then(|f| f.success()) {
-            Ok(_) => process::read_result(out).map_err(failed),
+            Ok(_) => process::read_result(out).map_err(|e| failed(e.to_string())),
             Err(e) => match e.kind {
                 FailureKind::TimedOut(after) => Err(Failure::TimedOut(after)),
                 // The end of the child's output holds its error chain.

@@ -121,11 +121,10 @@ pub fn unit_scale(unit: &str) -> f64 {
     };
     let mut scale = 1.0;
     for base in ["byte", "hz", "Hz", "bit"] {
-        if let Some(p) = head.strip_suffix(base) {
-            if p.len() == 1 {
+        if let Some(p) = head.strip_suffix(base)
+            && p.len() == 1 {
                 scale = prefix(p.chars().next().unwrap_or(' '));
             }
-        }
     }
     // Rates ncu prints per `second` scale by the time unit too (`byte/usecond`).
     match tail {

@@ -50,8 +50,16 @@ const SUBMETRICS: [&str; 18] = [
 ];
 const RATIO_SUFFIXES: [&str; 3] = ["pct", "ratio", "max_rate"];
 
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QueryError {
+    #[error("no metric list in the `ncu --query-metrics` output (expected a `Device NAME (CHIP)` line and a table){}", .said.as_deref().map(|s| format!("; ncu said: {s}")).unwrap_or_default())]
+    NoList { said: Option<String> },
+    #[error("{problems}\n  fix: `ncu --query-metrics` lists this GPU's metrics; `gpu-lab list metrics` shows gpu-lab's names")]
+    UnknownCounter { problems: String },
+}
+
 /// Parses `ncu --query-metrics` (default `base` mode): one block per device, each opened by `Device NAME (CHIP)`.
-pub fn parse_query_metrics(text: &str) -> Result<Vec<DeviceMetrics>, String> {
+pub fn parse_query_metrics(text: &str) -> Result<Vec<DeviceMetrics>, QueryError> {
     let mut blocks: Vec<DeviceMetrics> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("Device ") {
@@ -79,7 +87,9 @@ pub fn parse_query_metrics(text: &str) -> Result<Vec<DeviceMetrics>, String> {
     }
     blocks.retain(|b| !b.metrics.is_empty());
     if blocks.is_empty() {
-        return Err("no metric list in the `ncu --query-metrics` output (expected a `Device NAME (CHIP)` line and a table)".into());
+        // What ncu printed instead, when it was short enough to be a message.
+        let said = (text.len() < 2000 && !text.trim().is_empty()).then(|| text.trim().to_string());
+        return Err(QueryError::NoList { said });
     }
     Ok(blocks)
 }
@@ -160,14 +170,14 @@ pub struct Screened {
 /// A raw ncu name given as a metric is a misspelling when the device does not know it: an error,
 /// with the closest names. A named metric whose counters this device lacks is left out with the
 /// reason, and the others still run.
-pub fn screen(defs: Vec<MetricDef>, list: &DeviceMetrics) -> Result<Screened, String> {
+pub fn screen(defs: Vec<MetricDef>, list: &DeviceMetrics) -> Result<Screened, QueryError> {
     let mut out = Screened::default();
     for def in defs {
         let problems: Vec<String> = def.counters.values().filter_map(|c| explain(list, c)).collect();
         if problems.is_empty() {
             out.collectable.push(def);
         } else if metrics::is_raw_metric(&def) {
-            return Err(format!("{}\n  fix: `ncu --query-metrics` lists this GPU's metrics; `gpu-lab list metrics` shows gpu-lab's names", problems.join("; ")));
+            return Err(QueryError::UnknownCounter { problems: problems.join("; ") });
         } else {
             out.unavailable.push((def.name.clone(), format!("this GPU cannot collect {}", problems.join("; "))));
         }
@@ -256,7 +266,7 @@ mod tests {
         let s = screen(all.clone(), &list).unwrap();
         assert_eq!(s.collectable.len(), all.len(), "every built-in metric is collectable on Hopper: {:?}", s.unavailable);
 
-        let err = screen(catalog.resolve(&["l1tex__t_sector_pipe_lsu_mem_global_op_ld.sum".into()]).unwrap(), &list).unwrap_err();
+        let err = screen(catalog.resolve(&["l1tex__t_sector_pipe_lsu_mem_global_op_ld.sum".into()]).unwrap(), &list).unwrap_err().to_string();
         assert!(err.contains("closest: l1tex__t_sectors_pipe_lsu_mem_global_op_ld") && err.contains("fix:"), "{err}");
 
         let mut future = catalog.metrics["gld_efficiency"].clone();

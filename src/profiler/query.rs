@@ -3,7 +3,17 @@
 use std::path::{Path, PathBuf};
 
 use crate::metrics::MetricDef;
-use crate::parse::query_metrics::{self, DeviceMetrics, Screened};
+use crate::parse::query_metrics::{self, DeviceMetrics, QueryError, Screened};
+use crate::process::CommandError;
+
+/// Why the device's metric list could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error("could not run ncu --query-metrics: {0}")]
+    Ncu(#[from] CommandError),
+    #[error(transparent)]
+    Parse(#[from] QueryError),
+}
 use crate::process;
 use crate::profiler::Ncu;
 use crate::store;
@@ -29,33 +39,28 @@ fn from_cache(cache: Option<&Path>, ncu: &Ncu, device: &str) -> Option<DeviceMet
 }
 
 /// The metric list of GPU `gpu` (CUDA's index), named `device` by NVML, from the cache under `cache` or from ncu.
-pub fn device_metrics(ncu: &Ncu, cache: Option<&Path>, device: Option<&str>, gpu: u32) -> Result<DeviceMetrics, String> {
-    let query = || {
-        let finished = process::run(ncu.command().arg("--query-metrics"), &process::Output::Stream { echo: false }, None).map_err(|e| e.to_string())?;
-        Ok((finished.text, String::new()))
-    };
+pub fn device_metrics(ncu: &Ncu, cache: Option<&Path>, device: Option<&str>, gpu: u32) -> Result<DeviceMetrics, ListError> {
+    let query = || Ok(process::run(ncu.command().arg("--query-metrics"), &process::Output::Stream { echo: false }, None)?.text);
     device_metrics_cached(cache, ncu, device, gpu, query)
 }
 
 /// `query` runs `ncu --query-metrics` and gives its stdout and stderr.
-fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>, gpu: u32, query: impl FnOnce() -> Result<(String, String), String>) -> Result<DeviceMetrics, String> {
+fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>, gpu: u32, query: impl FnOnce() -> Result<String, ListError>) -> Result<DeviceMetrics, ListError> {
     if let Some(hit) = device.and_then(|d| from_cache(cache, ncu, d)) {
         return Ok(hit);
     }
-    let (text, stderr) = query()?;
-    let blocks = query_metrics::parse_query_metrics(&text).map_err(|e| format!("{e}; ncu said: {stderr}"))?;
+    let text = query()?;
+    let blocks = query_metrics::parse_query_metrics(&text)?;
     let by_name = blocks.iter().find(|b| device.is_some_and(|d| b.device == d));
     // ncu lists one block per device; when NVML's name matches none, the block at the GPU's index
     // is the best guess, but it is not remembered as this GPU's chip.
     let chosen = by_name.or_else(|| blocks.get(gpu as usize)).unwrap_or(&blocks[0]).clone();
     // A cache that cannot be written only costs another query next time.
-    if let Some((alias, Some(list))) = cache_paths(cache, ncu, device, Some(&chosen.chip)) {
-        if store::write_atomic(&list, text.as_bytes()).is_ok() && by_name.is_some() {
-            if let Some(alias) = alias {
+    if let Some((alias, Some(list))) = cache_paths(cache, ncu, device, Some(&chosen.chip))
+        && store::write_atomic(&list, text.as_bytes()).is_ok() && by_name.is_some()
+            && let Some(alias) = alias {
                 let _ = store::write_atomic(&alias, chosen.chip.as_bytes());
             }
-        }
-    }
     Ok(chosen)
 }
 
@@ -70,7 +75,7 @@ pub fn screen_for_device(ncu: &Ncu, cache: Option<&Path>, device: Option<&str>, 
             return Ok(Screened { collectable: defs, unavailable: Vec::new() });
         }
     };
-    let screened = query_metrics::screen(defs, &list).map_err(anyhow::Error::msg)?;
+    let screened = query_metrics::screen(defs, &list)?;
     for (name, why) in &screened.unavailable {
         eprintln!("warning: {name} left out: {why}");
     }
@@ -85,9 +90,9 @@ mod tests {
     const H200_LIST: &str = include_str!("../../tests/fixtures/ncu-h200/query-metrics.txt");
 
     /// A stand-in `ncu --query-metrics` that gives the H200's captured list and counts its calls.
-    fn h200_query(calls: &Cell<u32>) -> Result<(String, String), String> {
+    fn h200_query(calls: &Cell<u32>) -> Result<String, ListError> {
         calls.set(calls.get() + 1);
-        Ok((H200_LIST.to_string(), String::new()))
+        Ok(H200_LIST.to_string())
     }
 
     // Orchestration only: a stand-in query that gives the H200's captured list and counts its calls.
@@ -128,6 +133,6 @@ mod tests {
     #[test]
     fn an_ncu_that_cannot_list_is_an_error_not_a_panic() {
         let ncu = Ncu { path: "/bin/true".into(), version: String::new() };
-        assert!(device_metrics(&ncu, None, None, 0).unwrap_err().contains("no metric list"));
+        assert!(device_metrics(&ncu, None, None, 0).unwrap_err().to_string().contains("no metric list"));
     }
 }

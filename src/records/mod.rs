@@ -191,6 +191,9 @@ impl ProfileRecord {
     }
 }
 
+/// One line of `results.jsonl`. Lines are read and written one at a time, so the size of the
+/// largest variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Record {

@@ -152,11 +152,10 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
     for j in &jobs {
         if let Some(p) = run.profiles.get(j.id()) {
             for m in metrics {
-                if let Some(Some(v)) = p.metrics.get(&m.name) {
-                    if metrics::is_notable(m, *v) && !m.reading.is_empty() {
+                if let Some(Some(v)) = p.metrics.get(&m.name)
+                    && metrics::is_notable(m, *v) && !m.reading.is_empty() {
                         readings.push(format!("- `{}`: {} {} (ideal {})", j.label, metrics::format_value(m, *v), m.reading, metrics::format_ideal(m)));
                     }
-                }
             }
             if let Some(e) = &p.error {
                 readings.push(format!("- `{}`: ncu: {e}", j.label));

@@ -23,7 +23,7 @@ fn draw(run: &RunData, area: &DrawingArea<SVGBackend, plotters::coord::Shift>) -
         let jobs: Vec<_> = run.jobs.iter().filter(|j| j.group() == group).collect();
         let copy = run.bounds.get(&group).and_then(|b| b.copy_gbs());
         let scale = jobs.iter().filter_map(|j| j.gbs()).chain(copy).fold(1.0f64, f64::max) * 1.05;
-        area.draw(&Text::new(format!("{group}"), (10, y), ("sans-serif", 13).into_font().style(FontStyle::Bold)))?;
+        area.draw(&Text::new(group.to_string(), (10, y), ("sans-serif", 13).into_font().style(FontStyle::Bold)))?;
         y += ROW;
         let top = y;
         for j in &jobs {

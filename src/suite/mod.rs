@@ -82,11 +82,10 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let ctx = Ctx { path, text: &text };
     // `--suite NAME` finds DIR/NAME/suite.toml, so the two names must agree or the suite cannot be asked for.
-    if let Some(dir_name) = dir.file_name().map(|n| n.to_string_lossy().to_string()) {
-        if path.file_name().is_some_and(|f| f == "suite.toml") && dir_name != manifest.suite.name {
+    if let Some(dir_name) = dir.file_name().map(|n| n.to_string_lossy().to_string())
+        && path.file_name().is_some_and(|f| f == "suite.toml") && dir_name != manifest.suite.name {
             return Err(ctx.err("[suite]", format!("the suite is named `{}` but its directory is `{dir_name}`", manifest.suite.name), format!("rename the directory to `{}` or set name = \"{dir_name}\"", manifest.suite.name)));
         }
-    }
     let mut hasher = Sha256::new();
     hasher.update(text.as_bytes());
     let mut sources: Vec<String> = manifest.variants.iter().filter_map(|v| v.source.clone()).collect();
@@ -175,11 +174,10 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
             }
         }
         let check = v.check.as_ref().or(m.suite.check.as_ref());
-        if let Some(same) = check.and_then(|c| c.same_as.as_ref()) {
-            if !m.variants.iter().any(|o| &o.name == same) || same == &v.name {
+        if let Some(same) = check.and_then(|c| c.same_as.as_ref())
+            && (!m.variants.iter().any(|o| &o.name == same) || same == &v.name) {
                 return Err(ctx.err(&anchor, format!("variant `{}` checks against `{same}`, which is not another variant of this suite", v.name), "name another variant in `same_as`"));
             }
-        }
     }
     Ok(())
 }
@@ -413,11 +411,10 @@ fn resolve_job(
             }
         }
     };
-    if let Some(input) = correctness.input() {
-        if !matches!(buffers[input].init, Init::Random | Init::RandomInt | Init::Iota) {
+    if let Some(input) = correctness.input()
+        && !matches!(buffers[input].init, Init::Random | Init::RandomInt | Init::Iota) {
             return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
         }
-    }
     let amount = |e: Option<&String>, what: &str| -> Result<Option<f64>, SuiteError> {
         e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
             .transpose()
