@@ -33,6 +33,10 @@ fn profile_then_baseline_then_check_runs_end_to_end_and_says_mock_everywhere() {
     let profiles = results.lines().filter(|l| l.contains("\"kind\":\"profile\"")).count();
     let jobs = results.lines().filter(|l| l.contains("\"kind\":\"job\"")).count();
     assert!(jobs > 20 && profiles == jobs, "{jobs} jobs, {profiles} profiles");
+    let metrics_csv = std::fs::read_to_string(run_dir.join("metrics.csv")).unwrap();
+    assert!(metrics_csv.lines().all(|l| l.contains("MOCK")), "{metrics_csv}");
+    let svg = std::fs::read_to_string(run_dir.join("chart.svg")).unwrap();
+    assert!(svg.contains("MOCK GPU"));
     let frame = std::fs::read_to_string(run_dir.join("results.csv")).unwrap();
     assert_eq!(frame.lines().count(), 1 + jobs);
     let mut r = csv::Reader::from_reader(frame.as_bytes());

@@ -57,7 +57,7 @@ fn list(dir: &Path) -> anyhow::Result<i32> {
     let found = baseline::list(dir)?;
     if found.is_empty() {
         println!("no baselines in {} (`gpu-lab baseline save NAME` stores one)", dir.display());
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let mut rows: Vec<Vec<String>> = vec![["name", "suite", "GPU", "jobs", "counters", "saved", "from run", "suite sha256"].map(String::from).to_vec()];
     for (path, loaded) in &found {

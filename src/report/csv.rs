@@ -18,6 +18,10 @@ impl Exporter<RunData> for Csv {
             .map(String::from)
             .collect::<Vec<_>>();
         header.extend(metric_names.iter().cloned());
+        // A mock run's numbers are stand-ins: a last column says so on every row (measured runs have none).
+        if run.info.mock {
+            header.push("MOCK".into());
+        }
         w.write_record(&header)?;
         let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
         for j in &run.jobs {
@@ -37,6 +41,9 @@ impl Exporter<RunData> for Csv {
             let profile = run.profiles.get(j.id());
             for m in &metric_names {
                 row.push(num(profile.and_then(|p| p.metrics.get(m).copied().flatten())));
+            }
+            if run.info.mock {
+                row.push("MOCK: stand-in, not measured".into());
             }
             w.write_record(&row)?;
         }
