@@ -17,7 +17,8 @@ impl Exporter<RunData> for Results {
     }
 
     fn render(&self, run: &RunData) -> anyhow::Result<String> {
-        Ok(frame::to_csv(&frame::results(&[("run", run)])?)?)
+        // A run's own frame is labelled by when it started (its directory is not known here).
+        Ok(frame::to_csv(&frame::results(&[(run.info.started.as_str(), run)])?)?)
     }
 }
 
