@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::Context;
 
@@ -22,8 +23,10 @@ pub struct Config {
     /// This binary: children are its hidden subcommands.
     pub exe: PathBuf,
     pub temp_dir: PathBuf,
-    /// The built-in metrics plus `--metrics-file` (later files override earlier ones).
-    pub catalog: Catalog,
+    /// `--metrics-file`: definitions that add to or override the built-ins (later files win).
+    pub metrics_files: Vec<PathBuf>,
+    /// The catalog, read on first use: commands that need no metric definitions do not fail on a bad file.
+    catalog: OnceLock<Catalog>,
     pub quiet: bool,
 }
 
@@ -62,9 +65,19 @@ impl Config {
             path_dirs,
             exe: env.exe.clone().context("cannot find the gpu-lab executable itself (it starts its own children)")?,
             temp_dir: env.temp_dir.clone(),
-            catalog: catalog(metrics_files)?,
+            metrics_files: metrics_files.to_vec(),
+            catalog: OnceLock::new(),
             quiet,
         })
+    }
+
+    /// The built-in metrics plus `--metrics-file`, read once.
+    pub fn catalog(&self) -> anyhow::Result<&Catalog> {
+        if let Some(c) = self.catalog.get() {
+            return Ok(c);
+        }
+        let built = catalog(&self.metrics_files)?;
+        Ok(self.catalog.get_or_init(|| built))
     }
 
     /// The command's `--suite-dir`s first (a user suite may replace a built-in of the same name), then the configured ones.
@@ -104,7 +117,9 @@ mod tests {
         assert_eq!(c.cache_dir, Some(PathBuf::from("/xdg/gpu-lab")));
         assert_eq!(c.ncu.explicit, None, "an empty NCU is unset");
         assert_eq!(c.path_dirs, [PathBuf::from("/a"), "/b".into()]);
-        let missing = Config::new(&env, &[PathBuf::from("/no/such.toml")], false).unwrap_err();
-        assert!(format!("{missing:#}").contains("--metrics-file"));
+        // A bad metrics file fails the commands that read metric definitions, and only them.
+        let bad = Config::new(&env, &[PathBuf::from("/no/such.toml")], false).unwrap();
+        assert!(format!("{:#}", bad.catalog().unwrap_err()).contains("--metrics-file"));
+        assert!(c.catalog().unwrap().metrics.contains_key("gld_efficiency"));
     }
 }

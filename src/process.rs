@@ -22,6 +22,8 @@ pub enum Output {
     Log(PathBuf),
     /// Our stderr, line by line as printed (`echo: false` keeps it silent), and memory.
     Stream { echo: bool },
+    /// Memory, stdout apart from stderr: for output that is parsed (stderr is kept for the error).
+    Stdout,
 }
 
 /// A child that ran to its end.
@@ -29,8 +31,10 @@ pub enum Output {
 pub struct Finished {
     pub command: String,
     pub status: ExitStatus,
-    /// What it printed (for `Output::Log`, the log's text).
+    /// What it printed (for `Output::Log`, the log's text; for `Output::Stdout`, its stdout).
     pub text: String,
+    /// What it printed on stderr, for `Output::Stdout` (empty otherwise: it is in `text`).
+    pub stderr: String,
 }
 
 impl Finished {
@@ -39,7 +43,8 @@ impl Finished {
         if self.status.success() {
             return Ok(self);
         }
-        Err(CommandError { command: self.command, kind: FailureKind::Exited { status: self.status.to_string(), tail: tail(&self.text, TAIL_LINES) } })
+        let said = if self.stderr.trim().is_empty() { &self.text } else { &self.stderr };
+        Err(CommandError { command: self.command, kind: FailureKind::Exited { status: self.status.to_string(), tail: tail(said, TAIL_LINES) } })
     }
 }
 
@@ -107,13 +112,32 @@ pub fn run(cmd: &mut Command, output: &Output, timeout: Option<Duration>) -> Res
         // Its own process group, so that a timeout also ends what it started (ncu's profiled program).
         cmd.process_group(0);
     }
-    let (status, text) = match output {
+    let (status, text, stderr) = match output {
         Output::Log(path) => {
             let log = File::create(path).map_err(|e| CommandError { command: command.clone(), kind: FailureKind::Start(format!("cannot create its log {}: {e}", path.display())) })?;
             let copy = log.try_clone().map_err(start_error)?;
             let mut child = cmd.stdin(Stdio::null()).stdout(copy).stderr(log).spawn().map_err(start_error)?;
             let status = wait(&mut child, timeout).map_err(|kind| CommandError { command: command.clone(), kind })?;
-            (status, std::fs::read_to_string(path).unwrap_or_default())
+            (status, std::fs::read_to_string(path).unwrap_or_default(), String::new())
+        }
+        Output::Stdout => {
+            let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(start_error)?;
+            let (out, err) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+            let status = std::thread::scope(|s| {
+                if let Some(o) = stdout {
+                    let out = &out;
+                    s.spawn(move || pump(Box::new(o), false, out));
+                }
+                if let Some(e) = stderr {
+                    let err = &err;
+                    s.spawn(move || pump(Box::new(e), false, err));
+                }
+                wait(&mut child, timeout)
+            });
+            let status = status.map_err(|kind| CommandError { command: command.clone(), kind })?;
+            let text = |m: Mutex<Vec<u8>>| String::from_utf8_lossy(&m.into_inner().unwrap_or_else(|p| p.into_inner())).into_owned();
+            (status, text(out), text(err))
         }
         Output::Stream { echo } => {
             let stdin = if timeout.is_some() { Stdio::null() } else { Stdio::inherit() };
@@ -128,10 +152,10 @@ pub fn run(cmd: &mut Command, output: &Output, timeout: Option<Duration>) -> Res
                 wait(&mut child, timeout)
             });
             let status = status.map_err(|kind| CommandError { command: command.clone(), kind })?;
-            (status, String::from_utf8_lossy(&kept.into_inner().unwrap_or_else(|p| p.into_inner())).into_owned())
+            (status, String::from_utf8_lossy(&kept.into_inner().unwrap_or_else(|p| p.into_inner())).into_owned(), String::new())
         }
     };
-    Ok(Finished { command, status, text })
+    Ok(Finished { command, status, text, stderr })
 }
 
 fn pump(source: Box<dyn Read + Send>, echo: bool, kept: &Mutex<Vec<u8>>) {
@@ -161,9 +185,9 @@ fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<Ex
     }
 }
 
-/// Runs `cmd` with its output in memory and fails unless it exits 0.
+/// Runs `cmd` with no input, its stdout in memory, and fails unless it exits 0.
 pub fn output(cmd: &mut Command) -> Result<Finished, CommandError> {
-    run(cmd, &Output::Stream { echo: false }, None)?.success()
+    run(cmd, &Output::Stdout, None)?.success()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -206,8 +230,10 @@ mod tests {
             assert!(tail.contains("illegal address") && tail.contains("starting"), "{tail}");
             assert!(e.command.starts_with("sh -c"), "{}", e.command);
         }
-        let ok = output(Command::new("sh").args(["-c", "echo fine"])).unwrap();
-        assert_eq!(ok.text, "fine\n");
+        let ok = output(Command::new("sh").args(["-c", "echo fine; echo noise >&2"])).unwrap();
+        assert_eq!((ok.text.as_str(), ok.stderr.as_str()), ("fine\n", "noise\n"), "stdout apart from stderr");
+        let e = output(Command::new("sh").args(["-c", "echo table; echo 'why it failed' >&2; exit 2"])).unwrap_err();
+        assert_eq!(e.output_tail(), Some("why it failed"));
         let missing = output(&mut Command::new("/no/such/program")).unwrap_err();
         assert!(matches!(missing.kind, FailureKind::Start(_)) && missing.to_string().contains("/no/such/program"), "{missing}");
     }

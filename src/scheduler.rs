@@ -84,10 +84,7 @@ pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Resul
 pub fn run(executor: &dyn Executor, plans: &[SuitePlan], settings: &RunSettings, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
     let mut code = exit::OK;
     for plan in plans.iter().filter(|p| !p.jobs.is_empty()) {
-        let env = executor.environment();
-        let gpu_name = env.device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| "gpu".into());
-        let gpu_name = if env.mock { "mock".to_string() } else { gpu_name };
-        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &gpu_name).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
+        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &executor.environment().label).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
         code = code.max(run_suite(executor, plan, settings, &dir)?);
         if !settings.quiet {
             eprintln!("report: {}", dir.join("report.md").display());
@@ -158,13 +155,13 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
     for (gi, group) in groups.iter().enumerate() {
         let group_jobs: Vec<&JobSpec> = plan.jobs.iter().filter(|j| &j.key.group == group).collect();
         bar.set_message(format!("{group}: copy bounds"));
-        append(&Record::Bounds(bounds(executor, &ctx, gi, group, &group_jobs)))?;
+        append(&Record::Bounds(bounds(executor, &ctx, gi, group, &group_jobs)?))?;
         bar.inc(1);
 
         let mut ran: Vec<&JobSpec> = Vec::new();
         for (ji, job) in group_jobs.iter().enumerate() {
             bar.set_message(format!("{group}: {}", job.label()));
-            let record = run_job(executor, &ctx, plan.suite, job, &format!("job-{gi}-{ji}"));
+            let record = run_job(executor, &ctx, plan.suite, job, &format!("job-{gi}-{ji}"))?;
             if record.status != JobStatus::Failed && record.status != JobStatus::TimedOut {
                 ran.push(job);
             }
@@ -197,20 +194,21 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
 }
 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
-fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> BoundsRecord {
+fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<BoundsRecord> {
     let bytes = jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
     let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e) };
     if bytes == 0 {
-        return failed("the group has no buffers to copy".into());
+        return Ok(failed("the group has no buffers to copy".into()));
     }
-    match executor.bounds(ctx, &format!("bounds-{gi}"), bytes) {
+    Ok(match executor.bounds(ctx, &format!("bounds-{gi}"), bytes) {
         Ok(o) => BoundsRecord { group: group.to_string(), bytes: o.bytes, memcpy: stats::summarize(&o.memcpy_samples_ms), copy_kernel: stats::summarize(&o.kernel_samples_ms), error: None },
+        Err(Failure::Fatal(why)) => bail!("{why}"),
         Err(f) => failed(f.message()),
-    }
+    })
 }
 
 /// Runs one job and makes its record; a failed job keeps its whole log in the run's `logs/`.
-fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSpec, tag: &str) -> JobRecord {
+fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSpec, tag: &str) -> anyhow::Result<JobRecord> {
     let t0 = Instant::now();
     let nvml_before = executor.snapshot();
     let outcome = executor.job(ctx, tag, job);
@@ -242,12 +240,13 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.runs_per_sample = o.runs_per_sample;
             record.stopped_by = o.stopped_by;
         }
+        Err(Failure::Fatal(why)) => bail!("{why}"),
         Err(failure) => {
-            if matches!(failure, Failure::TimedOut(_)) {
+            if matches!(failure, Failure::TimedOut { .. }) {
                 record.status = JobStatus::TimedOut;
             }
             let mut message = failure.message();
-            if let Failure::Failed { log: Some(log), .. } = &failure {
+            if let Some(log) = failure.log() {
                 // work/ goes when the run ends; a failed job's whole log stays.
                 let kept = ctx.dir.join("logs").join(format!("{tag}.log"));
                 if std::fs::create_dir_all(ctx.dir.join("logs")).and_then(|_| std::fs::copy(log, &kept)).is_ok() {
@@ -258,7 +257,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         }
     }
     record.wall_seconds = t0.elapsed().as_secs_f64();
-    record
+    Ok(record)
 }
 
 #[cfg(test)]
@@ -301,6 +300,56 @@ mod tests {
         let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
         assert!(md.contains("MOCK"), "{md}");
         assert!(!dirs[0].join("work").exists());
+    }
+
+    /// The mock, except that its jobs end as `failure` says (orchestration only, no numbers).
+    struct Failing {
+        failure: Failure,
+    }
+
+    impl Executor for Failing {
+        fn environment(&self) -> crate::executor::Environment {
+            MockExecutor::default().environment()
+        }
+        fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<crate::parse::query_metrics::Screened> {
+            MockExecutor::default().screen(defs)
+        }
+        fn snapshot(&self) -> Option<crate::records::Snapshot> {
+            None
+        }
+        fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
+            MockExecutor::default().bounds(ctx, tag, bytes)
+        }
+        fn job(&self, _ctx: &RunContext, _tag: &str, _job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
+            Err(self.failure.clone())
+        }
+        fn profile(&self, _ctx: &RunContext, _tag: &str, _jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn a_hung_job_keeps_its_log_and_a_fatal_failure_stops_the_run_unfinished() {
+        let d = tempfile::tempdir().unwrap();
+        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu/faults/suite.toml")).unwrap();
+        let suites = [suite];
+        let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
+        let log = d.path().join("hung.log");
+        std::fs::write(&log, "started, then nothing").unwrap();
+        let hung = Failing { failure: Failure::TimedOut { after: Duration::from_secs(20), log: Some(log) } };
+        let mut dirs = Vec::new();
+        assert_eq!(run(&hung, &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::JOBS_FAILED);
+        let (data, _) = store::load_run(&dirs[0]).unwrap();
+        assert!(data.jobs.iter().all(|j| j.status == JobStatus::TimedOut && j.error.as_deref().unwrap().contains("(full log: logs/job-")));
+        assert_eq!(std::fs::read_dir(dirs[0].join("logs")).unwrap().count(), data.jobs.len());
+
+        let fatal = Failing { failure: Failure::Fatal("could not start gpu-lab".into()) };
+        let out = d.path().join("fatal");
+        let e = run(&fatal, &plans, &settings(&out, false), &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("could not start gpu-lab"));
+        let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+        let (data, _) = store::load_run(&dir).unwrap();
+        assert!(data.info.finished.is_none() && data.jobs.is_empty(), "an unfinished run, as a killed one");
     }
 
     #[test]

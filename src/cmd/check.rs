@@ -39,7 +39,8 @@ fn run_suite(config: &Config, args: &SuiteArgs, base: &RunData, no_profile: bool
     }
     let has_counters = base.profiles.values().any(|p| !p.metrics.is_empty());
     let profile = if has_counters && !no_profile {
-        let (known, unknown): (Vec<String>, Vec<String>) = base.info.metrics.iter().map(|m| m.name.clone()).partition(|n| config.catalog.resolve(std::slice::from_ref(n)).is_ok());
+        let catalog = config.catalog()?;
+        let (known, unknown): (Vec<String>, Vec<String>) = base.info.metrics.iter().map(|m| m.name.clone()).partition(|n| catalog.resolve(std::slice::from_ref(n)).is_ok());
         if !unknown.is_empty() {
             eprintln!("warning: the baseline's metrics {} are not defined here and are not collected", unknown.join(", "));
         }
@@ -62,9 +63,15 @@ fn settings(args: &CheckArgs, relative_to_copy: bool) -> Settings {
     }
 }
 
+/// Why a mock run and a measured one cannot be judged against each other.
+fn mixed_mock(baseline: &str, baseline_is_mock: bool) -> String {
+    let (mocked, measured) = if baseline_is_mock { (format!("the baseline {baseline}"), "this run") } else { ("this run".to_string(), "the baseline") };
+    format!("{mocked} is a MOCK run (stand-in numbers) and {measured} is measured: they cannot be judged against each other")
+}
+
 /// The definitions of the metrics the two runs hold: as they stored them, else as defined here.
-pub fn definitions(config: &Config, base: &RunData, new: &RunData) -> Vec<MetricDef> {
-    counters::definitions(&[&new.info.metrics, &base.info.metrics], &config.catalog.metrics)
+pub fn definitions(config: &Config, base: &RunData, new: &RunData) -> anyhow::Result<Vec<MetricDef>> {
+    Ok(counters::definitions(&[&new.info.metrics, &base.info.metrics], &config.catalog()?.metrics))
 }
 
 fn other_gpu_error(baseline: &Path, (a, b): (String, String)) -> anyhow::Error {
@@ -87,6 +94,10 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
     let run_dir = match (&args.from, &args.run) {
         (Some(from), _) => from.clone(),
         (None, Some(suite)) => {
+            // Stand-ins and measurements never meet: refused before minutes of running, not after.
+            if base.info.mock != mock.on {
+                bail!("{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)", mixed_mock(&path.display().to_string(), base.info.mock));
+            }
             // A different GPU is refused before minutes of measuring, not after.
             let here = if mock.on { None } else { crate::device::NvmlSession::open().info(suite.gpu).ok() };
             if let (Some(b), Some(h)) = (&base.info.device, here)
@@ -117,8 +128,7 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
         );
     }
     if base.info.mock != new.info.mock {
-        let (mocked, measured) = if new.info.mock { (run_dir.display().to_string(), format!("the baseline {}", path.display())) } else { (format!("the baseline {}", path.display()), run_dir.display().to_string()) };
-        bail!("{mocked} is a MOCK run (stand-in numbers) and {measured} is measured: they cannot be judged against each other\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)");
+        bail!("{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)", mixed_mock(&path.display().to_string(), base.info.mock));
     }
     let other = compare::other_gpu(&base, &new);
     if let Some(models) = other.clone()
@@ -126,7 +136,7 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
     {
         return Err(other_gpu_error(&path, models));
     }
-    let defs = definitions(config, &base, &new);
+    let defs = definitions(config, &base, &new)?;
     let label = format!("baseline {} (from {})", stored.name, stored.source_run);
     let c = compare::compare(&base, &label, &new, &run_dir.display().to_string(), &defs, &settings(args, other.is_some()), true);
     let (text, ext) = render(&c, args.format)?;

@@ -32,7 +32,7 @@ pub fn compare(config: &Config, dirs: &[PathBuf], format: CompareFormat) -> anyh
         (CompareFormat::Md | CompareFormat::Json, [base, new]) => {
             // As measured: no clock normalisation, plain times; % of copy shows the cross-GPU view beside them.
             let s = Settings { normalize: Normalize::None, ..Settings::default() };
-            let c = compare::compare(base, &labels[0], new, &labels[1], &definitions(config, base, new), &s, false);
+            let c = compare::compare(base, &labels[0], new, &labels[1], &definitions(config, base, new)?, &s, false);
             render(&c, if format == CompareFormat::Md { compare::Format::Md } else { compare::Format::Json })?.0
         }
         (CompareFormat::Json, _) => bail!("--format json compares two runs; {} were given\n  fix: use --format md or csv for more runs", runs.len()),

@@ -70,7 +70,7 @@ pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<i32> {
     };
     let source = file.display().to_string();
     let table = parse::read_ncu_csv(text).with_context(|| format!("reading {source} as ncu CSV output"))?;
-    let (defs, skipped) = metrics::choose_for_file(&config.catalog, &args.choice.names(), &table.metric_names()?)?;
+    let (defs, skipped) = metrics::choose_for_file(config.catalog()?, &args.choice.names(), &table.metric_names()?)?;
     let out = read_kernels(&table, &defs)?;
     print_summary(&out, &defs, args.choice.format, skipped, &source)
 }

@@ -44,7 +44,7 @@ fn probe_counters(config: &Config, ncu: &profiler::Ncu) -> Result<String, String
         std::fs::create_dir_all(&dir)?;
         let timing = dir.join("timing.json");
         write_json(&timing, &TimingConfig { max_seconds: 0.05, min_samples: 1, ..TimingConfig::default() })?;
-        let target = bounds_target(&config.exe, 0, 1 << 20, &dir.join("bounds.json"), &timing);
+        let target = bounds_target(&config.exe, 0, config.cache_dir.as_deref(), 1 << 20, &dir.join("bounds.json"), &timing);
         Ok(probe::counters_readable(ncu, &target, &dir, Duration::from_secs(120)).map_err(|e| e.to_string()))
     })();
     let _ = std::fs::remove_dir_all(&dir);
@@ -88,16 +88,16 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
 }
 
 pub fn list(config: &Config, what: ListWhat, suite_dirs: &[PathBuf]) -> anyhow::Result<i32> {
-    let catalog = &config.catalog;
+    
     match what {
         ListWhat::Metrics => {
-            for m in catalog.metrics.values() {
+            for m in config.catalog()?.metrics.values() {
                 println!("{:40} {}{}", m.name, m.description, if m.nvprof { " [nvprof]" } else { "" });
                 println!("{:40}   = {}  where {}", "", m.formula, m.counters.iter().map(|(a, c)| format!("{a} = {c}")).collect::<Vec<_>>().join(", "));
             }
         }
         ListWhat::Sets => {
-            for (name, s) in &catalog.sets {
+            for (name, s) in &config.catalog()?.sets {
                 println!("{name:12} {}\n{:12} {}", s.description, "", s.metrics.join(", "));
             }
         }

@@ -55,7 +55,7 @@ pub fn ncu_command_args(counters: &[String], report_base: &Path, kernel: Option<
 
 /// `gpu-lab ncu -- PROGRAM ARGS`
 pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
-    let (catalog, quiet) = (&config.catalog, config.quiet);
+    let (catalog, quiet) = (config.catalog()?, config.quiet);
     let names = match args.choice.names() {
         n if n.is_empty() => vec![DEFAULT_METRIC.to_string()],
         n => n,

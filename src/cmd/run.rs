@@ -48,7 +48,7 @@ pub fn run(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, m
 /// As `run`, handing each finished run directory to `finished`.
 pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
     let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
-    let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), &config.catalog)?;
+    let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
     let executor = executor(config, args.gpu, profile.is_some(), mock)?;
     scheduler::screen(&mut plans, executor.as_ref())?;
     scheduler::run(executor.as_ref(), &plans, &settings(config, args, profile, command_line), finished)

@@ -59,10 +59,11 @@ impl ChildExecutor {
         match process::run(&mut cmd, &process::Output::Log(log.to_path_buf()), Some(ctx.timeout)).and_then(|f| f.success()) {
             Ok(_) => process::read_result(out).map_err(|e| failed(e.to_string())),
             Err(e) => match e.kind {
-                FailureKind::TimedOut(after) => Err(Failure::TimedOut(after)),
+                FailureKind::TimedOut(after) => Err(Failure::TimedOut { after, log: Some(log.to_path_buf()) }),
                 // The end of the child's output holds its error chain.
                 FailureKind::Exited { status, tail } => Err(failed(if tail.is_empty() { format!("child exited with {status}") } else { tail })),
-                FailureKind::Start(why) => Err(failed(format!("could not start {}: {why}", e.command))),
+                // This binary (or its log) cannot be had: no later job could start either.
+                FailureKind::Start(why) => Err(Failure::Fatal(format!("could not start {}: {why}\n  fix: check that the gpu-lab binary is still in place and the run directory writable", e.command))),
             },
         }
     }
@@ -78,8 +79,10 @@ impl ChildExecutor {
 
 impl Executor for ChildExecutor {
     fn environment(&self) -> Environment {
+        let device = self.nvml.info(self.gpu).ok();
         Environment {
-            device: self.nvml.info(self.gpu).ok(),
+            label: device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| format!("gpu{}", self.gpu)),
+            device,
             nvml_error: self.nvml.error(),
             ncu_version: self.ncu.as_ref().map(|n| n.version.clone()),
             mock: false,
@@ -131,14 +134,17 @@ impl Executor for ChildExecutor {
             dir: ctx.dir,
             name: tag.to_string(),
             // Every job's launches run once under replay: the pass may take a job's time per job.
-            timeout: ctx.timeout * (jobs.len() as u32 + 1),
+            timeout: ctx.timeout.saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
         })
     }
 }
 
 /// The argument list of a bounds child for `bytes` bytes, for the doctor's counter probe.
-pub fn bounds_target(exe: &Path, gpu: u32, bytes: u64, out: &Path, timing: &Path) -> Vec<OsString> {
+pub fn bounds_target(exe: &Path, gpu: u32, cache_dir: Option<&Path>, bytes: u64, out: &Path, timing: &Path) -> Vec<OsString> {
     let mut t: Vec<OsString> = vec![exe.as_os_str().to_os_string(), protocol::BOUNDS.into(), "--gpu".into(), gpu.to_string().into(), "--bytes".into(), bytes.to_string().into()];
+    if let Some(d) = cache_dir {
+        t.extend(["--cache".into(), d.as_os_str().to_os_string()]);
+    }
     t.extend(["--out".into(), out.as_os_str().to_os_string(), "--timing".into(), timing.as_os_str().to_os_string()]);
     t
 }

@@ -62,7 +62,7 @@ impl Executor for MockExecutor {
             compute_capability: "MOCK".into(),
             ..Default::default()
         };
-        Environment { device: Some(device), nvml_error: None, ncu_version: Some("MOCK (ncu was not run)".into()), mock: true }
+        Environment { label: "mock".into(), device: Some(device), nvml_error: None, ncu_version: Some("MOCK (ncu was not run)".into()), mock: true }
     }
 
     fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {

@@ -22,6 +22,8 @@ pub use mock::MockExecutor;
 /// What a run is measured on, as the executor knows it.
 #[derive(Debug, Clone, Default)]
 pub struct Environment {
+    /// What run directories are named after: the GPU's name, `gpuN` when NVML cannot say, `mock`.
+    pub label: String,
     pub device: Option<DeviceInfo>,
     /// Why there is no device information, when there is none.
     pub nvml_error: Option<String>,
@@ -48,14 +50,25 @@ pub struct RunContext<'a> {
 pub enum Failure {
     /// It failed; `log` is its whole output, when there is one to keep.
     Failed { message: String, log: Option<PathBuf> },
-    TimedOut(Duration),
+    /// It was still running at the timeout and was killed; `log` is what it printed until then.
+    TimedOut { after: Duration, log: Option<PathBuf> },
+    /// Nothing can run at all (the executor's own program cannot be started): the run stops.
+    Fatal(String),
 }
 
 impl Failure {
     pub fn message(&self) -> String {
         match self {
-            Failure::Failed { message, .. } => message.clone(),
-            Failure::TimedOut(after) => format!("no result after {} s; the child was killed (raise --timeout if the kernel is just slow)", after.as_secs()),
+            Failure::Failed { message, .. } | Failure::Fatal(message) => message.clone(),
+            Failure::TimedOut { after, .. } => format!("no result after {} s; the child was killed (raise --timeout if the kernel is just slow)", after.as_secs()),
+        }
+    }
+
+    /// The whole output of the failed child, to keep beside the run.
+    pub fn log(&self) -> Option<&Path> {
+        match self {
+            Failure::Failed { log, .. } | Failure::TimedOut { log, .. } => log.as_deref(),
+            Failure::Fatal(_) => None,
         }
     }
 }

@@ -78,11 +78,18 @@ pub struct Ncu {
 }
 
 impl Ncu {
-    /// An ncu command with the locale its CSV parser expects (decimal points, not commas), and
-    /// CUDA numbering GPUs in PCI order, as NVML does, for the programs it runs.
+    /// An ncu command with the locale its CSV parser expects (decimal points, not commas).
     pub fn command(&self) -> Command {
         let mut c = Command::new(&self.path);
-        c.env("LC_ALL", "C").env("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        c.env("LC_ALL", "C");
+        c
+    }
+
+    /// An ncu command over one of gpu-lab's own children: CUDA numbers GPUs in PCI order there,
+    /// as NVML does, so `--gpu N` means one card to both (a user's program keeps its own order).
+    pub fn command_over_child(&self) -> Command {
+        let mut c = self.command();
+        c.env("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
         c
     }
 }
@@ -130,14 +137,13 @@ pub fn export_raw(ncu: &Ncu, report: &Path) -> Result<String, ProfilerError> {
     let export_error = |said: String| ProfilerError::Export { report: report.to_path_buf(), said, version: ncu.version.clone() };
     let finished = process::run(
         ncu.command().args(["--import", &report.display().to_string(), "--csv", "--page", "raw", "--print-units", "base"]),
-        &process::Output::Stream { echo: false },
+        &process::Output::Stdout,
         None,
     )
     .map_err(|e| export_error(e.to_string()))?;
     if !finished.status.success() || !finished.text.contains("\"ID\"") {
-        return Err(export_error(said(finished.text.trim())));
+        return Err(export_error(said(format!("{}{}", finished.text.trim(), finished.stderr.trim()).trim())));
     }
-    // ncu's own messages go to stderr and may interleave; the CSV reader skips lines that are not CSV.
     Ok(finished.text)
 }
 

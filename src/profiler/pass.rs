@@ -35,7 +35,7 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
     let report_base = p.dir.join(&p.name);
     let report = report_path(&report_base);
     let log = p.dir.join(format!("{}.log", p.name));
-    let mut cmd = p.ncu.command();
+    let mut cmd = p.ncu.command_over_child();
     cmd.args(profile_args(&metrics::counters_needed(p.defs), p.clock_control, &report_base)).args(&p.target);
     let ended = process::run(&mut cmd, &process::Output::Log(log.clone()), Some(p.timeout));
     let text = match &ended {

@@ -11,7 +11,7 @@ use crate::process;
 /// Profiles the first kernel `target` launches; `dir` receives the report and the log.
 pub fn counters_readable(ncu: &Ncu, target: &[OsString], dir: &Path, timeout: Duration) -> Result<String, ProfilerError> {
     let report_base = dir.join("probe");
-    let mut cmd = ncu.command();
+    let mut cmd = ncu.command_over_child();
     cmd.args(profile_args(&[metrics::DURATION.to_string()], ClockControl::None, &report_base)).args(["--launch-count", "1"]).args(target);
     let finished = process::run(&mut cmd, &process::Output::Log(dir.join("ncu.log")), Some(timeout));
     let text = match &finished {

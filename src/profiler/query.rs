@@ -40,17 +40,24 @@ fn from_cache(cache: Option<&Path>, ncu: &Ncu, device: &str) -> Option<DeviceMet
 
 /// The metric list of GPU `gpu` (CUDA's index), named `device` by NVML, from the cache under `cache` or from ncu.
 pub fn device_metrics(ncu: &Ncu, cache: Option<&Path>, device: Option<&str>, gpu: u32) -> Result<DeviceMetrics, ListError> {
-    let query = || Ok(process::run(ncu.command().arg("--query-metrics"), &process::Output::Stream { echo: false }, None)?.text);
+    let query = || {
+        let f = process::run(ncu.command().arg("--query-metrics"), &process::Output::Stdout, None)?;
+        Ok((f.text, f.stderr))
+    };
     device_metrics_cached(cache, ncu, device, gpu, query)
 }
 
 /// `query` runs `ncu --query-metrics` and gives its stdout and stderr.
-fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>, gpu: u32, query: impl FnOnce() -> Result<String, ListError>) -> Result<DeviceMetrics, ListError> {
+fn device_metrics_cached(cache: Option<&Path>, ncu: &Ncu, device: Option<&str>, gpu: u32, query: impl FnOnce() -> Result<(String, String), ListError>) -> Result<DeviceMetrics, ListError> {
     if let Some(hit) = device.and_then(|d| from_cache(cache, ncu, d)) {
         return Ok(hit);
     }
-    let text = query()?;
-    let blocks = query_metrics::parse_query_metrics(&text)?;
+    let (text, stderr) = query()?;
+    let blocks = query_metrics::parse_query_metrics(&text).map_err(|e| match e {
+        // What ncu said on stderr explains an empty list better than its stdout.
+        QueryError::NoList { said } if !stderr.trim().is_empty() => QueryError::NoList { said: Some(stderr.trim().to_string()).or(said) },
+        other => other,
+    })?;
     let by_name = blocks.iter().find(|b| device.is_some_and(|d| b.device == d));
     // ncu lists one block per device; when NVML's name matches none, the block at the GPU's index
     // is the best guess, but it is not remembered as this GPU's chip.
@@ -90,9 +97,9 @@ mod tests {
     const H200_LIST: &str = include_str!("../../tests/fixtures/ncu-h200/query-metrics.txt");
 
     /// A stand-in `ncu --query-metrics` that gives the H200's captured list and counts its calls.
-    fn h200_query(calls: &Cell<u32>) -> Result<String, ListError> {
+    fn h200_query(calls: &Cell<u32>) -> Result<(String, String), ListError> {
         calls.set(calls.get() + 1);
-        Ok(H200_LIST.to_string())
+        Ok((H200_LIST.to_string(), "==WARNING== a message on stderr, not a metric".to_string()))
     }
 
     // Orchestration only: a stand-in query that gives the H200's captured list and counts its calls.
