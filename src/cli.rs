@@ -185,6 +185,22 @@ pub enum Command {
         child: ChildArgs,
         #[arg(long)]
         timing: PathBuf,
+        /// Also measure the FP32 multiply-add rate.
+        #[arg(long)]
+        fma: bool,
+    },
+    /// Child process: time a vendor compute bound (cuBLAS) at a job's shape.
+    #[command(name = "__compute_bound", hide = true)]
+    ComputeBound {
+        /// The bound (JSON, as a job spec holds it).
+        #[arg(long)]
+        bound: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        child: ChildArgs,
+        #[arg(long)]
+        timing: PathBuf,
     },
 }
 

@@ -10,7 +10,7 @@ use crate::executor::{Executor, Failure, RunContext};
 use crate::exit;
 use crate::metrics::{Catalog, MetricDef};
 use crate::profiler::ClockControl;
-use crate::records::{groups_in_order, BoundsRecord, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
+use crate::records::{groups_in_order, BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
 use crate::report;
 use crate::stats;
 use crate::store;
@@ -97,7 +97,8 @@ pub fn run(executor: &dyn Executor, plans: &[SuitePlan], settings: &RunSettings,
 /// Rewrites the reports from what is on disk: partial results stay readable.
 pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     let (run, _) = store::load_run(dir)?;
-    for format in [report::Format::Md, report::Format::Csv, report::Format::Svg, report::Format::Frame] {
+    let roofline = run.jobs.iter().any(report::markdown::is_compute).then_some(report::Format::Roofline);
+    for format in [report::Format::Md, report::Format::Csv, report::Format::Svg, report::Format::Frame].into_iter().chain(roofline) {
         let e = report::exporter(format);
         store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
     }
@@ -142,7 +143,8 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
     store::save_info(dir, &info)?;
     let work = dir.join("work");
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let ctx = RunContext { dir, work: &work, timing: &settings.timing, seed: settings.seed, timeout: settings.timeout, metrics: &plan.metrics, clock_control };
+    let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
+    let ctx = RunContext { dir, work: &work, timing: &settings.timing, seed: settings.seed, timeout: settings.timeout, metrics: &plan.metrics, clock_control, fma };
     let results = dir.join(store::RESULTS);
     let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
 
@@ -156,6 +158,10 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
         let group_jobs: Vec<&JobSpec> = plan.jobs.iter().filter(|j| &j.key.group == group).collect();
         bar.set_message(format!("{group}: copy bounds"));
         append(&Record::Bounds(bounds(executor, &ctx, gi, group, &group_jobs)?))?;
+        for (bi, record) in compute_bounds(executor, &ctx, gi, group, &group_jobs)?.into_iter().enumerate() {
+            bar.set_message(format!("{group}: compute bound {}", bi + 1));
+            append(&Record::Compute(record))?;
+        }
         bar.inc(1);
 
         let mut ran: Vec<&JobSpec> = Vec::new();
@@ -196,15 +202,44 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
 fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<BoundsRecord> {
     let bytes = jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
-    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e) };
+    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e), fma: None };
     if bytes == 0 {
         return Ok(failed("the group has no buffers to copy".into()));
     }
     Ok(match executor.bounds(ctx, &format!("bounds-{gi}"), bytes) {
-        Ok(o) => BoundsRecord { group: group.to_string(), bytes: o.bytes, memcpy: stats::summarize(&o.memcpy_samples_ms), copy_kernel: stats::summarize(&o.kernel_samples_ms), error: None },
+        Ok(o) => BoundsRecord {
+            group: group.to_string(),
+            bytes: o.bytes,
+            memcpy: stats::summarize(&o.memcpy_samples_ms),
+            copy_kernel: stats::summarize(&o.kernel_samples_ms),
+            error: None,
+            fma: o.fma.and_then(|(samples, flops, sm_count)| Some(FmaRate { flops, summary: stats::summarize(&samples)?, sm_count })),
+        },
         Err(Failure::Fatal(why)) => bail!("{why}"),
         Err(f) => failed(f.message()),
     })
+}
+
+/// The vendor compute bounds of a group: cuBLAS once per distinct shape its jobs ask for.
+fn compute_bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<Vec<ComputeBoundRecord>> {
+    let mut wanted: Vec<(&BoundSpec, String, f64)> = Vec::new();
+    for j in jobs {
+        if let (BoundSpec::Cublas { shape, .. }, Some(key)) = (&j.bound, j.bound.key())
+            && !wanted.iter().any(|(_, k, _)| *k == key)
+        {
+            wanted.push((&j.bound, key, shape.flops()));
+        }
+    }
+    let mut out = Vec::new();
+    for (bi, (bound, key, flops)) in wanted.into_iter().enumerate() {
+        let record = |summary, samples_ms, math_mode, error| ComputeBoundRecord { group: group.to_string(), key: key.clone(), math_mode, flops, summary, samples_ms, error };
+        out.push(match executor.compute_bound(ctx, &format!("compute-{gi}-{bi}"), bound) {
+            Ok(o) => record(stats::summarize(&o.samples_ms), o.samples_ms, o.math_mode, None),
+            Err(Failure::Fatal(why)) => bail!("{why}"),
+            Err(f) => record(None, Vec::new(), String::new(), Some(f.message())),
+        });
+    }
+    Ok(out)
 }
 
 /// Runs one job and makes its record; a failed job keeps its whole log in the run's `logs/`.
@@ -226,6 +261,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         stopped_by: String::new(),
         summary: None,
         work: job.work,
+        bound: job.bound.clone(),
         launches: job.launches.len(),
         nvml_before,
         nvml_after,

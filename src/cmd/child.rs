@@ -6,7 +6,7 @@ use anyhow::Context;
 
 use crate::cli::ChildArgs;
 use crate::exit;
-use crate::records::TimingConfig;
+use crate::records::{BoundSpec, TimingConfig};
 use crate::runner::{self, Gpu};
 use crate::store::write_json;
 use crate::suite::JobSpec;
@@ -33,9 +33,18 @@ pub fn profile_pass(specs: &Path, child: &ChildArgs, seed: u64) -> anyhow::Resul
     Ok(exit::OK)
 }
 
-pub fn bounds(bytes: u64, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
+pub fn bounds(bytes: u64, out: &Path, child: &ChildArgs, timing: &Path, fma: bool) -> anyhow::Result<i32> {
     let timing: TimingConfig = read_json(timing)?;
-    let outcome = runner::run_bounds(&open(child)?, bytes, &timing)?;
+    let outcome = runner::run_bounds(&open(child)?, bytes, &timing, fma)?;
     write_json(out, &outcome)?;
+    Ok(exit::OK)
+}
+
+pub fn compute_bound(bound: &Path, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
+    let (bound, timing): (BoundSpec, TimingConfig) = (read_json(bound)?, read_json(timing)?);
+    let BoundSpec::Cublas { shape, elem } = bound else {
+        anyhow::bail!("only cuBLAS bounds are measured by a child; got {}", bound.name());
+    };
+    write_json(out, &runner::run_cublas(&open(child)?, &shape, elem, &timing)?)?;
     Ok(exit::OK)
 }

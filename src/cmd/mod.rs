@@ -20,7 +20,8 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
     match cli.command {
         Command::Job { spec, out, child, seed } => return child::job(&spec, &out, &child, seed),
         Command::ProfilePass { specs, child, seed } => return child::profile_pass(&specs, &child, seed),
-        Command::Bounds { bytes, out, child, timing } => return child::bounds(bytes, &out, &child, &timing),
+        Command::Bounds { bytes, out, child, timing, fma } => return child::bounds(bytes, &out, &child, &timing, fma),
+        Command::ComputeBound { bound, out, child, timing } => return child::compute_bound(&bound, &out, &child, &timing),
         _ => {}
     }
     let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
@@ -40,6 +41,6 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Compare { runs, format } => compare::compare(&config, &runs, format),
         Command::Ncu(args) => ncu::ncu(&config, &args),
         Command::Import(args) => import::import(&config, &args),
-        Command::Job { .. } | Command::ProfilePass { .. } | Command::Bounds { .. } => unreachable!("children are served above"),
+        Command::Job { .. } | Command::ProfilePass { .. } | Command::Bounds { .. } | Command::ComputeBound { .. } => unreachable!("children are served above"),
     }
 }

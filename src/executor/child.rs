@@ -10,7 +10,7 @@ use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
 use crate::profiler::{self, pass, Ncu};
-use crate::records::{BoundsOutcome, JobOutcome, ProfileRecord, Snapshot};
+use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot};
 use crate::store::write_json;
 use crate::suite::JobSpec;
 
@@ -19,6 +19,7 @@ pub mod protocol {
     pub const JOB: &str = "__job";
     pub const PROFILE_PASS: &str = "__profile";
     pub const BOUNDS: &str = "__bounds";
+    pub const COMPUTE_BOUND: &str = "__compute_bound";
 }
 
 pub struct ChildExecutor {
@@ -105,6 +106,17 @@ impl Executor for ChildExecutor {
         write_json(&timing, ctx.timing).map_err(|e| Failure::Failed { message: format!("{e:#}"), log: None })?;
         let mut cmd = self.child(protocol::BOUNDS);
         cmd.args(["--bytes", &bytes.to_string()]).arg("--out").arg(&out).arg("--timing").arg(&timing);
+        if ctx.fma {
+            cmd.arg("--fma");
+        }
+        self.run_child(ctx, cmd, &log, &out)
+    }
+
+    fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<ComputeOutcome, Failure> {
+        let (spec, timing, out, log) = (ctx.work.join(format!("{tag}.bound.json")), ctx.work.join(format!("{tag}.timing.json")), ctx.work.join(format!("{tag}.out.json")), ctx.work.join(format!("{tag}.log")));
+        write_json(&spec, bound).and_then(|_| write_json(&timing, ctx.timing)).map_err(|e| Failure::Failed { message: format!("{e:#}"), log: None })?;
+        let mut cmd = self.child(protocol::COMPUTE_BOUND);
+        cmd.arg("--bound").arg(&spec).arg("--out").arg(&out).arg("--timing").arg(&timing);
         self.run_child(ctx, cmd, &log, &out)
     }
 

@@ -7,7 +7,7 @@ use crate::metrics::{self, MetricDef};
 use crate::parse::query_metrics::Screened;
 use crate::parse::KernelRow;
 use crate::profiler::pass;
-use crate::records::{BoundsOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot};
+use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot};
 use crate::suite::JobSpec;
 
 /// The name the mock device carries into every run, report and baseline it touches.
@@ -15,6 +15,8 @@ pub const MOCK_DEVICE: &str = "MOCK GPU (no GPU was used: every number is a stan
 
 /// Stand-in bandwidth of the mock device, bytes per millisecond (1000 GB/s).
 const BYTES_PER_MS: f64 = 1e9;
+/// Stand-in arithmetic rate of the mock device, flops per millisecond (1000 GFLOP/s).
+const FLOPS_PER_MS: f64 = 1e9;
 /// Stand-in cost of one launch, ms.
 const LAUNCH_MS: f64 = 0.002;
 const SAMPLES: usize = 30;
@@ -46,8 +48,9 @@ impl MockExecutor {
     fn stand_in_ms(&self, job: &JobSpec) -> f64 {
         let threads: u64 = job.threads_per_launch().iter().sum();
         let bytes = job.work.bytes.unwrap_or((threads * 8) as f64);
+        let flops = job.work.flops.unwrap_or(0.0);
         let factor = self.slowdown.get(&job.key.variant).copied().unwrap_or(1.0);
-        (bytes / BYTES_PER_MS + LAUNCH_MS * job.launches.len() as f64) * factor
+        ((bytes / BYTES_PER_MS).max(flops / FLOPS_PER_MS) + LAUNCH_MS * job.launches.len() as f64) * factor
     }
 }
 
@@ -60,6 +63,8 @@ impl Executor for MockExecutor {
             driver: "MOCK".into(),
             cuda_driver: "MOCK".into(),
             compute_capability: "MOCK".into(),
+            // A stand-in clock, so that the stand-in FMA rate names a lane count.
+            max_sm_clock_mhz: 1953,
             ..Default::default()
         };
         Environment { label: "mock".into(), device: Some(device), nvml_error: None, ncu_version: Some("MOCK (ncu was not run)".into()), mock: true }
@@ -74,9 +79,19 @@ impl Executor for MockExecutor {
         None
     }
 
-    fn bounds(&self, _ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure> {
+    fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure> {
         let ms = 2.0 * bytes as f64 / BYTES_PER_MS;
-        Ok(BoundsOutcome { bytes, memcpy_samples_ms: samples(&format!("{tag} memcpy"), ms * 1.05), kernel_samples_ms: samples(&format!("{tag} kernel"), ms) })
+        // Stand-in FMA rate: 1000 GFLOP/s on 8 "SMs" (a rate that says 32 lanes at 1953 MHz).
+        let fma = ctx.fma.then(|| (samples(&format!("{tag} fma"), 1.0), FLOPS_PER_MS, 8));
+        Ok(BoundsOutcome { bytes, memcpy_samples_ms: samples(&format!("{tag} memcpy"), ms * 1.05), kernel_samples_ms: samples(&format!("{tag} kernel"), ms), fma })
+    }
+
+    fn compute_bound(&self, _ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<ComputeOutcome, Failure> {
+        let BoundSpec::Cublas { shape, .. } = bound else {
+            return Err(Failure::Failed { message: format!("{} is not measured by an executor", bound.name()), log: None });
+        };
+        // A stand-in vendor routine at 2000 stand-in GFLOP/s.
+        Ok(ComputeOutcome { samples_ms: samples(&format!("{tag} {}", shape.label()), shape.flops() / 2e9), math_mode: "MOCK".into() })
     }
 
     fn job(&self, ctx: &RunContext, _tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure> {

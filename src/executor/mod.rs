@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::profiler::ClockControl;
-use crate::records::{BoundsOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot, TimingConfig};
+use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot, TimingConfig};
 use crate::suite::JobSpec;
 
 pub use child::ChildExecutor;
@@ -43,6 +43,8 @@ pub struct RunContext<'a> {
     pub timeout: Duration,
     pub metrics: &'a [MetricDef],
     pub clock_control: ClockControl,
+    /// Some job declares flops: the bounds include the FP32 multiply-add rate.
+    pub fma: bool,
 }
 
 /// Why a job (or a bound) has no outcome.
@@ -79,8 +81,10 @@ pub trait Executor {
     fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened>;
     /// Clocks, temperature and power now.
     fn snapshot(&self) -> Option<Snapshot>;
-    /// The copy bounds over `bytes` bytes; `tag` names its files in the work directory.
+    /// The copy bounds over `bytes` bytes (and the FMA rate where `ctx.fma`); `tag` names its files in the work directory.
     fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure>;
+    /// A vendor compute bound (cuBLAS at a job's shape).
+    fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<ComputeOutcome, Failure>;
     /// Verifies and times one job.
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure>;
     /// Profiles jobs that already ran to completion, one record per job.

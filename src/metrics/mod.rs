@@ -125,6 +125,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
     ("metrics/memory.toml", include_str!("../../metrics/memory.toml")),
     ("metrics/shared.toml", include_str!("../../metrics/shared.toml")),
     ("metrics/execution.toml", include_str!("../../metrics/execution.toml")),
+    ("metrics/compute.toml", include_str!("../../metrics/compute.toml")),
     ("metrics/sets.toml", include_str!("../../metrics/sets.toml")),
 ];
 

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::MetricDef;
 use crate::stats::Summary;
-use crate::verify::Correctness;
+use crate::verify::{Correctness, ElemType, MatmulShape};
 
 mod environment;
 mod outcome;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{BoundsOutcome, CompileInfo, JobOutcome, TimingConfig};
+pub use outcome::{BoundsOutcome, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
 
 /// The run's environment fingerprint and configuration (`run.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -86,6 +86,42 @@ pub fn format_params(params: &BTreeMap<String, i64>) -> String {
     params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
 }
 
+/// What a job's throughput is compared with: the suite's `bound`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BoundSpec {
+    /// The device-to-device copy of the group's bytes (data movement).
+    #[default]
+    Copy,
+    /// cuBLAS GEMM (GEMV where n = 1) at the job's matmul shape, measured in the same run.
+    Cublas { shape: MatmulShape, elem: ElemType },
+    /// Another variant of the suite in the same group (a user's own reference).
+    Variant { name: String },
+}
+
+impl BoundSpec {
+    pub fn is_copy(&self) -> bool {
+        *self == BoundSpec::Copy
+    }
+
+    /// What the bound is called in reports: `cuBLAS SGEMM`, `variant naive`, `copy`.
+    pub fn name(&self) -> String {
+        match self {
+            BoundSpec::Copy => "copy".into(),
+            BoundSpec::Cublas { shape, elem } => format!("cuBLAS {}{}", if *elem == ElemType::F64 { "D" } else { "S" }, if shape.n == 1 && !shape.trans_b { "GEMV" } else { "GEMM" }),
+            BoundSpec::Variant { name } => format!("`{name}`"),
+        }
+    }
+
+    /// The key that joins a job to the compute bound measured for it in its group.
+    pub fn key(&self) -> Option<String> {
+        match self {
+            BoundSpec::Cublas { shape, elem } => Some(format!("{} {} alpha {} beta {}", self.name(), shape.label(), shape.alpha, shape.beta).replace("  ", " ") + if *elem == ElemType::F64 { " f64" } else { "" }),
+            _ => None,
+        }
+    }
+}
+
 /// The work a job declares, for throughput: bytes it must move and operations it performs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
 pub struct Work {
@@ -110,6 +146,9 @@ pub struct JobRecord {
     pub summary: Option<Summary>,
     #[serde(flatten)]
     pub work: Work,
+    /// What its throughput is compared with (absent: the copy bound).
+    #[serde(default, skip_serializing_if = "BoundSpec::is_copy")]
+    pub bound: BoundSpec,
     pub launches: usize,
     pub nvml_before: Option<Snapshot>,
     pub nvml_after: Option<Snapshot>,
@@ -146,6 +185,65 @@ pub struct BoundsRecord {
     pub memcpy: Option<Summary>,
     pub copy_kernel: Option<Summary>,
     pub error: Option<String>,
+    /// The FP32 multiply-add rate, for suites that declare flops: a kernel of independent FMA
+    /// chains over every SM, `fma_flops` per launch (absent for data-movement suites).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fma: Option<FmaRate>,
+}
+
+/// The measured FP32 FMA rate of the card and what it says about its peak.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FmaRate {
+    pub flops: f64,
+    pub summary: Summary,
+    pub sm_count: u32,
+}
+
+impl FmaRate {
+    pub fn gflops(&self) -> f64 {
+        per_second_g(self.flops, self.summary.median)
+    }
+
+    /// FP32 lanes per SM: the measured rate over 2 flops per lane per cycle at `sm_mhz`, rounded
+    /// to the power of two it must be (a rate a little under the peak still names the lanes).
+    pub fn lanes_per_sm(&self, sm_mhz: u32) -> Option<u32> {
+        let per_cycle = self.gflops() * 1e3 / (2.0 * self.sm_count as f64 * sm_mhz as f64);
+        (per_cycle.is_finite() && per_cycle >= 1.0).then(|| 1u32 << per_cycle.log2().round() as u32)
+    }
+
+    /// The FP32 peak: SMs x lanes per SM x 2 x the SM clock, GFLOP/s.
+    pub fn peak_gflops(&self, sm_mhz: u32) -> Option<f64> {
+        Some(self.sm_count as f64 * self.lanes_per_sm(sm_mhz)? as f64 * 2.0 * sm_mhz as f64 / 1e3)
+    }
+}
+
+/// A job's place on its group's roofline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Roofline {
+    pub intensity: f64,
+    pub attainable_gflops: f64,
+    /// The compute roof (FP32 peak) is the lower one at this intensity.
+    pub compute_bound: bool,
+}
+
+/// A compute bound measured for one group and one shape (cuBLAS at a job's matmul shape).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ComputeBoundRecord {
+    pub group: String,
+    /// `BoundSpec::key` of the jobs it bounds.
+    pub key: String,
+    /// How cuBLAS was asked to compute (`CUBLAS_DEFAULT_MATH`: FP32 without TF32 tensor cores).
+    pub math_mode: String,
+    pub flops: f64,
+    pub summary: Option<Summary>,
+    pub samples_ms: Vec<f64>,
+    pub error: Option<String>,
+}
+
+impl ComputeBoundRecord {
+    pub fn gflops(&self) -> Option<f64> {
+        Some(per_second_g(self.flops, self.summary?.median))
+    }
 }
 
 impl BoundsRecord {
@@ -200,6 +298,7 @@ pub enum Record {
     Job(JobRecord),
     Bounds(BoundsRecord),
     Profile(ProfileRecord),
+    Compute(ComputeBoundRecord),
 }
 
 /// A run as read back: the latest record of each kind per job or group wins.
@@ -209,6 +308,8 @@ pub struct RunData {
     pub jobs: Vec<JobRecord>,
     pub bounds: BTreeMap<String, BoundsRecord>,
     pub profiles: BTreeMap<String, ProfileRecord>,
+    /// Compute bounds by (group, bound key).
+    pub compute_bounds: BTreeMap<(String, String), ComputeBoundRecord>,
 }
 
 impl RunData {
@@ -226,9 +327,50 @@ impl RunData {
                 Record::Profile(p) => {
                     run.profiles.insert(p.job_id.clone(), p);
                 }
+                Record::Compute(c) => {
+                    run.compute_bounds.insert((c.group.clone(), c.key.clone()), c);
+                }
             }
         }
         run
+    }
+
+    /// The compute bound of a job, as measured in this run, with its name: cuBLAS at its shape, or
+    /// the named variant in its group (its median and the job's own flops). `None` for the copy bound.
+    pub fn compute_bound_gflops(&self, job: &JobRecord) -> Option<(String, Option<f64>)> {
+        match &job.bound {
+            BoundSpec::Copy => None,
+            b @ BoundSpec::Cublas { .. } => Some((b.name(), self.compute_bounds.get(&(job.key.group.clone(), b.key()?))?.gflops())),
+            b @ BoundSpec::Variant { name } => {
+                let other = self.jobs.iter().find(|o| o.key.variant == *name && o.key.group == job.key.group && o.status == JobStatus::Ok);
+                Some((b.name(), other.and_then(|o| o.gflops())))
+            }
+        }
+    }
+
+    /// The SM clock a group's jobs ran at: the median of NVML's readings after them, else the card's maximum.
+    pub fn sm_clock_mhz(&self, group: &str) -> Option<u32> {
+        let mut seen: Vec<u32> = self.jobs.iter().filter(|j| j.key.group == group).filter_map(|j| j.nvml_after.as_ref()?.sm_clock_mhz).filter(|&c| c > 0).collect();
+        seen.sort_unstable();
+        seen.get(seen.len() / 2).copied().or_else(|| self.info.device.as_ref().map(|d| d.max_sm_clock_mhz).filter(|&c| c > 0))
+    }
+
+    /// The FP32 peak of a group, GFLOP/s: SMs x lanes per SM (from the measured FMA rate) x 2 x
+    /// the SM clock the jobs ran at; with the lanes and the clock.
+    pub fn fp32_peak(&self, group: &str) -> Option<(f64, u32, u32)> {
+        let fma = self.bounds.get(group)?.fma.as_ref()?;
+        let mhz = self.sm_clock_mhz(group)?;
+        Some((fma.peak_gflops(mhz)?, fma.lanes_per_sm(mhz)?, mhz))
+    }
+
+    /// Where a job sits on the roofline of its group: its intensity (flops per byte), the
+    /// attainable rate min(FP32 peak, intensity x copy bound), and whether the roof there is compute.
+    pub fn roofline(&self, job: &JobRecord) -> Option<Roofline> {
+        let intensity = job.work.flops.filter(|f| *f > 0.0)? / job.work.bytes.filter(|b| *b > 0.0)?;
+        let (peak, ..) = self.fp32_peak(&job.key.group)?;
+        let copy = self.bounds.get(&job.key.group)?.copy_gbs()?;
+        let memory_roof = intensity * copy;
+        Some(Roofline { intensity, attainable_gflops: peak.min(memory_roof), compute_bound: peak <= memory_roof })
     }
 
     /// Groups in the order their first job ran.

@@ -52,5 +52,15 @@ pub struct BoundsOutcome {
     pub bytes: u64,
     pub memcpy_samples_ms: Vec<f64>,
     pub kernel_samples_ms: Vec<f64>,
+    /// Asked for suites with flops: the FMA kernel's samples, its flops per launch and the SM count.
+    #[serde(default)]
+    pub fma: Option<(Vec<f64>, f64, u32)>,
+}
+
+/// What a child reports for one compute bound: the samples of the vendor routine.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ComputeOutcome {
+    pub samples_ms: Vec<f64>,
+    pub math_mode: String,
 }
 

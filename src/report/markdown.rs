@@ -33,8 +33,10 @@ fn status_cell(j: &JobRecord) -> String {
 /// How much faster `j` is than `first`: by time for the same work, by GB/s where the two move
 /// different amounts of bytes (a strided read of 1/32 of the data is not 32× faster).
 fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
-    match (first.work.bytes, j.work.bytes) {
-        (Some(a), Some(b)) if a != b => Some(j.gbs()? / first.gbs()?),
+    match (first.work.flops, j.work.flops, first.work.bytes, j.work.bytes) {
+        (Some(a), Some(b), ..) if a != b => Some(j.gflops()? / first.gflops()?),
+        (Some(_), Some(_), ..) => Some(first.summary?.median / j.summary?.median),
+        (.., Some(a), Some(b)) if a != b => Some(j.gbs()? / first.gbs()?),
         _ => Some(first.summary?.median / j.summary?.median),
     }
 }
@@ -86,11 +88,99 @@ fn header(run: &RunData, out: &mut String) {
     }
     out.push_str(&table(rows));
     out.push_str("\n\nChart of every table below: [chart.svg](chart.svg).\n\n");
+    if run.jobs.iter().any(is_compute) {
+        out.push_str("Roofline of the jobs that declare flops (FP32 peak and copy bound measured in this run): [roofline.svg](roofline.svg).\n\n");
+    }
+}
+
+/// A job measured by its flops (the suite declares them): its table shows GFLOP/s and the roofline.
+pub fn is_compute(j: &JobRecord) -> bool {
+    j.work.flops.is_some_and(|f| f > 0.0)
+}
+
+fn gflops_cell(g: Option<f64>) -> String {
+    match g {
+        Some(g) if g >= 1e4 => format!("{:.1} T", g / 1e3),
+        Some(g) => format!("{g:.0}"),
+        None => "–".into(),
+    }
+}
+
+/// A group of compute jobs: GFLOP/s, % of the FP32 peak, % of the compute bound, the roofline.
+fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut String) {
+    let peak = run.fp32_peak(group);
+    let bounds = run.bounds.get(group);
+    match (bounds.and_then(|b| b.fma.as_ref()), peak) {
+        (Some(f), Some((p, lanes, mhz))) => {
+            let _ = writeln!(out, "FP32 peak: {} SMs × {lanes} lanes × 2 × {mhz} MHz (NVML, during the jobs) = **{p:.0} GFLOP/s**; the lanes are read off a multiply-add kernel measured in this run at {:.0} GFLOP/s.\n", f.sm_count, f.gflops());
+        }
+        _ => {
+            let _ = writeln!(out, "FP32 peak: not measured in this run.\n");
+        }
+    }
+    if let Some(copy) = bounds.and_then(|b| b.copy_gbs()) {
+        let _ = writeln!(out, "Copy bound at this size: **{copy:.0} GB/s** (the roofline's memory slope).\n");
+    }
+    for c in run.compute_bounds.values().filter(|c| c.group == group) {
+        match (&c.error, c.summary, c.gflops()) {
+            (None, Some(s), Some(g)) => {
+                let _ = writeln!(out, "Compute bound {}: median {:.4} ms [{:.4}, {:.4}] = **{g:.0} GFLOP/s** (math mode {}).\n", c.key, s.median, s.ci_low, s.ci_high, c.math_mode);
+            }
+            (e, ..) => {
+                let _ = writeln!(out, "Compute bound {} could not be measured: {}\n", c.key, e.as_deref().unwrap_or("no samples"));
+            }
+        }
+    }
+    let bound_name = jobs.iter().find_map(|j| run.compute_bound_gflops(j)).map(|(n, _)| n).unwrap_or_else(|| "bound".into());
+    let first = jobs.iter().find(|j| j.status == JobStatus::Ok && j.summary.is_some());
+    let mut head: Vec<String> = ["variant", "median ms [95% CI]", "GFLOP/s", "% of FP32 peak", &format!("% of {bound_name}"), "flop/byte", "% of roofline", "roof", "speedup", "correct"].iter().map(|s| s.to_string()).collect();
+    for m in metrics {
+        head.push(match m.ideal {
+            Some(_) => format!("{} (ideal {})", m.name, metrics::format_ideal(m)),
+            None => m.name.clone(),
+        });
+    }
+    let mut rows = vec![head];
+    for j in jobs {
+        let ok = j.status == JobStatus::Ok;
+        let g = j.gflops().filter(|_| ok);
+        let roof = run.roofline(j);
+        let mut row = vec![
+            format!("`{}`", j.label),
+            j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into()),
+            gflops_cell(g),
+            pct(g, peak.map(|p| p.0)),
+            pct(g, run.compute_bound_gflops(j).and_then(|(_, b)| b)),
+            roof.map(|r| format!("{:.1}", r.intensity)).unwrap_or("–".into()),
+            pct(g, roof.map(|r| r.attainable_gflops)),
+            roof.map(|r| if r.compute_bound { "compute" } else { "memory" }.to_string()).unwrap_or("–".into()),
+            match (ok, first) {
+                (true, Some(f)) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
+                _ => "–".into(),
+            },
+            status_cell(j),
+        ];
+        let profile = run.profiles.get(j.id());
+        for m in metrics {
+            row.push(match profile.and_then(|p| p.metrics.get(&m.name)) {
+                Some(Some(v)) => metrics::format_value(m, *v),
+                Some(None) => "n/a".into(),
+                None => "–".into(),
+            });
+        }
+        rows.push(row);
+    }
+    out.push_str(&table(rows));
+    out.push_str("\n\n");
+    readings(run, jobs, metrics, out);
 }
 
 fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut String) {
     let jobs: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.group() == group).collect();
     let _ = writeln!(out, "## {}\n", if group.is_empty() { "results" } else { group });
+    if jobs.iter().any(|j| is_compute(j)) {
+        return compute_section(run, group, &jobs, metrics, out);
+    }
     let bound = run.bounds.get(group);
     let copy = bound.and_then(|b| b.copy_gbs());
     let peak = run.info.device.as_ref().map(|d| d.peak_bandwidth_gbs);
@@ -148,8 +238,13 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
     }
     out.push_str(&table(rows));
     out.push_str("\n\n");
+    readings(run, &jobs, metrics, out);
+}
+
+/// One line per notable metric, error and wrong output of the jobs.
+fn readings(run: &RunData, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut String) {
     let mut readings = Vec::new();
-    for j in &jobs {
+    for j in jobs {
         if let Some(p) = run.profiles.get(j.id()) {
             for m in metrics {
                 if let Some(Some(v)) = p.metrics.get(&m.name)
@@ -196,6 +291,9 @@ impl Exporter<RunData> for Markdown {
             let (lo, hi) = passes.iter().fold((f64::MAX, f64::MIN), |(a, b), &p| (a.min(p), b.max(p)));
             let times = if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0}–{hi:.0}") };
             let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table).\n");
+        }
+        if run.jobs.iter().any(is_compute) {
+            out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s); % of FP32 peak = over SMs × FP32 lanes × 2 × the SM clock seen; % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes; % of roofline = over min(FP32 peak, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
         }
         out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table (by GB/s where the two move different amounts of bytes); `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
         Ok(out)

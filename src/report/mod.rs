@@ -5,6 +5,7 @@ pub mod frame;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
+pub mod roofline;
 pub mod svg;
 
 use crate::records::RunData;
@@ -25,6 +26,8 @@ pub enum Format {
     Svg,
     /// The run's polars frame (`results.csv`): one row per job, every column joined in.
     Frame,
+    /// The roofline of the jobs that declare flops (`roofline.svg`).
+    Roofline,
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
@@ -34,5 +37,6 @@ pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
         Format::Csv => Box::new(csv::Csv),
         Format::Svg => Box::new(svg::Svg),
         Format::Frame => Box::new(frame::Results),
+        Format::Roofline => Box::new(roofline::Roofline),
     }
 }

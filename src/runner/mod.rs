@@ -8,10 +8,10 @@ use std::time::Instant;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use crate::build;
 use crate::device::driver_present;
-use crate::records::{BoundsOutcome, CompileInfo, JobOutcome, TimingConfig};
+use crate::records::{BoundsOutcome, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
 use crate::stats;
 use crate::suite::{ArgSpec, JobSpec, LaunchSpec, Program};
-use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init};
+use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -163,10 +163,6 @@ fn run_checked(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], bufs: &Buffe
     gpu.stream.synchronize().doing(format!("running {what} (a fault here is an illegal memory access or a trap in the kernel)"))
 }
 
-fn input_ref<'a>(bufs: &'a Buffers, spec: &JobSpec, i: usize) -> Result<&'a HostData, RunError> {
-    bufs.initial[i].as_ref().ok_or_else(|| RunError::Invalid(format!("check input `{}` is not initialised with random or iota data", spec.buffers[i].name)))
-}
-
 /// Verifies the variant's output against its correctness spec, on fresh buffers.
 fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile: &mut Vec<CompileInfo>) -> Result<Option<Correctness>, RunError> {
     let elem_of = |i: usize| spec.buffers[i].elem;
@@ -182,13 +178,14 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             check_same(elem_of(*output), &expected, &bufs.download(gpu, spec, *output)?, *tolerance)
         }
-        // The built-in references: run the variant once on fresh buffers, compare one output with its input.
-        CorrectnessSpec::Copy { input, output, .. } | CorrectnessSpec::Transpose { input, output, .. } | CorrectnessSpec::Sum { input, output, .. } => {
+        // The built-in references: run the variant once on fresh buffers, compare one output with
+        // what the buffers started as.
+        CorrectnessSpec::Copy { output, .. } | CorrectnessSpec::Transpose { output, .. } | CorrectnessSpec::Sum { output, .. } | CorrectnessSpec::Matmul { output, .. } => {
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             let (elem, got) = (elem_of(*output), bufs.download(gpu, spec, *output)?);
-            let want = input_ref(bufs, spec, *input)?;
-            spec.correctness.against_input(elem, want, &got).expect("a built-in reference")
+            let initial: Vec<Option<&HostData>> = bufs.initial.iter().map(Option::as_ref).collect();
+            spec.correctness.against_inputs(elem, &initial, &got).ok_or_else(|| RunError::Invalid("a check input is not initialised with random or iota data".into()))?
         }
     };
     Ok(Some(outcome))
@@ -275,17 +272,56 @@ extern "C" __global__ void gpu_lab_copy(const float4* __restrict__ in, float4* _
 }
 "#;
 
-pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<BoundsOutcome, RunError> {
+/// Built-in FP32 throughput kernel: 8 independent multiply-add chains per thread, every SM full.
+const FMA_KERNEL: &str = r#"
+extern "C" __global__ void gpu_lab_fma(float* out, int iters) {
+  float a0 = threadIdx.x, a1 = a0 + 1.f, a2 = a0 + 2.f, a3 = a0 + 3.f, a4 = a0 + 4.f, a5 = a0 + 5.f, a6 = a0 + 6.f, a7 = a0 + 7.f;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int u = 0; u < 16; ++u) {
+      a0 = fmaf(a0, 0.9999f, 0.0001f); a1 = fmaf(a1, 0.9999f, 0.0001f); a2 = fmaf(a2, 0.9999f, 0.0001f); a3 = fmaf(a3, 0.9999f, 0.0001f);
+      a4 = fmaf(a4, 0.9999f, 0.0001f); a5 = fmaf(a5, 0.9999f, 0.0001f); a6 = fmaf(a6, 0.9999f, 0.0001f); a7 = fmaf(a7, 0.9999f, 0.0001f);
+    }
+  }
+  // Never true for these values; keeps the chains live.
+  if (a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 == -1.f) out[0] = a0;
+}
+"#;
+
+fn compile_builtin(gpu: &Gpu, source: &str, name: &str) -> Result<CudaFunction, RunError> {
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(source, cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture={}", gpu.arch)], ..Default::default() })
+        .map_err(|e| RunError::Invalid(format!("built-in kernel {name}: {e:?}")))?;
+    let module = gpu.ctx.load_module(ptx).doing(format!("loading the built-in kernel {name}"))?;
+    module.load_function(name).doing(format!("finding the built-in kernel {name}"))
+}
+
+/// The FP32 multiply-add rate: samples, flops per launch, SM count.
+fn run_fma(gpu: &Gpu, cfg: &TimingConfig, sms: u32) -> Result<(Vec<f64>, f64, u32), RunError> {
+    let f = compile_builtin(gpu, FMA_KERNEL, "gpu_lab_fma")?;
+    // SAFETY: written only if the impossible sum comes true; never read.
+    let out = unsafe { gpu.stream.alloc::<f32>(1) }.doing("allocating the FMA kernel's output")?;
+    let out_ptr = out.device_ptr(&gpu.stream).0;
+    let (blocks, threads, iters) = (sms * 8, 256u32, 256i32);
+    let flops = blocks as f64 * threads as f64 * iters as f64 * 16.0 * 8.0 * 2.0;
+    let (samples, ..) = time_runs(gpu, cfg, || {
+        let mut b = gpu.stream.launch_builder(&f);
+        b.arg(&out_ptr).arg(&iters);
+        // SAFETY: one pointer and one int, as the kernel takes.
+        unsafe { b.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }) }.doing("launching the FMA kernel")?;
+        Ok(())
+    })?;
+    Ok((samples, flops, sms))
+}
+
+/// The copy bounds over `bytes`, and with `fma` the FP32 multiply-add rate.
+pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool) -> Result<BoundsOutcome, RunError> {
     let bytes = bytes.div_ceil(16) * 16;
     let src_data = HostData::init(ElemType::U32, (bytes / 4) as usize, Init::Random, 1);
     let src = gpu.stream.clone_htod(src_data.as_bytes()).doing("uploading the copy source")?;
     // SAFETY: fully written by the copies before it is read.
     let mut dst = unsafe { gpu.stream.alloc::<u8>(bytes as usize) }.doing("allocating the copy target")?;
     let (memcpy_samples_ms, ..) = time_runs(gpu, cfg, || gpu.stream.memcpy_dtod(&src, &mut dst).doing("device-to-device copy"))?;
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(COPY_KERNEL, cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture={}", gpu.arch)], ..Default::default() })
-        .map_err(|e| RunError::Invalid(format!("built-in copy kernel: {e:?}")))?;
-    let module = gpu.ctx.load_module(ptx).doing("loading the copy kernel")?;
-    let f = module.load_function("gpu_lab_copy").doing("finding the copy kernel")?;
+    let f = compile_builtin(gpu, COPY_KERNEL, "gpu_lab_copy")?;
     let sms = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).doing("reading the SM count")? as u64;
     let n4 = bytes / 16;
     let blocks = n4.div_ceil(256).min(sms * 32).max(1) as u32;
@@ -297,5 +333,47 @@ pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<BoundsOut
         unsafe { b.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.doing("launching the copy kernel")?;
         Ok(())
     })?;
-    Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms })
+    let fma = if fma { Some(run_fma(gpu, cfg, sms as u32)?) } else { None };
+    Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms, fma })
+}
+
+/// cuBLAS at a matmul shape, math mode pinned to `CUBLAS_DEFAULT_MATH` (FP32 without TF32 tensor
+/// cores): GEMV where n = 1, GEMM otherwise, on random data, timed like a variant.
+pub fn run_cublas(gpu: &Gpu, shape: &MatmulShape, elem: ElemType, cfg: &TimingConfig) -> Result<ComputeOutcome, RunError> {
+    use cudarc::cublas::{result as blas, sys as bs};
+    // SAFETY: only tries to open the library.
+    if !unsafe { bs::is_culib_present() } {
+        return Err(RunError::Invalid("cuBLAS (libcublas) was not found\n  fix: put the CUDA toolkit's lib64 on LD_LIBRARY_PATH, or use bound = \"copy\" or \"variant:NAME\"".into()));
+    }
+    let upload = |len: u64, seed: u64| -> Result<CudaSlice<u8>, RunError> {
+        let data = HostData::init(elem, len as usize, Init::Random, seed);
+        gpu.stream.clone_htod(data.as_bytes()).doing("uploading cuBLAS operands")
+    };
+    let (a, b, c) = (upload(shape.m * shape.k, 11)?, upload(shape.k * shape.n, 12)?, upload(shape.m * shape.n, 13)?);
+    let (pa, pb, pc) = (a.device_ptr(&gpu.stream).0, b.device_ptr(&gpu.stream).0, c.device_ptr(&gpu.stream).0);
+    let blas = cudarc::cublas::CudaBlas::new(gpu.stream.clone()).map_err(|e| RunError::Invalid(format!("cuBLAS: {e:?}")))?;
+    let handle = *blas.handle();
+    // SAFETY: a live handle; the mode is one of cuBLAS's own.
+    unsafe { bs::cublasSetMathMode(handle, bs::cublasMath_t::CUBLAS_DEFAULT_MATH) }.result().map_err(|e| RunError::Invalid(format!("cuBLAS math mode: {e:?}")))?;
+    let dim = |x: u64| i32::try_from(x).map_err(|_| RunError::Invalid(format!("cuBLAS takes 32-bit dimensions; {x} is too large")));
+    let (m, n, k) = (dim(shape.m)?, dim(shape.n)?, dim(shape.k)?);
+    let op = |t: bool| if t { bs::cublasOperation_t::CUBLAS_OP_T } else { bs::cublasOperation_t::CUBLAS_OP_N };
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (see MatmulShape).
+    let (lda, ldb) = (if shape.trans_a { m } else { k }, if shape.trans_b { k } else { n });
+    let gemv = shape.n == 1 && !shape.trans_b;
+    let (alpha32, beta32) = (shape.alpha as f32, shape.beta as f32);
+    let call = || -> Result<(), RunError> {
+        // SAFETY: the buffers hold m*k, k*n and m*n elements of `elem`, as the dimensions say.
+        let r = unsafe {
+            match (elem, gemv) {
+                (ElemType::F64, true) => blas::dgemv(handle, op(!shape.trans_a), if shape.trans_a { m } else { k }, if shape.trans_a { k } else { m }, &shape.alpha, pa as *const f64, lda, pb as *const f64, 1, &shape.beta, pc as *mut f64, 1),
+                (ElemType::F64, false) => blas::dgemm(handle, op(shape.trans_b), op(shape.trans_a), n, m, k, &shape.alpha, pb as *const f64, ldb, pa as *const f64, lda, &shape.beta, pc as *mut f64, n),
+                (_, true) => blas::sgemv(handle, op(!shape.trans_a), if shape.trans_a { m } else { k }, if shape.trans_a { k } else { m }, &alpha32, pa as *const f32, lda, pb as *const f32, 1, &beta32, pc as *mut f32, 1),
+                (_, false) => blas::sgemm(handle, op(shape.trans_b), op(shape.trans_a), n, m, k, &alpha32, pb as *const f32, ldb, pa as *const f32, lda, &beta32, pc as *mut f32, n),
+            }
+        };
+        r.map_err(|e| RunError::Invalid(format!("cuBLAS {}: {e:?}", if gemv { "gemv" } else { "gemm" })))
+    };
+    let (samples_ms, ..) = time_runs(gpu, cfg, call)?;
+    Ok(ComputeOutcome { samples_ms, math_mode: "CUBLAS_DEFAULT_MATH (FP32 without TF32 tensor cores)".into() })
 }

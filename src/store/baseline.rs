@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::records::{BoundsRecord, Fingerprint, JobRecord, ProfileRecord, RunData, RunInfo};
+use crate::records::{BoundsRecord, ComputeBoundRecord, Fingerprint, JobRecord, ProfileRecord, RunData, RunInfo};
 use crate::store;
 
 pub const FORMAT: &str = "gpu-lab baseline";
@@ -32,6 +32,9 @@ pub struct Baseline {
     pub fingerprint: Fingerprint,
     pub run: RunInfo,
     pub bounds: Vec<BoundsRecord>,
+    /// Compute bounds (cuBLAS) measured in the run, with their math mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compute_bounds: Vec<ComputeBoundRecord>,
     pub jobs: Vec<BaselineJob>,
 }
 
@@ -46,6 +49,7 @@ impl Baseline {
             fingerprint: Fingerprint::of(source_run, run),
             run: run.info.clone(),
             bounds: run.bounds.values().cloned().collect(),
+            compute_bounds: run.compute_bounds.values().cloned().collect(),
             jobs: run.jobs.iter().map(|j| BaselineJob { job: j.clone(), profile: run.profiles.get(j.id()).cloned() }).collect(),
         }
     }
@@ -56,6 +60,7 @@ impl Baseline {
             jobs: self.jobs.iter().map(|j| j.job.clone()).collect(),
             bounds: self.bounds.iter().map(|b| (b.group.clone(), b.clone())).collect(),
             profiles: self.jobs.iter().filter_map(|j| j.profile.clone()).map(|p| (p.job_id.clone(), p)).collect(),
+            compute_bounds: self.compute_bounds.iter().map(|c| ((c.group.clone(), c.key.clone()), c.clone())).collect(),
         }
     }
 }

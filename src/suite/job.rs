@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::records::{format_params, JobKey, Work};
+pub use crate::records::{format_params, BoundSpec, JobKey, Work};
 use crate::verify::{CorrectnessSpec, ElemType, Init};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -20,6 +20,9 @@ pub struct JobSpec {
     pub correctness: CorrectnessSpec,
     /// For `same_as` checks: the reference variant, run on the same inputs.
     pub reference: Option<Reference>,
+    /// What its throughput is compared with (the suite's `bound`).
+    #[serde(default)]
+    pub bound: BoundSpec,
     #[serde(flatten)]
     pub work: Work,
 }

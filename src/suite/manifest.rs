@@ -38,6 +38,9 @@ pub struct SuiteHeader {
     pub source: Option<String>,
     /// Default metric set collected by `profile`.
     pub metric_set: Option<String>,
+    /// What each job is compared with: `copy` (the default), `cublas` (cuBLAS at the job's
+    /// `matmul` check shape) or `variant:NAME` (that variant of the suite, in the same group).
+    pub bound: Option<String>,
     /// Default correctness check for every variant.
     pub check: Option<CorrectnessDecl>,
     /// Bytes a variant must move, for effective bandwidth (an expression).
@@ -94,6 +97,19 @@ pub struct CorrectnessDecl {
     pub output_offset: Option<String>,
     /// For `sum`: how many elements of the output hold partial results (an expression).
     pub count: Option<String>,
+    /// For `matmul`: `output = alpha * op(a) * op(b) + beta * output`, row-major, op(a) m x k,
+    /// op(b) k x n (expressions), `trans_a`/`trans_b` when a is stored k x m / b is stored n x k.
+    pub a: Option<String>,
+    pub b: Option<String>,
+    pub m: Option<String>,
+    pub n: Option<String>,
+    pub k: Option<String>,
+    pub alpha: Option<String>,
+    pub beta: Option<String>,
+    #[serde(default)]
+    pub trans_a: bool,
+    #[serde(default)]
+    pub trans_b: bool,
     /// Largest accepted relative error for float outputs (0 = bit-exact).
     #[serde(default)]
     pub tolerance: f64,

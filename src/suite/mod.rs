@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::expr::{self, Bindings};
-pub use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init};
+pub use crate::records::BoundSpec;
+pub use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init, MatmulShape};
 pub use job::*;
 pub use manifest::*;
 
@@ -407,14 +408,38 @@ fn resolve_job(
                     }
                     CorrectnessSpec::Sum { input, output, count, input_stride: input_stride()?, tolerance: c.tolerance }
                 }
-                Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\" or \"none\", or same_as = \"variant\"")),
+                Some("matmul") => {
+                    let named = |name: Option<&String>, role: &str| buffer_index(name, role);
+                    let (a, b, output) = (named(c.a.as_ref(), "a")?, named(c.b.as_ref(), "b")?, buffer_index(c.output.as_ref(), "output")?);
+                    let elem = buffers[output].elem;
+                    if buffers[a].elem != elem || buffers[b].elem != elem || !elem.is_float() {
+                        return Err(ctx.err(&anchor, format!("variant `{}`: a matmul check needs a, b and output of one float type", v.name), "use f32 (or f64) buffers for a, b and output"));
+                    }
+                    let dim = |e: &Option<String>, what: &str| required(e, what, "an expression such as `S`");
+                    let scalar = |e: &Option<String>, what: &str, default: f64| -> Result<f64, SuiteError> {
+                        e.as_ref().map_or(Ok(default), |e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "write a number or an expression of the suite's axes")))
+                    };
+                    let shape = MatmulShape { m: dim(&c.m, "m")?, n: dim(&c.n, "n")?, k: dim(&c.k, "k")?, alpha: scalar(&c.alpha, "alpha", 1.0)?, beta: scalar(&c.beta, "beta", 0.0)?, trans_a: c.trans_a, trans_b: c.trans_b };
+                    for (i, need, what) in [(a, shape.m * shape.k, "m * k"), (b, shape.k * shape.n, "k * n"), (output, shape.m * shape.n, "m * n")] {
+                        if shape.m == 0 || shape.n == 0 || shape.k == 0 || buffers[i].len < need {
+                            return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than {what} = {need} (or a dimension is 0)", v.name, buffers[i].name, buffers[i].len), "make the buffers as large as the product's m, n and k say"));
+                        }
+                    }
+                    if shape.beta != 0.0 && !matches!(buffers[output].init, Init::Random | Init::RandomInt | Init::Iota) {
+                        return Err(ctx.err(&anchor, format!("variant `{}`: beta = {} reads the output's initial values, but `{}` starts as {:?}", v.name, shape.beta, buffers[output].name, buffers[output].init), "initialise the output with init = \"random\", or set beta = \"0\""));
+                    }
+                    CorrectnessSpec::Matmul { a, b, output, shape, tolerance: c.tolerance }
+                }
+                Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\" or \"none\", or same_as = \"variant\"")),
             }
         }
     };
-    if let Some(input) = correctness.input()
-        && !matches!(buffers[input].init, Init::Random | Init::RandomInt | Init::Iota) {
+    for input in correctness.inputs() {
+        if !matches!(buffers[input].init, Init::Random | Init::RandomInt | Init::Iota) {
             return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
         }
+    }
+    let bound = resolve_bound(ctx, m, v, &correctness, &buffers)?;
     let amount = |e: Option<&String>, what: &str| -> Result<Option<f64>, SuiteError> {
         e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
             .transpose()
@@ -435,11 +460,29 @@ fn resolve_job(
         buffers,
         correctness,
         reference,
+        bound,
         work: Work {
             bytes: amount(v.bytes.as_ref().or(m.suite.bytes.as_ref()), "bytes")?,
             flops: amount(v.flops.as_ref().or(m.suite.flops.as_ref()), "flops")?,
         },
     })
+}
+
+/// What the suite's `bound` asks each job to be compared with.
+fn resolve_bound(ctx: &Ctx, m: &Manifest, v: &VariantDecl, correctness: &CorrectnessSpec, buffers: &[BufferSpec]) -> Result<BoundSpec, SuiteError> {
+    let fix = "write bound = \"copy\", \"cublas\" (with a matmul check) or \"variant:NAME\"";
+    match m.suite.bound.as_deref().map(str::trim) {
+        None | Some("copy") => Ok(BoundSpec::Copy),
+        Some("cublas") => match correctness {
+            CorrectnessSpec::Matmul { output, shape, .. } => Ok(BoundSpec::Cublas { shape: *shape, elem: buffers[*output].elem }),
+            _ => Err(ctx.err(&format!("name = \"{}\"", v.name), format!("variant `{}`: bound = \"cublas\" measures cuBLAS at the shape of a matmul check, and this variant has none", v.name), "give the suite (or the variant) check = { op = \"matmul\", a = ..., b = ..., output = ..., m = ..., n = ..., k = ... }")),
+        },
+        Some(other) => match other.strip_prefix("variant:").map(str::trim) {
+            Some(name) if m.variants.iter().any(|x| x.name == name) => Ok(BoundSpec::Variant { name: name.to_string() }),
+            Some(name) => Err(ctx.err("bound", format!("bound names variant `{name}`, which this suite does not have"), format!("name one of: {}", m.variants.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")))),
+            None => Err(ctx.err("bound", format!("unknown bound `{other}`"), fix)),
+        },
+    }
 }
 
 /// Every `suite.toml` directly under the search directories, by suite directory name.

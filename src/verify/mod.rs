@@ -9,7 +9,7 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 pub use data::HostData;
-pub use reference::{check_copy, check_copy_mapped, check_same, check_sum, check_transpose};
+pub use reference::{check_copy, check_copy_mapped, check_matmul, check_same, check_sum, check_transpose};
 
 /// Element type of a buffer.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -75,24 +75,63 @@ pub enum CorrectnessSpec {
     SameAs { output: usize, tolerance: f64 },
     /// The first `count` elements of `output` must add up to the sum of `input`.
     Sum { input: usize, output: usize, count: u64, input_stride: u64, tolerance: f64 },
+    /// `output = alpha * op(a) * op(b) + beta * output` (row-major; see `MatmulShape`).
+    Matmul { a: usize, b: usize, output: usize, shape: MatmulShape, tolerance: f64 },
+}
+
+/// A matrix product `C = alpha * op(A) * op(B) + beta * C`, row-major: op(A) is m x k, op(B) k x n,
+/// C m x n; A is stored k x m when `trans_a`, B n x k when `trans_b`. n = 1 is a matrix-vector product.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct MatmulShape {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub alpha: f64,
+    pub beta: f64,
+    pub trans_a: bool,
+    pub trans_b: bool,
+}
+
+impl MatmulShape {
+    /// Multiply-adds counted twice: the flops of the product.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// Row-major index of op(A)[i][p] in A's storage, and of op(B)[p][j] in B's.
+    pub fn a_index(&self, i: u64, p: u64) -> u64 {
+        if self.trans_a { p * self.m + i } else { i * self.k + p }
+    }
+    pub fn b_index(&self, p: u64, j: u64) -> u64 {
+        if self.trans_b { j * self.k + p } else { p * self.n + j }
+    }
+
+    /// A short name: `4096x4096x4096` (and `, A^T`, `, B^T`).
+    pub fn label(&self) -> String {
+        format!("{}x{}x{}{}{}", self.m, self.n, self.k, if self.trans_a { ", A^T" } else { "" }, if self.trans_b { ", B^T" } else { "" })
+    }
 }
 
 impl CorrectnessSpec {
-    /// The buffer a built-in reference reads the expected values from.
-    pub fn input(&self) -> Option<usize> {
+    /// The buffers a built-in reference reads the expected values from (they must start with data).
+    pub fn inputs(&self) -> Vec<usize> {
         match self {
-            CorrectnessSpec::Copy { input, .. } | CorrectnessSpec::Transpose { input, .. } | CorrectnessSpec::Sum { input, .. } => Some(*input),
-            CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => None,
+            CorrectnessSpec::Copy { input, .. } | CorrectnessSpec::Transpose { input, .. } | CorrectnessSpec::Sum { input, .. } => vec![*input],
+            CorrectnessSpec::Matmul { a, b, .. } => vec![*a, *b],
+            CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => Vec::new(),
         }
     }
 
-    /// Compares a variant's `output` with the built-in reference computed from `input`
+    /// Compares a variant's output with the built-in reference computed from the buffers' initial
+    /// contents (`initial[i]`: buffer i before the run, `None` where it started poisoned or zero)
     /// (`None` for specs that have no built-in reference: `none` and `same_as`).
-    pub fn against_input(&self, elem: ElemType, input: &HostData, output: &HostData) -> Option<Correctness> {
+    pub fn against_inputs(&self, elem: ElemType, initial: &[Option<&HostData>], output: &HostData) -> Option<Correctness> {
+        let input = |i: usize| initial.get(i).copied().flatten();
         Some(match self {
-            CorrectnessSpec::Copy { map, .. } => check_copy_mapped(elem, input, output, *map),
-            CorrectnessSpec::Transpose { rows, cols, .. } => check_transpose(elem, input, output, *rows as usize, *cols as usize),
-            CorrectnessSpec::Sum { count, input_stride, tolerance, .. } => check_sum(elem, input, output, *count as usize, *input_stride as usize, *tolerance),
+            CorrectnessSpec::Copy { input: i, map, .. } => check_copy_mapped(elem, input(*i)?, output, *map),
+            CorrectnessSpec::Transpose { input: i, rows, cols, .. } => check_transpose(elem, input(*i)?, output, *rows as usize, *cols as usize),
+            CorrectnessSpec::Sum { input: i, count, input_stride, tolerance, .. } => check_sum(elem, input(*i)?, output, *count as usize, *input_stride as usize, *tolerance),
+            CorrectnessSpec::Matmul { a, b, output: o, shape, tolerance } => check_matmul(elem, input(*a)?, input(*b)?, input(*o), output, shape, *tolerance),
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => return None,
         })
     }

@@ -1,7 +1,7 @@
 //! The CPU references: does a kernel's output match what its correctness spec says (pure: no GPU, no disk).
 
 use super::data::{is_poison, threads, value, HostData};
-use super::{CopyMap, Correctness, ElemType};
+use super::{CopyMap, Correctness, ElemType, MatmulShape};
 
 struct Tally {
     elem: ElemType,
@@ -175,6 +175,101 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
     o
 }
 
+/// Output elements a matmul check computes: all of them up to this many, else a sample of this
+/// many (every row and column is hit; a 4096 x 4096 x 4096 check costs 16 M multiply-adds).
+pub const MATMUL_SAMPLE: u64 = 1 << 14;
+
+/// The positions of C that a matmul check computes: all, or a deterministic sample covering every
+/// row and column (a diagonal sweep) plus the four corners.
+fn matmul_positions(m: u64, n: u64) -> Vec<(u64, u64)> {
+    if m * n <= MATMUL_SAMPLE {
+        return (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
+    }
+    let count = MATMUL_SAMPLE.max(m).max(n);
+    // A step coprime with n walks the columns in a scattered order while i walks every row.
+    let mut step = (n / 2 + 1) | 1;
+    while gcd(step, n) != 1 {
+        step += 2;
+    }
+    let mut out: Vec<(u64, u64)> = (0..count).map(|s| (s % m, (s * step) % n)).collect();
+    out.extend([(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)]);
+    out
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The element type's unit roundoff.
+fn epsilon(elem: ElemType) -> f64 {
+    match elem {
+        ElemType::F32 => f32::EPSILON as f64,
+        ElemType::F64 => f64::EPSILON,
+        _ => 0.0,
+    }
+}
+
+/// `out` must be `alpha * op(a) * op(b) + beta * c0` at every checked position (see
+/// `matmul_positions`), computed here in float64. The error of an element is taken relative to
+/// `|alpha| * sum |a b| + |beta * c0|`, the scale a float sum of its terms can lose precision
+/// against; it may be at most `tolerance`, or, when that is 0, 2 * k * the type's epsilon (the
+/// worst-case bound of a k-term float sum). The outcome's `rel_error` is the worst error seen.
+pub fn check_matmul(elem: ElemType, a: &HostData, b: &HostData, c0: Option<&HostData>, out: &HostData, shape: &MatmulShape, tolerance: f64) -> Correctness {
+    let MatmulShape { m, n, k, alpha, beta, .. } = *shape;
+    let bound = if tolerance > 0.0 { tolerance } else { 2.0 * k as f64 * epsilon(elem) };
+    let needed = (a.len() as u64 >= m * k) && (b.len() as u64 >= k * n) && (out.len() as u64 >= m * n) && c0.is_none_or(|c| c.len() as u64 >= m * n);
+    if !needed || m == 0 || n == 0 {
+        return Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: Some(format!("the buffers are smaller than a {} product needs", shape.label())) };
+    }
+    let positions = matmul_positions(m, n);
+    let step = positions.len().div_ceil(threads()).max(1);
+    let parts: Vec<(u64, u64, u64, f64, Option<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = positions
+            .chunks(step)
+            .map(|part| {
+                s.spawn(move || {
+                    let (mut checked, mut bad, mut unwritten, mut worst, mut first) = (0u64, 0u64, 0u64, 0.0f64, None);
+                    for &(i, j) in part {
+                        let (mut sum, mut scale) = (0.0f64, 0.0f64);
+                        for p in 0..k {
+                            let t = value(elem, a.word(shape.a_index(i, p) as usize)) * value(elem, b.word(shape.b_index(p, j) as usize));
+                            sum += t;
+                            scale += t.abs();
+                        }
+                        let c = c0.map(|c| value(elem, c.word((i * n + j) as usize))).unwrap_or(0.0);
+                        let want = alpha * sum + beta * c;
+                        let scale = (alpha.abs() * scale + (beta * c).abs()).max(f64::MIN_POSITIVE);
+                        let got_bits = out.word((i * n + j) as usize);
+                        let got = value(elem, got_bits);
+                        checked += 1;
+                        let err = if got.is_finite() { (got - want).abs() / scale } else { f64::INFINITY };
+                        worst = worst.max(err);
+                        if err > bound || (bound == 0.0 && got != want) {
+                            bad += 1;
+                            if is_poison(elem, got_bits) {
+                                unwritten += 1;
+                            }
+                            first.get_or_insert_with(|| format!("C[{i}][{j}]: got {got} want {want} (error {err:.2e} of the terms' scale, tolerance {bound:.1e})"));
+                        }
+                    }
+                    (checked, bad, unwritten, worst, first)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("matmul check thread panicked")).collect()
+    });
+    let mut o = Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: None };
+    for (checked, bad, unwritten, worst, first) in parts {
+        o.checked += checked;
+        o.mismatches += bad;
+        o.unwritten += unwritten;
+        o.rel_error = o.rel_error.max(worst);
+        o.first_mismatch = o.first_mismatch.or(first);
+    }
+    o.passed = o.checked > 0 && o.mismatches == 0;
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +399,61 @@ mod tests {
         assert!(!o.passed);
         assert_eq!((o.mismatches, o.unwritten), (2, 2));
         assert!(o.first_mismatch.unwrap().contains("NaN"));
+    }
+
+    fn floats(v: &[f32]) -> HostData {
+        HostData::W4(v.iter().map(|x| x.to_bits()).collect())
+    }
+
+    /// Row-major float64 product, for the tests: C = alpha * op(A) op(B) + beta * C0.
+    fn product(a: &HostData, b: &HostData, c0: &HostData, s: &MatmulShape) -> HostData {
+        let f = |d: &HostData, i: u64| value(ElemType::F32, d.word(i as usize));
+        let v: Vec<f32> = (0..s.m * s.n).map(|ij| {
+            let (i, j) = (ij / s.n, ij % s.n);
+            let sum: f64 = (0..s.k).map(|p| f(a, s.a_index(i, p)) * f(b, s.b_index(p, j))).sum();
+            (s.alpha * sum + s.beta * f(c0, ij)) as f32
+        }).collect();
+        floats(&v)
+    }
+
+    #[test]
+    fn matmul_check_passes_float_rounding_and_catches_one_wrong_element() {
+        for (m, n, k, ta, tb) in [(37, 29, 53, false, false), (64, 1, 300, false, false), (40, 33, 17, true, false), (23, 31, 19, false, true), (300, 280, 64, false, false)] {
+            let s = MatmulShape { m, n, k, alpha: 1.5, beta: 0.5, trans_a: ta, trans_b: tb };
+            let a = HostData::init(ElemType::F32, (m * k) as usize, Init::Random, 1);
+            let b = HostData::init(ElemType::F32, (k * n) as usize, Init::Random, 2);
+            let c0 = HostData::init(ElemType::F32, (m * n) as usize, Init::Random, 3);
+            let mut out = product(&a, &b, &c0, &s);
+            let o = check_matmul(ElemType::F32, &a, &b, Some(&c0), &out, &s, 0.0);
+            assert!(o.passed && o.rel_error < 2.0 * k as f64 * f32::EPSILON as f64, "{s:?}: {o:?}");
+            assert_eq!(o.checked, (m * n).min(MATMUL_SAMPLE.max(m).max(n)) + if m * n > MATMUL_SAMPLE { 4 } else { 0 });
+            // One element off by a little more than float rounding allows: caught (where sampled).
+            let HostData::W4(v) = &mut out else { panic!() };
+            let at = (m * n - 1) as usize;
+            v[at] = (f32::from_bits(v[at]) + 0.01).to_bits();
+            let o = check_matmul(ElemType::F32, &a, &b, Some(&c0), &out, &s, 0.0);
+            assert!(!o.passed && o.mismatches == 1 && o.first_mismatch.as_deref().unwrap().starts_with(&format!("C[{}][{}]", m - 1, n - 1)), "{o:?}");
+            // Forgetting beta * C is wrong too.
+            let o = check_matmul(ElemType::F32, &a, &b, None, &product(&a, &b, &c0, &s), &s, 0.0);
+            assert!(!o.passed);
+        }
+    }
+
+    #[test]
+    fn a_large_matmul_check_samples_every_row_and_column() {
+        let (m, n) = (4096u64, 4000u64);
+        let p = matmul_positions(m, n);
+        let rows: std::collections::HashSet<u64> = p.iter().map(|x| x.0).collect();
+        let cols: std::collections::HashSet<u64> = p.iter().map(|x| x.1).collect();
+        assert_eq!((rows.len() as u64, cols.len() as u64), (m, n));
+        assert!(p.len() as u64 <= MATMUL_SAMPLE + 4 + n);
+        // Poisoned (never written) output is counted as unwritten.
+        let s = MatmulShape { m: 2, n: 2, k: 2, alpha: 1.0, beta: 0.0, trans_a: false, trans_b: false };
+        let ones = floats(&[1.0; 4]);
+        let o = check_matmul(ElemType::F32, &ones, &ones, None, &HostData::W4(vec![u32::MAX; 4]), &s, 0.0);
+        assert_eq!((o.passed, o.unwritten), (false, 4));
+        let short = check_matmul(ElemType::F32, &ones, &ones, None, &floats(&[2.0]), &s, 0.0);
+        assert!(!short.passed && short.first_mismatch.unwrap().contains("smaller"));
     }
 
     #[test]

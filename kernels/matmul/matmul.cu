@@ -1,0 +1,208 @@
+// SGEMM C = alpha * A * B + beta * C, row-major: A is M x K, B is K x N, C is M x N.
+// The ladder of seed 003 (naive, tiled with TILE_WIDTH 8/16/32 and the `remaining` tail) and the
+// classic register-blocking rungs past it. Every kernel handles any M, N, K (bounds are checked).
+
+extern "C" __global__ void mm_naive(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  // x walks rows: the 32 threads of a warp read 32 rows of A and write 32 rows of C (strided).
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  const int col = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row < M && col < N) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = alpha * acc + beta * C[row * N + col];
+  }
+}
+
+extern "C" __global__ void mm_coalesced(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  // x walks columns: a warp reads one row of A (broadcast) and 32 consecutive columns of B.
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row < M && col < N) {
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+    C[row * N + col] = alpha * acc + beta * C[row * N + col];
+  }
+}
+
+#ifndef TILE_WIDTH
+#define TILE_WIDTH 32
+#endif
+
+// Seed 003: shared-memory tiles of TILE_WIDTH x TILE_WIDTH; the last, partial tile (`remaining`)
+// is loaded with zeros past the matrix, so any size works.
+extern "C" __global__ void mm_tiled(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ float As[TILE_WIDTH][TILE_WIDTH];
+  __shared__ float Bs[TILE_WIDTH][TILE_WIDTH];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * TILE_WIDTH + ty, col = blockIdx.x * TILE_WIDTH + tx;
+  float acc = 0.0f;
+  for (int t = 0; t < K; t += TILE_WIDTH) {
+    As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;
+    Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;
+    __syncthreads();
+    const int remaining = min(TILE_WIDTH, K - t);
+    for (int k = 0; k < remaining; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = alpha * acc + beta * C[row * N + col];
+}
+
+#ifndef BM
+#define BM 64
+#endif
+#ifndef BN
+#define BN 64
+#endif
+#ifndef BK
+#define BK 8
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 8
+#endif
+
+// 1D register blocking: each thread computes TM results of one column; BM*BN/TM threads per block.
+extern "C" __global__ void mm_blocktile_1d(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ float As[BM * BK];
+  __shared__ float Bs[BK * BN];
+  const int c_row = blockIdx.y, c_col = blockIdx.x;
+  const int thread_col = threadIdx.x % BN, thread_row = threadIdx.x / BN;
+  const int a_col = threadIdx.x % BK, a_row = threadIdx.x / BK;
+  const int b_col = threadIdx.x % BN, b_row = threadIdx.x / BN;
+  float acc[TM] = {0.0f};
+  for (int t = 0; t < K; t += BK) {
+    const int ar = c_row * BM + a_row, ac = t + a_col;
+    As[a_row * BK + a_col] = (ar < M && ac < K) ? A[ar * K + ac] : 0.0f;
+    const int br = t + b_row, bc = c_col * BN + b_col;
+    Bs[b_row * BN + b_col] = (br < K && bc < N) ? B[br * N + bc] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < BK; ++k) {
+      const float b = Bs[k * BN + thread_col];
+#pragma unroll
+      for (int r = 0; r < TM; ++r) acc[r] += As[(thread_row * TM + r) * BK + k] * b;
+    }
+    __syncthreads();
+  }
+  const int col = c_col * BN + thread_col;
+#pragma unroll
+  for (int r = 0; r < TM; ++r) {
+    const int row = c_row * BM + thread_row * TM + r;
+    if (row < M && col < N) C[row * N + col] = alpha * acc[r] + beta * C[row * N + col];
+  }
+}
+
+// 2D register blocking: each thread computes a TM x TN block; (BM/TM)*(BN/TN) threads per block,
+// each loading several elements of the A and B tiles.
+extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN)) mm_blocktile_2d(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ float As[BM * BK];
+  __shared__ float Bs[BK * BN];
+  constexpr int THREADS = (BM / TM) * (BN / TN);
+  const int c_row = blockIdx.y, c_col = blockIdx.x;
+  const int thread_col = threadIdx.x % (BN / TN), thread_row = threadIdx.x / (BN / TN);
+  float acc[TM * TN] = {0.0f};
+  __align__(16) float reg_m[TM];
+  __align__(16) float reg_n[TN];
+  for (int t = 0; t < K; t += BK) {
+    for (int i = threadIdx.x; i < BM * BK; i += THREADS) {
+      const int r = i / BK, c = i % BK, ar = c_row * BM + r, ac = t + c;
+      As[r * BK + c] = (ar < M && ac < K) ? A[ar * K + ac] : 0.0f;
+    }
+    for (int i = threadIdx.x; i < BK * BN; i += THREADS) {
+      const int r = i / BN, c = i % BN, br = t + r, bc = c_col * BN + c;
+      Bs[r * BN + c] = (br < K && bc < N) ? B[br * N + bc] : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+      for (int i = 0; i < TM; ++i) reg_m[i] = As[(thread_row * TM + i) * BK + k];
+#pragma unroll
+      for (int j = 0; j < TN; ++j) reg_n[j] = Bs[k * BN + thread_col * TN + j];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i * TN + j] += reg_m[i] * reg_n[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row = c_row * BM + thread_row * TM + i;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int col = c_col * BN + thread_col * TN + j;
+      if (row < M && col < N) C[row * N + col] = alpha * acc[i * TN + j] + beta * C[row * N + col];
+    }
+  }
+}
+
+// 2D blocking with the A tile stored transposed (As[k][m]: conflict-free, float4 reads of the
+// register column) and float4 global loads where a whole float4 lies inside the matrix.
+extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN)) mm_vectorized(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ float As[BK * BM];
+  __shared__ float Bs[BK * BN];
+  constexpr int THREADS = (BM / TM) * (BN / TN);
+  const int c_row = blockIdx.y, c_col = blockIdx.x;
+  const int thread_col = threadIdx.x % (BN / TN), thread_row = threadIdx.x / (BN / TN);
+  const bool vec_a = (K % 4) == 0, vec_b = (N % 4) == 0;
+  float acc[TM * TN] = {0.0f};
+  __align__(16) float reg_m[TM];
+  __align__(16) float reg_n[TN];
+  for (int t = 0; t < K; t += BK) {
+    for (int i = threadIdx.x; i < BM * BK / 4; i += THREADS) {
+      const int r = i / (BK / 4), c = (i % (BK / 4)) * 4, ar = c_row * BM + r, ac = t + c;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (ar < M) {
+        if (vec_a && ac + 3 < K) v = *reinterpret_cast<const float4*>(&A[ar * K + ac]);
+        else {
+          if (ac < K) v.x = A[ar * K + ac];
+          if (ac + 1 < K) v.y = A[ar * K + ac + 1];
+          if (ac + 2 < K) v.z = A[ar * K + ac + 2];
+          if (ac + 3 < K) v.w = A[ar * K + ac + 3];
+        }
+      }
+      As[(c + 0) * BM + r] = v.x;
+      As[(c + 1) * BM + r] = v.y;
+      As[(c + 2) * BM + r] = v.z;
+      As[(c + 3) * BM + r] = v.w;
+    }
+    for (int i = threadIdx.x; i < BK * BN / 4; i += THREADS) {
+      const int r = i / (BN / 4), c = (i % (BN / 4)) * 4, br = t + r, bc = c_col * BN + c;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (br < K) {
+        if (vec_b && bc + 3 < N) v = *reinterpret_cast<const float4*>(&B[br * N + bc]);
+        else {
+          if (bc < N) v.x = B[br * N + bc];
+          if (bc + 1 < N) v.y = B[br * N + bc + 1];
+          if (bc + 2 < N) v.z = B[br * N + bc + 2];
+          if (bc + 3 < N) v.w = B[br * N + bc + 3];
+        }
+      }
+      *reinterpret_cast<float4*>(&Bs[r * BN + c]) = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+      for (int i = 0; i < TM; i += 4) *reinterpret_cast<float4*>(&reg_m[i]) = *reinterpret_cast<const float4*>(&As[k * BM + thread_row * TM + i]);
+#pragma unroll
+      for (int j = 0; j < TN; j += 4) *reinterpret_cast<float4*>(&reg_n[j]) = *reinterpret_cast<const float4*>(&Bs[k * BN + thread_col * TN + j]);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i * TN + j] += reg_m[i] * reg_n[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row = c_row * BM + thread_row * TM + i;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int col = c_col * BN + thread_col * TN + j;
+      if (row < M && col < N) C[row * N + col] = alpha * acc[i * TN + j] + beta * C[row * N + col];
+    }
+  }
+}
