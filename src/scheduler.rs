@@ -356,6 +356,9 @@ mod tests {
         fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
             MockExecutor::default().bounds(ctx, tag, bytes)
         }
+        fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
+            MockExecutor::default().compute_bound(ctx, tag, bound)
+        }
         fn job(&self, _ctx: &RunContext, _tag: &str, _job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
             Err(self.failure.clone())
         }

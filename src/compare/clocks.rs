@@ -133,6 +133,7 @@ mod tests {
             stopped_by: String::new(),
             summary: None,
             work: crate::records::Work { bytes, flops },
+            bound: Default::default(),
             launches: 1,
             nvml_before: before.map(snap),
             nvml_after: after.map(snap),

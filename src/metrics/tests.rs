@@ -57,6 +57,11 @@ fn every_builtin_counter_exists_on_hopper() {
     for def in builtin().metrics.values() {
         for counter in def.counters.values() {
             let base = counter.split('.').next().unwrap();
+            // Launch statistics (registers, occupancy limits) are not in that list; ncu reports
+            // them for every launch (reports/matmul-h100 shows them measured).
+            if base.starts_with("launch__") {
+                continue;
+            }
             assert!(bases.contains(base), "{} uses {counter}, not in ncu's list for Hopper", def.name);
         }
     }

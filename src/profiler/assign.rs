@@ -113,6 +113,7 @@ mod tests {
             buffers: vec![],
             correctness: CorrectnessSpec::None,
             reference: None,
+            bound: Default::default(),
             work: Default::default(),
         }
     }

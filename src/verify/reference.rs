@@ -193,6 +193,8 @@ fn matmul_positions(m: u64, n: u64) -> Vec<(u64, u64)> {
     }
     let mut out: Vec<(u64, u64)> = (0..count).map(|s| (s % m, (s * step) % n)).collect();
     out.extend([(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)]);
+    out.sort_unstable();
+    out.dedup();
     out
 }
 
@@ -426,7 +428,8 @@ mod tests {
             let mut out = product(&a, &b, &c0, &s);
             let o = check_matmul(ElemType::F32, &a, &b, Some(&c0), &out, &s, 0.0);
             assert!(o.passed && o.rel_error < 2.0 * k as f64 * f32::EPSILON as f64, "{s:?}: {o:?}");
-            assert_eq!(o.checked, (m * n).min(MATMUL_SAMPLE.max(m).max(n)) + if m * n > MATMUL_SAMPLE { 4 } else { 0 });
+            assert_eq!(o.checked as usize, matmul_positions(m, n).len());
+            assert!(o.checked == m * n || (o.checked >= m.max(n) && o.checked <= MATMUL_SAMPLE + 4));
             // One element off by a little more than float rounding allows: caught (where sampled).
             let HostData::W4(v) = &mut out else { panic!() };
             let at = (m * n - 1) as usize;
