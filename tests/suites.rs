@@ -215,3 +215,71 @@ fn the_headline_suites_hold_every_seed_lesson() {
     let probes = variants("nvprof-probes");
     has(&probes, &["copy_row", "copy_column", "aos", "soa", "misaligned_read", "smem_column_read", "smem_padded_column_read", "divergent_branch_G", "warp_unrolled_reduction"]);
 }
+
+const MM_CU: &str = "extern \"C\" __global__ void mm(int M, int N, int K, const float* A, const float* B, float* C) {}\n";
+const MM: &str = r#"
+[suite]
+name = "mine"
+source = "k.cu"
+flops = "2 * S * S * S"
+bytes = "16 * S * S"
+bound = "cublas"
+check = { op = "matmul", a = "A", b = "B", output = "C", m = "S", n = "S", k = "S", beta = "0.5" }
+[axes]
+S = [64, 100]
+[[buffers]]
+name = "A"
+type = "f32"
+len = "S * S"
+init = "random"
+[[buffers]]
+name = "B"
+type = "f32"
+len = "S * S"
+init = "random"
+[[buffers]]
+name = "C"
+type = "f32"
+len = "S * S"
+init = "random"
+[[variants]]
+name = "mine"
+kernel = "mm"
+block = ["16", "16"]
+grid = ["ceil_div(S, 16)", "ceil_div(S, 16)"]
+args = ["S", "S", "S", "A", "B", "C"]
+"#;
+
+#[test]
+fn a_matmul_check_and_a_cublas_bound_resolve_at_each_shape() {
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), MM, MM_CU)).unwrap();
+    let j = s.jobs.iter().find(|j| j.key.group == "S=100").unwrap();
+    let CorrectnessSpec::Matmul { a: 0, b: 1, output: 2, shape, tolerance } = j.correctness else { panic!("{:?}", j.correctness) };
+    assert_eq!((shape.m, shape.n, shape.k, shape.alpha, shape.beta, tolerance), (100, 100, 100, 1.0, 0.5, 0.0));
+    assert_eq!(j.work.flops, Some(2e6));
+    assert!(matches!(j.bound, suite::BoundSpec::Cublas { shape: s, elem: suite::ElemType::F32 } if s == shape));
+    assert_eq!(j.bound.name(), "cuBLAS SGEMM");
+    // The built-in suites that declare it resolve the same way.
+    let mm = suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul/suite.toml")).unwrap();
+    assert!(mm.jobs.iter().all(|j| matches!(j.bound, suite::BoundSpec::Cublas { .. }) && j.work.flops.is_some()));
+    let gemv = suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/gemv/suite.toml")).unwrap();
+    assert!(gemv.jobs.iter().any(|j| j.bound.name() == "cuBLAS SGEMV" && matches!(j.correctness, CorrectnessSpec::Matmul { shape, .. } if shape.trans_a)));
+}
+
+#[test]
+fn bounds_and_matmul_checks_that_cannot_work_are_named_with_their_fix() {
+    let e = error_of(&MM.replace("bound = \"cublas\"", "bound = \"variant:nope\""), MM_CU);
+    assert!(e.contains("bound names variant `nope`") && e.contains("name one of: mine"), "{e}");
+    let e = error_of(&MM.replace("bound = \"cublas\"", "bound = \"cuda\""), MM_CU);
+    assert!(e.contains("unknown bound `cuda`") && e.contains("variant:NAME"), "{e}");
+    let e = error_of(&MM.replace(", beta = \"0.5\" }", " }").replace("check = { op = \"matmul\"", "check = { op = \"none\" }\n#"), MM_CU);
+    assert!(e.contains("bound = \"cublas\" measures cuBLAS at the shape of a matmul check"), "{e}");
+    let e = error_of(&MM.replace("m = \"S\"", "m = \"2 * S\""), MM_CU);
+    assert!(e.contains("fewer than m * k"), "{e}");
+    let e = error_of(&MM.replace("name = \"C\"\ntype = \"f32\"\nlen = \"S * S\"\ninit = \"random\"", "name = \"C\"\ntype = \"f32\"\nlen = \"S * S\"\ninit = \"poison\""), MM_CU);
+    assert!(e.contains("beta = 0.5 reads the output's initial values"), "{e}");
+    let e = error_of(&MM.replace("a = \"A\", ", ""), MM_CU);
+    assert!(e.contains("the check has no `a` buffer"), "{e}");
+    assert!(suite::load(&write_suite(tempfile::tempdir().unwrap().path(), &MM.replace("bound = \"cublas\"", "bound = \"variant:mine\""), MM_CU)).is_ok());
+}
