@@ -84,3 +84,16 @@ fn the_mock_flags_are_hidden_and_slowing_needs_the_mock() {
     lab(d.path()).args(["--mock-slow", "x=2", "run", "--suite", "transpose"]).assert().code(2);
     lab(d.path()).args(["--mock-gpu", "--mock-slow", "x", "run", "--suite", "transpose"]).assert().code(2).stderr(predicate::str::contains("VARIANT=FACTOR"));
 }
+
+#[test]
+fn a_compute_suite_gets_its_bound_peak_and_roofline_through_the_mock() {
+    let d = tempfile::tempdir().unwrap();
+    let run = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "matmul", "--variant", "vectorized,naive", "--out", "runs", "--quiet"]).assert().code(0));
+    let dir = d.path().join(run.trim());
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("% of cuBLAS SGEMM") && report.contains("math mode MOCK") && report.contains("8 SMs × 32 lanes"), "{report}");
+    let roofline = std::fs::read_to_string(dir.join("roofline.svg")).unwrap();
+    assert!(roofline.contains("MOCK GPU") && roofline.matches("<circle").count() == 4);
+    let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    assert_eq!(results.lines().filter(|l| l.contains("\"kind\":\"compute\"")).count(), 2, "one cuBLAS bound per shape");
+}

@@ -36,3 +36,40 @@ fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
     assert_eq!(svg.matches("\ncopy ").count(), 4, "one copy-bound label per group");
     assert!(svg.contains("transpose_fast[THREADS=512]"));
 }
+
+/// The compute report of the committed H100 matmul run: GFLOP/s, % of the FP32 peak, % of cuBLAS,
+/// the roofline, all from the run's own records (no GPU).
+#[test]
+fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T170732Z-matmul-h100-80gb-hbm3");
+    let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    assert!(md.contains("| variant ") && md.contains("| GFLOP/s | % of FP32 peak | % of cuBLAS SGEMM | flop/byte | % of roofline | roof "), "{md}");
+    assert!(md.contains("132 SMs × 128 lanes × 2 × 1980 MHz"));
+    // The best rung: 2 * 4096^3 flops over its median, against cuBLAS's median in the same run.
+    let vec = run.jobs.iter().find(|j| j.id() == "vectorized @ S=4096").unwrap();
+    let cublas = run.compute_bounds.values().find(|c| c.group == "S=4096").unwrap();
+    let pct = 100.0 * vec.gflops().unwrap() / cublas.gflops().unwrap();
+    let expected = cublas.summary.unwrap().median / vec.summary.unwrap().median * 100.0;
+    assert!((pct - expected).abs() < 1e-9);
+    assert!(md.contains(&format!("| `vectorized`                 | {:.4}", vec.summary.unwrap().median)), "{md}");
+    assert!(md.contains(&format!("{pct:.0}%")));
+    let (peak, lanes, mhz) = run.fp32_peak("S=4096").unwrap();
+    assert_eq!((lanes, mhz), (128, 1980));
+    assert!((peak - 132.0 * 128.0 * 2.0 * 1980.0 / 1e3).abs() < 1e-6);
+    let roof = run.roofline(vec).unwrap();
+    assert!(roof.compute_bound && (roof.intensity - 512.0).abs() < 1e-9 && roof.attainable_gflops == peak);
+    let svg = gpu_lab::report::exporter(gpu_lab::report::Format::Roofline).render(&run).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("roofline") && svg.contains("vectorized @ S=4096"));
+    assert_eq!(svg.matches("<circle").count(), run.jobs.len());
+}
+
+/// Data-movement runs keep their report: no compute columns, no roofline link.
+#[test]
+fn runs_without_flops_keep_the_bandwidth_report() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    assert!(!md.contains("GFLOP/s") && !md.contains("roofline.svg"));
+}
