@@ -45,7 +45,7 @@ fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
-    assert!(md.contains("| variant ") && md.contains("| GFLOP/s | % of FP32 peak | % of cuBLAS SGEMM | flop/byte | % of roofline | roof "), "{md}");
+    assert!(md.contains("| variant ") && md.contains("| GFLOP/s | % of FP32 peak | % of cuBLAS SGEMM | flop/byte | flop/DRAM byte | % of roofline | roof "), "{md}");
     assert!(md.contains("132 SMs × 128 lanes × 2 × 1980 MHz"));
     // The best rung: 2 * 4096^3 flops over its median, against cuBLAS's median in the same run.
     let vec = run.jobs.iter().find(|j| j.id() == "vectorized @ S=4096").unwrap();

@@ -207,3 +207,126 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_vector
     }
   }
 }
+
+// The vectorized kernel with the next tiles' global loads issued before this tile's math (staged
+// in registers) and two shared buffers: one __syncthreads per tile, and the loads' latency hidden
+// behind 8 x 8 x BK multiply-adds.
+extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_double_buffered(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ __align__(16) float As[2][BK * BM];
+  __shared__ __align__(16) float Bs[2][BK * BN];
+  constexpr int THREADS = (BM / TM) * (BN / TN);
+  constexpr int A_LOADS = (BM * BK / 4 + THREADS - 1) / THREADS;
+  constexpr int B_LOADS = (BK * BN / 4 + THREADS - 1) / THREADS;
+  const int c_row = blockIdx.y, c_col = blockIdx.x;
+  const int thread_col = threadIdx.x % (BN / TN), thread_row = threadIdx.x / (BN / TN);
+  const bool vec_a = (K % 4) == 0, vec_b = (N % 4) == 0;
+  float acc[TM * TN] = {0.0f};
+  __align__(16) float reg_m[TM];
+  __align__(16) float reg_n[TN];
+  float4 next_a[A_LOADS], next_b[B_LOADS];
+
+  auto fetch = [&](int t) {
+#pragma unroll
+    for (int l = 0; l < A_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < BM * BK / 4) {
+        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4, ar = c_row * BM + r, ac = t + c;
+        if (ar < M) {
+          if (vec_a && ac + 3 < K) v = *reinterpret_cast<const float4*>(&A[ar * K + ac]);
+          else {
+            if (ac < K) v.x = A[ar * K + ac];
+            if (ac + 1 < K) v.y = A[ar * K + ac + 1];
+            if (ac + 2 < K) v.z = A[ar * K + ac + 2];
+            if (ac + 3 < K) v.w = A[ar * K + ac + 3];
+          }
+        }
+      }
+      next_a[l] = v;
+    }
+#pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < BK * BN / 4) {
+        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4, br = t + r, bc = c_col * BN + c;
+        if (br < K) {
+          if (vec_b && bc + 3 < N) v = *reinterpret_cast<const float4*>(&B[br * N + bc]);
+          else {
+            if (bc < N) v.x = B[br * N + bc];
+            if (bc + 1 < N) v.y = B[br * N + bc + 1];
+            if (bc + 2 < N) v.z = B[br * N + bc + 2];
+            if (bc + 3 < N) v.w = B[br * N + bc + 3];
+          }
+        }
+      }
+      next_b[l] = v;
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int l = 0; l < A_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      if (i < BM * BK / 4) {
+        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+        As[buf][(c + 0) * BM + r] = next_a[l].x;
+        As[buf][(c + 1) * BM + r] = next_a[l].y;
+        As[buf][(c + 2) * BM + r] = next_a[l].z;
+        As[buf][(c + 3) * BM + r] = next_a[l].w;
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      if (i < BK * BN / 4) {
+        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+        *reinterpret_cast<float4*>(&Bs[buf][r * BN + c]) = next_b[l];
+      }
+    }
+  };
+
+  fetch(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (int t = 0; t < K; t += BK) {
+    const bool more = t + BK < K;
+    if (more) fetch(t + BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+      for (int i = 0; i < TM; i += 4) *reinterpret_cast<float4*>(&reg_m[i]) = *reinterpret_cast<const float4*>(&As[buf][k * BM + thread_row * TM + i]);
+#pragma unroll
+      for (int j = 0; j < TN; j += 4) *reinterpret_cast<float4*>(&reg_n[j]) = *reinterpret_cast<const float4*>(&Bs[buf][k * BN + thread_col * TN + j]);
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i * TN + j] += reg_m[i] * reg_n[j];
+    }
+    if (more) store(buf ^ 1);
+    __syncthreads();
+    buf ^= 1;
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int row = c_row * BM + thread_row * TM + i;
+    const int col0 = c_col * BN + thread_col * TN;
+    if (row >= M) continue;
+    if (vec_b && col0 + TN <= N) {
+#pragma unroll
+      for (int j = 0; j < TN; j += 4) {
+        float4* p = reinterpret_cast<float4*>(&C[row * N + col0 + j]);
+        float4 c = *p;
+        c.x = alpha * acc[i * TN + j + 0] + beta * c.x;
+        c.y = alpha * acc[i * TN + j + 1] + beta * c.y;
+        c.z = alpha * acc[i * TN + j + 2] + beta * c.z;
+        c.w = alpha * acc[i * TN + j + 3] + beta * c.w;
+        *p = c;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < TN; ++j)
+        if (col0 + j < N) C[row * N + col0 + j] = alpha * acc[i * TN + j] + beta * C[row * N + col0 + j];
+    }
+  }
+}

@@ -106,6 +106,13 @@ fn gflops_cell(g: Option<f64>) -> String {
     }
 }
 
+/// Flops over the DRAM bytes ncu counted for the job (`dram_bytes`): the intensity the caches
+/// left, next to the declared one.
+fn measured_intensity(run: &RunData, j: &JobRecord) -> Option<f64> {
+    let bytes = run.profiles.get(j.id())?.metrics.get("dram_bytes").copied().flatten().filter(|b| *b > 0.0)?;
+    Some(j.work.flops? / bytes)
+}
+
 /// A group of compute jobs: GFLOP/s, % of the FP32 peak, % of the compute bound, the roofline.
 fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut String) {
     let peak = run.fp32_peak(group);
@@ -133,7 +140,7 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
     }
     let bound_name = jobs.iter().find_map(|j| run.compute_bound_gflops(j)).map(|(n, _)| n).unwrap_or_else(|| "bound".into());
     let first = jobs.iter().find(|j| j.status == JobStatus::Ok && j.summary.is_some());
-    let mut head: Vec<String> = ["variant", "median ms [95% CI]", "GFLOP/s", "% of FP32 peak", &format!("% of {bound_name}"), "flop/byte", "% of roofline", "roof", "speedup", "correct"].iter().map(|s| s.to_string()).collect();
+    let mut head: Vec<String> = ["variant", "median ms [95% CI]", "GFLOP/s", "% of FP32 peak", &format!("% of {bound_name}"), "flop/byte", "flop/DRAM byte", "% of roofline", "roof", "speedup", "correct"].iter().map(|s| s.to_string()).collect();
     for m in metrics {
         head.push(match m.ideal {
             Some(_) => format!("{} (ideal {})", m.name, metrics::format_ideal(m)),
@@ -152,6 +159,7 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
             pct(g, peak.map(|p| p.0)),
             pct(g, run.compute_bound_gflops(j).and_then(|(_, b)| b)),
             roof.map(|r| format!("{:.1}", r.intensity)).unwrap_or("–".into()),
+            measured_intensity(run, j).map(|x| format!("{x:.1}")).unwrap_or("–".into()),
             pct(g, roof.map(|r| r.attainable_gflops)),
             roof.map(|r| if r.compute_bound { "compute" } else { "memory" }.to_string()).unwrap_or("–".into()),
             match (ok, first) {
@@ -293,7 +301,7 @@ impl Exporter<RunData> for Markdown {
             let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table).\n");
         }
         if run.jobs.iter().any(is_compute) {
-            out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s); % of FP32 peak = over SMs × FP32 lanes × 2 × the SM clock seen; % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes; % of roofline = over min(FP32 peak, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
+            out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s); % of FP32 peak = over SMs × FP32 lanes × 2 × the SM clock seen; % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes, flop/DRAM byte = over the DRAM bytes ncu counted (`dram_bytes`: what the caches left); % of roofline = over min(FP32 peak, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
         }
         out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table (by GB/s where the two move different amounts of bytes); `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
         Ok(out)
