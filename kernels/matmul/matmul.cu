@@ -330,3 +330,143 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_double
     }
   }
 }
+
+#ifndef WM
+#define WM 64
+#endif
+#ifndef WN
+#define WN 64
+#endif
+#ifndef WNITER
+#define WNITER 4
+#endif
+#ifndef WTHREADS
+#define WTHREADS 128
+#endif
+
+// Warp tiling on top of double buffering: each warp owns a WM x WN sub-tile of the block tile and
+// walks it in WMITER x WNITER steps of (8 rows x 4 lanes of TM) x (4 lanes x TN), so a warp's shared
+// reads of one k are 8 distinct float4s of A and 4 of B (broadcast within the warp), and each thread
+// holds (WMITER*TM) x (WNITER*TN) results.
+extern "C" __global__ void __launch_bounds__(WTHREADS) mm_warptiled(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  constexpr int THREADS = WTHREADS;
+  constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
+  constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+  constexpr int A_LOADS = (BM * BK / 4 + THREADS - 1) / THREADS;
+  constexpr int B_LOADS = (BK * BN / 4 + THREADS - 1) / THREADS;
+  static_assert(WMITER >= 1 && (BM / WM) * (BN / WN) * 32 == THREADS, "warp tiles must cover the block tile");
+  __shared__ __align__(16) float As[2][BK * BM];
+  __shared__ __align__(16) float Bs[2][BK * BN];
+  const int c_row = blockIdx.y, c_col = blockIdx.x;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp_col = warp % (BN / WN), warp_row = warp / (BN / WN);
+  const int t_col = lane % (WSUBN / TN), t_row = lane / (WSUBN / TN);
+  const bool vec_a = (K % 4) == 0, vec_b = (N % 4) == 0;
+  float acc[WMITER * TM * WNITER * TN] = {0.0f};
+  __align__(16) float reg_m[WMITER * TM];
+  __align__(16) float reg_n[WNITER * TN];
+  float4 next_a[A_LOADS], next_b[B_LOADS];
+
+  auto fetch = [&](int t) {
+#pragma unroll
+    for (int l = 0; l < A_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < BM * BK / 4) {
+        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4, ar = c_row * BM + r, ac = t + c;
+        if (ar < M) {
+          if (vec_a && ac + 3 < K) v = *reinterpret_cast<const float4*>(&A[ar * K + ac]);
+          else {
+            if (ac < K) v.x = A[ar * K + ac];
+            if (ac + 1 < K) v.y = A[ar * K + ac + 1];
+            if (ac + 2 < K) v.z = A[ar * K + ac + 2];
+            if (ac + 3 < K) v.w = A[ar * K + ac + 3];
+          }
+        }
+      }
+      next_a[l] = v;
+    }
+#pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (i < BK * BN / 4) {
+        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4, br = t + r, bc = c_col * BN + c;
+        if (br < K) {
+          if (vec_b && bc + 3 < N) v = *reinterpret_cast<const float4*>(&B[br * N + bc]);
+          else {
+            if (bc < N) v.x = B[br * N + bc];
+            if (bc + 1 < N) v.y = B[br * N + bc + 1];
+            if (bc + 2 < N) v.z = B[br * N + bc + 2];
+            if (bc + 3 < N) v.w = B[br * N + bc + 3];
+          }
+        }
+      }
+      next_b[l] = v;
+    }
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int l = 0; l < A_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      if (i < BM * BK / 4) {
+        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
+        As[buf][(c + 0) * BM + r] = next_a[l].x;
+        As[buf][(c + 1) * BM + r] = next_a[l].y;
+        As[buf][(c + 2) * BM + r] = next_a[l].z;
+        As[buf][(c + 3) * BM + r] = next_a[l].w;
+      }
+    }
+#pragma unroll
+    for (int l = 0; l < B_LOADS; ++l) {
+      const int i = threadIdx.x + l * THREADS;
+      if (i < BK * BN / 4) {
+        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+        *reinterpret_cast<float4*>(&Bs[buf][r * BN + c]) = next_b[l];
+      }
+    }
+  };
+
+  fetch(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (int t = 0; t < K; t += BK) {
+    const bool more = t + BK < K;
+    if (more) fetch(t + BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+      for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int i = 0; i < TM; i += 4)
+          *reinterpret_cast<float4*>(&reg_m[wm * TM + i]) = *reinterpret_cast<const float4*>(&As[buf][k * BM + warp_row * WM + wm * WSUBM + t_row * TM + i]);
+#pragma unroll
+      for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+        for (int j = 0; j < TN; j += 4)
+          *reinterpret_cast<float4*>(&reg_n[wn * TN + j]) = *reinterpret_cast<const float4*>(&Bs[buf][k * BN + warp_col * WN + wn * WSUBN + t_col * TN + j]);
+#pragma unroll
+      for (int i = 0; i < WMITER * TM; ++i)
+#pragma unroll
+        for (int j = 0; j < WNITER * TN; ++j) acc[i * (WNITER * TN) + j] += reg_m[i] * reg_n[j];
+    }
+    if (more) store(buf ^ 1);
+    __syncthreads();
+    buf ^= 1;
+  }
+#pragma unroll
+  for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+      const int row = c_row * BM + warp_row * WM + wm * WSUBM + t_row * TM + i;
+      if (row >= M) continue;
+#pragma unroll
+      for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+          const int col = c_col * BN + warp_col * WN + wn * WSUBN + t_col * TN + j;
+          if (col < N) C[row * N + col] = alpha * acc[(wm * TM + i) * (WNITER * TN) + wn * TN + j] + beta * C[row * N + col];
+        }
+    }
+}
