@@ -350,7 +350,8 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_double
 // holds (WMITER*TM) x (WNITER*TN) results.
 extern "C" __global__ void __launch_bounds__(WTHREADS) mm_warptiled(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   constexpr int THREADS = WTHREADS;
-  constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
+  // At least 1: other kernels of this file compile with TM/TN that do not fit a warp tile.
+  constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER) > 0 ? (WM * WN) / (32 * TM * TN * WNITER) : 1;
   constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
   constexpr int A_LOADS = (BM * BK / 4 + THREADS - 1) / THREADS;
   constexpr int B_LOADS = (BK * BN / 4 + THREADS - 1) / THREADS;
