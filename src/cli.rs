@@ -83,6 +83,9 @@ pub struct SuiteArgs {
     /// Noise target: stop once the median's 95% CI half-width is under this percentage.
     #[arg(long, default_value_t = 0.5, value_parser = positive)]
     pub noise: f64,
+    /// L2 state while timing: `cold` flushes it before every sample, `warm` reuses it (default: the suite's `cache`, else warm).
+    #[arg(long, value_enum)]
+    pub cache: Option<crate::records::CacheState>,
 }
 
 fn positive(s: &str) -> Result<f64, String> {
@@ -269,6 +272,9 @@ pub struct CheckArgs {
     /// Accept a baseline from another GPU model: then each job is compared by its % of the copy bound measured in its own run.
     #[arg(long)]
     pub allow_other_gpu: bool,
+    /// Judge a run timed in another L2 state (cold against warm) anyway; the verdicts say so.
+    #[arg(long)]
+    pub allow_cache_mismatch: bool,
     #[arg(long, value_enum, default_value_t = crate::compare::Format::Md)]
     pub format: crate::compare::Format,
 }

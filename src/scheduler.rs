@@ -10,7 +10,7 @@ use crate::executor::{Executor, Failure, RunContext};
 use crate::exit;
 use crate::metrics::{Catalog, MetricDef};
 use crate::profiler::ClockControl;
-use crate::records::{groups_in_order, BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
+use crate::records::{groups_in_order, BoundSpec, CacheState, BoundsRecord, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
 use crate::report;
 use crate::stats;
 use crate::store;
@@ -35,6 +35,8 @@ pub struct ProfileRequest {
 pub struct RunSettings {
     pub out: PathBuf,
     pub timing: TimingConfig,
+    /// `--cache`: overrides the suites' own `cache`.
+    pub cache: Option<CacheState>,
     pub seed: u64,
     pub timeout: Duration,
     pub profile: Option<ProfileRequest>,
@@ -120,6 +122,8 @@ fn now() -> String {
 fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, dir: &Path) -> anyhow::Result<i32> {
     let started = Instant::now();
     let env = executor.environment();
+    // The run's cache state: the command line's, else the suite's, else warm.
+    let timing = TimingConfig { cache: settings.cache.or(plan.suite.manifest.suite.cache).unwrap_or_default(), ..settings.timing.clone() };
     let clock_control = settings.profile.as_ref().map(|p| p.clock_control).unwrap_or_default();
     let mut info = RunInfo {
         gpu_lab_version: env!("CARGO_PKG_VERSION").into(),
@@ -132,8 +136,8 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
         nvml_error: env.nvml_error,
         ncu_version: settings.profile.as_ref().and(env.ncu_version),
         clock_policy: clock_control.as_str().into(),
-        timing: settings.timing.clone(),
-        cache_state: "L2 warm (repeated launches over the same buffers)".into(),
+        timing: timing.clone(),
+        cache_state: timing.cache.describe().into(),
         seed: settings.seed,
         metrics: plan.metrics.clone(),
         unavailable_metrics: plan.unavailable_metrics.clone(),
@@ -144,7 +148,7 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
     let work = dir.join("work");
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
-    let ctx = RunContext { dir, work: &work, timing: &settings.timing, seed: settings.seed, timeout: settings.timeout, metrics: &plan.metrics, clock_control, fma };
+    let ctx = RunContext { dir, work: &work, timing: &timing, seed: settings.seed, timeout: settings.timeout, metrics: &plan.metrics, clock_control, fma };
     let results = dir.join(store::RESULTS);
     let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
 
@@ -256,6 +260,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         status: JobStatus::Failed,
         error: None,
         correctness: None,
+        correctness_after: None,
         samples_ms: Vec::new(),
         runs_per_sample: 0,
         stopped_by: String::new(),
@@ -269,9 +274,11 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
     };
     match outcome {
         Ok(o) => {
-            record.status = if o.correctness.as_ref().is_none_or(|c| c.passed) { JobStatus::Ok } else { JobStatus::Wrong };
+            let passed = |c: &Option<crate::verify::Correctness>| c.as_ref().is_none_or(|c| c.passed);
+            record.status = if passed(&o.correctness) && passed(&o.correctness_after) { JobStatus::Ok } else { JobStatus::Wrong };
             record.summary = stats::summarize(&o.samples_ms);
             record.correctness = o.correctness;
+            record.correctness_after = o.correctness_after;
             record.samples_ms = o.samples_ms;
             record.runs_per_sample = o.runs_per_sample;
             record.stopped_by = o.stopped_by;
@@ -305,6 +312,7 @@ mod tests {
         RunSettings {
             out: out.to_path_buf(),
             timing: TimingConfig::default(),
+            cache: None,
             seed: 1,
             timeout: Duration::from_secs(5),
             profile: profile.then(|| ProfileRequest { names: vec![], clock_control: ClockControl::None }),

@@ -278,3 +278,34 @@ fn incorrect_jobs_are_stored_as_recorded_and_never_timed_against() {
     let job = json["comparison"]["jobs"].as_array().unwrap().iter().find(|j| j["id"] == "misses_one @ N=1048576").unwrap();
     assert_eq!((&job["verdict"], &job["timing"], &job["notes"][0]), (&Value::from("same"), &Value::Null, &Value::from("still wrong")));
 }
+
+#[test]
+fn cold_and_warm_runs_are_not_judged_against_each_other_unless_asked() {
+    let lab = Lab::new();
+    lab.save_base();
+    let cold = lab.copy_run(RUN, "cold", |_| {});
+    let info = lab.path(&format!("{cold}/run.json"));
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(&info).unwrap()).unwrap();
+    v["timing"]["cache"] = Value::from("cold");
+    fs::write(&info, v.to_string()).unwrap();
+    lab.check(&cold).code(1).stderr(predicate::str::contains("timed with the L2 Warm").and(predicate::str::contains("--allow-cache-mismatch")).and(predicate::str::contains("--cache warm")));
+    let md = stdout(&lab.cmd().args(["check", "--baseline", "h200", "--from", &cold, "--allow-cache-mismatch"]).assert().code(0));
+    assert!(md.contains("**L2 state differs**"), "{md}");
+}
+
+#[test]
+fn an_impossible_result_fails_the_gate_and_is_never_ranked() {
+    let lab = Lab::new();
+    lab.save_base();
+    // The same times, but one job claims ten times the bytes: more than the card can move.
+    let inflated = lab.copy_run(RUN, "inflated", |v| {
+        if v["kind"] == "job" && v["id"] == SLOWED {
+            v["bytes"] = Value::from(v["bytes"].as_f64().unwrap() * 10.0);
+        }
+    });
+    let md = stdout(&lab.check(&inflated).code(3));
+    assert!(md.contains("impossible:") && md.contains("of the copy bound measured in this run"), "{md}");
+    let report = stdout(&lab.cmd().args(["report", &inflated]).assert().code(0));
+    let row = report.lines().find(|l| l.starts_with("| `smem_pad_32`") && l.contains("**IMPOSSIBLE**")).expect("the row is marked");
+    assert_eq!(row.split('|').nth(6).map(str::trim), Some("–"), "never ranked: {row}");
+}

@@ -97,3 +97,16 @@ fn a_compute_suite_gets_its_bound_peak_and_roofline_through_the_mock() {
     let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
     assert_eq!(results.lines().filter(|l| l.contains("\"kind\":\"compute\"")).count(), 2, "one cuBLAS bound per shape");
 }
+
+#[test]
+fn the_cache_state_is_a_setting_recorded_in_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    let run = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--variant", "copy_row", "--cache", "cold", "--out", "runs", "--quiet"]).assert().code(0));
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join(run.trim()).join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["timing"]["cache"], "cold");
+    assert!(info["cache_state"].as_str().unwrap().starts_with("L2 cold"));
+    let warm = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--variant", "copy_row", "--out", "runs", "--quiet"]).assert().code(0));
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join(warm.trim()).join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["timing"]["cache"], "warm", "the suite's own state, warm by default");
+    lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--cache", "lukewarm"]).assert().code(2).stderr(predicate::str::contains("cold"));
+}

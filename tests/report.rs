@@ -73,3 +73,16 @@ fn runs_without_flops_keep_the_bandwidth_report() {
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
     assert!(!md.contains("GFLOP/s") && !md.contains("roofline.svg"));
 }
+
+/// Unchecked variants are shown but never ranked: the speedup reference is the first verified one.
+#[test]
+fn unchecked_variants_are_never_ranked_nor_the_reference() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T054102Z-warp-divergence-h100-80gb-hbm3");
+    let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    let speedup = |label: &str| md.lines().find(|l| l.starts_with(&format!("| `{label}`"))).and_then(|l| l.split('|').nth(6)).map(|c| c.trim().to_string()).unwrap();
+    assert_eq!(speedup("seed_divergent"), "–");
+    assert_eq!(speedup("seed_warp_aligned_G"), "–");
+    assert_eq!(speedup("divergent"), "1.00×", "the first verified variant is the reference");
+    assert!(run.jobs.iter().filter(|j| j.correctness.is_none()).all(|j| !run.rankable(j)));
+}

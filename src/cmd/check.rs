@@ -48,8 +48,10 @@ fn run_suite(config: &Config, args: &SuiteArgs, base: &RunData, no_profile: bool
     } else {
         None
     };
+    // Timed in the baseline's L2 state unless the command line says otherwise.
+    let args = SuiteArgs { cache: args.cache.or(Some(base.info.timing.cache)), ..args.clone() };
     let mut dirs = Vec::new();
-    run::run_with(config, args, profile, mock, command_line, &mut |d| dirs.push(d.to_path_buf()))?;
+    run::run_with(config, &args, profile, mock, command_line, &mut |d| dirs.push(d.to_path_buf()))?;
     dirs.pop().context("the suite ran no job (are the --variant names right?)")
 }
 
@@ -129,6 +131,15 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
     }
     if base.info.mock != new.info.mock {
         bail!("{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)", mixed_mock(&path.display().to_string(), base.info.mock));
+    }
+    let (was, now) = (base.info.timing.cache, new.info.timing.cache);
+    if was != now && !args.allow_cache_mismatch {
+        bail!(
+            "the baseline {} was timed with the L2 {was:?} and {} with it {now:?}: their times do not compare\n  fix: run the suite with --cache {} (check --suite does so by itself), or pass --allow-cache-mismatch to compare anyway",
+            path.display(),
+            run_dir.display(),
+            format!("{was:?}").to_lowercase()
+        );
     }
     let other = compare::other_gpu(&base, &new);
     if let Some(models) = other.clone()

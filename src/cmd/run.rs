@@ -32,6 +32,7 @@ pub fn settings(config: &Config, args: &SuiteArgs, profile: Option<ProfileReques
     RunSettings {
         out: args.out.clone(),
         timing: TimingConfig { max_seconds: args.max_seconds, target_rel_ci: args.noise / 100.0, ..TimingConfig::default() },
+        cache: args.cache,
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),
         profile,

@@ -128,6 +128,7 @@ mod tests {
             status: crate::records::JobStatus::Ok,
             error: None,
             correctness: None,
+            correctness_after: None,
             samples_ms: vec![],
             runs_per_sample: 1,
             stopped_by: String::new(),

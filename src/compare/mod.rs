@@ -247,6 +247,11 @@ fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &Jo
     let mut timing = None;
     let mut counters = Vec::new();
     let verdict = match (base.status, new.status) {
+        // A result the card cannot deliver is a failure, whatever its time.
+        (_, JobStatus::Ok) if new_run.impossible(new).is_some() => {
+            notes.push(format!("impossible: {}", new_run.impossible(new).unwrap_or_default()));
+            Verdict::Regressed
+        }
         (JobStatus::Ok, JobStatus::Ok) => {
             timing = compare_timing(base_run, base, new_run, new, s, &mut notes);
             counters = compare_counters(base_run, base, new_run, new, defs, redefined, &mut notes);
@@ -316,6 +321,9 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
         if run.info.mock {
             notes.push(format!("**MOCK**: {which} was made with `--mock-gpu`: no GPU ran, its numbers are stand-ins, and these verdicts test gpu-lab itself, not a kernel"));
         }
+    }
+    if base.info.timing.cache != new.info.timing.cache {
+        notes.push(format!("**L2 state differs** ({} → {}): times of L2-resident sizes do not compare", base.info.cache_state, new.info.cache_state));
     }
     if new.info.finished.is_none() {
         notes.push("**this run did not finish** (no end time in its run.json): every baseline job it lacks counts as Regressed".into());

@@ -104,6 +104,7 @@ impl Executor for MockExecutor {
             stopped_by: "MOCK".into(),
             compile: Vec::new(),
             seed: ctx.seed,
+            correctness_after: None,
         })
     }
 

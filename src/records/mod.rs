@@ -15,7 +15,7 @@ mod environment;
 mod outcome;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{BoundsOutcome, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
+pub use outcome::{BoundsOutcome, CacheState, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
 
 /// The run's environment fingerprint and configuration (`run.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -140,6 +140,9 @@ pub struct JobRecord {
     /// What the correctness verification found (stored as `check`).
     #[serde(rename = "check")]
     pub correctness: Option<Correctness>,
+    /// The verification after timing, on fresh inputs of another seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness_after: Option<Correctness>,
     pub samples_ms: Vec<f64>,
     pub runs_per_sample: u32,
     pub stopped_by: String,
@@ -216,6 +219,14 @@ impl FmaRate {
         Some(self.sm_count as f64 * self.lanes_per_sm(sm_mhz)? as f64 * 2.0 * sm_mhz as f64 / 1e3)
     }
 }
+
+/// A job above this multiple of the copy bound measured in its run is impossible. Read-only kernels
+/// legitimately pass the copy bound a little (a read alone is faster than a copy): up to 107% in the
+/// committed runs (global-memory `soa_sum_x`, reduction 102.6%); a wrong `bytes` expression is off
+/// by whole factors.
+pub const IMPOSSIBLE_COPY: f64 = 1.25;
+/// A job above this multiple of the FP32 peak is impossible (the peak's clock is NVML's reading).
+pub const IMPOSSIBLE_PEAK: f64 = 1.05;
 
 /// A job's place on its group's roofline.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -371,6 +382,34 @@ impl RunData {
         let copy = self.bounds.get(&job.key.group)?.copy_gbs()?;
         let memory_roof = intensity * copy;
         Some(Roofline { intensity, attainable_gflops: peak.min(memory_roof), compute_bound: peak <= memory_roof })
+    }
+
+    /// Why a job's throughput cannot be real, if it cannot: more than `IMPOSSIBLE_COPY` times the
+    /// copy bound measured in the same run and state, or more than `IMPOSSIBLE_PEAK` times the FP32
+    /// peak. The declared bytes or flops are wrong, or the kernel skips work.
+    pub fn impossible(&self, job: &JobRecord) -> Option<String> {
+        if job.status != JobStatus::Ok {
+            return None;
+        }
+        let copy = self.bounds.get(&job.key.group).and_then(|b| b.copy_gbs());
+        if let (Some(g), Some(c)) = (job.gbs(), copy)
+            && g > IMPOSSIBLE_COPY * c
+        {
+            return Some(format!("{g:.0} GB/s is {:.0}% of the copy bound measured in this run ({c:.0} GB/s): the `bytes` expression overstates the traffic, or the kernel skips work", 100.0 * g / c));
+        }
+        if let (Some(g), Some((peak, ..))) = (job.gflops(), self.fp32_peak(&job.key.group))
+            && g > IMPOSSIBLE_PEAK * peak
+        {
+            return Some(format!("{g:.0} GFLOP/s is {:.0}% of the FP32 peak ({peak:.0} GFLOP/s): the `flops` expression overstates the work, or the kernel skips it", 100.0 * g / peak));
+        }
+        None
+    }
+
+    /// A job that may be ranked and serve as the speedup reference: correct by its verification
+    /// (before and, where recorded, after timing), and possible. Unchecked jobs are never ranked.
+    pub fn rankable(&self, job: &JobRecord) -> bool {
+        let verified = |c: &Option<Correctness>| c.as_ref().is_some_and(|c| c.passed);
+        job.status == JobStatus::Ok && verified(&job.correctness) && (job.correctness_after.is_none() || verified(&job.correctness_after)) && self.impossible(job).is_none()
     }
 
     /// Groups in the order their first job ran.

@@ -4,6 +4,27 @@ use serde::{Deserialize, Serialize};
 
 use crate::verify::Correctness;
 
+/// The L2 state a kernel is timed in.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheState {
+    /// Repeated launches over the same buffers: what fits in L2 is served from it.
+    #[default]
+    Warm,
+    /// L2 flushed before every sample (a write of twice its size, outside the timed region), one run a sample.
+    Cold,
+}
+
+impl CacheState {
+    /// How a report says it (the warm text is what every run before the setting said).
+    pub fn describe(self) -> &'static str {
+        match self {
+            CacheState::Warm => "L2 warm (repeated launches over the same buffers)",
+            CacheState::Cold => "L2 cold (flushed before every sample by writing twice the L2 size, outside the timed region; one run a sample)",
+        }
+    }
+}
+
 /// When to stop sampling (nvbench's defaults are the model: at least 10 samples, 0.5% noise).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TimingConfig {
@@ -14,13 +35,15 @@ pub struct TimingConfig {
     /// Stop after this many seconds of sampling even if the target is not met.
     pub max_seconds: f64,
     pub warmup_ms: f64,
-    /// Each sample lasts at least this long (short kernels are batched between one pair of events).
+    /// Each sample lasts at least this long (short kernels are batched between one pair of events; warm only).
     pub min_sample_ms: f64,
+    #[serde(default)]
+    pub cache: CacheState,
 }
 
 impl Default for TimingConfig {
     fn default() -> Self {
-        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5 }
+        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5, cache: CacheState::Warm }
     }
 }
 
@@ -44,6 +67,9 @@ pub struct JobOutcome {
     pub stopped_by: String,
     pub compile: Vec<CompileInfo>,
     pub seed: u64,
+    /// The same verification after timing, on fresh inputs of another seed (`seed + 1`).
+    #[serde(default)]
+    pub correctness_after: Option<Correctness>,
 }
 
 /// The memory bounds of one size: a device-to-device copy and a plain copy kernel over `bytes` bytes.

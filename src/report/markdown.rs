@@ -20,8 +20,9 @@ pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
     b.build().with(Style::markdown()).to_string()
 }
 
-fn status_cell(j: &JobRecord) -> String {
+fn status_cell(run: &RunData, j: &JobRecord) -> String {
     match j.status {
+        JobStatus::Ok if run.impossible(j).is_some() => "**IMPOSSIBLE**".into(),
         JobStatus::Ok if j.correctness.is_none() => "not checked".into(),
         JobStatus::Ok => "yes".into(),
         JobStatus::Wrong => "**WRONG**".into(),
@@ -139,7 +140,7 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
         }
     }
     let bound_name = jobs.iter().find_map(|j| run.compute_bound_gflops(j)).map(|(n, _)| n).unwrap_or_else(|| "bound".into());
-    let first = jobs.iter().find(|j| j.status == JobStatus::Ok && j.summary.is_some());
+    let first = jobs.iter().find(|j| run.rankable(j) && j.summary.is_some());
     let mut head: Vec<String> = ["variant", "median ms [95% CI]", "GFLOP/s", "% of FP32 peak", &format!("% of {bound_name}"), "flop/byte", "flop/DRAM byte", "% of roofline", "roof", "speedup", "correct"].iter().map(|s| s.to_string()).collect();
     for m in metrics {
         head.push(match m.ideal {
@@ -150,6 +151,7 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
     let mut rows = vec![head];
     for j in jobs {
         let ok = j.status == JobStatus::Ok;
+        let ranked = run.rankable(j);
         let g = j.gflops().filter(|_| ok);
         let roof = run.roofline(j);
         let mut row = vec![
@@ -162,11 +164,11 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
             measured_intensity(run, j).map(|x| format!("{x:.1}")).unwrap_or("–".into()),
             pct(g, roof.map(|r| r.attainable_gflops)),
             roof.map(|r| if r.compute_bound { "compute" } else { "memory" }.to_string()).unwrap_or("–".into()),
-            match (ok, first) {
+            match (ranked, first) {
                 (true, Some(f)) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
                 _ => "–".into(),
             },
-            status_cell(j),
+            status_cell(run, j),
         ];
         let profile = run.profiles.get(j.id());
         for m in metrics {
@@ -206,7 +208,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             let _ = writeln!(out, "Bounds could not be measured: {e}\n");
         }
     }
-    let first = jobs.iter().find(|j| j.status == JobStatus::Ok && j.summary.is_some());
+    let first = jobs.iter().find(|j| run.rankable(j) && j.summary.is_some());
     let mut head = vec!["variant", "median ms [95% CI]", "GB/s", "% of copy", "% of peak", "speedup", "correct"]
         .into_iter()
         .map(String::from)
@@ -219,7 +221,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
     }
     let mut rows = vec![head];
     for j in &jobs {
-        let ok = j.status == JobStatus::Ok;
+        let ranked = run.rankable(j);
         let timing = j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into());
         let gbs = j.gbs();
         let mut row = vec![
@@ -228,11 +230,11 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             gbs.map(|g| format!("{g:.0}")).unwrap_or("–".into()),
             pct(gbs, copy),
             pct(gbs, peak),
-            match (ok, first) {
+            match (ranked, first) {
                 (true, Some(f)) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
                 _ => "–".into(),
             },
-            status_cell(j),
+            status_cell(run, j),
         ];
         let profile = run.profiles.get(j.id());
         for m in metrics {
@@ -267,9 +269,17 @@ fn readings(run: &RunData, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut
         if let Some(e) = &j.error {
             let lines: Vec<&str> = e.lines().take(12).collect();
             let more = if e.lines().count() > lines.len() { "\n  …(the rest is in results.jsonl and the job's log under logs/)" } else { "" };
-            readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(j), lines.join("\n  ")));
+            readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(run, j), lines.join("\n  ")));
         }
-        if let (JobStatus::Wrong, Some(c)) = (j.status, &j.correctness) {
+        if let Some(why) = run.impossible(j) {
+            readings.push(format!("- `{}` is impossible, never ranked: {why}", j.label));
+        }
+        if let (JobStatus::Wrong, Some(c)) = (j.status, j.correctness_after.as_ref().filter(|c| !c.passed)) {
+            readings.push(format!(
+                "- `{}` was right before timing and is wrong after it (fresh inputs, another seed): {} of {} elements differ; first: {}",
+                j.label, c.mismatches, c.checked, c.first_mismatch.clone().unwrap_or_default()
+            ));
+        } else if let (JobStatus::Wrong, Some(c)) = (j.status, &j.correctness) {
             readings.push(format!(
                 "- `{}` is wrong: {} of {} elements differ ({} never written); first: {}",
                 j.label, c.mismatches, c.checked, c.unwritten, c.first_mismatch.clone().unwrap_or_default()
@@ -303,7 +313,7 @@ impl Exporter<RunData> for Markdown {
         if run.jobs.iter().any(is_compute) {
             out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s); % of FP32 peak = over SMs × FP32 lanes × 2 × the SM clock seen; % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes, flop/DRAM byte = over the DRAM bytes ncu counted (`dram_bytes`: what the caches left); % of roofline = over min(FP32 peak, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
         }
-        out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table (by GB/s where the two move different amounts of bytes); `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
+        out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table (by GB/s where the two move different amounts of bytes; variants that are not checked or impossible are never ranked); `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
         Ok(out)
     }
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use crate::build;
 use crate::device::driver_present;
-use crate::records::{BoundsOutcome, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
+use crate::records::{BoundsOutcome, CacheState, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
 use crate::stats;
 use crate::suite::{ArgSpec, JobSpec, LaunchSpec, Program};
 use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape};
@@ -106,6 +106,15 @@ impl Buffers {
         Ok(Buffers { device, initial, pointers })
     }
 
+    /// New initial data from another seed, for a second verification on inputs the first never saw.
+    fn reseed(&mut self, spec: &JobSpec, seed: u64) {
+        for (i, b) in spec.buffers.iter().enumerate() {
+            if self.initial[i].is_some() {
+                self.initial[i] = Some(HostData::init(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64)));
+            }
+        }
+    }
+
     /// Puts every buffer back to its initial state (inputs re-uploaded, outputs poisoned again).
     fn reset(&mut self, gpu: &Gpu, spec: &JobSpec) -> Result<(), RunError> {
         for (i, b) in spec.buffers.iter().enumerate() {
@@ -196,6 +205,23 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, mut run: impl FnMut() -> Result<
     // cudarc's default event flags disable timing; events that time need CU_EVENT_DEFAULT.
     let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
     let (start, stop) = (event()?, event()?);
+    // Cold: a buffer of twice the L2 is written before every sample, outside the timed region.
+    let flush = match cfg.cache {
+        CacheState::Warm => None,
+        CacheState::Cold => {
+            let l2 = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).doing("reading the L2 size")?.max(1 << 20) as usize;
+            // SAFETY: only ever written (by memset), never read.
+            let buffer = unsafe { gpu.stream.alloc::<u8>(2 * l2) }.doing("allocating the L2 flush buffer")?;
+            Some((buffer, 2 * l2))
+        }
+    };
+    let flush_l2 = |n: u8| -> Result<(), RunError> {
+        if let Some((buffer, bytes)) = &flush {
+            // SAFETY: the pointer and length are those of the live flush buffer on this stream.
+            unsafe { cudarc::driver::result::memset_d8_async(buffer.device_ptr(&gpu.stream).0, n, *bytes, gpu.stream.cu_stream()) }.doing("flushing the L2")?;
+        }
+        Ok(())
+    };
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples.
     let mut warmup_runs = 0u32;
     let wall = Instant::now();
@@ -213,10 +239,12 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, mut run: impl FnMut() -> Result<
     stop.record(&gpu.stream).doing("recording an event")?;
     stop.synchronize().doing("calibrating")?;
     let per_run = (start.elapsed_ms(&stop).doing("reading calibration time")? as f64 / calibration_runs as f64).max(1e-4);
-    let runs_per_sample = ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000);
+    // Cold: one run a sample (a second run would find the first one's data in L2).
+    let runs_per_sample = if flush.is_some() { 1 } else { ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000) };
     let mut samples = Vec::new();
     let sampling = Instant::now();
     let stopped_by = loop {
+        flush_l2(samples.len() as u8)?;
         start.record(&gpu.stream).doing("recording an event")?;
         for _ in 0..runs_per_sample {
             run()?;
@@ -248,7 +276,16 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
     let (samples_ms, runs_per_sample, warmup_runs, stopped_by) = time_runs(gpu, cfg, || launch_all(gpu, &loaded, &spec.launches, &bufs.pointers))?;
-    Ok(JobOutcome { correctness, samples_ms, runs_per_sample, warmup_runs, stopped_by, compile, seed })
+    // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
+    // only on the data it was first given, is caught.
+    let correctness_after = match correctness {
+        Some(_) => {
+            bufs.reseed(spec, seed.wrapping_add(1));
+            verify(gpu, spec, &loaded, &mut bufs, &mut compile)?
+        }
+        None => None,
+    };
+    Ok(JobOutcome { correctness, samples_ms, runs_per_sample, warmup_runs, stopped_by, compile, seed, correctness_after })
 }
 
 /// Runs each job's launches exactly once, in order, for `ncu` to profile: no check, no timing,

@@ -41,6 +41,8 @@ pub struct SuiteHeader {
     /// What each job is compared with: `copy` (the default), `cublas` (cuBLAS at the job's
     /// `matmul` check shape) or `variant:NAME` (that variant of the suite, in the same group).
     pub bound: Option<String>,
+    /// The L2 state its jobs and bounds are timed in: `warm` (the default) or `cold`.
+    pub cache: Option<crate::records::CacheState>,
     /// Default correctness check for every variant.
     pub check: Option<CorrectnessDecl>,
     /// Bytes a variant must move, for effective bandwidth (an expression).
