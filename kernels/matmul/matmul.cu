@@ -66,7 +66,7 @@ extern "C" __global__ void mm_tiled(int M, int N, int K, float alpha, const floa
 // 1D register blocking: each thread computes TM results of one column; BM*BN/TM threads per block.
 extern "C" __global__ void mm_blocktile_1d(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   __shared__ float As[BM * BK];
-  __shared__ float Bs[BK * BN];
+  __shared__ __align__(16) float Bs[BK * BN];
   const int c_row = blockIdx.y, c_col = blockIdx.x;
   const int thread_col = threadIdx.x % BN, thread_row = threadIdx.x / BN;
   const int a_col = threadIdx.x % BK, a_row = threadIdx.x / BK;
@@ -98,7 +98,7 @@ extern "C" __global__ void mm_blocktile_1d(int M, int N, int K, float alpha, con
 // blocks share an SM (140 without the bound: one block, 12.5% occupancy on an H100).
 extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_blocktile_2d(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   __shared__ float As[BM * BK];
-  __shared__ float Bs[BK * BN];
+  __shared__ __align__(16) float Bs[BK * BN];
   constexpr int THREADS = (BM / TM) * (BN / TN);
   const int c_row = blockIdx.y, c_col = blockIdx.x;
   const int thread_col = threadIdx.x % (BN / TN), thread_row = threadIdx.x / (BN / TN);
@@ -139,22 +139,20 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_blockt
   }
 }
 
-// 2D blocking with the A tile stored transposed (As[k][m]: conflict-free, float4 reads of the
-// register column) and float4 global loads where a whole float4 lies inside the matrix.
-extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_vectorized(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
-  __shared__ float As[BK * BM];
-  __shared__ float Bs[BK * BN];
-  constexpr int THREADS = (BM / TM) * (BN / TN);
-  const int c_row = blockIdx.y, c_col = blockIdx.x;
-  const int thread_col = threadIdx.x % (BN / TN), thread_row = threadIdx.x / (BN / TN);
+// The tile traffic of the vectorized kernels: the A and B tiles at depth t loaded into registers as
+// float4s (zeros past the matrices; scalar loads where a float4 would cross an edge), then stored
+// to a shared buffer, A transposed (As[k][m]) and B as it is.
+template <int THREADS, int TBM, int TBN, int TBK>
+__device__ __forceinline__ void fetch_tiles(int M, int N, int K, const float* A, const float* B, int c_row, int c_col, int t, float4* next_a, float4* next_b) {
+  constexpr int A_LOADS = (TBM * TBK / 4 + THREADS - 1) / THREADS;
+  constexpr int B_LOADS = (TBK * TBN / 4 + THREADS - 1) / THREADS;
   const bool vec_a = (K % 4) == 0, vec_b = (N % 4) == 0;
-  float acc[TM * TN] = {0.0f};
-  __align__(16) float reg_m[TM];
-  __align__(16) float reg_n[TN];
-  for (int t = 0; t < K; t += BK) {
-    for (int i = threadIdx.x; i < BM * BK / 4; i += THREADS) {
-      const int r = i / (BK / 4), c = (i % (BK / 4)) * 4, ar = c_row * BM + r, ac = t + c;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int l = 0; l < A_LOADS; ++l) {
+    const int i = threadIdx.x + l * THREADS;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (i < TBM * TBK / 4) {
+      const int r = i / (TBK / 4), c = (i % (TBK / 4)) * 4, ar = c_row * TBM + r, ac = t + c;
       if (ar < M) {
         if (vec_a && ac + 3 < K) v = *reinterpret_cast<const float4*>(&A[ar * K + ac]);
         else {
@@ -164,14 +162,15 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_vector
           if (ac + 3 < K) v.w = A[ar * K + ac + 3];
         }
       }
-      As[(c + 0) * BM + r] = v.x;
-      As[(c + 1) * BM + r] = v.y;
-      As[(c + 2) * BM + r] = v.z;
-      As[(c + 3) * BM + r] = v.w;
     }
-    for (int i = threadIdx.x; i < BK * BN / 4; i += THREADS) {
-      const int r = i / (BN / 4), c = (i % (BN / 4)) * 4, br = t + r, bc = c_col * BN + c;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    next_a[l] = v;
+  }
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int i = threadIdx.x + l * THREADS;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (i < TBK * TBN / 4) {
+      const int r = i / (TBN / 4), c = (i % (TBN / 4)) * 4, br = t + r, bc = c_col * TBN + c;
       if (br < K) {
         if (vec_b && bc + 3 < N) v = *reinterpret_cast<const float4*>(&B[br * N + bc]);
         else {
@@ -181,8 +180,51 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_vector
           if (bc + 3 < N) v.w = B[br * N + bc + 3];
         }
       }
-      *reinterpret_cast<float4*>(&Bs[r * BN + c]) = v;
     }
+    next_b[l] = v;
+  }
+}
+
+template <int THREADS, int TBM, int TBN, int TBK>
+__device__ __forceinline__ void store_tiles(float* As, float* Bs, const float4* next_a, const float4* next_b) {
+  constexpr int A_LOADS = (TBM * TBK / 4 + THREADS - 1) / THREADS;
+  constexpr int B_LOADS = (TBK * TBN / 4 + THREADS - 1) / THREADS;
+#pragma unroll
+  for (int l = 0; l < A_LOADS; ++l) {
+    const int i = threadIdx.x + l * THREADS;
+    if (i < TBM * TBK / 4) {
+      const int r = i / (TBK / 4), c = (i % (TBK / 4)) * 4;
+      As[(c + 0) * TBM + r] = next_a[l].x;
+      As[(c + 1) * TBM + r] = next_a[l].y;
+      As[(c + 2) * TBM + r] = next_a[l].z;
+      As[(c + 3) * TBM + r] = next_a[l].w;
+    }
+  }
+#pragma unroll
+  for (int l = 0; l < B_LOADS; ++l) {
+    const int i = threadIdx.x + l * THREADS;
+    if (i < TBK * TBN / 4) {
+      const int r = i / (TBN / 4), c = (i % (TBN / 4)) * 4;
+      *reinterpret_cast<float4*>(&Bs[r * TBN + c]) = next_b[l];
+    }
+  }
+}
+
+// 2D blocking with the A tile stored transposed (As[k][m]: conflict-free, float4 reads of the
+// register column) and float4 global loads where a whole float4 lies inside the matrix.
+extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_vectorized(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ __align__(16) float As[BK * BM];
+  __shared__ __align__(16) float Bs[BK * BN];
+  constexpr int THREADS = (BM / TM) * (BN / TN);
+  const int c_row = blockIdx.y, c_col = blockIdx.x;
+  const int thread_col = threadIdx.x % (BN / TN), thread_row = threadIdx.x / (BN / TN);
+  float acc[TM * TN] = {0.0f};
+  float4 next_a[(BM * BK / 4 + THREADS - 1) / THREADS], next_b[(BK * BN / 4 + THREADS - 1) / THREADS];
+  __align__(16) float reg_m[TM];
+  __align__(16) float reg_n[TN];
+  for (int t = 0; t < K; t += BK) {
+    fetch_tiles<THREADS, BM, BN, BK>(M, N, K, A, B, c_row, c_col, t, next_a, next_b);
+    store_tiles<THREADS, BM, BN, BK>(As, Bs, next_a, next_b);
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
@@ -219,71 +261,14 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_double
   constexpr int B_LOADS = (BK * BN / 4 + THREADS - 1) / THREADS;
   const int c_row = blockIdx.y, c_col = blockIdx.x;
   const int thread_col = threadIdx.x % (BN / TN), thread_row = threadIdx.x / (BN / TN);
-  const bool vec_a = (K % 4) == 0, vec_b = (N % 4) == 0;
+  const bool vec_b = (N % 4) == 0;
   float acc[TM * TN] = {0.0f};
   __align__(16) float reg_m[TM];
   __align__(16) float reg_n[TN];
   float4 next_a[A_LOADS], next_b[B_LOADS];
 
-  auto fetch = [&](int t) {
-#pragma unroll
-    for (int l = 0; l < A_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (i < BM * BK / 4) {
-        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4, ar = c_row * BM + r, ac = t + c;
-        if (ar < M) {
-          if (vec_a && ac + 3 < K) v = *reinterpret_cast<const float4*>(&A[ar * K + ac]);
-          else {
-            if (ac < K) v.x = A[ar * K + ac];
-            if (ac + 1 < K) v.y = A[ar * K + ac + 1];
-            if (ac + 2 < K) v.z = A[ar * K + ac + 2];
-            if (ac + 3 < K) v.w = A[ar * K + ac + 3];
-          }
-        }
-      }
-      next_a[l] = v;
-    }
-#pragma unroll
-    for (int l = 0; l < B_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (i < BK * BN / 4) {
-        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4, br = t + r, bc = c_col * BN + c;
-        if (br < K) {
-          if (vec_b && bc + 3 < N) v = *reinterpret_cast<const float4*>(&B[br * N + bc]);
-          else {
-            if (bc < N) v.x = B[br * N + bc];
-            if (bc + 1 < N) v.y = B[br * N + bc + 1];
-            if (bc + 2 < N) v.z = B[br * N + bc + 2];
-            if (bc + 3 < N) v.w = B[br * N + bc + 3];
-          }
-        }
-      }
-      next_b[l] = v;
-    }
-  };
-  auto store = [&](int buf) {
-#pragma unroll
-    for (int l = 0; l < A_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      if (i < BM * BK / 4) {
-        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
-        As[buf][(c + 0) * BM + r] = next_a[l].x;
-        As[buf][(c + 1) * BM + r] = next_a[l].y;
-        As[buf][(c + 2) * BM + r] = next_a[l].z;
-        As[buf][(c + 3) * BM + r] = next_a[l].w;
-      }
-    }
-#pragma unroll
-    for (int l = 0; l < B_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      if (i < BK * BN / 4) {
-        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
-        *reinterpret_cast<float4*>(&Bs[buf][r * BN + c]) = next_b[l];
-      }
-    }
-  };
+  auto fetch = [&](int t) { fetch_tiles<THREADS, BM, BN, BK>(M, N, K, A, B, c_row, c_col, t, next_a, next_b); };
+  auto store = [&](int buf) { store_tiles<THREADS, BM, BN, BK>(As[buf], Bs[buf], next_a, next_b); };
 
   fetch(0);
   store(0);
@@ -363,71 +348,13 @@ extern "C" __global__ void __launch_bounds__(WTHREADS) mm_warptiled(int M, int N
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_col = warp % (BN / WN), warp_row = warp / (BN / WN);
   const int t_col = lane % (WSUBN / TN), t_row = lane / (WSUBN / TN);
-  const bool vec_a = (K % 4) == 0, vec_b = (N % 4) == 0;
   float acc[WMITER * TM * WNITER * TN] = {0.0f};
   __align__(16) float reg_m[WMITER * TM];
   __align__(16) float reg_n[WNITER * TN];
   float4 next_a[A_LOADS], next_b[B_LOADS];
 
-  auto fetch = [&](int t) {
-#pragma unroll
-    for (int l = 0; l < A_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (i < BM * BK / 4) {
-        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4, ar = c_row * BM + r, ac = t + c;
-        if (ar < M) {
-          if (vec_a && ac + 3 < K) v = *reinterpret_cast<const float4*>(&A[ar * K + ac]);
-          else {
-            if (ac < K) v.x = A[ar * K + ac];
-            if (ac + 1 < K) v.y = A[ar * K + ac + 1];
-            if (ac + 2 < K) v.z = A[ar * K + ac + 2];
-            if (ac + 3 < K) v.w = A[ar * K + ac + 3];
-          }
-        }
-      }
-      next_a[l] = v;
-    }
-#pragma unroll
-    for (int l = 0; l < B_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (i < BK * BN / 4) {
-        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4, br = t + r, bc = c_col * BN + c;
-        if (br < K) {
-          if (vec_b && bc + 3 < N) v = *reinterpret_cast<const float4*>(&B[br * N + bc]);
-          else {
-            if (bc < N) v.x = B[br * N + bc];
-            if (bc + 1 < N) v.y = B[br * N + bc + 1];
-            if (bc + 2 < N) v.z = B[br * N + bc + 2];
-            if (bc + 3 < N) v.w = B[br * N + bc + 3];
-          }
-        }
-      }
-      next_b[l] = v;
-    }
-  };
-  auto store = [&](int buf) {
-#pragma unroll
-    for (int l = 0; l < A_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      if (i < BM * BK / 4) {
-        const int r = i / (BK / 4), c = (i % (BK / 4)) * 4;
-        As[buf][(c + 0) * BM + r] = next_a[l].x;
-        As[buf][(c + 1) * BM + r] = next_a[l].y;
-        As[buf][(c + 2) * BM + r] = next_a[l].z;
-        As[buf][(c + 3) * BM + r] = next_a[l].w;
-      }
-    }
-#pragma unroll
-    for (int l = 0; l < B_LOADS; ++l) {
-      const int i = threadIdx.x + l * THREADS;
-      if (i < BK * BN / 4) {
-        const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
-        *reinterpret_cast<float4*>(&Bs[buf][r * BN + c]) = next_b[l];
-      }
-    }
-  };
+  auto fetch = [&](int t) { fetch_tiles<THREADS, BM, BN, BK>(M, N, K, A, B, c_row, c_col, t, next_a, next_b); };
+  auto store = [&](int buf) { store_tiles<THREADS, BM, BN, BK>(As[buf], Bs[buf], next_a, next_b); };
 
   fetch(0);
   store(0);

@@ -94,6 +94,27 @@ fn header(run: &RunData, out: &mut String) {
     }
 }
 
+/// A metric's column: its name, with its ideal value where it has one.
+fn metric_header(m: &MetricDef) -> String {
+    match m.ideal {
+        Some(_) => format!("{} (ideal {})", m.name, metrics::format_ideal(m)),
+        None => m.name.clone(),
+    }
+}
+
+/// A job's value of each metric: `n/a` where undefined, `–` where not measured.
+fn metric_cells(run: &RunData, j: &JobRecord, metrics: &[MetricDef]) -> Vec<String> {
+    let profile = run.profiles.get(j.id());
+    metrics
+        .iter()
+        .map(|m| match profile.and_then(|p| p.metrics.get(&m.name)) {
+            Some(Some(v)) => metrics::format_value(m, *v),
+            Some(None) => "n/a".into(),
+            None => "–".into(),
+        })
+        .collect()
+}
+
 /// A job measured by its flops (the suite declares them): its table shows GFLOP/s and the roofline.
 pub fn is_compute(j: &JobRecord) -> bool {
     j.work.flops.is_some_and(|f| f > 0.0)
@@ -142,12 +163,7 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
     let bound_name = jobs.iter().find_map(|j| run.compute_bound_gflops(j)).map(|(n, _)| n).unwrap_or_else(|| "bound".into());
     let first = jobs.iter().find(|j| run.rankable(j) && j.summary.is_some());
     let mut head: Vec<String> = ["variant", "median ms [95% CI]", "GFLOP/s", "% of FP32 peak", &format!("% of {bound_name}"), "flop/byte", "flop/DRAM byte", "% of roofline", "roof", "speedup", "correct"].iter().map(|s| s.to_string()).collect();
-    for m in metrics {
-        head.push(match m.ideal {
-            Some(_) => format!("{} (ideal {})", m.name, metrics::format_ideal(m)),
-            None => m.name.clone(),
-        });
-    }
+    head.extend(metrics.iter().map(metric_header));
     let mut rows = vec![head];
     for j in jobs {
         let ok = j.status == JobStatus::Ok;
@@ -170,14 +186,7 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
             },
             status_cell(run, j),
         ];
-        let profile = run.profiles.get(j.id());
-        for m in metrics {
-            row.push(match profile.and_then(|p| p.metrics.get(&m.name)) {
-                Some(Some(v)) => metrics::format_value(m, *v),
-                Some(None) => "n/a".into(),
-                None => "–".into(),
-            });
-        }
+        row.extend(metric_cells(run, j, metrics));
         rows.push(row);
     }
     out.push_str(&table(rows));
@@ -213,12 +222,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
-    for m in metrics {
-        head.push(match m.ideal {
-            Some(_) => format!("{} (ideal {})", m.name, metrics::format_ideal(m)),
-            None => m.name.clone(),
-        });
-    }
+    head.extend(metrics.iter().map(metric_header));
     let mut rows = vec![head];
     for j in &jobs {
         let ranked = run.rankable(j);
@@ -236,14 +240,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             },
             status_cell(run, j),
         ];
-        let profile = run.profiles.get(j.id());
-        for m in metrics {
-            row.push(match profile.and_then(|p| p.metrics.get(&m.name)) {
-                Some(Some(v)) => metrics::format_value(m, *v),
-                Some(None) => "n/a".into(),
-                None => "–".into(),
-            });
-        }
+        row.extend(metric_cells(run, j, metrics));
         rows.push(row);
     }
     out.push_str(&table(rows));
