@@ -41,7 +41,7 @@ fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
 /// the roofline, all from the run's own records (no GPU).
 #[test]
 fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T171524Z-matmul-h100-80gb-hbm3");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T173408Z-matmul-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
