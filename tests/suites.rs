@@ -277,6 +277,9 @@ fn bounds_and_matmul_checks_that_cannot_work_are_named_with_their_fix() {
     assert!(e.contains("bound = \"cublas\" measures cuBLAS at the shape of a matmul check"), "{e}");
     let e = error_of(&MM.replace("m = \"S\"", "m = \"2 * S\""), MM_CU);
     assert!(e.contains("fewer than m * k"), "{e}");
+    // Dimensions whose product overflows are an error too, not a wrapped number.
+    let e = error_of(&MM.replace("m = \"S\"", "m = \"2^62\"").replace("k = \"S\"", "k = \"2^62\""), MM_CU);
+    assert!(e.contains("fewer than m * k") || e.contains("check m"), "{e}");
     let e = error_of(&MM.replace("name = \"C\"\ntype = \"f32\"\nlen = \"S * S\"\ninit = \"random\"", "name = \"C\"\ntype = \"f32\"\nlen = \"S * S\"\ninit = \"poison\""), MM_CU);
     assert!(e.contains("beta = 0.5 reads the output's initial values"), "{e}");
     let e = error_of(&MM.replace("a = \"A\", ", ""), MM_CU);

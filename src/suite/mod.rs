@@ -420,7 +420,8 @@ fn resolve_job(
                         e.as_ref().map_or(Ok(default), |e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "write a number or an expression of the suite's axes")))
                     };
                     let shape = MatmulShape { m: dim(&c.m, "m")?, n: dim(&c.n, "n")?, k: dim(&c.k, "k")?, alpha: scalar(&c.alpha, "alpha", 1.0)?, beta: scalar(&c.beta, "beta", 0.0)?, trans_a: c.trans_a, trans_b: c.trans_b };
-                    for (i, need, what) in [(a, shape.m * shape.k, "m * k"), (b, shape.k * shape.n, "k * n"), (output, shape.m * shape.n, "m * n")] {
+                    for (i, need, what) in [(a, shape.m.checked_mul(shape.k), "m * k"), (b, shape.k.checked_mul(shape.n), "k * n"), (output, shape.m.checked_mul(shape.n), "m * n")] {
+                        let need = need.unwrap_or(u64::MAX);
                         if shape.m == 0 || shape.n == 0 || shape.k == 0 || buffers[i].len < need {
                             return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than {what} = {need} (or a dimension is 0)", v.name, buffers[i].name, buffers[i].len), "make the buffers as large as the product's m, n and k say"));
                         }
