@@ -107,6 +107,9 @@ pub enum Command {
         what: ListWhat,
         #[arg(long)]
         suite_dir: Vec<PathBuf>,
+        /// Only these suites (comma-separated), for `suites` and `variants`.
+        #[arg(long, short, value_delimiter = ',')]
+        suite: Vec<String>,
     },
     /// Check and time every variant (no ncu).
     Run(SuiteArgs),

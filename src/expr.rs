@@ -36,7 +36,10 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
             if b == 0 {
                 return Err(EvalexprError::CustomMessage("ceil_div by zero".into()));
             }
-            Ok(Value::from_int((a + b - 1).div_euclid(b)))
+            // Exact and without overflow for any operands: the floor quotient, plus one when a remainder is left.
+            let overflow = || EvalexprError::CustomMessage(format!("ceil_div({a}, {b}) does not fit in 64 bits"));
+            let (q, r) = (a.checked_div_euclid(b).ok_or_else(overflow)?, a.checked_rem_euclid(b).ok_or_else(overflow)?);
+            Ok(Value::from_int(if r != 0 && b > 0 { q.checked_add(1).ok_or_else(overflow)? } else { q }))
         }),
     )?;
     ctx.set_function(
@@ -123,6 +126,10 @@ mod tests {
         assert_eq!(eval("ceil_div(NX, TILE)", &env).unwrap(), 125.0);
         assert_eq!(eval("ceil_div(4001, TILE)", &env).unwrap(), 126.0);
         assert_eq!(eval("2 * NX * NX * 4", &env).unwrap(), 128_000_000.0);
+        // Negative and extreme operands: no panic, no wrap.
+        assert_eq!(eval("ceil_div(0 - 7, 2)", &env).unwrap(), -3.0);
+        assert_eq!(eval("ceil_div(9223372036854775807, 2)", &env).unwrap(), 4611686018427387904.0);
+        assert!(eval("ceil_div(0-9223372036854775807-1, 0-1)", &env).unwrap_err().to_string().contains("does not fit in 64 bits"));
         assert_eq!(eval("max(NX, 5000)", &env).unwrap(), 5000.0);
     }
 

@@ -309,3 +309,15 @@ fn an_impossible_result_fails_the_gate_and_is_never_ranked() {
     let row = report.lines().find(|l| l.starts_with("| `smem_pad_32`") && l.contains("**IMPOSSIBLE**")).expect("the row is marked");
     assert_eq!(row.split('|').nth(6).map(str::trim), Some("–"), "never ranked: {row}");
 }
+
+#[test]
+fn a_baseline_whose_stored_name_is_a_path_is_refused() {
+    let lab = Lab::new();
+    lab.save_base();
+    let path = lab.path("baselines/h200.json");
+    let mut v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    v["name"] = Value::from("x/../../../tmp/anything");
+    fs::write(&path, v.to_string()).unwrap();
+    lab.check("runs/base").code(1).stderr(predicate::str::contains("names itself").and(predicate::str::contains("not a usable baseline name")));
+    assert!(!lab.path("runs/base/check-x").exists());
+}

@@ -20,6 +20,10 @@ fn has_gpu_driver() -> bool {
 fn list_shows_suites_variants_metrics_and_sets() {
     gpu_lab().args(["list"]).assert().success().stdout(predicate::str::contains("transpose").and(predicate::str::contains("92 jobs")));
     gpu_lab().args(["list", "variants"]).assert().success().stdout(predicate::str::contains("smem_pad_32"));
+    // One suite's variants, as a user types it.
+    let one = String::from_utf8(gpu_lab().args(["list", "variants", "--suite", "transpose"]).assert().success().get_output().stdout.clone()).unwrap();
+    assert!(one.starts_with("transpose") && one.contains("smem_pad_32") && !one.lines().any(|l| l.starts_with("shared-memory")), "{one}");
+    gpu_lab().args(["list", "variants", "--suite", "transpos"]).assert().code(1).stderr(predicate::str::contains("no suite named `transpos`"));
     gpu_lab()
         .args(["list", "metrics"])
         .assert()

@@ -86,3 +86,30 @@ fn unchecked_variants_are_never_ranked_nor_the_reference() {
     assert_eq!(speedup("divergent"), "1.00×", "the first verified variant is the reference");
     assert!(run.jobs.iter().filter(|j| j.correctness.is_none()).all(|j| !run.rankable(j)));
 }
+
+/// A run killed in the middle of appending a record that holds a multi-byte character leaves one
+/// non-UTF-8 line: it costs that line, and `report --write` refuses to replace the report with a
+/// shorter one.
+#[test]
+fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
+    let mut body = std::fs::read(src.join("results.jsonl")).unwrap();
+    let lines = body.iter().filter(|&&b| b == b'\n').count();
+    // A line cut inside "…" (E2 80 A6): its first byte only, then the next record.
+    body.extend_from_slice(b"{\"kind\":\"job\",\"error\":\"cut \xE2\n");
+    std::fs::write(d.path().join("results.jsonl"), &body).unwrap();
+    let (run, warnings) = gpu_lab::store::load_run(d.path()).unwrap();
+    assert_eq!(run.jobs.len(), 92, "every whole record is kept");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains(&format!("results.jsonl:{}", lines + 1)), "{warnings:?}");
+    std::fs::write(d.path().join("report.md"), "the old report").unwrap();
+    let out = assert_cmd::Command::cargo_bin("gpu-lab").unwrap().args(["report", d.path().to_str().unwrap(), "--write"]).assert().code(1);
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("was not rewritten"));
+    assert_eq!(std::fs::read_to_string(d.path().join("report.md")).unwrap(), "the old report");
+    // A results file that is a directory is an error, not an empty report.
+    std::fs::remove_file(d.path().join("results.jsonl")).unwrap();
+    std::fs::create_dir(d.path().join("results.jsonl")).unwrap();
+    assert!(gpu_lab::store::load_run(d.path()).is_err());
+}

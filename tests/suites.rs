@@ -286,3 +286,9 @@ fn bounds_and_matmul_checks_that_cannot_work_are_named_with_their_fix() {
     assert!(e.contains("the check has no `a` buffer"), "{e}");
     assert!(suite::load(&write_suite(tempfile::tempdir().unwrap().path(), &MM.replace("bound = \"cublas\"", "bound = \"variant:mine\""), MM_CU)).is_ok());
 }
+
+#[test]
+fn a_sweep_that_repeats_a_value_is_an_error_not_a_lost_job() {
+    let e = error_of(&GOOD.replace("N = [1000, 4096]", "N = [1000, 1000]"), CU);
+    assert!(e.contains("appears twice") && e.contains("sweep axis repeats a value"), "{e}");
+}

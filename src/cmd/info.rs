@@ -87,7 +87,7 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
     Ok(if failures > 0 { exit::ERROR } else { exit::OK })
 }
 
-pub fn list(config: &Config, what: ListWhat, suite_dirs: &[PathBuf]) -> anyhow::Result<i32> {
+pub fn list(config: &Config, what: ListWhat, suite_dirs: &[PathBuf], only: &[String]) -> anyhow::Result<i32> {
     
     match what {
         ListWhat::Metrics => {
@@ -103,7 +103,13 @@ pub fn list(config: &Config, what: ListWhat, suite_dirs: &[PathBuf]) -> anyhow::
         }
         ListWhat::Suites | ListWhat::Variants => {
             let dirs = config.suite_search(suite_dirs);
-            let found = suite::discover(&dirs);
+            let mut found = suite::discover(&dirs);
+            if let Some(missing) = only.iter().find(|n| !found.contains_key(*n)) {
+                anyhow::bail!("no suite named `{missing}`; suites found: {}\n  fix: pick one of those, or add --suite-dir DIR", found.keys().cloned().collect::<Vec<_>>().join(", "));
+            }
+            if !only.is_empty() {
+                found.retain(|name, _| only.contains(name));
+            }
             if found.is_empty() {
                 anyhow::bail!("no suites found in {}\n  fix: run from the gpu-lab checkout, set GPU_LAB_KERNELS, or pass --suite-dir", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "));
             }

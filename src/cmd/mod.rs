@@ -29,7 +29,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
     match cli.command {
         Command::Devices => info::devices(&config),
         Command::Doctor => info::doctor(&config),
-        Command::List { what, suite_dir } => info::list(&config, what, &suite_dir),
+        Command::List { what, suite_dir, suite } => info::list(&config, what, &suite_dir, &suite),
         Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
         Command::Profile { suite, set, metrics, clock_control } => {
             let names = set.into_iter().chain(metrics).collect();

@@ -2,20 +2,27 @@
 
 use std::path::Path;
 
+use anyhow::Context;
+
 use crate::exit;
 use crate::report::{self, Format};
 use crate::store;
 
 pub fn report(run: &Path, format: Format, write: bool) -> anyhow::Result<i32> {
     let (data, warnings) = store::load_run(run)?;
-    for w in warnings {
+    for w in &warnings {
         eprintln!("warning: {w}");
     }
     let e = report::exporter(format);
     let text = e.render(&data)?;
-    if write {
-        store::write_atomic(&run.join(e.file_name()), text.as_bytes())?;
-    }
     print!("{text}");
+    if write {
+        let target = run.join(e.file_name());
+        // A report from a partly unreadable results file would hold fewer jobs than the one it replaces.
+        if !warnings.is_empty() {
+            anyhow::bail!("{} was not rewritten: {} record(s) of the run could not be read (see the warnings above)\n  fix: repair or remove those lines of {}, then run `gpu-lab report {} --write` again", target.display(), warnings.len(), run.join(store::RESULTS).display(), run.display());
+        }
+        store::write_atomic(&target, text.as_bytes()).with_context(|| format!("writing {}", target.display()))?;
+    }
     Ok(exit::OK)
 }

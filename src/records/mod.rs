@@ -326,11 +326,17 @@ pub struct RunData {
 impl RunData {
     pub fn from_records(info: RunInfo, records: Vec<Record>) -> Self {
         let mut run = RunData { info, ..Default::default() };
+        // A job recorded again (a re-run) replaces the earlier record and takes its place at the
+        // end; an index keeps this linear in the number of records.
+        let mut jobs: Vec<Option<JobRecord>> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for r in records {
             match r {
                 Record::Job(j) => {
-                    run.jobs.retain(|o| o.key.id != j.key.id);
-                    run.jobs.push(j);
+                    if let Some(i) = at.insert(j.key.id.clone(), jobs.len()) {
+                        jobs[i] = None;
+                    }
+                    jobs.push(Some(j));
                 }
                 Record::Bounds(b) => {
                     run.bounds.insert(b.group.clone(), b);
@@ -343,6 +349,7 @@ impl RunData {
                 }
             }
         }
+        run.jobs = jobs.into_iter().flatten().collect();
         run
     }
 

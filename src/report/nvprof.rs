@@ -16,7 +16,7 @@ use crate::metrics::{self, Aggregate, FormulaError, LaunchValue, MetricDef};
 use crate::parse::KernelRow;
 
 /// One metric of one kernel over its launches.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct MetricLine {
     pub metric: String,
     pub description: String,
@@ -180,7 +180,9 @@ pub fn nvprof_value(line: &MetricLine, v: f64) -> String {
         "byte" => scaled(v, ["B", "KB", "MB", "GB", "TB"]),
         "ns" => {
             let (x, u) = if v >= 1e9 { (v / 1e9, "s") } else if v >= 1e6 { (v / 1e6, "ms") } else if v >= 1e3 { (v / 1e3, "us") } else { (v, "ns") };
-            scaled(x, [u, u, u, u, u])
+            // Seconds are the largest unit: 5000 s stays 5000 s (no further scaling by 1000).
+            let decimals = if x.abs() >= 100.0 { 2 } else if x.abs() >= 10.0 { 3 } else { 4 };
+            format!("{x:.decimals$}{u}")
         }
         _ if (line.aggregate == Aggregate::Sum || line.raw) && v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
         _ => format!("{v:.6}"),
@@ -344,6 +346,14 @@ pub fn render(s: &Summary, format: Format) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_durations_are_scaled_once() {
+        let line = MetricLine { unit: "ns".into(), ..MetricLine::default() };
+        assert_eq!(nvprof_value(&line, 5e12), "5000.00s");
+        assert_eq!(nvprof_value(&line, 2.5e9), "2.5000s");
+        assert_eq!(nvprof_value(&line, 1234.0), "1.2340us");
+    }
     use std::collections::BTreeMap;
 
     fn row(id: u64, kernel: &str, values: &[(&str, f64)]) -> KernelRow {

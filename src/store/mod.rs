@@ -73,15 +73,23 @@ pub fn load_run(dir: &Path) -> anyhow::Result<(RunData, Vec<String>)> {
     let mut warnings = Vec::new();
     let mut records = Vec::new();
     let results = dir.join(RESULTS);
-    if let Ok(body) = fs::read_to_string(&results) {
-        for (i, line) in body.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Record>(line) {
-                Ok(r) => records.push(r),
-                Err(e) => warnings.push(format!("{}:{}: skipped an unreadable record ({e})", results.display(), i + 1)),
-            }
+    let body = match fs::read(&results) {
+        Ok(body) => body,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            warnings.push(format!("{} does not exist: the run recorded no job yet", results.display()));
+            Vec::new()
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}\n  fix: it must be the run's results file (a regular file of JSON lines)", results.display())),
+    };
+    // Line by line, as bytes: a kill in the middle of an append can cut a multi-byte character,
+    // and that must cost its own line only.
+    for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match std::str::from_utf8(line).map_err(|e| e.to_string()).and_then(|l| serde_json::from_str::<Record>(l).map_err(|e| e.to_string())) {
+            Ok(r) => records.push(r),
+            Err(e) => warnings.push(format!("{}:{}: skipped an unreadable record ({e})", results.display(), i + 1)),
         }
     }
     Ok((RunData::from_records(info, records), warnings))

@@ -116,6 +116,11 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         jobs: Vec::new(),
     };
     suite.jobs = expand_with(&ctx, &suite)?;
+    // Two jobs of one id (a sweep value given twice) would overwrite each other's records.
+    let mut ids = std::collections::HashSet::new();
+    if let Some(j) = suite.jobs.iter().find(|j| !ids.insert(j.key.id.as_str())) {
+        return Err(ctx.err("[axes]", format!("job `{}` appears twice: a sweep axis repeats a value", j.key.id), "give every value of a sweep axis once"));
+    }
     Ok(suite)
 }
 
