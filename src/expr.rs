@@ -50,8 +50,34 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
 }
 
 /// Evaluates `expr` to a number (integer or float) under `bindings`.
+/// The longest expression accepted, in characters: far past any real one, and short of what
+/// overflows the evaluator's recursion (tens of thousands of terms did).
+pub const MAX_EXPR_CHARS: usize = 4096;
+/// The deepest nesting of parentheses accepted.
+pub const MAX_EXPR_DEPTH: usize = 64;
+
+/// Refuses an expression too long or too deeply nested to evaluate safely.
+fn within_limits(expr: &str) -> Result<(), String> {
+    if expr.len() > MAX_EXPR_CHARS {
+        return Err(format!("it is {} characters long; expressions are limited to {MAX_EXPR_CHARS}", expr.len()));
+    }
+    let mut depth = 0usize;
+    for c in expr.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_EXPR_DEPTH {
+            return Err(format!("it nests parentheses deeper than {MAX_EXPR_DEPTH}"));
+        }
+    }
+    Ok(())
+}
+
 pub fn eval(expr: &str, bindings: &Bindings) -> Result<f64, ExprError> {
-    let fail = |reason: String| ExprError { expr: expr.to_string(), reason };
+    let fail = |reason: String| ExprError { expr: expr.chars().take(80).collect(), reason };
+    within_limits(expr).map_err(fail)?;
     let ctx = context(bindings).map_err(|e| fail(e.to_string()))?;
     number(evalexpr::eval_with_context(expr, &ctx), || bindings.keys().cloned().collect()).map_err(fail)
 }
@@ -80,6 +106,7 @@ pub struct Compiled {
 
 impl Compiled {
     pub fn new(expr: &str) -> Result<Self, ExprError> {
+        within_limits(expr).map_err(|reason| ExprError { expr: expr.chars().take(80).collect(), reason })?;
         let fail = |e: EvalexprError| ExprError { expr: expr.to_string(), reason: e.to_string() };
         let tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(expr).map_err(fail)?;
         Ok(Compiled { expr: expr.to_string(), tree, ctx: context(&Bindings::new()).map_err(fail)? })
@@ -102,7 +129,8 @@ impl Compiled {
 /// Evaluates `expr` and requires a whole, non-negative result (lengths, grid and block sizes).
 pub fn eval_count(expr: &str, bindings: &Bindings) -> Result<u64, ExprError> {
     let v = eval(expr, bindings)?;
-    if v < 0.0 || v.fract() != 0.0 || !v.is_finite() {
+    // 2^64 and above would saturate to u64::MAX: an error, not a silently wrong size.
+    if v < 0.0 || v.fract() != 0.0 || !v.is_finite() || v >= 18_446_744_073_709_551_616.0 {
         return Err(ExprError {
             expr: expr.to_string(),
             reason: format!("it gives {v}, but a whole number >= 0 is needed here"),
@@ -126,6 +154,13 @@ mod tests {
         assert_eq!(eval("ceil_div(NX, TILE)", &env).unwrap(), 125.0);
         assert_eq!(eval("ceil_div(4001, TILE)", &env).unwrap(), 126.0);
         assert_eq!(eval("2 * NX * NX * 4", &env).unwrap(), 128_000_000.0);
+        // Too long, too deep, too large: errors, not a stack overflow or a saturated number.
+        let long = vec!["1"; 5000].join(" + ");
+        assert!(eval(&long, &env).unwrap_err().to_string().contains("limited to"));
+        let deep = format!("{}1{}", "(".repeat(100), ")".repeat(100));
+        assert!(eval(&deep, &env).unwrap_err().to_string().contains("deeper than"));
+        assert!(Compiled::new(&deep).is_err());
+        assert!(eval_count("2.0 ^ 70", &env).is_err());
         // Negative and extreme operands: no panic, no wrap.
         assert_eq!(eval("ceil_div(0 - 7, 2)", &env).unwrap(), -3.0);
         assert_eq!(eval("ceil_div(9223372036854775807, 2)", &env).unwrap(), 4611686018427387904.0);

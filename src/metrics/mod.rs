@@ -88,6 +88,8 @@ pub enum MetricsError {
     File { file: String, message: String },
     #[error("unknown metric or set `{name}`{}\n  fix: `gpu-lab list metrics` shows every name; a raw ncu counter is accepted as it is (it contains `__`)", suggest(.suggestions))]
     Unknown { name: String, suggestions: Vec<String> },
+    #[error("an empty metric name (two commas in a row, or `--metrics ''`)\n  fix: name metrics, sets or raw ncu counters, separated by single commas")]
+    Empty,
 }
 
 fn suggest(s: &[String]) -> String {
@@ -164,6 +166,9 @@ impl Catalog {
 
     /// Resolves names (sets, metrics, raw counters) to metric definitions, in order, without repeats.
     pub fn resolve(&self, names: &[String]) -> Result<Vec<MetricDef>, MetricsError> {
+        if names.iter().any(|n| n.trim().is_empty()) {
+            return Err(MetricsError::Empty);
+        }
         let mut out: Vec<MetricDef> = Vec::new();
         let mut push = |d: MetricDef| {
             if !out.iter().any(|o| o.name == d.name) {

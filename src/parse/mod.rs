@@ -56,6 +56,8 @@ pub enum ParseError {
     Csv(String),
     #[error("ncu CSV has no `{0}` column; is this `ncu --csv` output?")]
     MissingColumn(&'static str),
+    #[error("ncu CSV has the column `{0}` twice: ncu never writes that\n  fix: export the report again (`ncu -i REPORT --csv --page raw --print-units base`) instead of editing the CSV")]
+    DuplicateColumn(String),
 }
 
 const FIXED: [&str; 11] = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC"];
@@ -186,6 +188,10 @@ pub fn read_ncu_csv(text: String) -> Result<CsvTable, ParseError> {
         if !header.iter().any(|h| h == name) {
             return Err(ParseError::MissingColumn(name));
         }
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = header.iter().find(|h| !seen.insert(h.as_str())) {
+        return Err(ParseError::DuplicateColumn(twice.clone()));
     }
     Ok(CsvTable { csv, header, notes })
 }

@@ -163,6 +163,11 @@ pub fn per_second_g(amount: f64, ms: f64) -> f64 {
     amount / (ms * 1e-3) / 1e9
 }
 
+/// `per_second_g` where it means something: a positive amount over a positive time.
+fn rate(amount: f64, ms: f64) -> Option<f64> {
+    (amount > 0.0 && ms > 0.0 && amount.is_finite() && ms.is_finite()).then(|| per_second_g(amount, ms))
+}
+
 impl JobRecord {
     pub fn id(&self) -> &str {
         &self.key.id
@@ -171,11 +176,10 @@ impl JobRecord {
         &self.key.group
     }
     pub fn gbs(&self) -> Option<f64> {
-        Some(per_second_g(self.work.bytes?, self.summary?.median))
+        rate(self.work.bytes?, self.summary?.median)
     }
     pub fn gflops(&self) -> Option<f64> {
-        let f = self.work.flops.filter(|f| *f > 0.0)?;
-        Some(per_second_g(f, self.summary?.median))
+        rate(self.work.flops?, self.summary?.median)
     }
 }
 
@@ -416,7 +420,7 @@ impl RunData {
     /// (before and, where recorded, after timing), and possible. Unchecked jobs are never ranked.
     pub fn rankable(&self, job: &JobRecord) -> bool {
         let verified = |c: &Option<Correctness>| c.as_ref().is_some_and(|c| c.passed);
-        job.status == JobStatus::Ok && verified(&job.correctness) && (job.correctness_after.is_none() || verified(&job.correctness_after)) && self.impossible(job).is_none()
+        job.status == JobStatus::Ok && job.summary.is_some_and(|s| s.median > 0.0) && verified(&job.correctness) && (job.correctness_after.is_none() || verified(&job.correctness_after)) && self.impossible(job).is_none()
     }
 
     /// Groups in the order their first job ran.

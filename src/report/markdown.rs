@@ -34,12 +34,14 @@ fn status_cell(run: &RunData, j: &JobRecord) -> String {
 /// How much faster `j` is than `first`: by time for the same work, by GB/s where the two move
 /// different amounts of bytes (a strided read of 1/32 of the data is not 32× faster).
 fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
-    match (first.work.flops, j.work.flops, first.work.bytes, j.work.bytes) {
+    let ratio = match (first.work.flops, j.work.flops, first.work.bytes, j.work.bytes) {
         (Some(a), Some(b), ..) if a != b => Some(j.gflops()? / first.gflops()?),
         (Some(_), Some(_), ..) => Some(first.summary?.median / j.summary?.median),
         (.., Some(a), Some(b)) if a != b => Some(j.gbs()? / first.gbs()?),
         _ => Some(first.summary?.median / j.summary?.median),
-    }
+    };
+    // A zero or negative time (only ever from an edited file) has no speedup.
+    ratio.filter(|r| r.is_finite() && *r > 0.0)
 }
 
 fn pct(a: Option<f64>, b: Option<f64>) -> String {

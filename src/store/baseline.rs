@@ -110,6 +110,9 @@ pub fn load(path: &Path) -> anyhow::Result<Baseline> {
     if b.format != FORMAT {
         bail!("{} is not a gpu-lab baseline (format `{}`)\n  {fix}", path.display(), b.format);
     }
+    if b.jobs.is_empty() {
+        bail!("the baseline {} holds no job: every job of a run would pass as New\n  {fix}", path.display());
+    }
     // The name travels into file names (the verdicts beside a run): checked as if typed.
     validate_name(&b.name).map_err(|e| anyhow::anyhow!("the baseline {} names itself `{}`: {e}\n  {fix}", path.display(), b.name))?;
     if b.version != VERSION {

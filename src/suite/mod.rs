@@ -65,15 +65,34 @@ impl Ctx<'_> {
     }
 }
 
+/// The largest manifest or kernel source read, in bytes: far past any real one, and a guard
+/// against `/dev/zero` or a huge file named by mistake.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+/// The most jobs one suite may expand to (a sweep of millions is a typo, not a study).
+pub const MAX_JOBS: usize = 100_000;
+
+/// Reads a manifest or source: a regular file (never a FIFO or a device) of at most `MAX_FILE_BYTES`, as UTF-8.
+fn read_limited(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err("not a regular file (a directory, a FIFO or a device is never read)".into());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("{} bytes, more than the {MAX_FILE_BYTES} gpu-lab reads", meta.len()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (byte {} is invalid)", e.utf8_error().valid_up_to()))
+}
+
 /// Parses and validates one manifest file.
 pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-    let io_err = |e: std::io::Error, what: &Path| SuiteError {
+    let io_err = |message: String, what: &Path| SuiteError {
         file: what.to_path_buf(),
         line: None,
-        message: format!("cannot read: {e}"),
-        fix: "check the path and permissions".into(),
+        message,
+        fix: "name a readable text file of the suite (sources are relative to suite.toml)".into(),
     };
-    let text = std::fs::read_to_string(path).map_err(|e| io_err(e, path))?;
+    let text = read_limited(path).map_err(|e| io_err(e, path))?;
     let manifest: Manifest = toml::from_str(&text).map_err(|e| SuiteError {
         file: path.to_path_buf(),
         line: e.span().map(|s| text[..s.start].matches('\n').count() + 1),
@@ -97,7 +116,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     let mut source_texts = BTreeMap::new();
     for s in &sources {
         let p = dir.join(s);
-        let src = std::fs::read_to_string(&p).map_err(|e| SuiteError {
+        let src = read_limited(&p).map_err(|e| SuiteError {
             line: line_of(&text, s),
             ..io_err(e, &p)
         })?;
@@ -229,6 +248,12 @@ fn to_bindings(params: &[&BTreeMap<String, i64>]) -> Bindings {
 
 fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
     let m = &suite.manifest;
+    // Counted before anything is expanded: the sizes multiply.
+    let points = |axes: &BTreeMap<String, Vec<AxisValue>>| axes.values().fold(1usize, |n, v| n.saturating_mul(v.len()));
+    let count = points(&m.axes).saturating_mul(m.variants.iter().fold(0usize, |n, v| n.saturating_add(points(&v.axes))));
+    if count > MAX_JOBS {
+        return Err(ctx.err("[axes]", format!("the sweep expands to {count} jobs, more than the {MAX_JOBS} a suite may have"), "sweep fewer values, or split the suite"));
+    }
     let mut jobs = Vec::new();
     for group_params in combinations(&m.axes) {
         let mut group_all = m.params.clone();
@@ -396,8 +421,9 @@ fn resolve_job(
                     let (input, output) = input_output()?;
                     let (rows, cols) = (required(&c.rows, "rows", "the input's rows")?, required(&c.cols, "cols", "the input's columns")?);
                     for i in [input, output] {
-                        if buffers[i].len < rows * cols {
-                            return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {}", v.name, buffers[i].name, buffers[i].len, rows * cols), "make the buffer len at least rows*cols"));
+                        let need = rows.checked_mul(cols).unwrap_or(u64::MAX);
+                        if buffers[i].len < need {
+                            return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {rows} x {cols}", v.name, buffers[i].name, buffers[i].len), "make the buffer len at least rows*cols"));
                         }
                     }
                     CorrectnessSpec::Transpose { input, output, rows, cols }

@@ -1,0 +1,109 @@
+//! Hostile and broken inputs, one test each, named after what it guards: an error that says what is wrong, never a panic, a hang, a lost record or a silently wrong value.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+const RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
+
+fn gpu_lab(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("gpu-lab").unwrap();
+    c.current_dir(dir);
+    c
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A suite in `dir/mine` with this manifest and kernel source.
+fn suite(dir: &Path, manifest: &str) -> std::path::PathBuf {
+    let d = dir.join("mine");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("k.cu"), "extern \"C\" __global__ void k(float* x, int n) {}\n").unwrap();
+    std::fs::write(d.join("suite.toml"), manifest).unwrap();
+    d.join("suite.toml")
+}
+
+const SMALL: &str = "[suite]\nname = \"mine\"\nsource = \"k.cu\"\n[axes]\nN = [1024]\n[[buffers]]\nname = \"x\"\ntype = \"f32\"\nlen = \"N\"\ninit = \"random\"\n[[variants]]\nname = \"v\"\nkernel = \"k\"\nblock = [\"256\"]\ngrid = [\"ceil_div(N, 256)\"]\nargs = [\"x\", \"N\"]\n";
+
+#[test]
+fn a_sweep_of_millions_of_jobs_is_refused_before_it_is_expanded() {
+    let d = tempfile::tempdir().unwrap();
+    let values = (0..2000).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let m = SMALL.replace("N = [1024]", &format!("N = [{values}]\nM = [{values}]"));
+    let e = gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err().to_string();
+    assert!(e.contains("4000000 jobs") && e.contains("fix:"), "{e}");
+}
+
+#[test]
+fn a_source_that_is_a_device_or_not_a_file_is_never_read() {
+    let d = tempfile::tempdir().unwrap();
+    let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("source = \"k.cu\"", "source = \"/dev/zero\""))).unwrap_err().to_string();
+    assert!(e.contains("/dev/zero") && e.contains("not a regular file"), "{e}");
+    let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("source = \"k.cu\"", "source = \".\""))).unwrap_err().to_string();
+    assert!(e.contains("not a regular file"), "{e}");
+}
+
+#[test]
+fn a_manifest_that_is_not_utf8_is_named_as_such() {
+    let d = tempfile::tempdir().unwrap();
+    let p = suite(d.path(), SMALL);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes.extend_from_slice(b"# \xff\xfe\n");
+    std::fs::write(&p, bytes).unwrap();
+    let e = gpu_lab::suite::load(&p).unwrap_err().to_string();
+    assert!(e.contains("not UTF-8"), "{e}");
+}
+
+#[test]
+fn an_expression_too_long_for_the_evaluator_is_an_error_not_a_stack_overflow() {
+    let d = tempfile::tempdir().unwrap();
+    let long = vec!["1"; 20_000].join("+");
+    let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("len = \"N\"", &format!("len = \"{long}\"")))).unwrap_err().to_string();
+    assert!(e.contains("limited to"), "{e}");
+}
+
+#[test]
+fn an_ncu_csv_with_a_column_twice_is_an_error_not_a_panic() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo().join("tests/fixtures/h200/transpose-raw-8192x8192.csv")).unwrap();
+    let doubled: String = text.lines().map(|l| if l.starts_with('"') { format!("{l},{}\n", l.rsplit(',').next().unwrap()) } else { format!("{l}\n") }).collect();
+    std::fs::write(d.path().join("dup.csv"), doubled).unwrap();
+    gpu_lab(d.path()).args(["import", "dup.csv"]).assert().code(1).stderr(predicate::str::contains("twice").and(predicate::str::contains("panicked").not()));
+}
+
+#[test]
+fn a_baseline_without_jobs_cannot_pass_the_gate() {
+    let d = tempfile::tempdir().unwrap();
+    gpu_lab(d.path()).args(["baseline", "save", "b", "--from", repo().join(RUN).to_str().unwrap()]).assert().code(0);
+    let p = d.path().join("baselines/b.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["jobs"] = Value::Array(vec![]);
+    std::fs::write(&p, v.to_string()).unwrap();
+    gpu_lab(d.path()).args(["check", "--baseline", "b", "--from", repo().join(RUN).to_str().unwrap()]).assert().code(1).stderr(predicate::str::contains("holds no job"));
+}
+
+#[test]
+fn a_zero_median_or_negative_bytes_render_as_not_measured_never_inf_or_nan() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(repo().join(RUN).join("run.json"), d.path().join("run.json")).unwrap();
+    let body: String = std::fs::read_to_string(repo().join(RUN).join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["kind"] == "job" {
+                v["summary"]["median"] = Value::from(0.0);
+                v["bytes"] = Value::from(-5.0);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(d.path().join("results.jsonl"), body).unwrap();
+    let out = gpu_lab(d.path()).args(["report", "."]).assert().code(0);
+    let md = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(!md.contains("inf") && !md.contains("NaN"), "{md}");
+}
