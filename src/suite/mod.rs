@@ -421,7 +421,7 @@ fn resolve_job(
                     let (input, output) = input_output()?;
                     let (rows, cols) = (required(&c.rows, "rows", "the input's rows")?, required(&c.cols, "cols", "the input's columns")?);
                     for i in [input, output] {
-                        let need = rows.checked_mul(cols).unwrap_or(u64::MAX);
+                        let need = rows.saturating_mul(cols);
                         if buffers[i].len < need {
                             return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {rows} x {cols}", v.name, buffers[i].name, buffers[i].len), "make the buffer len at least rows*cols"));
                         }
