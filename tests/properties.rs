@@ -1,0 +1,64 @@
+//! Property tests over every reader of outside text (a bounded fuzz run on every `cargo test`): expressions, manifests, ncu CSV, run records; whatever comes in, an answer or an error comes out, never a panic.
+
+use proptest::prelude::*;
+
+fn config() -> ProptestConfig {
+    // Bounded, so that CI's 2 cores finish in seconds, and seeded, so that CI runs the cases that
+    // were run here (`PROPTEST_RNG_SEED=random PROPTEST_CASES=100000` explores further by hand).
+    let seeded = std::env::var("PROPTEST_RNG_SEED").is_ok();
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        rng_seed: if seeded { ProptestConfig::default().rng_seed } else { proptest::test_runner::RngSeed::Fixed(20261122) },
+        ..ProptestConfig::default()
+    }
+}
+
+/// Text that looks like what each reader takes: its own tokens, mixed with anything.
+fn tokens(words: &'static [&'static str]) -> impl Strategy<Value = String> {
+    prop::collection::vec(prop_oneof![prop::sample::select(words).prop_map(String::from), any::<String>(), "[0-9]{1,25}".prop_map(String::from)], 0..40).prop_map(|v| v.concat())
+}
+
+const EXPR: &[&str] = &["ceil_div(", ")", "(", ",", "*", "/", "+", "-", "^", "%", "N", "NX", "2", "0", "9223372036854775807", "1e308", "float(", "max(", "min(", ".", " "];
+const TOML: &[&str] = &["[suite]\n", "name = \"mine\"\n", "source = \"k.cu\"\n", "[axes]\n", "N = [", "]\n", "[[buffers]]\n", "[[variants]]\n", "kernel = \"k\"\n", "len = \"N\"\n", "type = \"f32\"\n", "init = \"random\"\n", "block = [\"256\"]\n", "grid = [\"ceil_div(N, 256)\"]\n", "args = [\"x\", \"N\"]\n", "check = { op = \"matmul\" }\n", "bound = \"cublas\"\n", "\"", "=", "\n"];
+const CSV: &[&str] = &["\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"gpu__time_duration.sum\"\n", "\"0\",", "\"1\",", "\"(1, 1, 1)\",", "\"nan\",", "\"n/a\",", "\"983,168\",", "\"ns\",", "==ERROR== x\n", "==PROF==\n", "\n", ",", "\""];
+const JSONL: &[&str] = &["{\"kind\":\"job\",", "\"id\":\"a @ -\",", "\"samples_ms\":[", "1.0", "]", "}", "{\"kind\":\"bounds\"", "{\"kind\":\"profile\"", "null", "\n", "\u{2026}", "\"", ":"];
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn expressions_evaluate_or_fail_cleanly(text in tokens(EXPR)) {
+        let env = gpu_lab::expr::Bindings::from([("N".to_string(), 1024.0), ("NX".to_string(), 4000.0)]);
+        let _ = gpu_lab::expr::eval(&text, &env);
+        let _ = gpu_lab::expr::eval_count(&text, &env);
+    }
+
+    #[test]
+    fn manifests_load_or_fail_cleanly(text in tokens(TOML)) {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("mine");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("k.cu"), "extern \"C\" __global__ void k(float* x, int n) {}\n").unwrap();
+        std::fs::write(dir.join("suite.toml"), &text).unwrap();
+        let _ = gpu_lab::suite::load(&dir.join("suite.toml"));
+    }
+
+    #[test]
+    fn ncu_csv_parses_or_fails_cleanly(text in tokens(CSV)) {
+        let _ = gpu_lab::parse::parse_ncu_csv(&text);
+    }
+
+    #[test]
+    fn run_records_read_line_by_line(text in tokens(JSONL)) {
+        let d = tempfile::tempdir().unwrap();
+        let run = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200/run.json");
+        std::fs::copy(run, d.path().join("run.json")).unwrap();
+        std::fs::write(d.path().join("results.jsonl"), &text).unwrap();
+        let (data, _) = gpu_lab::store::load_run(d.path()).unwrap();
+        for format in [gpu_lab::report::Format::Md, gpu_lab::report::Format::Csv, gpu_lab::report::Format::Json, gpu_lab::report::Format::Frame] {
+            let _ = gpu_lab::report::exporter(format).render(&data);
+        }
+    }
+}
