@@ -295,3 +295,15 @@ fn the_nvcc_built_probe_captured_on_an_h100_shows_the_seeds_numbers() {
     assert!(line_after("void transpose_tile<1, 1>", "shared_load_transactions_per_request").contains("1.0"), "{out}");
     assert!(out.contains("Device \"NVIDIA H100 80GB HBM3 (0)\""), "{out}");
 }
+
+/// An export made with NVIDIA's documented nvprof mapping (`smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct`
+/// for gld_efficiency) gets the metric through its alternative formula, and says which.
+#[test]
+fn nvidias_mapping_is_an_alternative_formula_that_is_named() {
+    gpu_lab()
+        .args(["import", "tests/fixtures/ncu-h200/raw-metrics-stdout-mixed.csv", "--metrics", "gld_efficiency"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("gld_efficiency").and(predicate::str::contains("100.00%")))
+        .stderr(predicate::str::contains("gld_efficiency computed from smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"));
+}

@@ -15,7 +15,7 @@ use crate::report::nvprof::{self, DEVICE_NAME};
 
 /// Reads the kernels with only the columns these metrics need (plus the device's name).
 pub fn read_kernels(table: &CsvTable, defs: &[MetricDef]) -> anyhow::Result<NcuOutput> {
-    let mut wanted: HashSet<&str> = defs.iter().flat_map(|d| d.counters.values().map(String::as_str)).collect();
+    let mut wanted: HashSet<&str> = defs.iter().flat_map(|d| d.counter_sets().flat_map(|set| set.values().map(String::as_str))).collect();
     wanted.insert(DEVICE_NAME);
     Ok(table.kernels(&|name| wanted.contains(name))?)
 }
@@ -70,7 +70,14 @@ pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<i32> {
     };
     let source = file.display().to_string();
     let table = parse::read_ncu_csv(text).with_context(|| format!("reading {source} as ncu CSV output"))?;
-    let (defs, skipped) = metrics::choose_for_file(config.catalog()?, &args.choice.names(), &table.metric_names()?)?;
+    let names = table.metric_names()?;
+    let (defs, skipped) = metrics::choose_for_file(config.catalog()?, &args.choice.names(), &names)?;
+    // Say where a metric comes from another formula than gpu-lab's own.
+    for d in &defs {
+        if let Some(Some(i)) = d.computable_with(&|c| names.iter().any(|n| n == c)) {
+            eprintln!("note: {} computed from {}", d.name, if d.alternatives[i].note.is_empty() { d.alternatives[i].formula.as_str() } else { d.alternatives[i].note.as_str() });
+        }
+    }
     let out = read_kernels(&table, &defs)?;
     print_summary(&out, &defs, args.choice.format, skipped, &source)
 }

@@ -49,6 +49,33 @@ pub struct MetricDef {
     /// The nvprof metric this one reproduces, when it does.
     #[serde(default)]
     pub nvprof: bool,
+    /// Other ways to the same metric, tried in order where a launch lacks `counters` (an export
+    /// made with other counters, such as NVIDIA's documented nvprof mapping). Never collected.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Alternative>,
+}
+
+/// Another formula for a metric, over other counters.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Alternative {
+    pub counters: BTreeMap<String, String>,
+    pub formula: String,
+    /// Said where it is used: what it is and how it differs.
+    #[serde(default)]
+    pub note: String,
+}
+
+impl MetricDef {
+    /// The counter sets it can be computed from: its own, then each alternative's.
+    pub fn counter_sets(&self) -> impl Iterator<Item = &BTreeMap<String, String>> {
+        std::iter::once(&self.counters).chain(self.alternatives.iter().map(|a| &a.counters))
+    }
+
+    /// The first way to compute it whose counters all are `present`: `None` for its own, `Some(i)` for alternative i.
+    pub fn computable_with(&self, present: &dyn Fn(&str) -> bool) -> Option<Option<usize>> {
+        self.counter_sets().position(|set| set.values().all(|c| present(c))).map(|i| i.checked_sub(1))
+    }
 }
 
 fn default_tolerance() -> f64 {
@@ -208,6 +235,7 @@ pub fn raw_metric(name: &str) -> MetricDef {
         aggregate: Aggregate::Mean,
         reading: String::new(),
         nvprof: false,
+        alternatives: Vec::new(),
     }
 }
 
@@ -233,7 +261,7 @@ pub fn counters_needed(defs: &[MetricDef]) -> Vec<String> {
 pub fn choose_for_file(catalog: &Catalog, requested: &[String], available: &[String]) -> anyhow::Result<(Vec<MetricDef>, usize)> {
     let present: std::collections::HashSet<&str> = available.iter().map(String::as_str).collect();
     if requested.is_empty() {
-        let defs: Vec<MetricDef> = catalog.metrics.values().filter(|d| d.counters.values().all(|c| present.contains(c.as_str()))).cloned().collect();
+        let defs: Vec<MetricDef> = catalog.metrics.values().filter(|d| d.computable_with(&|c| present.contains(c)).is_some()).cloned().collect();
         if defs.is_empty() {
             let sample: Vec<&str> = available.iter().take(5).map(String::as_str).collect();
             anyhow::bail!(
@@ -294,27 +322,36 @@ pub fn evaluate(def: &MetricDef, values: &BTreeMap<String, f64>) -> Result<Launc
 /// `evaluate` for many launches of one metric: the formula is parsed once.
 pub struct Evaluator<'a> {
     def: &'a MetricDef,
-    formula: expr::Compiled,
+    /// The metric's own formula, then each alternative's, with its counters.
+    formulas: Vec<(&'a BTreeMap<String, String>, &'a str, expr::Compiled)>,
 }
 
 impl<'a> Evaluator<'a> {
     pub fn new(def: &'a MetricDef) -> Result<Self, FormulaError> {
-        let formula = expr::Compiled::new(&def.formula).map_err(|error| FormulaError { metric: def.name.clone(), error })?;
-        Ok(Evaluator { def, formula })
+        let sources = std::iter::once((&def.counters, def.formula.as_str())).chain(def.alternatives.iter().map(|a| (&a.counters, a.formula.as_str())));
+        let formulas = sources
+            .map(|(counters, formula)| Ok((counters, formula, expr::Compiled::new(formula).map_err(|error| FormulaError { metric: def.name.clone(), error })?)))
+            .collect::<Result<_, FormulaError>>()?;
+        Ok(Evaluator { def, formulas })
     }
 
+    /// The first formula whose counters the launch holds gives the value; `Missing` when none does.
     pub fn evaluate(&mut self, values: &BTreeMap<String, f64>) -> Result<LaunchValue, FormulaError> {
         let finite = |v: f64| if v.is_finite() { LaunchValue::Value(v) } else { LaunchValue::NotApplicable };
-        // A formula that is one counter's alias (most rates and percentages) needs no expression engine.
-        if let Some(counter) = self.def.counters.get(self.def.formula.trim()) {
-            return Ok(values.get(counter).map_or(LaunchValue::Missing, |v| finite(*v)));
+        for (counters, formula, compiled) in &mut self.formulas {
+            // A formula that is one counter's alias (most rates and percentages) needs no expression engine.
+            if let Some(counter) = counters.get(formula.trim()) {
+                match values.get(counter) {
+                    Some(v) => return Ok(finite(*v)),
+                    None => continue,
+                }
+            }
+            let bound: Option<Vec<(&str, f64)>> = counters.iter().map(|(alias, counter)| Some((alias.as_str(), *values.get(counter)?))).collect();
+            if let Some(bound) = bound {
+                return compiled.eval(bound).map(finite).map_err(|error| FormulaError { metric: self.def.name.clone(), error });
+            }
         }
-        let mut bound = Vec::with_capacity(self.def.counters.len());
-        for (alias, counter) in &self.def.counters {
-            let Some(v) = values.get(counter) else { return Ok(LaunchValue::Missing) };
-            bound.push((alias.as_str(), *v));
-        }
-        self.formula.eval(bound).map(finite).map_err(|error| FormulaError { metric: self.def.name.clone(), error })
+        Ok(LaunchValue::Missing)
     }
 }
 

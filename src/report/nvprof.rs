@@ -88,8 +88,10 @@ fn short_description(def: &MetricDef) -> String {
 pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, FormulaError> {
     let mut summary = Summary::default();
     for def in defs {
-        let absent: Vec<String> = def.counters.values().filter(|c| !rows.iter().any(|r| r.values.contains_key(*c))).cloned().collect::<BTreeSet<_>>().into_iter().collect();
-        if !absent.is_empty() {
+        // Computable when any of its counter sets (its own, or an alternative's) is in the file.
+        let in_file = |c: &str| rows.iter().any(|r| r.values.contains_key(c));
+        if def.computable_with(&in_file).is_none() {
+            let absent: Vec<String> = def.counters.values().filter(|c| !in_file(c)).cloned().collect::<BTreeSet<_>>().into_iter().collect();
             summary.missing.push(Missing { metric: def.name.clone(), counters: absent });
         }
     }
