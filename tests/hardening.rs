@@ -107,3 +107,17 @@ fn a_zero_median_or_negative_bytes_render_as_not_measured_never_inf_or_nan() {
     let md = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(!md.contains("inf") && !md.contains("NaN"), "{md}");
 }
+
+#[test]
+fn a_source_outside_the_suite_directory_needs_allow_outside() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("shared.cu"), "extern \"C\" __global__ void k(float* x, int n) {}\n").unwrap();
+    let outside = SMALL.replace("source = \"k.cu\"", "source = \"../shared.cu\"");
+    let e = gpu_lab::suite::load(&suite(d.path(), &outside)).unwrap_err().to_string();
+    assert!(e.contains("lies outside the suite's directory") && e.contains("allow_outside = true"), "{e}");
+    let allowed = outside.replace("[suite]\n", "[suite]\nallow_outside = true\n");
+    assert!(gpu_lab::suite::load(&suite(d.path(), &allowed)).is_ok());
+    // An absolute path is outside too.
+    let absolute = SMALL.replace("source = \"k.cu\"", &format!("source = \"{}\"", d.path().join("shared.cu").display()));
+    assert!(gpu_lab::suite::load(&suite(d.path(), &absolute)).unwrap_err().to_string().contains("outside"));
+}

@@ -43,6 +43,9 @@ pub struct SuiteHeader {
     pub bound: Option<String>,
     /// The L2 state its jobs and bounds are timed in: `warm` (the default) or `cold`.
     pub cache: Option<crate::records::CacheState>,
+    /// Sources may lie outside the suite's directory (`../other-suite/k.cu`); refused otherwise.
+    #[serde(default)]
+    pub allow_outside: bool,
     /// Default correctness check for every variant.
     pub check: Option<CorrectnessDecl>,
     /// Bytes a variant must move, for effective bandwidth (an expression).

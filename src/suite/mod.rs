@@ -114,8 +114,18 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     sources.dedup();
     let include_options: Vec<String> = manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())).cloned().collect();
     let mut source_texts = BTreeMap::new();
+    let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
     for s in &sources {
         let p = dir.join(s);
+        // Paths are relative to suite.toml and stay under it, unless the manifest says otherwise.
+        if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
+            return Err(SuiteError {
+                file: path.to_path_buf(),
+                line: line_of(&text, s),
+                message: format!("source `{s}` lies outside the suite's directory {}", dir.display()),
+                fix: "move the source into the suite's directory, or set allow_outside = true in [suite] to share a kernel of another suite".into(),
+            });
+        }
         let src = read_limited(&p).map_err(|e| SuiteError {
             line: line_of(&text, s),
             ..io_err(e, &p)
