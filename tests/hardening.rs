@@ -41,7 +41,8 @@ fn a_sweep_of_millions_of_jobs_is_refused_before_it_is_expanded() {
 #[test]
 fn a_source_that_is_a_device_or_not_a_file_is_never_read() {
     let d = tempfile::tempdir().unwrap();
-    let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("source = \"k.cu\"", "source = \"/dev/zero\""))).unwrap_err().to_string();
+    // Outside the suite's directory, so allowed explicitly: the file check is what refuses it.
+    let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("source = \"k.cu\"", "source = \"/dev/zero\"\nallow_outside = true"))).unwrap_err().to_string();
     assert!(e.contains("/dev/zero") && e.contains("not a regular file"), "{e}");
     let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("source = \"k.cu\"", "source = \".\""))).unwrap_err().to_string();
     assert!(e.contains("not a regular file"), "{e}");
