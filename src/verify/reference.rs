@@ -179,20 +179,29 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
 /// many (every row and column is hit; a 4096 x 4096 x 4096 check costs 16 M multiply-adds).
 pub const MATMUL_SAMPLE: u64 = 1 << 14;
 
-/// The positions of C that a matmul check computes: all, or a deterministic sample covering every
-/// row and column (a diagonal sweep) plus the four corners.
+/// The positions of C that a matmul check computes: all, or a deterministic sample: a sweep that
+/// reaches every row and every column, `MATMUL_SAMPLE` scattered positions, and the four corners.
 fn matmul_positions(m: u64, n: u64) -> Vec<(u64, u64)> {
-    if m * n <= MATMUL_SAMPLE {
+    if m.saturating_mul(n) <= MATMUL_SAMPLE {
         return (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect();
     }
-    let count = MATMUL_SAMPLE.max(m).max(n);
-    // A step coprime with n walks the columns in a scattered order while i walks every row.
+    // A step coprime with n walks the columns in a scattered order while t walks every row.
     let mut step = (n / 2 + 1) | 1;
     while gcd(step, n) != 1 {
         step += 2;
     }
-    let mut out: Vec<(u64, u64)> = (0..count).map(|s| (s % m, (s * step) % n)).collect();
-    out.extend([(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)]);
+    let sweep = (0..m.max(n)).map(|t| (t % m, (t * step) % n));
+    // SplitMix64: positions spread over the whole matrix, the same on every run.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let scattered: Vec<(u64, u64)> = (0..MATMUL_SAMPLE).map(|_| (next() % m, next() % n)).collect();
+    let mut out: Vec<(u64, u64)> = sweep.chain(scattered).chain([(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)]).collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -429,7 +438,7 @@ mod tests {
             let o = check_matmul(ElemType::F32, &a, &b, Some(&c0), &out, &s, 0.0);
             assert!(o.passed && o.rel_error < 2.0 * k as f64 * f32::EPSILON as f64, "{s:?}: {o:?}");
             assert_eq!(o.checked as usize, matmul_positions(m, n).len());
-            assert!(o.checked == m * n || (o.checked >= m.max(n) && o.checked <= MATMUL_SAMPLE + 4));
+            assert!(o.checked == m * n || (o.checked >= m.max(n) && o.checked <= MATMUL_SAMPLE + 4 + m.max(n)));
             // One element off by a little more than float rounding allows: caught (where sampled).
             let HostData::W4(v) = &mut out else { panic!() };
             let at = (m * n - 1) as usize;
@@ -449,7 +458,9 @@ mod tests {
         let rows: std::collections::HashSet<u64> = p.iter().map(|x| x.0).collect();
         let cols: std::collections::HashSet<u64> = p.iter().map(|x| x.1).collect();
         assert_eq!((rows.len() as u64, cols.len() as u64), (m, n));
-        assert!(p.len() as u64 <= MATMUL_SAMPLE + 4 + n);
+        assert!(p.len() as u64 <= MATMUL_SAMPLE + 4 + m.max(n) && p.len() as u64 > MATMUL_SAMPLE, "{}", p.len());
+        // Square shapes too: the sweep and the scattered sample do not fold onto each other.
+        assert!(matmul_positions(4096, 4096).len() as u64 > MATMUL_SAMPLE);
         // Poisoned (never written) output is counted as unwritten.
         let s = MatmulShape { m: 2, n: 2, k: 2, alpha: 1.0, beta: 0.0, trans_a: false, trans_b: false };
         let ones = floats(&[1.0; 4]);
