@@ -122,3 +122,12 @@ fn a_source_outside_the_suite_directory_needs_allow_outside() {
     let absolute = SMALL.replace("source = \"k.cu\"", &format!("source = \"{}\"", d.path().join("shared.cu").display()));
     assert!(gpu_lab::suite::load(&suite(d.path(), &absolute)).unwrap_err().to_string().contains("outside"));
 }
+
+#[test]
+fn serde_words_become_the_manifests_own() {
+    let d = tempfile::tempdir().unwrap();
+    let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("N = [1024]", "N = [1024.5]"))).unwrap_err().to_string();
+    assert!(e.contains("a sweep value must be a whole number") && !e.contains("untagged"), "{e}");
+    let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("[axes]", "[params]\nB = 2.5\n[axes]"))).unwrap_err().to_string();
+    assert!(e.contains("a whole number is needed here"), "{e}");
+}

@@ -166,6 +166,18 @@ pub struct CsvTable {
     notes: NcuOutput,
 }
 
+/// polars' CSV errors say what to change in polars' options; a user needs to hear what is wrong with the file.
+fn plain_csv_error(polars: &str) -> String {
+    let first = polars.lines().next().unwrap_or(polars);
+    if polars.contains("truncate_ragged_lines") || polars.contains("found more fields") {
+        format!("a row has more fields than the header: the export is cut or was edited ({first})")
+    } else if polars.contains("infer_schema_length") || polars.contains("could not parse") {
+        format!("a value does not fit its column: the export is cut or was edited ({first})")
+    } else {
+        first.to_string()
+    }
+}
+
 /// Splits ncu output into its CSV table and the lines around it, and reads the header.
 pub fn read_ncu_csv(text: String) -> Result<CsvTable, ParseError> {
     let mut notes = NcuOutput::default();
@@ -215,7 +227,7 @@ impl CsvTable {
             .map_parse_options(|o| o.with_missing_is_null(false))
             .into_reader_with_file_handle(Cursor::new(self.csv.as_bytes()))
             .finish()
-            .map_err(|e| ParseError::Csv(e.to_string()))
+            .map_err(|e| ParseError::Csv(plain_csv_error(&e.to_string())))
     }
 
     /// Every metric name the table holds: column names on the raw page, `Metric Name` values on the details page.

@@ -43,6 +43,17 @@ impl Suite {
     }
 }
 
+/// serde's words for a value of the wrong shape, in the manifest's terms.
+fn plain_toml_error(message: &str) -> String {
+    if message.contains("untagged enum AxisValue") {
+        "a sweep value must be a whole number (`N = [1024, 4096]`) or a table of whole numbers (`shape = [{ NX = 4000, NY = 4000 }]`)".into()
+    } else if message.contains("invalid type: floating point") && message.contains("i64") {
+        format!("a whole number is needed here, not a fraction ({message})")
+    } else {
+        message.to_string()
+    }
+}
+
 /// 1-based line of the first occurrence of `needle` in `text`.
 fn line_of(text: &str, needle: &str) -> Option<usize> {
     let at = text.find(needle)?;
@@ -96,7 +107,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     let manifest: Manifest = toml::from_str(&text).map_err(|e| SuiteError {
         file: path.to_path_buf(),
         line: e.span().map(|s| text[..s.start].matches('\n').count() + 1),
-        message: e.message().to_string(),
+        message: plain_toml_error(e.message()),
         fix: "see docs/suite-format.md for the manifest format".into(),
     })?;
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
