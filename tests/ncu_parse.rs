@@ -1,5 +1,8 @@
 //! ncu CSV ingestion on real captured output (H200 and H100) and on each quirk ncu is known to print.
 
+use std::collections::BTreeMap;
+
+use gpu_lab::metrics::{evaluate, is_raw_metric, raw_metric, Catalog, Evaluator, LaunchValue};
 use gpu_lab::parse::{parse_ncu_csv, parse_number, unit_scale};
 
 fn fixture(path: &str) -> String {
@@ -122,4 +125,39 @@ fn h200_capture_of_the_transpose_suite() {
     let smem = out.kernels.iter().find(|k| k.kernel_name == "smem_tile").unwrap();
     let per_request = smem.values["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"] / smem.values["smsp__inst_executed_op_shared_ld.sum"];
     assert!((per_request - 32.0).abs() < 0.5, "the unpadded 32x32 tile's column read: {per_request}");
+}
+
+// The metric evaluators on parsed launches (here rather than in src/metrics, which must not import parse).
+
+#[test]
+fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h100/transpose-raw-2048x1024.csv")).unwrap();
+    let rows = parse_ncu_csv(&text).unwrap().kernels;
+    let c = Catalog::builtin().unwrap();
+    for def in c.metrics.values() {
+        let mut e = Evaluator::new(def).unwrap();
+        for r in &rows {
+            assert_eq!(e.evaluate(&r.values), evaluate(def, &r.values), "{} on {}", def.name, r.kernel_name);
+        }
+        assert_eq!(e.evaluate(&BTreeMap::new()), Ok(LaunchValue::Missing));
+    }
+    let raw = raw_metric("gpu__time_duration.sum");
+    assert!(is_raw_metric(&raw) && !is_raw_metric(&c.metrics["gld_efficiency"]));
+    assert_eq!(Evaluator::new(&raw).unwrap().evaluate(&BTreeMap::from([("gpu__time_duration.sum".to_string(), f64::NAN)])), Ok(LaunchValue::NotApplicable));
+}
+
+/// The launches of `strided_read` in a committed H100 run: ncu printed its percentage as `100`,
+/// `50`, `25`, `12.50`, `12.50`, whole values first. Each launch must count, with its own value.
+#[test]
+fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv")).unwrap();
+    let rows: Vec<_> = parse_ncu_csv(&text).unwrap().kernels.into_iter().filter(|r| r.kernel_name == "strided_read").collect();
+    let c = Catalog::builtin().unwrap();
+    let def = &c.metrics["gld_efficiency_ncu"];
+    let mut e = Evaluator::new(def).unwrap();
+    let got: Vec<LaunchValue> = rows.iter().map(|r| e.evaluate(&r.values).unwrap()).collect();
+    assert_eq!(got, [100.0, 50.0, 25.0, 12.5, 12.5].map(LaunchValue::Value));
+    for r in &rows {
+        assert_eq!(evaluate(def, &r.values), e.evaluate(&r.values));
+    }
 }

@@ -99,39 +99,6 @@ fn ncu_efficiency_of_a_kernel_without_loads_is_not_applicable() {
 }
 
 #[test]
-fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h100/transpose-raw-2048x1024.csv")).unwrap();
-    let rows = crate::parse::parse_ncu_csv(&text).unwrap().kernels;
-    let c = builtin();
-    for def in c.metrics.values() {
-        let mut e = Evaluator::new(def).unwrap();
-        for r in &rows {
-            assert_eq!(e.evaluate(&r.values), evaluate(def, &r.values), "{} on {}", def.name, r.kernel_name);
-        }
-        assert_eq!(e.evaluate(&BTreeMap::new()), Ok(LaunchValue::Missing));
-    }
-    let raw = raw_metric("gpu__time_duration.sum");
-    assert!(is_raw_metric(&raw) && !is_raw_metric(&c.metrics["gld_efficiency"]));
-    assert_eq!(Evaluator::new(&raw).unwrap().evaluate(&values(&[("gpu__time_duration.sum", f64::NAN)])), Ok(LaunchValue::NotApplicable));
-}
-
-/// The launches of `strided_read` in a committed H100 run: ncu printed its percentage as `100`,
-/// `50`, `25`, `12.50`, `12.50`, whole values first. Each launch must count, with its own value.
-#[test]
-fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv")).unwrap();
-    let rows: Vec<_> = crate::parse::parse_ncu_csv(&text).unwrap().kernels.into_iter().filter(|r| r.kernel_name == "strided_read").collect();
-    let c = builtin();
-    let def = &c.metrics["gld_efficiency_ncu"];
-    let mut e = Evaluator::new(def).unwrap();
-    let got: Vec<LaunchValue> = rows.iter().map(|r| e.evaluate(&r.values).unwrap()).collect();
-    assert_eq!(got, [100.0, 50.0, 25.0, 12.5, 12.5].map(LaunchValue::Value));
-    for r in &rows {
-        assert_eq!(evaluate(def, &r.values), e.evaluate(&r.values));
-    }
-}
-
-#[test]
 fn a_formula_that_cannot_be_evaluated_is_an_error_naming_the_metric_not_na() {
     let mut c = Catalog::default();
     // Loads (every counter 1 gives a number), but gives `false` where `b` is 0.
