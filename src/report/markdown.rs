@@ -96,6 +96,24 @@ fn header(run: &RunData, out: &mut String) {
     }
 }
 
+/// The speedup reference of a table: its first ranked job with a timing.
+fn reference<'a>(run: &RunData, jobs: &[&'a JobRecord]) -> Option<&'a JobRecord> {
+    jobs.iter().copied().find(|j| run.rankable(j) && j.summary.is_some())
+}
+
+/// `median [95% CI]` in ms.
+fn timing_cell(j: &JobRecord) -> String {
+    j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into())
+}
+
+/// The job's speedup over the table's reference, for ranked jobs only.
+fn speedup_cell(run: &RunData, first: Option<&JobRecord>, j: &JobRecord) -> String {
+    match first {
+        Some(f) if run.rankable(j) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
+        _ => "–".into(),
+    }
+}
+
 /// A metric's column: its name, with its ideal value where it has one.
 fn metric_header(m: &MetricDef) -> String {
     match m.ideal {
@@ -163,18 +181,17 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
         }
     }
     let bound_name = jobs.iter().find_map(|j| run.compute_bound_gflops(j)).map(|(n, _)| n).unwrap_or_else(|| "bound".into());
-    let first = jobs.iter().find(|j| run.rankable(j) && j.summary.is_some());
+    let first = reference(run, jobs);
     let mut head: Vec<String> = ["variant", "median ms [95% CI]", "GFLOP/s", "% of FP32 peak", &format!("% of {bound_name}"), "flop/byte", "flop/DRAM byte", "% of roofline", "roof", "speedup", "correct"].iter().map(|s| s.to_string()).collect();
     head.extend(metrics.iter().map(metric_header));
     let mut rows = vec![head];
     for j in jobs {
         let ok = j.status == JobStatus::Ok;
-        let ranked = run.rankable(j);
         let g = j.gflops().filter(|_| ok);
         let roof = run.roofline(j);
         let mut row = vec![
             format!("`{}`", j.label),
-            j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into()),
+            timing_cell(j),
             gflops_cell(g),
             pct(g, peak.map(|p| p.0)),
             pct(g, run.compute_bound_gflops(j).and_then(|(_, b)| b)),
@@ -182,10 +199,7 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
             measured_intensity(run, j).map(|x| format!("{x:.1}")).unwrap_or("–".into()),
             pct(g, roof.map(|r| r.attainable_gflops)),
             roof.map(|r| if r.compute_bound { "compute" } else { "memory" }.to_string()).unwrap_or("–".into()),
-            match (ranked, first) {
-                (true, Some(f)) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
-                _ => "–".into(),
-            },
+            speedup_cell(run, first, j),
             status_cell(run, j),
         ];
         row.extend(metric_cells(run, j, metrics));
@@ -219,7 +233,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             let _ = writeln!(out, "Bounds could not be measured: {e}\n");
         }
     }
-    let first = jobs.iter().find(|j| run.rankable(j) && j.summary.is_some());
+    let first = reference(run, &jobs);
     let mut head = vec!["variant", "median ms [95% CI]", "GB/s", "% of copy", "% of peak", "speedup", "correct"]
         .into_iter()
         .map(String::from)
@@ -227,19 +241,14 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
     head.extend(metrics.iter().map(metric_header));
     let mut rows = vec![head];
     for j in &jobs {
-        let ranked = run.rankable(j);
-        let timing = j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into());
         let gbs = j.gbs();
         let mut row = vec![
             format!("`{}`", j.label),
-            timing,
+            timing_cell(j),
             gbs.map(|g| format!("{g:.0}")).unwrap_or("–".into()),
             pct(gbs, copy),
             pct(gbs, peak),
-            match (ranked, first) {
-                (true, Some(f)) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
-                _ => "–".into(),
-            },
+            speedup_cell(run, first, j),
             status_cell(run, j),
         ];
         row.extend(metric_cells(run, j, metrics));
