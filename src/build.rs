@@ -1,51 +1,121 @@
-//! Kernel compilation with NVRTC (through cudarc), cached on disk by hash of source (with its local headers), options, architecture and NVRTC version.
+//! Kernel compilation, with NVRTC (through cudarc, C++ names lowered by name expressions) or the toolkit's nvcc (a cubin), cached on disk by hash of source (with its local headers), options, kernels, architecture and compiler version.
 
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::store::write_atomic;
+use crate::cxx;
+use crate::process::{self, Output};
+use crate::store::{write_atomic, write_json};
 use crate::suite::sources::{hex, local_includes};
-use crate::suite::Program;
+use crate::suite::{Compiler, Program};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("cannot read kernel source {path}: {source}")]
     Source { path: PathBuf, source: std::io::Error },
-    #[error("NVRTC could not compile {path} with options [{options}]:\n{log}")]
-    Compile { path: PathBuf, options: String, log: String },
+    #[error("{compiler} could not compile {path} with options [{options}]:\n{log}")]
+    Compile { compiler: &'static str, path: PathBuf, options: String, log: String },
+    #[error("{path} has no kernel `{kernel}`{}\n  fix: name one of the source's __global__ functions, with its template arguments (`name<64, float>`) and namespace (`ns::name`)", if .declared.is_empty() { " (it declares no __global__ function)".to_string() } else { format!("; the __global__ functions it declares: {}", .declared.join(", ")) })]
+    UnknownKernel { path: PathBuf, kernel: String, declared: Vec<String> },
     #[error("NVRTC is not available: {0}\n  fix: install the CUDA toolkit's libnvrtc and put its directory on LD_LIBRARY_PATH")]
     Unavailable(String),
+    #[error("{path} is to be built with nvcc (compiler = \"nvcc\"), and no nvcc was found (looked in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH and /usr/local/cuda/bin)\n  fix: install the CUDA toolkit and put its bin/ on PATH (or set CUDA_HOME), or build the variant with compiler = \"nvrtc\"")]
+    NoNvcc { path: PathBuf },
+    #[error("cannot run nvcc for {path}: {error}")]
+    Nvcc { path: PathBuf, error: String },
+}
+
+/// Where the CUDA toolkit is: its headers (given to NVRTC, so `cuda_fp16.h`, `cub/…` and
+/// `cuda/std/…` need no path from the user) and its nvcc.
+#[derive(Debug, Clone, Default)]
+pub struct Toolkit {
+    pub root: Option<PathBuf>,
+    pub nvcc: Option<PathBuf>,
+}
+
+impl Toolkit {
+    /// The toolkit of `cuda_home` (`CUDA_HOME` or `CUDA_PATH`), else the one whose nvcc is on `PATH`, else /usr/local/cuda.
+    pub fn locate(cuda_home: Option<PathBuf>, path_dirs: &[PathBuf]) -> Toolkit {
+        let nvcc_on_path = path_dirs.iter().map(|d| d.join("nvcc")).find(|p| p.is_file());
+        let root = cuda_home
+            .filter(|r| r.join("include").is_dir())
+            .or_else(|| nvcc_on_path.as_ref().and_then(|n| n.canonicalize().ok()).and_then(|n| n.parent()?.parent().map(Path::to_path_buf)))
+            .or_else(|| Some(PathBuf::from("/usr/local/cuda")).filter(|r| r.join("include").is_dir()));
+        let nvcc = root.as_ref().map(|r| r.join("bin").join("nvcc")).filter(|p| p.is_file()).or(nvcc_on_path);
+        Toolkit { root, nvcc }
+    }
+
+    /// The toolkit's header directories: `include/` and, since CUDA 13, `include/cccl/` (CUB, Thrust, libcu++).
+    pub fn include_dirs(&self) -> Vec<PathBuf> {
+        let Some(root) = &self.root else { return Vec::new() };
+        [root.join("include"), root.join("include").join("cccl")].into_iter().filter(|d| d.is_dir()).collect()
+    }
+}
+
+/// A module image ready to load.
+#[derive(Debug, Clone)]
+pub enum Image {
+    Ptx(String),
+    Cubin(Vec<u8>),
 }
 
 #[derive(Debug, Clone)]
 pub struct Compiled {
-    pub ptx: String,
+    pub image: Image,
+    /// Each kernel name as the manifest wrote it -> its symbol in the module (the mangled name of a C++ kernel).
+    pub symbols: BTreeMap<String, String>,
+    /// Which compiler built it, with its version (`nvrtc 13.0`, `nvcc 13.0.88`).
+    pub compiler: String,
     pub cached: bool,
     pub millis: f64,
 }
 
-/// The options NVRTC actually gets: the target first, line info for ncu's source view, then the program's own.
+/// What the cache keeps beside an image.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CacheEntry {
+    cubin: bool,
+    symbols: BTreeMap<String, String>,
+    compiler: String,
+}
+
+/// The options NVRTC actually gets: the target first, line info for ncu's source view, the
+/// program's include directories, then its own options.
 pub fn nvrtc_options(program: &Program, arch: &str) -> Vec<String> {
     let mut opts = vec![format!("--gpu-architecture={arch}")];
     // -G already carries full debug info; NVRTC warns when both are given.
     if !program.options.iter().any(|o| o == "-G" || o == "--device-debug") {
         opts.push("-lineinfo".to_string());
     }
+    opts.extend(program.include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
     opts.extend(program.options.iter().cloned());
     opts
 }
 
-/// Cache key: anything that changes the PTX changes the key.
-pub fn cache_key(source: &str, options: &[String], nvrtc_version: (i32, i32)) -> String {
+/// The options nvcc gets (the same choices as NVRTC's, in nvcc's spelling).
+pub fn nvcc_options(program: &Program, arch: &str) -> Vec<String> {
+    let mut opts = vec!["-cubin".to_string(), format!("-arch={arch}")];
+    if !program.options.iter().any(|o| o == "-G" || o == "--device-debug") {
+        opts.push("-lineinfo".to_string());
+    }
+    opts.extend(program.include_dirs.iter().map(|d| format!("-I{}", d.display())));
+    opts.extend(program.options.iter().cloned());
+    opts
+}
+
+/// Cache key: anything that changes the module changes the key.
+pub fn cache_key(source: &str, options: &[String], kernels: &[String], compiler: &str) -> String {
     let mut h = Sha256::new();
     h.update(source.as_bytes());
-    for o in options {
+    for part in options.iter().chain([&"\u{1}kernels".to_string()]).chain(kernels) {
         h.update([0u8]);
-        h.update(o.as_bytes());
+        h.update(part.as_bytes());
     }
-    h.update(format!("nvrtc {}.{}", nvrtc_version.0, nvrtc_version.1).as_bytes());
+    h.update(compiler.as_bytes());
     hex(&h.finalize())
 }
 
@@ -61,58 +131,234 @@ pub fn nvrtc_version() -> Result<(i32, i32), BuildError> {
     }
 }
 
-/// Compiles a program to PTX for `arch` (for example `sm_90`), reusing the cache under `cache_dir` when it can.
-pub fn compile(program: &Program, arch: &str, cache_dir: Option<&Path>) -> Result<Compiled, BuildError> {
+/// `nvcc 13.0.88`, from `nvcc --version`'s last lines.
+pub fn nvcc_version(nvcc: &Path) -> Result<String, String> {
+    let out = process::output(Command::new(nvcc).arg("--version")).map_err(|e| e.to_string())?;
+    parse_nvcc_version(&out.text).ok_or_else(|| format!("`{} --version` printed no version:\n{}", nvcc.display(), out.text))
+}
+
+/// The version in `Cuda compilation tools, release 13.0, V13.0.88`.
+pub fn parse_nvcc_version(text: &str) -> Option<String> {
+    let v = text.lines().find_map(|l| l.split(", V").nth(1))?;
+    Some(format!("nvcc {}", v.trim()))
+}
+
+/// Compiles a program for `arch` (for example `sm_90`) so that each of `kernels` (names as the
+/// manifest writes them: `copy`, `wt::gemm<float, 64>`) can be found, reusing the cache under
+/// `cache_dir` when it can.
+pub fn compile(program: &Program, kernels: &[String], arch: &str, toolkit: &Toolkit, cache_dir: Option<&Path>) -> Result<Compiled, BuildError> {
     let start = Instant::now();
-    let source = std::fs::read_to_string(&program.source_path).map_err(|source| BuildError::Source { path: program.source_path.clone(), source })?;
-    let options = nvrtc_options(program, arch);
-    let headers = local_includes(&program.source_path, &source, &options);
-    let key = cache_key(&format!("{source}{headers}"), &options, nvrtc_version()?);
-    let cached_path = cache_dir.map(|d| d.join("ptx").join(format!("{key}.ptx")));
-    if let Some(ptx) = cached_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()) {
-        return Ok(Compiled { ptx, cached: true, millis: start.elapsed().as_secs_f64() * 1e3 });
+    let path = &program.source_path;
+    let source = std::fs::read_to_string(path).map_err(|source| BuildError::Source { path: path.clone(), source })?;
+    // The toolkit's headers come last: a project's own directories win.
+    let mut program = program.clone();
+    program.include_dirs.extend(toolkit.include_dirs());
+    let (options, compiler) = match program.compiler {
+        Compiler::Nvrtc => {
+            let (major, minor) = nvrtc_version()?;
+            (nvrtc_options(&program, arch), format!("nvrtc {major}.{minor}"))
+        }
+        Compiler::Nvcc => {
+            let nvcc = toolkit.nvcc.as_ref().ok_or_else(|| BuildError::NoNvcc { path: path.clone() })?;
+            (nvcc_options(&program, arch), nvcc_version(nvcc).map_err(|error| BuildError::Nvcc { path: path.clone(), error })?)
+        }
+    };
+    let headers = local_includes(path, &source, &options);
+    let key = cache_key(&format!("{source}{headers}"), &options, kernels, &compiler);
+    let cached = cache_dir.map(|d| d.join("modules").join(&key));
+    if let Some(entry) = cached.as_ref().and_then(|p| read_cache(p)) {
+        return Ok(Compiled { cached: true, millis: start.elapsed().as_secs_f64() * 1e3, ..entry });
     }
     if source.contains('\0') {
-        return Err(BuildError::Compile { path: program.source_path.clone(), options: options.join(" "), log: "the source contains a NUL byte".into() });
+        return Err(BuildError::Compile { compiler: program.compiler.name(), path: path.clone(), options: options.join(" "), log: "the source contains a NUL byte".into() });
     }
-    let opts = cudarc::nvrtc::CompileOptions { options: options.clone(), name: Some(program.source_path.display().to_string()), ..Default::default() };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(&source, opts).map_err(|e| {
-        let log = match &e {
-            cudarc::nvrtc::CompileError::CompileError { log, .. } => log.to_string_lossy().to_string(),
-            other => format!("{other:?}"),
-        };
-        BuildError::Compile { path: program.source_path.clone(), options: options.join(" "), log }
-    })?;
-    let text = ptx.to_src();
-    if let Some(p) = &cached_path {
+    let unknown = |kernel: &str| BuildError::UnknownKernel { path: path.clone(), kernel: kernel.to_string(), declared: cxx::global_functions(&format!("{source}\n{headers}")) };
+    let (image, symbols) = match program.compiler {
+        Compiler::Nvrtc => {
+            let (ptx, symbols) = nvrtc_compile(&source, path, &options, kernels).map_err(|log| {
+                // A name NVRTC cannot resolve fails the whole compile: say which, and what there is.
+                let declared = cxx::global_functions(&format!("{source}\n{headers}"));
+                match kernels.iter().find(|k| !declared.contains(&cxx::base_name(k))) {
+                    Some(k) => unknown(k),
+                    None => BuildError::Compile { compiler: "NVRTC", path: path.clone(), options: options.join(" "), log },
+                }
+            })?;
+            (Image::Ptx(ptx), symbols)
+        }
+        Compiler::Nvcc => {
+            let nvcc = toolkit.nvcc.as_ref().expect("checked above");
+            let cubin = nvcc_compile(nvcc, path, &options, kernels)?;
+            let entries = cubin_kernels(&cubin).map_err(|error| BuildError::Nvcc { path: path.clone(), error })?;
+            let mut symbols = BTreeMap::new();
+            for k in kernels {
+                let symbol = cxx::find_symbol(k, &entries).map_err(|_| unknown(k))?;
+                symbols.insert(k.clone(), symbol.to_string());
+            }
+            (Image::Cubin(cubin), symbols)
+        }
+    };
+    let compiled = Compiled { image, symbols, compiler, cached: false, millis: start.elapsed().as_secs_f64() * 1e3 };
+    if let Some(p) = &cached {
         // A cache that cannot be written only costs a recompile next time.
-        let _ = write_atomic(p, text.as_bytes());
+        let _ = write_cache(p, &compiled);
     }
-    Ok(Compiled { ptx: text, cached: false, millis: start.elapsed().as_secs_f64() * 1e3 })
+    Ok(compiled)
+}
+
+fn read_cache(base: &Path) -> Option<Compiled> {
+    let entry: CacheEntry = serde_json::from_slice(&std::fs::read(base.with_extension("json")).ok()?).ok()?;
+    let bytes = std::fs::read(base.with_extension("image")).ok()?;
+    let image = if entry.cubin { Image::Cubin(bytes) } else { Image::Ptx(String::from_utf8(bytes).ok()?) };
+    Some(Compiled { image, symbols: entry.symbols, compiler: entry.compiler, cached: true, millis: 0.0 })
+}
+
+fn write_cache(base: &Path, c: &Compiled) -> anyhow::Result<()> {
+    let (cubin, bytes) = match &c.image {
+        Image::Ptx(p) => (false, p.as_bytes()),
+        Image::Cubin(b) => (true, b.as_slice()),
+    };
+    // The image first: an entry is only read when its description exists.
+    write_atomic(&base.with_extension("image"), bytes)?;
+    write_json(&base.with_extension("json"), &CacheEntry { cubin, symbols: c.symbols.clone(), compiler: c.compiler.clone() })?;
+    Ok(())
+}
+
+fn cstring(what: &str, text: &str) -> Result<CString, String> {
+    CString::new(text).map_err(|_| format!("the {what} contains a NUL byte"))
+}
+
+/// NVRTC with every kernel added as a name expression, so templates are instantiated and each
+/// name's lowered (mangled) symbol is known. Err: NVRTC's log.
+fn nvrtc_compile(source: &str, path: &Path, options: &[String], kernels: &[String]) -> Result<(String, BTreeMap<String, String>), String> {
+    use cudarc::nvrtc::{result, sys};
+    let program = result::create_program(&cstring("source", source)?, Some(&cstring("path", &path.display().to_string())?)).map_err(|e| format!("{e:?}"))?;
+    let names: Vec<CString> = kernels.iter().map(|k| cstring("kernel name", k)).collect::<Result<_, _>>()?;
+    // SAFETY: `program` is a live NVRTC program until the destroy at the end; every string passed
+    // is a NUL-terminated CString that outlives the call; lowered names are copied out before destroy.
+    unsafe {
+        let outcome = (|| -> Result<(String, BTreeMap<String, String>), String> {
+            for n in &names {
+                sys::nvrtcAddNameExpression(program, n.as_ptr()).result().map_err(|e| format!("adding name expression {n:?}: {e:?}"))?;
+            }
+            if result::compile_program(program, options).is_err() {
+                let log = result::get_program_log(program).map_err(|e| format!("{e:?}"))?;
+                return Err(CStr::from_ptr(log.as_ptr()).to_string_lossy().trim().to_string());
+            }
+            let mut symbols = BTreeMap::new();
+            for (k, n) in kernels.iter().zip(&names) {
+                let mut lowered: *const std::ffi::c_char = std::ptr::null();
+                sys::nvrtcGetLoweredName(program, n.as_ptr(), &mut lowered).result().map_err(|e| format!("name expression `{k}`: {e:?}"))?;
+                if lowered.is_null() {
+                    return Err(format!("name expression `{k}` has no lowered name"));
+                }
+                symbols.insert(k.clone(), CStr::from_ptr(lowered).to_string_lossy().to_string());
+            }
+            let ptx = result::get_ptx(program).map_err(|e| format!("{e:?}"))?;
+            Ok((CStr::from_ptr(ptx.as_ptr()).to_string_lossy().to_string(), symbols))
+        })();
+        let _ = result::destroy_program(program);
+        outcome
+    }
+}
+
+/// The source nvcc compiles: the user's file, included unmodified, and one use of each kernel by
+/// address, which instantiates a template kernel the file only declares.
+pub fn nvcc_wrapper(source: &Path, kernels: &[String]) -> String {
+    let mut text = format!("#include \"{}\"\n", source.display());
+    for (i, k) in kernels.iter().enumerate() {
+        text.push_str(&format!("[[maybe_unused]] static void* gpu_lab_kernel_{i} = (void*)&{k};\n"));
+    }
+    text
+}
+
+fn nvcc_compile(nvcc: &Path, path: &Path, options: &[String], kernels: &[String]) -> Result<Vec<u8>, BuildError> {
+    let fail = |error: String| BuildError::Nvcc { path: path.to_path_buf(), error };
+    let absolute = path.canonicalize().map_err(|e| fail(format!("cannot resolve the source path: {e}")))?;
+    if absolute.to_string_lossy().contains(['"', '\n', '\\']) {
+        return Err(fail("the source path holds a quote, backslash or newline, which an #include cannot name".into()));
+    }
+    for k in kernels {
+        cxx::check_expression(k).map_err(fail)?;
+    }
+    let dir = tempfile::Builder::new().prefix("gpu-lab-nvcc-").tempdir().map_err(|e| fail(format!("cannot create a build directory: {e}")))?;
+    let (wrapper, cubin, log) = (dir.path().join("gpu_lab_kernels.cu"), dir.path().join("kernels.cubin"), dir.path().join("nvcc.log"));
+    std::fs::write(&wrapper, nvcc_wrapper(&absolute, kernels)).map_err(|e| fail(format!("cannot write {}: {e}", wrapper.display())))?;
+    let mut cmd = Command::new(nvcc);
+    cmd.args(options).arg("-o").arg(&cubin).arg(&wrapper);
+    // Ten minutes is far past any kernel's build; a hung compiler must not hang the run.
+    process::run(&mut cmd, &Output::Log(log), Some(Duration::from_secs(600)))
+        .and_then(|f| f.success())
+        .map_err(|e| BuildError::Compile { compiler: "nvcc", path: path.to_path_buf(), options: options.join(" "), log: e.output_tail().unwrap_or(&e.to_string()).to_string() })?;
+    std::fs::read(&cubin).map_err(|e| fail(format!("nvcc left no cubin: {e}")))
+}
+
+/// The kernels of a cubin (global functions of its ELF symbol table), each with its demangled name.
+pub fn cubin_kernels(cubin: &[u8]) -> Result<Vec<(String, String)>, String> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let file = object::File::parse(cubin).map_err(|e| format!("the cubin is not an ELF file: {e}"))?;
+    Ok(file
+        .symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.is_global() && s.is_definition())
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .map(|name| {
+            let demangled = cpp_demangle::Symbol::new(name.as_bytes()).ok().and_then(|s| s.demangle().ok()).unwrap_or_else(|| name.clone());
+            (name, demangled)
+        })
+        .collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn program(options: &[&str]) -> Program {
+        Program { source_path: "k.cu".into(), options: options.iter().map(|s| s.to_string()).collect(), include_dirs: vec!["/p/inc".into()], compiler: Compiler::Nvrtc }
+    }
+
     #[test]
     fn key_changes_with_every_input() {
         let o = vec!["-DTILE=32".to_string()];
-        let k = cache_key("src", &o, (13, 0));
-        assert_eq!(k, cache_key("src", &o, (13, 0)));
-        assert_ne!(k, cache_key("src2", &o, (13, 0)));
-        assert_ne!(k, cache_key("src", &["-DTILE=64".to_string()], (13, 0)));
-        assert_ne!(k, cache_key("src", &o, (13, 1)));
+        let ks = vec!["k<32>".to_string()];
+        let k = cache_key("src", &o, &ks, "nvrtc 13.0");
+        assert_eq!(k, cache_key("src", &o, &ks, "nvrtc 13.0"));
+        assert_ne!(k, cache_key("src2", &o, &ks, "nvrtc 13.0"));
+        assert_ne!(k, cache_key("src", &["-DTILE=64".to_string()], &ks, "nvrtc 13.0"));
+        assert_ne!(k, cache_key("src", &o, &["k<64>".to_string()], "nvrtc 13.0"));
+        assert_ne!(k, cache_key("src", &o, &ks, "nvrtc 13.1"));
+        assert_ne!(k, cache_key("src", &o, &ks, "nvcc 13.0.88"));
         // Option boundaries matter: ["-a", "b"] is not ["-ab"].
-        assert_ne!(cache_key("s", &["-a".into(), "b".into()], (1, 0)), cache_key("s", &["-ab".into()], (1, 0)));
+        assert_ne!(cache_key("s", &["-a".into(), "b".into()], &[], "c"), cache_key("s", &["-ab".into()], &[], "c"));
     }
 
     #[test]
     fn options_name_the_target_first() {
-        let p = Program { source_path: "k.cu".into(), options: vec!["-DTILE=32".into()] };
-        assert_eq!(nvrtc_options(&p, "sm_90"), vec!["--gpu-architecture=sm_90", "-lineinfo", "-DTILE=32"]);
+        assert_eq!(nvrtc_options(&program(&["-DTILE=32"]), "sm_90"), vec!["--gpu-architecture=sm_90", "-lineinfo", "--include-path=/p/inc", "-DTILE=32"]);
         // -G carries full debug info already; line info beside it only draws a warning.
-        let debug = Program { source_path: "k.cu".into(), options: vec!["-G".into()] };
-        assert_eq!(nvrtc_options(&debug, "sm_90"), vec!["--gpu-architecture=sm_90", "-G"]);
+        assert_eq!(nvrtc_options(&program(&["-G"]), "sm_90"), vec!["--gpu-architecture=sm_90", "--include-path=/p/inc", "-G"]);
+        assert_eq!(nvcc_options(&program(&["-Xptxas", "-dlcm=cg"]), "sm_90"), vec!["-cubin", "-arch=sm_90", "-lineinfo", "-I/p/inc", "-Xptxas", "-dlcm=cg"]);
+    }
+
+    #[test]
+    fn nvcc_versions_and_wrappers() {
+        let text = "nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n";
+        assert_eq!(parse_nvcc_version(text).as_deref(), Some("nvcc 13.0.88"));
+        assert_eq!(parse_nvcc_version("garbage"), None);
+        let w = nvcc_wrapper(Path::new("/s/k.cuh"), &["wt::gemm<64, float>".to_string()]);
+        assert_eq!(w, "#include \"/s/k.cuh\"\n[[maybe_unused]] static void* gpu_lab_kernel_0 = (void*)&wt::gemm<64, float>;\n");
+    }
+
+    #[test]
+    fn a_toolkit_is_found_from_its_home_or_its_nvcc() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("cuda-13.0");
+        std::fs::create_dir_all(root.join("include/cccl")).unwrap();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(root.join("bin/nvcc"), "").unwrap();
+        let from_home = Toolkit::locate(Some(root.clone()), &[]);
+        assert_eq!(from_home.nvcc, Some(root.join("bin/nvcc")));
+        assert_eq!(from_home.include_dirs(), vec![root.join("include"), root.join("include/cccl")]);
+        let from_path = Toolkit::locate(None, &[root.join("bin")]);
+        assert_eq!(from_path.root, Some(root.canonicalize().unwrap()));
+        assert!(Toolkit::default().include_dirs().is_empty());
     }
 }

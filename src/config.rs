@@ -44,6 +44,14 @@ impl Environment<'_> {
     }
 }
 
+/// The CUDA toolkit the kernels are built with: `CUDA_HOME` or `CUDA_PATH`, else nvcc's on `PATH`, else /usr/local/cuda.
+pub fn toolkit(env: &Environment) -> crate::build::Toolkit {
+    let var = |name: &str| (env.var)(name).filter(|v| !v.is_empty());
+    let home = var("CUDA_HOME").or_else(|| var("CUDA_PATH")).map(PathBuf::from);
+    let path_dirs: Vec<PathBuf> = var("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    crate::build::Toolkit::locate(home, &path_dirs)
+}
+
 impl Config {
     pub fn new(env: &Environment, metrics_files: &[PathBuf], quiet: bool) -> anyhow::Result<Config> {
         let var = |name: &str| (env.var)(name).filter(|v| !v.is_empty());

@@ -22,6 +22,7 @@ pub mod cli;
 pub mod cmd;
 pub mod compare;
 pub mod config;
+pub mod cxx;
 pub mod device;
 pub mod executor;
 pub mod exit;

@@ -271,6 +271,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         nvml_before,
         nvml_after,
         wall_seconds: 0.0,
+        compilers: Vec::new(),
     };
     match outcome {
         Ok(o) => {
@@ -282,6 +283,8 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.samples_ms = o.samples_ms;
             record.runs_per_sample = o.runs_per_sample;
             record.stopped_by = o.stopped_by;
+            record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
+            record.compilers.dedup();
         }
         Err(Failure::Fatal(why)) => bail!("{why}"),
         Err(failure) => {

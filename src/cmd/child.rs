@@ -17,7 +17,7 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
 }
 
 fn open(child: &ChildArgs) -> anyhow::Result<Gpu> {
-    Ok(Gpu::open(child.gpu, child.cache.clone())?)
+    Ok(Gpu::open(child.gpu, child.cache.clone(), crate::config::toolkit(&crate::config::Environment::current()))?)
 }
 
 pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {

@@ -68,6 +68,17 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
         Err(e) => Err(e.to_string()),
     });
     check("libnvrtc (kernel compiler)", crate::build::nvrtc_version().map(|(a, b)| format!("NVRTC {a}.{b}")).map_err(|e| e.to_string()));
+    let toolkit = crate::config::toolkit(&crate::config::Environment::current());
+    check("CUDA toolkit headers (cuda_fp16.h, cub/, cuda/std/ for NVRTC)", match toolkit.include_dirs() {
+        dirs if dirs.is_empty() => Err("not found\n        fix: install the CUDA toolkit, or set CUDA_HOME to it; only header-free kernels build without it".into()),
+        dirs => Ok(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")),
+    });
+    // nvcc is needed only by variants with compiler = "nvcc": its absence is a note, not a failure.
+    match toolkit.nvcc.as_ref().map(|n| crate::build::nvcc_version(n)) {
+        Some(Ok(v)) => println!("ok    nvcc (for compiler = \"nvcc\"): {v}"),
+        Some(Err(e)) => println!("note  nvcc (for compiler = \"nvcc\"): {e}"),
+        None => println!("note  nvcc (for compiler = \"nvcc\"): not found; variants built with NVRTC are unaffected"),
+    }
     let nvml = NvmlSession::open();
     check("NVML (clocks, temperature, power)", nvml.count().map(|n| format!("{n} GPU(s)")).map_err(|e| format!("{e}\n        gpu-lab still runs; reports will say that clocks were not read")));
     if let Ok(n) = nvml.count() {

@@ -139,6 +139,7 @@ mod tests {
             nvml_before: before.map(snap),
             nvml_after: after.map(snap),
             wall_seconds: 0.0,
+            compilers: Vec::new(),
         }
     }
 

@@ -108,7 +108,7 @@ mod tests {
         JobSpec {
             key: JobKey { id: id.into(), variant: id.into(), ..Default::default() },
             suite: "s".into(),
-            program: Program { source_path: "k.cu".into(), options: vec![] },
+            program: Program { source_path: "k.cu".into(), options: vec![], include_dirs: vec![], compiler: Default::default() },
             launches: vec![LaunchSpec { kernel: "copy".into(), grid: [grid, 1, 1], block: [256, 1, 1], shared_bytes: 0, args: vec![] }],
             buffers: vec![],
             correctness: CorrectnessSpec::None,

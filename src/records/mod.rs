@@ -156,6 +156,9 @@ pub struct JobRecord {
     pub nvml_before: Option<Snapshot>,
     pub nvml_after: Option<Snapshot>,
     pub wall_seconds: f64,
+    /// The compilers that built its program (and its `same_as` reference), with versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compilers: Vec<String>,
 }
 
 /// Giga-units per second of `amount` done in `ms` milliseconds (bytes -> GB/s, flops -> GFLOP/s).

@@ -52,6 +52,9 @@ pub struct CompileInfo {
     pub source: String,
     pub cached: bool,
     pub millis: f64,
+    /// The compiler and its version (`nvrtc 13.0`, `nvcc 13.0.88`); empty in runs made before it was recorded.
+    #[serde(default)]
+    pub compiler: String,
 }
 
 /// What the child reports back for one job.

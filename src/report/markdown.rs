@@ -82,6 +82,20 @@ fn header(run: &RunData, out: &mut String) {
     kv("date", i.started.clone());
     kv("command", format!("`{}`", i.command));
     kv("suite source sha256", i.suite_source_hash.chars().take(16).collect());
+    // Which compiler built which variants (runs before this was recorded have none).
+    let mut compilers: Vec<(&str, Vec<&str>)> = Vec::new();
+    for j in &run.jobs {
+        for c in &j.compilers {
+            match compilers.iter_mut().find(|(name, _)| name == c) {
+                Some((_, variants)) if !variants.contains(&j.key.variant.as_str()) => variants.push(&j.key.variant),
+                Some(_) => {}
+                None => compilers.push((c, vec![&j.key.variant])),
+            }
+        }
+    }
+    if !compilers.is_empty() {
+        kv("compilers", compilers.iter().map(|(c, v)| format!("{c}: {}", v.join(", "))).collect::<Vec<_>>().join("; "));
+    }
     kv("timing", format!(
         "CUDA events, median of ≥{} samples with 95% CI, stop at ±{:.1}% or {:.1} s; {}",
         i.timing.min_samples, i.timing.target_rel_ci * 100.0, i.timing.max_seconds, i.cache_state
@@ -279,6 +293,10 @@ fn readings(run: &RunData, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut
             let more = if e.lines().count() > lines.len() { "\n  …(the rest is in results.jsonl and the job's log under logs/)" } else { "" };
             readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(run, j), lines.join("\n  ")));
         }
+        if let Some(c) = j.correctness.as_ref().filter(|c| c.passed)
+            && let (Some(in_eps), Some(elem), Some(max)) = (c.error_in_eps(), c.elem, c.max_error) {
+                readings.push(format!("- `{}` error against its reference: relative L2 {:.2e} = {in_eps:.2} eps of {}, worst element {max:.2e} of max|ref|", j.label, c.rel_error, elem.name()));
+            }
         if let Some(why) = run.impossible(j) {
             readings.push(format!("- `{}` is impossible, never ranked: {why}", j.label));
         }

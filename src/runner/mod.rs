@@ -10,7 +10,7 @@ use crate::build;
 use crate::device::driver_present;
 use crate::records::{BoundsOutcome, CacheState, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
 use crate::stats;
-use crate::suite::{ArgSpec, JobSpec, LaunchSpec, Program};
+use crate::suite::{ArgSpec, BufferSpec, JobSpec, LaunchSpec, Program};
 use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape};
 
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +23,8 @@ pub enum RunError {
     NoDriver,
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}\n  fix: make the variant's `args` match the kernel's parameters in number, order and type (buffers are pointers: 8 bytes; scalars `i32: N` 4, `i64: N` 8, `f16: x` 2, …)")]
+    Signature(String),
 }
 
 trait Doing<T> {
@@ -41,17 +43,18 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     pub arch: String,
     pub cache_dir: Option<PathBuf>,
+    pub toolkit: build::Toolkit,
 }
 
 impl Gpu {
-    pub fn open(ordinal: usize, cache_dir: Option<PathBuf>) -> Result<Gpu, RunError> {
+    pub fn open(ordinal: usize, cache_dir: Option<PathBuf>, toolkit: build::Toolkit) -> Result<Gpu, RunError> {
         if !driver_present() {
             return Err(RunError::NoDriver);
         }
         let ctx = CudaContext::new(ordinal).doing(format!("opening GPU {ordinal}"))?;
         let (major, minor) = ctx.compute_capability().doing("reading the compute capability")?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir })
+        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir, toolkit })
     }
 }
 
@@ -61,16 +64,28 @@ struct Loaded {
     functions: HashMap<String, CudaFunction>,
 }
 
-fn load(gpu: &Gpu, program: &Program, launches: &[LaunchSpec], info: &mut Vec<CompileInfo>) -> Result<Loaded, RunError> {
-    let compiled = build::compile(program, &gpu.arch, gpu.cache_dir.as_deref())?;
-    info.push(CompileInfo { source: program.source_path.display().to_string(), cached: compiled.cached, millis: compiled.millis });
-    let module = gpu.ctx.load_module(cudarc::nvrtc::Ptx::from_src(compiled.ptx)).doing("loading the compiled module")?;
+fn load(gpu: &Gpu, program: &Program, launches: &[LaunchSpec], buffers: &[BufferSpec], info: &mut Vec<CompileInfo>) -> Result<Loaded, RunError> {
+    let mut kernels: Vec<String> = launches.iter().map(|l| l.kernel.clone()).collect();
+    kernels.sort();
+    kernels.dedup();
+    let compiled = build::compile(program, &kernels, &gpu.arch, &gpu.toolkit, gpu.cache_dir.as_deref())?;
+    info.push(CompileInfo { source: program.source_path.display().to_string(), cached: compiled.cached, millis: compiled.millis, compiler: compiled.compiler.clone() });
+    let image = match compiled.image {
+        build::Image::Ptx(ptx) => cudarc::nvrtc::Ptx::from_src(ptx),
+        build::Image::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
+    };
+    let module = gpu.ctx.load_module(image).doing("loading the compiled module")?;
     let mut functions = HashMap::new();
     for l in launches {
         if functions.contains_key(&l.kernel) {
             continue;
         }
-        let f = module.load_function(&l.kernel).doing(format!("finding kernel `{}` (is it extern \"C\"?)", l.kernel))?;
+        let symbol = compiled.symbols.get(&l.kernel).map_or(l.kernel.as_str(), String::as_str);
+        let f = module.load_function(symbol).doing(format!("finding kernel `{}` (symbol `{symbol}`)", l.kernel))?;
+        // A wrong argument list faults or computes garbage; refuse it before the first launch.
+        if let Some(mismatch) = l.signature_mismatch(buffers, &param_sizes(&f)?) {
+            return Err(RunError::Signature(mismatch));
+        }
         if l.shared_bytes > 48 * 1024 {
             f.set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l.shared_bytes as i32)
                 .doing(format!("allowing {} bytes of dynamic shared memory", l.shared_bytes))?;
@@ -78,6 +93,25 @@ fn load(gpu: &Gpu, program: &Program, launches: &[LaunchSpec], info: &mut Vec<Co
         functions.insert(l.kernel.clone(), f);
     }
     Ok(Loaded { _module: module, functions })
+}
+
+/// The kernel's parameter sizes in order, from the driver (`cuFuncGetParamInfo`, CUDA 12.4+).
+fn param_sizes(f: &CudaFunction) -> Result<Vec<usize>, RunError> {
+    use cudarc::driver::sys;
+    let mut sizes = Vec::new();
+    // No kernel takes thousands of parameters (the limit is 32 KB of them); the bound keeps a driver quirk from looping.
+    for index in 0..4096 {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: the function handle is live (its module is held by `f`), and the two out-pointers are valid.
+        let status = unsafe { sys::cuFuncGetParamInfo(f.cu_function(), index, &mut offset, &mut size) };
+        match status {
+            sys::CUresult::CUDA_SUCCESS => sizes.push(size),
+            // Past the last parameter.
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
+            other => return Err(RunError::Driver { doing: "reading the kernel's parameters".into(), source: cudarc::driver::DriverError(other) }),
+        }
+    }
+    Ok(sizes)
 }
 
 /// Device buffers of a job with the host data they start from.
@@ -90,28 +124,33 @@ struct Buffers {
 impl Buffers {
     fn new(gpu: &Gpu, spec: &JobSpec, seed: u64) -> Result<Buffers, RunError> {
         let mut device = Vec::new();
-        let mut initial = Vec::new();
         let mut pointers = Vec::new();
-        for (i, b) in spec.buffers.iter().enumerate() {
+        for b in &spec.buffers {
             let bytes = b.bytes() as usize;
             // SAFETY: every byte is written by `reset` before any kernel reads it.
             let slice = unsafe { gpu.stream.alloc::<u8>(bytes.max(1)) }.doing(format!("allocating {bytes} bytes for buffer `{}`", b.name))?;
             pointers.push(slice.device_ptr(&gpu.stream).0);
-            initial.push(match b.init {
-                Init::Random | Init::RandomInt | Init::Iota => Some(HostData::init(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64))),
-                Init::Poison | Init::Zero => None,
-            });
             device.push(slice);
         }
-        Ok(Buffers { device, initial, pointers })
+        let mut bufs = Buffers { device, initial: vec![None; spec.buffers.len()], pointers };
+        bufs.reseed(spec, seed);
+        Ok(bufs)
     }
 
-    /// New initial data from another seed, for a second verification on inputs the first never saw.
+    /// Initial data drawn from `seed` (another seed for a second verification on inputs the
+    /// first never saw); a buffer `from` another gets that buffer's new values, converted.
     fn reseed(&mut self, spec: &JobSpec, seed: u64) {
         for (i, b) in spec.buffers.iter().enumerate() {
-            if self.initial[i].is_some() {
-                self.initial[i] = Some(HostData::init(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64)));
-            }
+            self.initial[i] = match b.from {
+                // The manifest only lets a buffer start from an earlier one, so it is filled already.
+                Some(src) => self.initial[src].as_ref().map(|d| {
+                    let mut data = d.converted(spec.buffers[src].elem, b.elem);
+                    data.truncate(b.len as usize);
+                    data
+                }),
+                None if b.has_data() => Some(HostData::init(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64))),
+                None => None,
+            };
         }
     }
 
@@ -156,12 +195,15 @@ fn launch_all(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], pointers: &[u
                 ArgSpec::U32(x) => b.arg(x),
                 ArgSpec::I64(x) => b.arg(x),
                 ArgSpec::F32(x) => b.arg(x),
+                ArgSpec::F64(x) => b.arg(x),
+                ArgSpec::F16(x) | ArgSpec::Bf16(x) => b.arg(x),
                 ArgSpec::Buffer(_) => unreachable!("replaced by its pointer above"),
             };
         }
         let cfg = LaunchConfig { grid_dim: (l.grid[0], l.grid[1], l.grid[2]), block_dim: (l.block[0], l.block[1], l.block[2]), shared_mem_bytes: l.shared_bytes };
-        // SAFETY: argument count and types come from the manifest; a mismatch is the kernel author's
-        // bug and at worst faults this child process, which is why jobs run in one.
+        // SAFETY: argument count and sizes were checked against the kernel's parameters at load; a
+        // type of the right size but the wrong kind is the author's bug and at worst faults this
+        // child process, which is why jobs run in one.
         unsafe { b.launch(cfg) }.doing(format!("launching `{}` grid {:?} block {:?}", l.kernel, l.grid, l.block))?;
     }
     Ok(())
@@ -177,15 +219,16 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
     let elem_of = |i: usize| spec.buffers[i].elem;
     let outcome = match &spec.correctness {
         CorrectnessSpec::None => return Ok(None),
-        CorrectnessSpec::SameAs { output, tolerance } => {
+        CorrectnessSpec::SameAs { output, reference_output, tolerance } => {
             let r = spec.reference.as_ref().ok_or_else(|| RunError::Invalid("same_as check without a reference".into()))?;
-            let ref_loaded = load(gpu, &r.program, &r.launches, compile)?;
+            let ref_loaded = load(gpu, &r.program, &r.launches, &spec.buffers, compile)?;
             bufs.reset(gpu, spec)?;
             run_checked(gpu, &ref_loaded, &r.launches, bufs, &format!("reference variant `{}`", r.variant))?;
-            let expected = bufs.download(gpu, spec, *output)?;
+            let expected_buffer = reference_output.unwrap_or(*output);
+            let expected = bufs.download(gpu, spec, expected_buffer)?;
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
-            check_same(elem_of(*output), &expected, &bufs.download(gpu, spec, *output)?, *tolerance)
+            check_same(elem_of(expected_buffer), &expected, elem_of(*output), &bufs.download(gpu, spec, *output)?, *tolerance)
         }
         // The built-in references: run the variant once on fresh buffers, compare one output with
         // what the buffers started as.
@@ -271,7 +314,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, mut run: impl FnMut() -> Result<
 /// Runs one job: check first, then time. A wrong variant is still timed (the report shows it, never ranks it).
 pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Result<JobOutcome, RunError> {
     let mut compile = Vec::new();
-    let loaded = load(gpu, &spec.program, &spec.launches, &mut compile)?;
+    let loaded = load(gpu, &spec.program, &spec.launches, &spec.buffers, &mut compile)?;
     let mut bufs = Buffers::new(gpu, spec, seed)?;
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
@@ -293,7 +336,7 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
 pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64) -> Result<(), RunError> {
     for spec in specs {
         let mut compile = Vec::new();
-        let loaded = load(gpu, &spec.program, &spec.launches, &mut compile)?;
+        let loaded = load(gpu, &spec.program, &spec.launches, &spec.buffers, &mut compile)?;
         let mut bufs = Buffers::new(gpu, spec, seed)?;
         bufs.reset(gpu, spec)?;
         run_checked(gpu, &loaded, &spec.launches, &bufs, spec.id())?;

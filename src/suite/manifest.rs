@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::verify::{ElemType, Init};
 
+
 /// One value of a sweep axis: a plain number binds the axis name, a table binds each of its keys.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(untagged)]
@@ -52,9 +53,15 @@ pub struct SuiteHeader {
     pub bytes: Option<String>,
     /// Arithmetic operations, for GFLOP/s (an expression).
     pub flops: Option<String>,
-    /// NVRTC options added to every variant.
+    /// Compiler options added to every variant.
     #[serde(default)]
     pub options: Vec<String>,
+    /// `nvrtc` (the default) or `nvcc`, for every variant that does not choose.
+    pub compiler: Option<crate::suite::Compiler>,
+    /// The project's header directories, relative to the manifest (inside the suite's directory
+    /// unless `allow_outside`); the CUDA toolkit's own are always searched.
+    #[serde(default)]
+    pub include_dirs: Vec<String>,
 }
 
 impl VariantDecl {
@@ -81,7 +88,53 @@ pub struct BufferDecl {
     pub elem: ElemType,
     /// Element count (an expression).
     pub len: String,
-    pub init: Init,
+    /// How it starts: `random`, `random_int`, `iota`, `zero` or `poison`.
+    pub init: Option<Init>,
+    /// Instead of `init`: the initial values of this earlier buffer, converted to this buffer's
+    /// type (an f16 input holding an f32 input's numbers, rounded).
+    pub from: Option<String>,
+}
+
+/// A check's accepted error: a relative error (`1e-3`), or a multiple of the output type's
+/// epsilon (`"8 eps"`: 8 × 2^-10 for f16).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum ToleranceDecl {
+    Relative(f64),
+    Text(String),
+}
+
+impl Default for ToleranceDecl {
+    fn default() -> Self {
+        ToleranceDecl::Relative(0.0)
+    }
+}
+
+impl ToleranceDecl {
+    /// The relative error it allows for outputs of type `elem`.
+    pub fn relative(&self, elem: ElemType) -> Result<f64, String> {
+        let value = match self {
+            ToleranceDecl::Relative(x) => *x,
+            ToleranceDecl::Text(t) => {
+                let words: Vec<&str> = t.split_whitespace().collect();
+                match words.as_slice() {
+                    [n, unit] if matches!(*unit, "eps" | "epsilon" | "ulp") => {
+                        let n: f64 = n.parse().map_err(|_| format!("tolerance `{t}`: `{n}` is not a number"))?;
+                        if !elem.is_float() {
+                            return Err(format!("tolerance `{t}` counts epsilons of the output type, and {} is an integer type (compared exactly)", elem.name()));
+                        }
+                        n * elem.epsilon()
+                    }
+                    [n] => n.parse().map_err(|_| format!("tolerance `{t}` is neither a number nor `N eps`"))?,
+                    _ => return Err(format!("tolerance `{t}` is neither a number nor `N eps`")),
+                }
+            }
+        };
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(format!("tolerance {value} must be a finite number >= 0"));
+        }
+        Ok(value)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -115,9 +168,12 @@ pub struct CorrectnessDecl {
     pub trans_a: bool,
     #[serde(default)]
     pub trans_b: bool,
-    /// Largest accepted relative error for float outputs (0 = bit-exact).
+    /// For `same_as`: the reference variant's output buffer, when it is not `output` (an f32
+    /// variant writing `y` is the reference of an f16 one writing `y_half`).
+    pub reference_output: Option<String>,
+    /// Largest accepted relative error for float outputs (0 = bit-exact), or `"N eps"`.
     #[serde(default)]
-    pub tolerance: f64,
+    pub tolerance: ToleranceDecl,
 }
 
 /// One kernel launch of a variant: `[[variants.launches]]`, or the variant's own fields for one launch.
@@ -159,9 +215,14 @@ pub struct VariantDecl {
     /// Preprocessor defines: name -> expression (`-D NAME=value`).
     #[serde(default)]
     pub defines: BTreeMap<String, String>,
-    /// Extra NVRTC options (`-G`, `--use_fast_math`, `-Xptxas` is not NVRTC: see docs).
+    /// Extra compiler options (`-G`, `--use_fast_math`; nvcc-only ones such as `-Xptxas -dlcm=cg` with compiler = "nvcc").
     #[serde(default)]
     pub options: Vec<String>,
+    /// `nvrtc` or `nvcc` for this variant.
+    pub compiler: Option<crate::suite::Compiler>,
+    /// More header directories for this variant.
+    #[serde(default)]
+    pub include_dirs: Vec<String>,
     pub check: Option<CorrectnessDecl>,
     pub bytes: Option<String>,
     pub flops: Option<String>,

@@ -123,28 +123,44 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     sources.extend(manifest.suite.source.clone());
     sources.sort();
     sources.dedup();
-    let include_options: Vec<String> = manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())).cloned().collect();
-    let mut source_texts = BTreeMap::new();
     let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-    for s in &sources {
+    // Paths are relative to suite.toml and stay under it, unless the manifest says otherwise.
+    let confined = |s: &str, what: &str| -> Result<PathBuf, SuiteError> {
         let p = dir.join(s);
-        // Paths are relative to suite.toml and stay under it, unless the manifest says otherwise.
         if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
             return Err(SuiteError {
                 file: path.to_path_buf(),
                 line: line_of(&text, s),
-                message: format!("source `{s}` lies outside the suite's directory {}", dir.display()),
-                fix: "move the source into the suite's directory, or set allow_outside = true in [suite] to share a kernel of another suite".into(),
+                message: format!("{what} `{s}` lies outside the suite's directory {}", dir.display()),
+                fix: format!("move the {what} into the suite's directory, or set allow_outside = true in [suite] to share one of another suite"),
             });
         }
+        Ok(p)
+    };
+    let mut include_dirs: Vec<&String> = manifest.suite.include_dirs.iter().chain(manifest.variants.iter().flat_map(|v| v.include_dirs.iter())).collect();
+    include_dirs.sort();
+    include_dirs.dedup();
+    let mut include_options: Vec<String> = manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())).cloned().collect();
+    for d in include_dirs {
+        let p = confined(d, "include directory")?;
+        if !p.is_dir() {
+            return Err(SuiteError { file: path.to_path_buf(), line: line_of(&text, d), message: format!("include directory `{d}` is not a directory ({})", p.display()), fix: "name a directory of headers, relative to suite.toml".into() });
+        }
+        include_options.push(format!("-I{}", p.display()));
+    }
+    // Each source with the text of its local headers: kernels may be declared in either.
+    let mut source_texts = BTreeMap::new();
+    for s in &sources {
+        let p = confined(s, "source")?;
         let src = read_limited(&p).map_err(|e| SuiteError {
             line: line_of(&text, s),
             ..io_err(e, &p)
         })?;
         hasher.update(src.as_bytes());
         // Headers count too: a report must say which code it measured.
-        hasher.update(sources::local_includes(&p, &src, &include_options).as_bytes());
-        source_texts.insert(s.clone(), src);
+        let headers = sources::local_includes(&p, &src, &include_options);
+        hasher.update(headers.as_bytes());
+        source_texts.insert(s.clone(), format!("{src}\n{headers}"));
     }
     validate(&ctx, &manifest, &source_texts)?;
     // Expanding here surfaces every expression error at load time, not mid-run.
@@ -164,15 +180,10 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     Ok(suite)
 }
 
-/// True when `src` declares a `__global__` function named `kernel`.
+/// True when `src` declares a `__global__` function of the kernel's name (`wt::gemm<float, 64>`
+/// is declared by `template <…> __global__ void gemm(…)`).
 pub fn source_declares_kernel(src: &str, kernel: &str) -> bool {
-    src.match_indices(kernel).any(|(at, _)| {
-        let before = &src[..at];
-        let after = src[at + kernel.len()..].trim_start();
-        let word_start = before.chars().last().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
-        let decl_start = before.rfind(';').max(before.rfind('}')).map_or(0, |i| i + 1);
-        word_start && after.starts_with('(') && before[decl_start..].contains("__global__")
-    })
+    crate::cxx::global_functions(src).contains(&crate::cxx::base_name(kernel))
 }
 
 fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Result<(), SuiteError> {
@@ -207,8 +218,10 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
         for (i, l) in v.launch_decls().iter().enumerate() {
             let what = format!("variant `{}` launch {}", v.name, i + 1);
             let kernel = l.kernel.as_ref().ok_or_else(|| ctx.err(&anchor, format!("{what} names no kernel"), "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)"))?;
-            if !source_declares_kernel(src, kernel) {
-                return Err(ctx.err(&anchor, format!("{what}: kernel `{kernel}` is not a __global__ function of {source}"), format!("declare `extern \"C\" __global__ void {kernel}(...)` in {source}, or fix the name")));
+            let declared = crate::cxx::global_functions(src);
+            if !declared.contains(&crate::cxx::base_name(kernel)) {
+                let found = if declared.is_empty() { "it declares no __global__ function".to_string() } else { format!("its __global__ functions: {}", declared.join(", ")) };
+                return Err(ctx.err(&anchor, format!("{what}: kernel `{kernel}` is not a __global__ function of {source} or its headers ({found})"), "name one of them, with template arguments and namespace where it has them (`ns::name<64, float>`, `name<{TILE}>` from a parameter)"));
             }
             if l.block.is_none() || l.grid.is_none() {
                 return Err(ctx.err(&anchor, format!("{what} has no `grid` or `block`"), "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)"));
@@ -234,7 +247,7 @@ fn parse_scalar_arg(arg: &str) -> Result<(&str, &str), ()> {
         Some((t, e)) => (t.trim(), e.trim()),
         None => ("i32", arg.trim()),
     };
-    if ["i32", "u32", "i64", "u64", "f32"].contains(&ty) && !e.is_empty() {
+    if ["i32", "u32", "i64", "u64", "f32", "f64", "f16", "bf16"].contains(&ty) && !e.is_empty() {
         Ok((ty, e))
     } else {
         Err(())
@@ -300,7 +313,9 @@ fn resolve_program(ctx: &Ctx, suite: &Suite, v: &VariantDecl, env: &Bindings) ->
         let value = expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, define {name}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes"))?;
         options.push(format!("-D{name}={value}"));
     }
-    Ok(Program { source_path: suite.dir.join(source), options })
+    let include_dirs = suite.manifest.suite.include_dirs.iter().chain(&v.include_dirs).map(|d| suite.dir.join(d)).collect();
+    let compiler = v.compiler.or(suite.manifest.suite.compiler).unwrap_or_default();
+    Ok(Program { source_path: suite.dir.join(source), options, include_dirs, compiler })
 }
 
 fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Vec<LaunchSpec>, SuiteError> {
@@ -346,7 +361,10 @@ fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) ->
                 "u32" => (0.0, u32::MAX as f64),
                 "i64" => (i64::MIN as f64, i64::MAX as f64),
                 "u64" => (0.0, u64::MAX as f64),
-                "f32" => (f64::MIN, f64::MAX),
+                "f32" => (f32::MIN as f64, f32::MAX as f64),
+                "f16" => (half::f16::MIN.to_f64(), half::f16::MAX.to_f64()),
+                "bf16" => (half::bf16::MIN.to_f64(), half::bf16::MAX.to_f64()),
+                "f64" => (f64::MIN, f64::MAX),
                 _ => (i32::MIN as f64, i32::MAX as f64),
             };
             if x < lo || x > hi {
@@ -357,10 +375,21 @@ fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) ->
                 "i64" => ArgSpec::I64(x as i64),
                 "u64" => ArgSpec::U64(x as u64),
                 "f32" => ArgSpec::F32(x as f32),
+                "f64" => ArgSpec::F64(x),
+                "f16" => ArgSpec::F16(half::f16::from_f64(x).to_bits()),
+                "bf16" => ArgSpec::Bf16(half::bf16::from_f64(x).to_bits()),
                 _ => ArgSpec::I32(x as i32),
             });
         }
-        out.push(LaunchSpec { kernel: l.kernel.clone().expect("validated"), grid, block, shared_bytes, args });
+        // `tile_copy<{TILE}>`: template arguments from the job's parameters.
+        let written = l.kernel.clone().expect("validated");
+        let kernel = crate::cxx::substitute(&written, |e| {
+            let x = expr::eval(e, env).map_err(|err| format!("`{{{e}}}`: {err}"))?;
+            Ok(if x.fract() == 0.0 && x.abs() < 9.0e15 { format!("{}", x as i64) } else { format!("{x}") })
+        })
+        .and_then(|k| crate::cxx::check_expression(&k).map(|_| k))
+        .map_err(|e| ctx.err(&anchor, format!("variant `{}`, kernel: {e}", v.name), "write the kernel's C++ name, `{PARAM}` where a template argument comes from a parameter: kernel = \"tile_copy<{TILE}>\""))?;
+        out.push(LaunchSpec { kernel, grid, block, shared_bytes, args });
     }
     Ok(out)
 }
@@ -378,9 +407,26 @@ fn resolve_job(
     let anchor = format!("name = \"{}\"", v.name);
     let mut buffers = Vec::new();
     for b in &m.buffers {
-        let len = expr::eval_count(&b.len, env).map_err(|err| ctx.err(&format!("\"{}\"", b.name), format!("buffer `{}` len: {err}", b.name), "use the suite's axes and params in `len`"))?;
-        buffers.push(BufferSpec { name: b.name.clone(), elem: b.elem, len, init: b.init });
+        let at = format!("\"{}\"", b.name);
+        let len = expr::eval_count(&b.len, env).map_err(|err| ctx.err(&at, format!("buffer `{}` len: {err}", b.name), "use the suite's axes and params in `len`"))?;
+        let (init, from) = match (&b.init, &b.from) {
+            (Some(init), None) => (*init, None),
+            (None, Some(source)) => {
+                // Only an earlier buffer: its data exists by the time this one is filled.
+                let i = buffers.iter().position(|x: &BufferSpec| &x.name == source).ok_or_else(|| ctx.err(&at, format!("buffer `{}` starts from `{source}`, which is not a buffer declared before it", b.name), "declare the buffer it copies first, and name it in `from`"))?;
+                let src: &BufferSpec = &buffers[i];
+                if !src.has_data() || src.len < len {
+                    return Err(ctx.err(&at, format!("buffer `{}` starts from `{source}`, which holds {} elements starting as {:?}: it needs at least {len} starting with data", b.name, src.len, src.init), format!("give `{source}` init = \"random\" and a len of at least `{}`'s", b.name)));
+                }
+                (src.init, Some(i))
+            }
+            _ => return Err(ctx.err(&at, format!("buffer `{}` needs exactly one of `init` and `from`", b.name), "write init = \"random\" (or random_int, iota, zero, poison), or from = \"another buffer\"")),
+        };
+        buffers.push(BufferSpec { name: b.name.clone(), elem: b.elem, len, init, from });
     }
+    let tolerance = |decl: &ToleranceDecl, output: usize| -> Result<f64, SuiteError> {
+        decl.relative(buffers[output].elem).map_err(|e| ctx.err(&anchor, format!("variant `{}`: {e}", v.name), "write tolerance = 1e-3 (a relative error) or tolerance = \"8 eps\" (multiples of the output type's epsilon)"))
+    };
     let buffer_index = |name: Option<&String>, role: &str| -> Result<usize, SuiteError> {
         let name = name.ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: the check has no `{role}` buffer", v.name), format!("add `{role} = \"buffer name\"` to the check")))?;
         m.buffers.iter().position(|b| &b.name == name).ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: check {role} `{name}` is not a buffer", v.name), "name one of the [[buffers]]"))
@@ -400,7 +446,16 @@ fn resolve_job(
                 program: resolve_program(ctx, suite, other, &ref_env)?,
                 launches: resolve_launches(ctx, m, other, &ref_env)?,
             });
-            CorrectnessSpec::SameAs { output: buffer_index(c.output.as_ref(), "output")?, tolerance: c.tolerance }
+            let output = buffer_index(c.output.as_ref(), "output")?;
+            let reference_output = match &c.reference_output {
+                Some(name) => Some(buffer_index(Some(name), "reference_output")?).filter(|&r| r != output),
+                None => None,
+            };
+            if let Some(r) = reference_output
+                && buffers[r].elem.is_float() != buffers[output].elem.is_float() {
+                    return Err(ctx.err(&anchor, format!("variant `{}`: output `{}` ({}) and reference_output `{}` ({}) are not both floats or both integers", v.name, buffers[output].name, buffers[output].elem.name(), buffers[r].name, buffers[r].elem.name()), "compare floats with floats (f16 against f32) and integers with integers"));
+                }
+            CorrectnessSpec::SameAs { output, reference_output, tolerance: tolerance(&c.tolerance, output)? }
         }
         Some(c) => {
             // An optional whole-number expression of the check, with its default.
@@ -455,10 +510,11 @@ fn resolve_job(
                     if count == 0 || count > buffers[output].len {
                         return Err(ctx.err(&anchor, format!("variant `{}`: sum check count {count} must be between 1 and the {} elements of `{}`", v.name, buffers[output].len, buffers[output].name), "make the output buffer hold every partial result"));
                     }
-                    if buffers[input].elem.is_float() && c.tolerance <= 0.0 && buffers[input].init != Init::RandomInt {
+                    let tolerance = tolerance(&c.tolerance, output)?;
+                    if buffers[input].elem.is_float() && tolerance <= 0.0 && buffers[input].init != Init::RandomInt {
                         return Err(ctx.err(&anchor, format!("variant `{}`: a float sum of random fractions depends on the order of the adds and cannot be checked bit for bit", v.name), "give the input init = \"random_int\" (whole numbers: float sums of them are exact) or add a tolerance (the largest accepted error as a fraction of sum|x|)"));
                     }
-                    CorrectnessSpec::Sum { input, output, count, input_stride: input_stride()?, tolerance: c.tolerance }
+                    CorrectnessSpec::Sum { input, output, count, input_stride: input_stride()?, tolerance }
                 }
                 Some("matmul") => {
                     let named = |name: Option<&String>, role: &str| buffer_index(name, role);
@@ -478,17 +534,17 @@ fn resolve_job(
                             return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than {what} = {need} (or a dimension is 0)", v.name, buffers[i].name, buffers[i].len), "make the buffers as large as the product's m, n and k say"));
                         }
                     }
-                    if shape.beta != 0.0 && !matches!(buffers[output].init, Init::Random | Init::RandomInt | Init::Iota) {
+                    if shape.beta != 0.0 && !buffers[output].has_data() {
                         return Err(ctx.err(&anchor, format!("variant `{}`: beta = {} reads the output's initial values, but `{}` starts as {:?}", v.name, shape.beta, buffers[output].name, buffers[output].init), "initialise the output with init = \"random\", or set beta = \"0\""));
                     }
-                    CorrectnessSpec::Matmul { a, b, output, shape, tolerance: c.tolerance }
+                    CorrectnessSpec::Matmul { a, b, output, shape, tolerance: tolerance(&c.tolerance, output)? }
                 }
                 Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\" or \"none\", or same_as = \"variant\"")),
             }
         }
     };
     for input in correctness.inputs() {
-        if !matches!(buffers[input].init, Init::Random | Init::RandomInt | Init::Iota) {
+        if !buffers[input].has_data() {
             return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
         }
     }
@@ -527,6 +583,7 @@ fn resolve_bound(ctx: &Ctx, m: &Manifest, v: &VariantDecl, correctness: &Correct
     match m.suite.bound.as_deref().map(str::trim) {
         None | Some("copy") => Ok(BoundSpec::Copy),
         Some("cublas") => match correctness {
+            CorrectnessSpec::Matmul { output, .. } if !matches!(buffers[*output].elem, ElemType::F32 | ElemType::F64) => Err(ctx.err(&format!("name = \"{}\"", v.name), format!("variant `{}`: bound = \"cublas\" measures cuBLAS SGEMM or DGEMM, and this product is {}", v.name, buffers[*output].elem.name()), "use f32 or f64 buffers, or bound = \"variant:NAME\" against one of your own variants")),
             CorrectnessSpec::Matmul { output, shape, .. } => Ok(BoundSpec::Cublas { shape: *shape, elem: buffers[*output].elem }),
             _ => Err(ctx.err(&format!("name = \"{}\"", v.name), format!("variant `{}`: bound = \"cublas\" measures cuBLAS at the shape of a matmul check, and this variant has none", v.name), "give the suite (or the variant) check = { op = \"matmul\", a = ..., b = ..., output = ..., m = ..., n = ..., k = ... }")),
         },

@@ -3,9 +3,11 @@
 use rand_core::Rng;
 use super::{ElemType, Init};
 
-/// A buffer's contents as raw bit patterns, one word per element.
+/// A buffer's contents as raw bit patterns, one word per element (of the element's width).
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostData {
+    W1(Vec<u8>),
+    W2(Vec<u16>),
     W4(Vec<u32>),
     W8(Vec<u64>),
 }
@@ -13,8 +15,20 @@ pub enum HostData {
 impl HostData {
     pub fn len(&self) -> usize {
         match self {
+            HostData::W1(v) => v.len(),
+            HostData::W2(v) => v.len(),
             HostData::W4(v) => v.len(),
             HostData::W8(v) => v.len(),
+        }
+    }
+
+    /// Keeps the first `len` elements.
+    pub fn truncate(&mut self, len: usize) {
+        match self {
+            HostData::W1(v) => v.truncate(len),
+            HostData::W2(v) => v.truncate(len),
+            HostData::W4(v) => v.truncate(len),
+            HostData::W8(v) => v.truncate(len),
         }
     }
 
@@ -24,6 +38,8 @@ impl HostData {
 
     pub fn zeroed(elem: ElemType, len: usize) -> Self {
         match elem.size() {
+            1 => HostData::W1(vec![0; len]),
+            2 => HostData::W2(vec![0; len]),
             4 => HostData::W4(vec![0; len]),
             _ => HostData::W8(vec![0; len]),
         }
@@ -36,25 +52,47 @@ impl HostData {
         if matches!(init, Init::Random | Init::RandomInt) {
             let whole = init == Init::RandomInt;
             let bits = move |r: u64| if whole { whole_bits(elem, r) } else { random_bits(elem, r) };
+            // Narrow types take their bits from a slice of the draw (8 bits a value is still ample for
+            // the few hundred values they hold; 16 for 2-byte types).
             match &mut data {
+                HostData::W1(v) => fill_random(v, seed, |r, x: &mut u8, k| *x = bits((r >> (8 * k)) & 0xFF) as u8, 8),
+                HostData::W2(v) => fill_random(v, seed, |r, x: &mut u16, k| *x = bits((r >> (16 * k)) & 0xFFFF) as u16, 4),
                 HostData::W4(v) => fill_random(v, seed, |r, x: &mut u32, k| *x = bits((r >> (32 * k)) as u32 as u64) as u32, 2),
                 HostData::W8(v) => fill_random(v, seed, |r, x: &mut u64, _| *x = bits(r), 1),
             }
             return data;
         }
-        match (&mut data, init) {
-            (_, Init::Zero) => {}
-            (HostData::W4(v), Init::Poison) => v.fill(u32::MAX),
-            (HostData::W8(v), Init::Poison) => v.fill(u64::MAX),
-            (HostData::W4(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i) as u32),
-            (HostData::W8(v), Init::Iota) => v.iter_mut().enumerate().for_each(|(i, x)| *x = iota_bits(elem, i)),
-            (_, Init::Random | Init::RandomInt) => unreachable!("handled above"),
+        match init {
+            Init::Zero => {}
+            Init::Poison => data.fill_with(|_| u64::MAX),
+            Init::Iota => data.fill_with(|i| from_value(elem, i as f64)),
+            Init::Random | Init::RandomInt => unreachable!("handled above"),
         }
         data
     }
 
+    /// Sets element i to `bits(i)` (truncated to the element width).
+    fn fill_with(&mut self, bits: impl Fn(usize) -> u64) {
+        match self {
+            HostData::W1(v) => v.iter_mut().enumerate().for_each(|(i, x)| *x = bits(i) as u8),
+            HostData::W2(v) => v.iter_mut().enumerate().for_each(|(i, x)| *x = bits(i) as u16),
+            HostData::W4(v) => v.iter_mut().enumerate().for_each(|(i, x)| *x = bits(i) as u32),
+            HostData::W8(v) => v.iter_mut().enumerate().for_each(|(i, x)| *x = bits(i)),
+        }
+    }
+
+    /// The same values in another type (rounded to nearest; integers saturate): a buffer that
+    /// starts as another's data, so an f16 kernel and an f32 one read the same numbers.
+    pub fn converted(&self, from: ElemType, to: ElemType) -> HostData {
+        let mut out = HostData::zeroed(to, self.len());
+        out.fill_with(|i| from_value(to, value(from, self.word(i))));
+        out
+    }
+
     pub fn as_bytes(&self) -> &[u8] {
         match self {
+            HostData::W1(v) => v,
+            HostData::W2(v) => cast_bytes(v),
             HostData::W4(v) => cast_bytes(v),
             HostData::W8(v) => cast_bytes(v),
         }
@@ -62,6 +100,8 @@ impl HostData {
 
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
         match self {
+            HostData::W1(v) => v,
+            HostData::W2(v) => cast_bytes_mut(v),
             HostData::W4(v) => cast_bytes_mut(v),
             HostData::W8(v) => cast_bytes_mut(v),
         }
@@ -69,6 +109,8 @@ impl HostData {
 
     pub(crate) fn word(&self, i: usize) -> u64 {
         match self {
+            HostData::W1(v) => v[i] as u64,
+            HostData::W2(v) => v[i] as u64,
             HostData::W4(v) => v[i] as u64,
             HostData::W8(v) => v[i],
         }
@@ -106,49 +148,52 @@ fn fill_random<T: Send>(v: &mut [T], seed: u64, set: impl Fn(u64, &mut T, usize)
 }
 
 fn cast_bytes<T: Copy>(v: &[T]) -> &[u8] {
-    // SAFETY: u32/u64 have no padding and every byte pattern is a valid u8.
+    // SAFETY: u16/u32/u64 have no padding and every byte pattern is a valid u8.
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 
 fn cast_bytes_mut<T: Copy>(v: &mut [T]) -> &mut [u8] {
-    // SAFETY: as above, and every byte pattern is a valid u32/u64.
+    // SAFETY: as above, and every byte pattern is a valid u16/u32/u64.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(v)) }
 }
 
-fn iota_bits(elem: ElemType, i: usize) -> u64 {
-    match elem {
-        ElemType::F32 => (i as f32).to_bits() as u64,
-        ElemType::F64 => (i as f64).to_bits(),
-        _ => i as u64,
-    }
-}
-
-/// Maps raw random bits to a value of the type: floats uniform in [-1, 1), signed integers in [-1000, 1000), unsigned in [0, 2000).
+/// Maps raw random bits to a value of the type: floats uniform in [-1, 1), signed integers in
+/// [-1000, 1000) ([-64, 64) for i8), unsigned in [0, 2000) ([0, 128) for u8): small enough that a
+/// kernel's sums of a few of them do not overflow the narrow types.
 fn random_bits(elem: ElemType, r: u64) -> u64 {
     match elem {
         ElemType::F32 => ((r as u32 >> 8) as f32 / (1u32 << 23) as f32 - 1.0).to_bits() as u64,
         ElemType::F64 => ((r >> 11) as f64 / (1u64 << 52) as f64 - 1.0).to_bits(),
-        ElemType::I32 => ((r % 2000) as i32 - 1000) as u32 as u64,
-        ElemType::U32 => r % 2000,
-        ElemType::I64 => ((r % 2000) as i64 - 1000) as u64,
-        ElemType::U64 => r % 2000,
+        // 8 or 16 random bits arrive for the narrow types: spread them over [-1, 1).
+        ElemType::F16 | ElemType::Bf16 => from_value(elem, (r & 0xFFFF) as f64 / 32768.0 - 1.0),
+        ElemType::I8 => from_value(elem, (r % 128) as f64 - 64.0),
+        ElemType::U8 => r % 128,
+        ElemType::I16 | ElemType::I32 | ElemType::I64 => from_value(elem, (r % 2000) as f64 - 1000.0),
+        ElemType::U16 | ElemType::U32 | ElemType::U64 => r % 2000,
     }
 }
 
-/// Whole numbers: integers as `random_bits` draws them, floats holding the same values exactly.
+/// Whole numbers: integers as `random_bits` draws them, floats holding the same values exactly
+/// (bf16 holds whole numbers exactly only up to 256, so its range is [-128, 128)).
 fn whole_bits(elem: ElemType, r: u64) -> u64 {
-    let n = (r % 2000) as i64 - 1000;
     match elem {
-        ElemType::F32 => (n as f32).to_bits() as u64,
-        ElemType::F64 => (n as f64).to_bits(),
+        ElemType::Bf16 => from_value(elem, (r % 256) as f64 - 128.0),
+        ElemType::F16 | ElemType::F32 | ElemType::F64 => from_value(elem, (r % 2000) as f64 - 1000.0),
         _ => random_bits(elem, r),
     }
 }
 
+/// The value of one element from its bits.
 pub(crate) fn value(elem: ElemType, bits: u64) -> f64 {
     match elem {
+        ElemType::F16 => half::f16::from_bits(bits as u16).to_f64(),
+        ElemType::Bf16 => half::bf16::from_bits(bits as u16).to_f64(),
         ElemType::F32 => f32::from_bits(bits as u32) as f64,
         ElemType::F64 => f64::from_bits(bits),
+        ElemType::I8 => bits as u8 as i8 as f64,
+        ElemType::U8 => bits as u8 as f64,
+        ElemType::I16 => bits as u16 as i16 as f64,
+        ElemType::U16 => bits as u16 as f64,
         ElemType::I32 => bits as u32 as i32 as f64,
         ElemType::U32 => bits as u32 as f64,
         ElemType::I64 => bits as i64 as f64,
@@ -156,7 +201,81 @@ pub(crate) fn value(elem: ElemType, bits: u64) -> f64 {
     }
 }
 
-pub(crate) fn is_poison(elem: ElemType, bits: u64) -> bool {
-    bits == if elem.size() == 4 { u32::MAX as u64 } else { u64::MAX }
+/// The bits of `x` in the type: floats rounded to nearest, integers rounded and saturated.
+pub(crate) fn from_value(elem: ElemType, x: f64) -> u64 {
+    match elem {
+        ElemType::F16 => half::f16::from_f64(x).to_bits() as u64,
+        ElemType::Bf16 => half::bf16::from_f64(x).to_bits() as u64,
+        ElemType::F32 => (x as f32).to_bits() as u64,
+        ElemType::F64 => x.to_bits(),
+        // `as` from f64 saturates and maps NaN to 0.
+        ElemType::I8 => x.round() as i8 as u8 as u64,
+        ElemType::U8 => x.round() as u8 as u64,
+        ElemType::I16 => x.round() as i16 as u16 as u64,
+        ElemType::U16 => x.round() as u16 as u64,
+        ElemType::I32 => x.round() as i32 as u32 as u64,
+        ElemType::U32 => x.round() as u32 as u64,
+        ElemType::I64 => x.round() as i64 as u64,
+        ElemType::U64 => x.round() as u64,
+    }
 }
 
+pub(crate) fn is_poison(elem: ElemType, bits: u64) -> bool {
+    bits == u64::MAX >> (64 - 8 * elem.size())
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(elem: ElemType, d: &HostData) -> Vec<f64> {
+        (0..d.len()).map(|i| value(elem, d.word(i))).collect()
+    }
+
+    #[test]
+    fn narrow_types_start_in_their_ranges_and_replay_from_the_seed() {
+        for (elem, lo, hi) in [(ElemType::F16, -1.0, 1.0), (ElemType::Bf16, -1.0, 1.0), (ElemType::I8, -64.0, 64.0), (ElemType::U8, 0.0, 128.0), (ElemType::I16, -1000.0, 1000.0), (ElemType::U16, 0.0, 2000.0)] {
+            let d = HostData::init(elem, 10_000, Init::Random, 7);
+            assert_eq!(d.as_bytes().len(), 10_000 * elem.size());
+            let v = values(elem, &d);
+            assert!(v.iter().all(|&x| (lo..hi).contains(&x) || (elem.is_float() && x == hi)), "{elem:?} out of [{lo}, {hi})");
+            // Spread over the range, not stuck at a few values.
+            let distinct: std::collections::BTreeSet<u64> = (0..d.len()).map(|i| d.word(i)).collect();
+            assert!(distinct.len() > 100, "{elem:?}: {} distinct values", distinct.len());
+            assert_eq!(d, HostData::init(elem, 10_000, Init::Random, 7));
+            assert_ne!(d, HostData::init(elem, 10_000, Init::Random, 8));
+        }
+    }
+
+    #[test]
+    fn whole_numbers_are_exact_in_every_float_type() {
+        for elem in [ElemType::F16, ElemType::Bf16, ElemType::F32] {
+            let d = HostData::init(elem, 4096, Init::RandomInt, 3);
+            assert!(values(elem, &d).iter().all(|x| x.fract() == 0.0 && x.abs() <= 1000.0), "{elem:?}");
+        }
+        // bf16 holds whole numbers exactly only up to 256.
+        assert!(values(ElemType::Bf16, &HostData::init(ElemType::Bf16, 4096, Init::RandomInt, 3)).iter().all(|x| (-128.0..128.0).contains(x)));
+    }
+
+    #[test]
+    fn poison_iota_and_conversion() {
+        for elem in [ElemType::F16, ElemType::Bf16, ElemType::I8, ElemType::U16] {
+            let p = HostData::init(elem, 3, Init::Poison, 0);
+            assert!((0..3).all(|i| is_poison(elem, p.word(i))), "{elem:?}");
+        }
+        assert!(value(ElemType::F16, u16::MAX as u64).is_nan() && value(ElemType::Bf16, u16::MAX as u64).is_nan());
+        assert_eq!(values(ElemType::F16, &HostData::init(ElemType::F16, 4, Init::Iota, 0)), vec![0.0, 1.0, 2.0, 3.0]);
+        let f = HostData::W4([0.1f32, -2.5, 70000.0, 1e-9].iter().map(|x| x.to_bits()).collect());
+        let h = f.converted(ElemType::F32, ElemType::F16);
+        let hv = values(ElemType::F16, &h);
+        assert!((hv[0] - 0.1).abs() <= 0.1 * ElemType::F16.epsilon() / 2.0 + 1e-12, "rounded to nearest: {}", hv[0]);
+        assert_eq!(hv[1], -2.5);
+        assert!(hv[2].is_infinite(), "70000 is past f16's range (65504)");
+        let b = f.converted(ElemType::F32, ElemType::Bf16);
+        assert_eq!(values(ElemType::Bf16, &b)[2], 70144.0, "bf16 keeps float32's range, with 8 bits of precision");
+        // Integers saturate.
+        let i = HostData::W4(vec![300, (-300i32) as u32]).converted(ElemType::I32, ElemType::I8);
+        assert_eq!(values(ElemType::I8, &i), vec![127.0, -128.0]);
+    }
+}

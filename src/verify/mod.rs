@@ -15,8 +15,18 @@ pub use reference::{check_copy, check_copy_mapped, check_matmul, check_same, che
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ElemType {
+    /// IEEE half (`__half`): 10 mantissa bits.
+    #[serde(alias = "half")]
+    F16,
+    /// bfloat16 (`__nv_bfloat16`): float32's exponent, 7 mantissa bits.
+    #[serde(alias = "bfloat16")]
+    Bf16,
     F32,
     F64,
+    I8,
+    U8,
+    I16,
+    U16,
     I32,
     U32,
     I64,
@@ -26,12 +36,44 @@ pub enum ElemType {
 impl ElemType {
     pub fn size(self) -> usize {
         match self {
+            ElemType::I8 | ElemType::U8 => 1,
+            ElemType::F16 | ElemType::Bf16 | ElemType::I16 | ElemType::U16 => 2,
             ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
             ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
         }
     }
     pub fn is_float(self) -> bool {
-        matches!(self, ElemType::F32 | ElemType::F64)
+        matches!(self, ElemType::F16 | ElemType::Bf16 | ElemType::F32 | ElemType::F64)
+    }
+    pub fn is_signed(self) -> bool {
+        matches!(self, ElemType::I8 | ElemType::I16 | ElemType::I32 | ElemType::I64)
+    }
+    /// The gap between 1 and the next value of the type (0 for integers, which compare exactly).
+    pub fn epsilon(self) -> f64 {
+        match self {
+            ElemType::F16 => 2f64.powi(-10),
+            ElemType::Bf16 => 2f64.powi(-7),
+            ElemType::F32 => f32::EPSILON as f64,
+            ElemType::F64 => f64::EPSILON,
+            _ => 0.0,
+        }
+    }
+    /// The name a manifest uses (`f16`, `bf16`, `i8`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F16 => "f16",
+            ElemType::Bf16 => "bf16",
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::I8 => "i8",
+            ElemType::U8 => "u8",
+            ElemType::I16 => "i16",
+            ElemType::U16 => "u16",
+            ElemType::I32 => "i32",
+            ElemType::U32 => "u32",
+            ElemType::I64 => "i64",
+            ElemType::U64 => "u64",
+        }
     }
 }
 
@@ -71,8 +113,14 @@ pub enum CorrectnessSpec {
     None,
     Copy { input: usize, output: usize, map: CopyMap },
     Transpose { input: usize, output: usize, rows: u64, cols: u64 },
-    /// The output must equal another variant's output on the same inputs.
-    SameAs { output: usize, tolerance: f64 },
+    /// `output` must equal another variant's `reference_output` (the same buffer unless the two
+    /// variants write buffers of different types, say f16 against f32) on the same inputs.
+    SameAs {
+        output: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reference_output: Option<usize>,
+        tolerance: f64,
+    },
     /// The first `count` elements of `output` must add up to the sum of `input`.
     Sum { input: usize, output: usize, count: u64, input_stride: u64, tolerance: f64 },
     /// `output = alpha * op(a) * op(b) + beta * output` (row-major; see `MatmulShape`).
@@ -149,5 +197,19 @@ pub struct Correctness {
     /// ‖out − ref‖₂ / ‖ref‖₂ for float comparisons with a tolerance; 0 for exact ones.
     pub rel_error: f64,
     pub first_mismatch: Option<String>,
+    /// For float comparisons with a tolerance: max |out − ref| / max |ref| (the worst element on the output's scale).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_error: Option<f64>,
+    /// The output type the errors are measured in, so a report can say them in units of its epsilon.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elem: Option<ElemType>,
+}
+
+impl Correctness {
+    /// The relative L2 error in units of the output type's epsilon (`None` for exact comparisons).
+    pub fn error_in_eps(&self) -> Option<f64> {
+        let eps = self.elem?.epsilon();
+        (eps > 0.0 && self.max_error.is_some()).then(|| self.rel_error / eps)
+    }
 }
 

@@ -47,6 +47,8 @@ impl Tally {
             unwritten: self.unwritten,
             rel_error: 0.0,
             first_mismatch: self.first,
+            max_error: None,
+            elem: None,
         }
     }
 }
@@ -102,37 +104,54 @@ pub fn check_transpose(elem: ElemType, input: &HostData, out: &HostData, rows: u
     .outcome()
 }
 
-/// `out` must match the reference output: bit-exact when `tolerance` is 0 or the type is an
-/// integer, else within `tolerance` relative L2 error with no element left unwritten.
-pub fn check_same(elem: ElemType, reference: &HostData, out: &HostData, tolerance: f64) -> Correctness {
-    if !elem.is_float() || tolerance == 0.0 {
+/// `out` must match the reference output: bit-exact when both are of one type and `tolerance`
+/// is 0 or the type is an integer; value for value when the types differ and one is an integer;
+/// else (floats, of one type or two: an f16 kernel against an f32 one) within `tolerance`
+/// relative L2 error, measured in float64, with no element left unwritten.
+pub fn check_same(ref_elem: ElemType, reference: &HostData, elem: ElemType, out: &HostData, tolerance: f64) -> Correctness {
+    let floats = elem.is_float() && ref_elem.is_float();
+    if ref_elem == elem && (!elem.is_float() || tolerance == 0.0) {
         return check_copy(elem, reference, out);
     }
     let mut t = Tally::new(elem);
-    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
+    let (mut diff2, mut ref2, mut max_diff, mut max_ref) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for i in 0..reference.len().min(out.len()) {
         let (g, w) = (out.word(i), reference.word(i));
         t.checked += 1;
-        let (gv, wv) = (value(elem, g), value(elem, w));
-        if is_poison(elem, g) && !is_poison(elem, w) {
+        let (gv, wv) = (value(elem, g), value(ref_elem, w));
+        if elem.is_float() && is_poison(elem, g) && !is_poison(ref_elem, w) {
             t.unwritten += 1;
         }
-        if gv.is_nan() != wv.is_nan() {
+        let differs = if floats { gv.is_nan() != wv.is_nan() || gv.is_infinite() != wv.is_infinite() } else { gv != wv };
+        if differs {
             t.mismatches += 1;
             t.first.get_or_insert_with(|| format!("element {i}: got {gv} want {wv}"));
-        } else if !gv.is_nan() {
+        } else if floats && gv.is_finite() {
             diff2 += (gv - wv).powi(2);
             ref2 += wv * wv;
+            max_diff = max_diff.max((gv - wv).abs());
+            max_ref = max_ref.max(wv.abs());
         }
     }
-    let rel = if ref2 > 0.0 { (diff2 / ref2).sqrt() } else { diff2.sqrt() };
     let mut o = t.outcome();
+    if !floats {
+        return o;
+    }
+    let rel = if ref2 > 0.0 { (diff2 / ref2).sqrt() } else { diff2.sqrt() };
     o.rel_error = rel;
+    o.max_error = Some(if max_ref > 0.0 { max_diff / max_ref } else { max_diff });
+    o.elem = Some(elem);
     o.passed = o.passed && o.unwritten == 0 && rel <= tolerance;
     if rel > tolerance && o.first_mismatch.is_none() {
-        o.first_mismatch = Some(format!("relative L2 error {rel:.3e} above tolerance {tolerance:.1e}"));
+        o.first_mismatch = Some(format!("relative L2 error {rel:.3e}{} above tolerance {tolerance:.1e}", in_eps(rel, elem)));
     }
     o
+}
+
+/// ` (N eps of f16)`: an error in units of the type's epsilon, for floats.
+fn in_eps(error: f64, elem: ElemType) -> String {
+    let eps = elem.epsilon();
+    if eps > 0.0 { format!(" = {:.2} eps of {}", error / eps, elem.name()) } else { String::new() }
 }
 
 /// The first `count` elements of `out` (a reduction's partial results) must add up to the sum of
@@ -144,7 +163,7 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
     let stride = input_stride.max(1);
     // For integers the poison pattern is -1 (or the maximum), a legitimate partial sum: only a float's NaN says "never written".
     let unwritten = if elem.is_float() { (0..count).filter(|&i| is_poison(elem, out.word(i))).count() as u64 } else { 0 };
-    let mut o = Correctness { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None };
+    let mut o = Correctness { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None, max_error: None, elem: None };
     if elem.is_float() {
         let (mut want, mut scale) = (0.0f64, 0.0f64);
         for i in (0..input.len()).step_by(stride) {
@@ -213,11 +232,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// The element type's unit roundoff.
 fn epsilon(elem: ElemType) -> f64 {
-    match elem {
-        ElemType::F32 => f32::EPSILON as f64,
-        ElemType::F64 => f64::EPSILON,
-        _ => 0.0,
-    }
+    elem.epsilon()
 }
 
 /// `out` must be `alpha * op(a) * op(b) + beta * c0` at every checked position (see
@@ -230,7 +245,7 @@ pub fn check_matmul(elem: ElemType, a: &HostData, b: &HostData, c0: Option<&Host
     let bound = if tolerance > 0.0 { tolerance } else { 2.0 * k as f64 * epsilon(elem) };
     let needed = (a.len() as u64 >= m * k) && (b.len() as u64 >= k * n) && (out.len() as u64 >= m * n) && c0.is_none_or(|c| c.len() as u64 >= m * n);
     if !needed || m == 0 || n == 0 {
-        return Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: Some(format!("the buffers are smaller than a {} product needs", shape.label())) };
+        return Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: Some(format!("the buffers are smaller than a {} product needs", shape.label())), max_error: None, elem: None };
     }
     let positions = matmul_positions(m, n);
     let step = positions.len().div_ceil(threads()).max(1);
@@ -269,7 +284,7 @@ pub fn check_matmul(elem: ElemType, a: &HostData, b: &HostData, c0: Option<&Host
             .collect();
         handles.into_iter().map(|h| h.join().expect("matmul check thread panicked")).collect()
     });
-    let mut o = Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: None };
+    let mut o = Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: None, max_error: None, elem: None };
     for (checked, bad, unwritten, worst, first) in parts {
         o.checked += checked;
         o.mismatches += bad;
@@ -474,10 +489,42 @@ mod tests {
     fn same_as_with_tolerance() {
         let r = HostData::W4(vec![1.0f32.to_bits(), 2.0f32.to_bits()]);
         let near = HostData::W4(vec![1.0001f32.to_bits(), 2.0f32.to_bits()]);
-        assert!(check_same(ElemType::F32, &r, &near, 1e-3).passed);
-        assert!(!check_same(ElemType::F32, &r, &near, 1e-6).passed);
-        assert!(!check_same(ElemType::F32, &r, &near, 0.0).passed);
+        assert!(check_same(ElemType::F32, &r, ElemType::F32, &near, 1e-3).passed);
+        assert!(!check_same(ElemType::F32, &r, ElemType::F32, &near, 1e-6).passed);
+        assert!(!check_same(ElemType::F32, &r, ElemType::F32, &near, 0.0).passed);
         let ints = HostData::W4(vec![5, 6]);
-        assert!(check_same(ElemType::I32, &ints, &ints.clone(), 0.5).passed);
+        assert!(check_same(ElemType::I32, &ints, ElemType::I32, &ints.clone(), 0.5).passed);
+    }
+
+    #[test]
+    fn half_outputs_are_checked_against_float32_in_units_of_their_epsilon() {
+        let want = [1.0f32, -0.3333333, 0.7, 1000.5];
+        let reference = floats(&want);
+        // The float32 values rounded to f16: within half an f16 epsilon of each, relative.
+        let halves = reference.converted(ElemType::F32, ElemType::F16);
+        let o = check_same(ElemType::F32, &reference, ElemType::F16, &halves, 2.0 * ElemType::F16.epsilon());
+        assert!(o.passed, "{o:?}");
+        let in_eps = o.error_in_eps().unwrap();
+        assert!(in_eps > 0.0 && in_eps <= 0.5, "rounding to nearest is at most half an epsilon: {in_eps}");
+        assert_eq!(o.elem, Some(ElemType::F16));
+        // bf16 has 3 fewer mantissa bits: the same values fail an f16-sized tolerance.
+        // 1 + 3/256 needs 8 mantissa bits: f16 holds it, bf16 (7 bits) is off by 1/256.
+        let fine = floats(&[1.01171875; 4]);
+        let bf = fine.converted(ElemType::F32, ElemType::Bf16);
+        assert!(check_same(ElemType::F32, &fine, ElemType::F16, &fine.converted(ElemType::F32, ElemType::F16), 0.0 + 1e-12).passed);
+        assert!(!check_same(ElemType::F32, &fine, ElemType::Bf16, &bf, 2.0 * ElemType::F16.epsilon()).passed);
+        assert!(check_same(ElemType::F32, &fine, ElemType::Bf16, &bf, 2.0 * ElemType::Bf16.epsilon()).passed);
+        // An f16 element never written (0xFFFF, a NaN) is a mismatch and counted unwritten.
+        let mut unwritten = halves.clone();
+        if let HostData::W2(v) = &mut unwritten {
+            v[1] = u16::MAX;
+        }
+        let o = check_same(ElemType::F32, &reference, ElemType::F16, &unwritten, 1.0);
+        assert_eq!((o.passed, o.unwritten, o.mismatches), (false, 1, 1));
+        // Integers of two widths compare by value.
+        let small = HostData::W1(vec![5u8, 250]);
+        let wide = HostData::W4(vec![5, (-6i32) as u32]);
+        assert!(check_same(ElemType::I32, &wide, ElemType::I8, &small, 0.0).passed);
+        assert!(!check_same(ElemType::I32, &wide, ElemType::U8, &small, 0.0).passed);
     }
 }
