@@ -37,10 +37,11 @@ pub fn assign_kernels<'a>(jobs: &[&'a JobSpec], kernels: &[KernelRow]) -> Vec<(&
     out
 }
 
-/// ncu prints `name`, or a demangled signature `name(args)` / `void name<...>(...)`.
+/// ncu prints `name` (its base name, as for `axpy<float>` or `wt::gemm<64>`), or a demangled
+/// signature `name(args)` / `void ns::name<...>(...)`: the function's own names must agree.
 fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
     let base = reported.split('(').next().unwrap_or(reported).split('<').next().unwrap_or(reported);
-    base.trim().rsplit(' ').next() == Some(wanted)
+    base.trim().rsplit(' ').next().is_some_and(|r| crate::cxx::base_name(r) == crate::cxx::base_name(wanted))
 }
 
 /// Computes a job's metrics from its kernels' counters. A formula that cannot be evaluated is a
@@ -98,6 +99,11 @@ mod tests {
     #[test]
     fn names_match_plain_and_demangled() {
         assert!(kernel_name_matches("transpose_naive", "transpose_naive"));
+        // C++ kernels: ncu gives the base name, or the demangled signature with its namespace.
+        assert!(kernel_name_matches("axpy", "axpy<__half>"));
+        assert!(kernel_name_matches("void wt::gemm<64, float>(int, float *)", "wt::gemm<64, float>"));
+        assert!(kernel_name_matches("block_sum", "red::block_sum<float, 256, 8>"));
+        assert!(!kernel_name_matches("block_sum_half2", "red::block_sum<float, 256, 8>"));
         assert!(kernel_name_matches("void transposeUnrolled<32, 8>(const float *, float *, int)", "transposeUnrolled"));
         assert!(kernel_name_matches("copy_row(float*, float*, int, int)", "copy_row"));
         assert!(!kernel_name_matches("copy_row_x", "copy_row"));
