@@ -86,6 +86,10 @@ pub struct SuiteArgs {
     /// L2 state while timing: `cold` flushes it before every sample, `warm` reuses it (default: the suite's `cache`, else warm).
     #[arg(long, value_enum)]
     pub cache: Option<crate::records::CacheState>,
+    /// Time every job this many times, the variants interleaved (A B C A B C …), each time in a
+    /// child of its own; a job's interval is then across rounds (run-to-run noise included).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
 }
 
 fn positive(s: &str) -> Result<f64, String> {

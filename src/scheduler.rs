@@ -153,7 +153,7 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
     let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
 
     let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
-    let steps = plan.jobs.len() as u64 + groups.len() as u64 * if settings.profile.is_some() { 2 } else { 1 };
+    let steps = plan.jobs.len() as u64 * timing.rounds.max(1) as u64 + groups.len() as u64 * if settings.profile.is_some() { 2 } else { 1 };
     let bar = if settings.quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
     let mut code = exit::OK;
@@ -168,18 +168,30 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
         }
         bar.inc(1);
 
+        // Rounds interleave the variants (A B C A B C …) so drift hits all of them alike; after
+        // every round each job's record so far is saved (a later record of a job replaces it).
+        let mut so_far: Vec<Option<JobRecord>> = vec![None; group_jobs.len()];
+        for round in 0..timing.rounds.max(1) {
+            // Each round draws its own inputs: seed, seed + 1 (the second check), seed + 2, …
+            let ctx = RunContext { seed: settings.seed.wrapping_add(2 * round as u64), ..ctx };
+            for (ji, job) in group_jobs.iter().enumerate() {
+                bar.set_message(format!("{group}: {}{}", job.label(), if timing.rounds > 1 { format!(" (round {}/{})", round + 1, timing.rounds) } else { String::new() }));
+                let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
+                let record = run_job(executor, &ctx, plan.suite, job, &tag)?;
+                let record = if timing.rounds > 1 { JobRecord::with_round(so_far[ji].take(), record) } else { record };
+                append(&Record::Job(record.clone()))?;
+                so_far[ji] = Some(record);
+                bar.inc(1);
+            }
+        }
         let mut ran: Vec<&JobSpec> = Vec::new();
-        for (ji, job) in group_jobs.iter().enumerate() {
-            bar.set_message(format!("{group}: {}", job.label()));
-            let record = run_job(executor, &ctx, plan.suite, job, &format!("job-{gi}-{ji}"))?;
+        for (job, record) in group_jobs.iter().zip(so_far.iter().flatten()) {
             if record.status != JobStatus::Failed && record.status != JobStatus::TimedOut {
                 ran.push(job);
             }
             if record.status != JobStatus::Ok {
                 code = exit::JOBS_FAILED;
             }
-            append(&Record::Job(record))?;
-            bar.inc(1);
         }
 
         if settings.profile.is_some() {
@@ -272,6 +284,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         nvml_after,
         wall_seconds: 0.0,
         compilers: Vec::new(),
+        rounds: Vec::new(),
     };
     match outcome {
         Ok(o) => {

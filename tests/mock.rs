@@ -110,3 +110,30 @@ fn the_cache_state_is_a_setting_recorded_in_the_run() {
     assert_eq!(info["timing"]["cache"], "warm", "the suite's own state, warm by default");
     lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--cache", "lukewarm"]).assert().code(2).stderr(predicate::str::contains("cold"));
 }
+
+#[test]
+fn rounds_interleave_the_variants_and_the_interval_is_across_rounds() {
+    let d = tempfile::tempdir().unwrap();
+    let run = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "reduction", "--variant", "smem,warp_shuffle", "--rounds", "3", "--out", "runs", "--quiet"]).assert().code(0));
+    let run_dir = d.path().join(run.trim());
+    let results = std::fs::read_to_string(run_dir.join("results.jsonl")).unwrap();
+    let jobs: Vec<Value> = results.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["kind"] == "job").collect();
+    let group = jobs[0]["group"].as_str().unwrap().to_string();
+    let in_group: Vec<&Value> = jobs.iter().filter(|v| v["group"] == group.as_str()).collect();
+    let per_round = in_group.len() / 3;
+    assert!(per_round >= 2 && in_group.len() == 3 * per_round, "{} records", in_group.len());
+    // A B … A B … A B …: every round runs every job once before the next round starts, each
+    // record holding the rounds so far.
+    for (i, v) in in_group.iter().enumerate() {
+        assert_eq!(v["id"], in_group[i % per_round]["id"]);
+        assert_eq!(v["rounds"].as_array().unwrap().len(), i / per_round + 1);
+    }
+    let last = in_group.last().unwrap();
+    let medians = last["samples_ms"].as_array().unwrap();
+    assert_eq!(medians.len(), 3, "one median a round: {last}");
+    assert!(last["rounds"].as_array().unwrap().iter().all(|r| r["samples_ms"].as_array().unwrap().len() >= 10), "each round keeps its own samples");
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["timing"]["rounds"], 3);
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(report.contains("3 rounds, variants interleaved"), "{report}");
+}

@@ -159,6 +159,65 @@ pub struct JobRecord {
     /// The compilers that built its program (and its `same_as` reference), with versions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compilers: Vec<String>,
+    /// For a run of several rounds (`--rounds`): each round's own samples. `samples_ms` then holds
+    /// one median per timed round, so the summary's interval is across rounds (run-to-run drift
+    /// included), not within one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundRecord>,
+}
+
+/// One round of a job in a multi-round run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RoundRecord {
+    pub status: JobStatus,
+    pub samples_ms: Vec<f64>,
+    pub runs_per_sample: u32,
+    pub stopped_by: String,
+}
+
+impl JobStatus {
+    /// Which of two outcomes of one job counts: a failure over a wrong output over success.
+    fn severity(self) -> u8 {
+        match self {
+            JobStatus::Ok => 0,
+            JobStatus::Wrong => 1,
+            JobStatus::TimedOut => 2,
+            JobStatus::Failed => 3,
+        }
+    }
+}
+
+impl JobRecord {
+    /// Adds one more round's record of the same job to the rounds so far (`None` before the
+    /// first). The combined record's samples are the round medians, its status the worst round's.
+    pub fn with_round(so_far: Option<JobRecord>, round: JobRecord) -> JobRecord {
+        let this = RoundRecord { status: round.status, samples_ms: round.samples_ms.clone(), runs_per_sample: round.runs_per_sample, stopped_by: round.stopped_by.clone() };
+        let mut merged = match so_far {
+            None => JobRecord { rounds: Vec::new(), ..round.clone() },
+            Some(mut m) => {
+                if round.status.severity() > m.status.severity() {
+                    m.status = round.status;
+                    m.error = round.error.clone().map(|e| format!("round {}: {e}", m.rounds.len() + 1));
+                }
+                // A check that failed in any round is the one to show.
+                if round.correctness.as_ref().is_some_and(|c| !c.passed) || m.correctness.is_none() {
+                    m.correctness = round.correctness.clone();
+                }
+                if round.correctness_after.as_ref().is_some_and(|c| !c.passed) || m.correctness_after.is_none() {
+                    m.correctness_after = round.correctness_after.clone();
+                }
+                m.nvml_after = round.nvml_after.clone();
+                m.wall_seconds += round.wall_seconds;
+                m
+            }
+        };
+        merged.rounds.push(this);
+        let medians: Vec<f64> = merged.rounds.iter().filter_map(|r| crate::stats::summarize(&r.samples_ms).map(|s| s.median)).collect();
+        merged.summary = crate::stats::summarize(&medians);
+        merged.samples_ms = medians;
+        merged.stopped_by = format!("{} rounds (interval across rounds)", merged.rounds.len());
+        merged
+    }
 }
 
 /// Giga-units per second of `amount` done in `ms` milliseconds (bytes -> GB/s, flops -> GFLOP/s).
@@ -461,4 +520,51 @@ pub fn groups_in_order<'a>(names: impl Iterator<Item = &'a String>) -> Vec<Strin
         }
     }
     out
+}
+
+#[cfg(test)]
+mod round_tests {
+    use super::*;
+
+    fn record(status: JobStatus, samples: &[f64]) -> JobRecord {
+        JobRecord {
+            key: JobKey { id: "j".into(), variant: "v".into(), ..Default::default() },
+            label: "v".into(),
+            description: String::new(),
+            status,
+            error: (status == JobStatus::Failed).then(|| "boom".to_string()),
+            correctness: None,
+            correctness_after: None,
+            samples_ms: samples.to_vec(),
+            runs_per_sample: 1,
+            stopped_by: "noise target".into(),
+            summary: crate::stats::summarize(samples),
+            work: Work::default(),
+            bound: BoundSpec::Copy,
+            launches: 1,
+            nvml_before: None,
+            nvml_after: None,
+            wall_seconds: 1.0,
+            compilers: Vec::new(),
+            rounds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn rounds_combine_into_round_medians_and_the_worst_status() {
+        let one = JobRecord::with_round(None, record(JobStatus::Ok, &[1.0, 1.0, 1.2]));
+        let two = JobRecord::with_round(Some(one), record(JobStatus::Ok, &[2.0, 2.0, 2.2]));
+        let three = JobRecord::with_round(Some(two.clone()), record(JobStatus::Ok, &[1.5, 1.5]));
+        assert_eq!(three.samples_ms, vec![1.0, 2.0, 1.5]);
+        let s = three.summary.unwrap();
+        assert_eq!((s.median, s.ci_low, s.ci_high), (1.5, 1.0, 2.0), "the interval spans the rounds, not one round's samples");
+        assert_eq!(three.rounds.len(), 3);
+        assert_eq!(three.rounds[1].samples_ms, vec![2.0, 2.0, 2.2]);
+        assert_eq!(three.wall_seconds, 3.0);
+        // A round that failed makes the job failed, saying which round.
+        let failed = JobRecord::with_round(Some(two), record(JobStatus::Failed, &[]));
+        assert_eq!(failed.status, JobStatus::Failed);
+        assert_eq!(failed.error.as_deref(), Some("round 3: boom"));
+        assert_eq!(failed.samples_ms, vec![1.0, 2.0], "a round without samples adds no median");
+    }
 }

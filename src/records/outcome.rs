@@ -39,11 +39,18 @@ pub struct TimingConfig {
     pub min_sample_ms: f64,
     #[serde(default)]
     pub cache: CacheState,
+    /// Rounds the run made (`--rounds`): each job timed once a round, the variants interleaved.
+    #[serde(default = "one_round")]
+    pub rounds: u32,
+}
+
+fn one_round() -> u32 {
+    1
 }
 
 impl Default for TimingConfig {
     fn default() -> Self {
-        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5, cache: CacheState::Warm }
+        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5, cache: CacheState::Warm, rounds: 1 }
     }
 }
 

@@ -97,8 +97,9 @@ fn header(run: &RunData, out: &mut String) {
         kv("compilers", compilers.iter().map(|(c, v)| format!("{c}: {}", v.join(", "))).collect::<Vec<_>>().join("; "));
     }
     kv("timing", format!(
-        "CUDA events, median of ≥{} samples with 95% CI, stop at ±{:.1}% or {:.1} s; {}",
-        i.timing.min_samples, i.timing.target_rel_ci * 100.0, i.timing.max_seconds, i.cache_state
+        "CUDA events, median of ≥{} samples with 95% CI, stop at ±{:.1}% or {:.1} s; {}{}",
+        i.timing.min_samples, i.timing.target_rel_ci * 100.0, i.timing.max_seconds, i.cache_state,
+        if i.timing.rounds > 1 { format!("; {} rounds, variants interleaved: a job's median is the median of its round medians, its interval across rounds", i.timing.rounds) } else { String::new() }
     ));
     if let Some(w) = i.wall_seconds {
         kv("wall time", format!("{w:.0} s"));
