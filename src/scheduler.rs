@@ -284,6 +284,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         nvml_after,
         wall_seconds: 0.0,
         compilers: Vec::new(),
+        timing_method: String::new(),
         rounds: Vec::new(),
     };
     match outcome {
@@ -296,6 +297,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.samples_ms = o.samples_ms;
             record.runs_per_sample = o.runs_per_sample;
             record.stopped_by = o.stopped_by;
+            record.timing_method = o.timing_method;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }

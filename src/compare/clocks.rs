@@ -140,6 +140,7 @@ mod tests {
             nvml_after: after.map(snap),
             wall_seconds: 0.0,
             compilers: Vec::new(),
+            timing_method: String::new(),
             rounds: Vec::new(),
         }
     }

@@ -105,6 +105,7 @@ impl Executor for MockExecutor {
             compile: Vec::new(),
             seed: ctx.seed,
             correctness_after: None,
+            timing_method: "MOCK: nothing was timed".into(),
         })
     }
 

@@ -159,6 +159,9 @@ pub struct JobRecord {
     /// The compilers that built its program (and its `same_as` reference), with versions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compilers: Vec<String>,
+    /// How its samples were taken (empty in runs made before it was recorded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timing_method: String,
     /// For a run of several rounds (`--rounds`): each round's own samples. `samples_ms` then holds
     /// one median per timed round, so the summary's interval is across rounds (run-to-run drift
     /// included), not within one.
@@ -546,6 +549,7 @@ mod round_tests {
             nvml_after: None,
             wall_seconds: 1.0,
             compilers: Vec::new(),
+            timing_method: String::new(),
             rounds: Vec::new(),
         }
     }

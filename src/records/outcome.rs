@@ -80,6 +80,9 @@ pub struct JobOutcome {
     /// The same verification after timing, on fresh inputs of another seed (`seed + 1`).
     #[serde(default)]
     pub correctness_after: Option<Correctness>,
+    /// How the samples were taken (events around runs, or CUDA graphs for short cold kernels).
+    #[serde(default)]
+    pub timing_method: String,
 }
 
 /// The memory bounds of one size: a device-to-device copy and a plain copy kernel over `bytes` bytes.

@@ -96,6 +96,19 @@ fn header(run: &RunData, out: &mut String) {
     if !compilers.is_empty() {
         kv("compilers", compilers.iter().map(|(c, v)| format!("{c}: {}", v.join(", "))).collect::<Vec<_>>().join("; "));
     }
+    // How the jobs were timed, when not all alike (runs before this was recorded have none).
+    let mut methods: Vec<(&str, Vec<&str>)> = Vec::new();
+    for j in run.jobs.iter().filter(|j| !j.timing_method.is_empty()) {
+        match methods.iter_mut().find(|(m, _)| *m == j.timing_method) {
+            Some((_, labels)) => labels.push(&j.label),
+            None => methods.push((&j.timing_method, vec![&j.label])),
+        }
+    }
+    match methods.as_slice() {
+        [] => {}
+        [(m, _)] => kv("timing method", format!("{m} (every job)")),
+        _ => kv("timing method", methods.iter().map(|(m, labels)| format!("{m}: {}", labels.join(", "))).collect::<Vec<_>>().join("; ")),
+    }
     kv("timing", format!(
         "CUDA events, median of ≥{} samples with 95% CI, stop at ±{:.1}% or {:.1} s; {}{}",
         i.timing.min_samples, i.timing.target_rel_ci * 100.0, i.timing.max_seconds, i.cache_state,

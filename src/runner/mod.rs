@@ -179,10 +179,10 @@ impl Buffers {
 }
 
 /// Launches every kernel of a variant once, in order.
-fn launch_all(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], pointers: &[u64]) -> Result<(), RunError> {
+fn launch_all(stream: &Arc<CudaStream>, loaded: &Loaded, launches: &[LaunchSpec], pointers: &[u64]) -> Result<(), RunError> {
     for l in launches {
         let f = &loaded.functions[&l.kernel];
-        let mut b = gpu.stream.launch_builder(f);
+        let mut b = stream.launch_builder(f);
         // Arguments live in this vector until the launch is queued (the builder keeps pointers to them).
         let values: Vec<ArgSpec> = l.args.iter().map(|a| match a {
             ArgSpec::Buffer(i) => ArgSpec::U64(pointers[*i]),
@@ -210,7 +210,7 @@ fn launch_all(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], pointers: &[u
 }
 
 fn run_checked(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], bufs: &Buffers, what: &str) -> Result<(), RunError> {
-    launch_all(gpu, loaded, launches, &bufs.pointers)?;
+    launch_all(&gpu.stream, loaded, launches, &bufs.pointers)?;
     gpu.stream.synchronize().doing(format!("running {what} (a fault here is an illegal memory access or a trap in the kernel)"))
 }
 
@@ -243,8 +243,33 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
     Ok(Some(outcome))
 }
 
-/// Times `run` (one run of the variant) with CUDA events until the stopping rule is met.
-pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, mut run: impl FnMut() -> Result<(), RunError>) -> Result<(Vec<f64>, u32, u32, String), RunError> {
+/// What timing found: per-run times and how they were taken.
+pub struct Timed {
+    pub samples_ms: Vec<f64>,
+    pub runs_per_sample: u32,
+    pub warmup_runs: u32,
+    pub stopped_by: String,
+    /// How the samples were taken, in words for the report.
+    pub method: String,
+}
+
+/// Below this per-run time a cold sample is a CUDA graph of many flush + run pairs, the time of a
+/// flush-only graph subtracted: timed one launch at a time between events, kernels under 20 µs
+/// read 1.36× ncu's `gpu__time_duration` on an H100 (median; 1.02 at 20 µs and above), the
+/// launch and event overhead showing (reports/cold-h100, 2026-11-22).
+pub const GRAPH_BELOW_MS: f64 = 0.020;
+
+/// Whether the runs may be captured into a CUDA graph (a library call bound to the default stream may not).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Capture {
+    Allowed,
+    Never,
+}
+
+/// Times `run` (one run of the variant, on the stream it is given) with CUDA events until the
+/// stopping rule is met.
+pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Timed, RunError> {
+    let stream = gpu.stream.clone();
     // cudarc's default event flags disable timing; events that time need CU_EVENT_DEFAULT.
     let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
     let (start, stop) = (event()?, event()?);
@@ -255,60 +280,138 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, mut run: impl FnMut() -> Result<
             let l2 = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).doing("reading the L2 size")?.max(1 << 20) as usize;
             // SAFETY: only ever written (by memset), never read.
             let buffer = unsafe { gpu.stream.alloc::<u8>(2 * l2) }.doing("allocating the L2 flush buffer")?;
-            Some((buffer, 2 * l2))
+            let pointer = { buffer.device_ptr(&gpu.stream).0 };
+            Some(Flush { pointer, bytes: 2 * l2, _buffer: buffer })
         }
-    };
-    let flush_l2 = |n: u8| -> Result<(), RunError> {
-        if let Some((buffer, bytes)) = &flush {
-            // SAFETY: the pointer and length are those of the live flush buffer on this stream.
-            unsafe { cudarc::driver::result::memset_d8_async(buffer.device_ptr(&gpu.stream).0, n, *bytes, gpu.stream.cu_stream()) }.doing("flushing the L2")?;
-        }
-        Ok(())
     };
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples.
     let mut warmup_runs = 0u32;
     let wall = Instant::now();
     while warmup_runs < 3 || wall.elapsed().as_secs_f64() * 1e3 < cfg.warmup_ms {
-        run()?;
+        run(&stream)?;
         warmup_runs += 1;
-        gpu.stream.synchronize().doing("warming up")?;
+        stream.synchronize().doing("warming up")?;
     }
     // Calibrate back to back, as samples run: the warm-up's syncs would add host gaps to short kernels.
     let calibration_runs = warmup_runs.min(100);
-    start.record(&gpu.stream).doing("recording an event")?;
+    start.record(&stream).doing("recording an event")?;
     for _ in 0..calibration_runs {
-        run()?;
+        run(&stream)?;
     }
-    stop.record(&gpu.stream).doing("recording an event")?;
+    stop.record(&stream).doing("recording an event")?;
     stop.synchronize().doing("calibrating")?;
     let per_run = (start.elapsed_ms(&stop).doing("reading calibration time")? as f64 / calibration_runs as f64).max(1e-4);
+    let mut method = match &flush {
+        Some(_) => "events around one run after an L2 flush".to_string(),
+        None => "events around back-to-back runs".to_string(),
+    };
+    if let (Some(f), Capture::Allowed, true) = (&flush, capture, per_run < GRAPH_BELOW_MS) {
+        match time_graphs(gpu, cfg, f, per_run, &mut run) {
+            Ok(timed) => return Ok(Timed { warmup_runs, ..timed }),
+            // A kernel that cannot be captured is still timed, the plain way, and says why.
+            Err(e) => method = format!("{method} (a CUDA graph could not be captured: {})", e.to_string().lines().next().unwrap_or_default()),
+        }
+    }
     // Cold: one run a sample (a second run would find the first one's data in L2).
     let runs_per_sample = if flush.is_some() { 1 } else { ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000) };
     let mut samples = Vec::new();
     let sampling = Instant::now();
     let stopped_by = loop {
-        flush_l2(samples.len() as u8)?;
-        start.record(&gpu.stream).doing("recording an event")?;
-        for _ in 0..runs_per_sample {
-            run()?;
+        if let Some(f) = &flush {
+            f.write(&stream, samples.len() as u8)?;
         }
-        stop.record(&gpu.stream).doing("recording an event")?;
+        start.record(&stream).doing("recording an event")?;
+        for _ in 0..runs_per_sample {
+            run(&stream)?;
+        }
+        stop.record(&stream).doing("recording an event")?;
         stop.synchronize().doing("timing the variant")?;
         samples.push(start.elapsed_ms(&stop).doing("reading event time")? as f64 / runs_per_sample as f64);
-        if samples.len() < cfg.min_samples {
-            continue;
-        }
-        if stats::summarize(&samples).is_some_and(|s| s.relative_half_width() <= cfg.target_rel_ci) {
-            break format!("noise target {:.2}% met", cfg.target_rel_ci * 100.0);
-        }
-        if samples.len() >= cfg.max_samples {
-            break format!("{} samples", cfg.max_samples);
-        }
-        if sampling.elapsed().as_secs_f64() >= cfg.max_seconds {
-            break format!("time cap {:.1}s", cfg.max_seconds);
+        if let Some(why) = stop_sampling(cfg, &samples, sampling) {
+            break why;
         }
     };
-    Ok((samples, runs_per_sample, warmup_runs, stopped_by))
+    Ok(Timed { samples_ms: samples, runs_per_sample, warmup_runs, stopped_by, method })
+}
+
+/// The stopping rule: enough samples and the noise target met, or a cap reached.
+fn stop_sampling(cfg: &TimingConfig, samples: &[f64], since: Instant) -> Option<String> {
+    if samples.len() < cfg.min_samples {
+        return None;
+    }
+    if stats::summarize(samples).is_some_and(|s| s.relative_half_width() <= cfg.target_rel_ci) {
+        return Some(format!("noise target {:.2}% met", cfg.target_rel_ci * 100.0));
+    }
+    if samples.len() >= cfg.max_samples {
+        return Some(format!("{} samples", cfg.max_samples));
+    }
+    (since.elapsed().as_secs_f64() >= cfg.max_seconds).then(|| format!("time cap {:.1}s", cfg.max_seconds))
+}
+
+/// The L2 flush buffer of cold timing.
+struct Flush {
+    _buffer: CudaSlice<u8>,
+    pointer: u64,
+    bytes: usize,
+}
+
+impl Flush {
+    fn write(&self, stream: &CudaStream, byte: u8) -> Result<(), RunError> {
+        // SAFETY: the pointer and length are those of the live flush buffer.
+        unsafe { cudarc::driver::result::memset_d8_async(self.pointer, byte, self.bytes, stream.cu_stream()) }.doing("flushing the L2")
+    }
+}
+
+/// Cold timing of a short kernel: a sample is a CUDA graph of `n` (flush, run) pairs, minus a
+/// graph of `n` flushes alone, over `n`: no launch gap or event overhead between the runs.
+fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Timed, RunError> {
+    use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+    // The default (legacy) stream cannot be captured: a stream of its own, after the uploads.
+    gpu.stream.synchronize().doing("finishing the uploads")?;
+    let stream = gpu.ctx.new_stream().doing("creating a capture stream")?;
+    // About 0.2 ms of the kernel's own time per graph, 10 to 100 runs.
+    let n = ((0.2 / per_run).ceil() as usize).clamp(10, 100);
+    let mut capture = |with_runs: bool| -> Result<cudarc::driver::CudaGraph, RunError> {
+        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).doing("starting a graph capture")?;
+        let body = (0..n).try_for_each(|i| {
+            flush.write(&stream, i as u8)?;
+            if with_runs { run(&stream) } else { Ok(()) }
+        });
+        let graph = stream.end_capture(CUgraphInstantiate_flags(0)).doing("ending the graph capture");
+        body?;
+        graph?.ok_or_else(|| RunError::Invalid("the captured graph is empty".into()))
+    };
+    let (runs, flushes) = (capture(true)?, capture(false)?);
+    let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
+    let (start, stop) = (event()?, event()?);
+    let time = |graph: &cudarc::driver::CudaGraph| -> Result<f64, RunError> {
+        start.record(&stream).doing("recording an event")?;
+        graph.launch().doing("launching a graph")?;
+        stop.record(&stream).doing("recording an event")?;
+        stop.synchronize().doing("timing a graph")?;
+        Ok(start.elapsed_ms(&stop).doing("reading event time")? as f64)
+    };
+    for _ in 0..2 {
+        time(&runs)?;
+        time(&flushes)?;
+    }
+    let mut samples = Vec::new();
+    let sampling = Instant::now();
+    let stopped_by = loop {
+        // Alternating keeps drift out of the difference.
+        let (with_runs, alone) = (time(&runs)?, time(&flushes)?);
+        samples.push((with_runs - alone) / n as f64);
+        if let Some(why) = stop_sampling(cfg, &samples, sampling) {
+            break why;
+        }
+    };
+    Ok(Timed {
+        samples_ms: samples,
+        runs_per_sample: n as u32,
+        warmup_runs: 0,
+        stopped_by,
+        method: format!("CUDA graph of {n} (L2 flush, run) pairs, minus a graph of {n} flushes, over {n} (runs under {} µs)", GRAPH_BELOW_MS * 1e3),
+    })
 }
 
 /// Runs one job: check first, then time. A wrong variant is still timed (the report shows it, never ranks it).
@@ -318,7 +421,7 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
     let mut bufs = Buffers::new(gpu, spec, seed)?;
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
-    let (samples_ms, runs_per_sample, warmup_runs, stopped_by) = time_runs(gpu, cfg, || launch_all(gpu, &loaded, &spec.launches, &bufs.pointers))?;
+    let timed = time_runs(gpu, cfg, Capture::Allowed, |stream| launch_all(stream, &loaded, &spec.launches, &bufs.pointers))?;
     // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
     // only on the data it was first given, is caught.
     let correctness_after = match correctness {
@@ -328,7 +431,7 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         }
         None => None,
     };
-    Ok(JobOutcome { correctness, samples_ms, runs_per_sample, warmup_runs, stopped_by, compile, seed, correctness_after })
+    Ok(JobOutcome { correctness, samples_ms: timed.samples_ms, runs_per_sample: timed.runs_per_sample, warmup_runs: timed.warmup_runs, stopped_by: timed.stopped_by, compile, seed, correctness_after, timing_method: timed.method })
 }
 
 /// Runs each job's launches exactly once, in order, for `ncu` to profile: no check, no timing,
@@ -383,13 +486,14 @@ fn run_fma(gpu: &Gpu, cfg: &TimingConfig, sms: u32) -> Result<(Vec<f64>, f64, u3
     let out_ptr = out.device_ptr(&gpu.stream).0;
     let (blocks, threads, iters) = (sms * 8, 256u32, 256i32);
     let flops = blocks as f64 * threads as f64 * iters as f64 * 16.0 * 8.0 * 2.0;
-    let (samples, ..) = time_runs(gpu, cfg, || {
-        let mut b = gpu.stream.launch_builder(&f);
+    let samples = time_runs(gpu, cfg, Capture::Allowed, |stream| {
+        let mut b = stream.launch_builder(&f);
         b.arg(&out_ptr).arg(&iters);
         // SAFETY: one pointer and one int, as the kernel takes.
         unsafe { b.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }) }.doing("launching the FMA kernel")?;
         Ok(())
-    })?;
+    })?
+    .samples_ms;
     Ok((samples, flops, sms))
 }
 
@@ -399,20 +503,26 @@ pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool) -> Resul
     let src_data = HostData::init(ElemType::U32, (bytes / 4) as usize, Init::Random, 1);
     let src = gpu.stream.clone_htod(src_data.as_bytes()).doing("uploading the copy source")?;
     // SAFETY: fully written by the copies before it is read.
-    let mut dst = unsafe { gpu.stream.alloc::<u8>(bytes as usize) }.doing("allocating the copy target")?;
-    let (memcpy_samples_ms, ..) = time_runs(gpu, cfg, || gpu.stream.memcpy_dtod(&src, &mut dst).doing("device-to-device copy"))?;
+    let dst = unsafe { gpu.stream.alloc::<u8>(bytes as usize) }.doing("allocating the copy target")?;
+    let (src_ptr, dst_ptr) = (src.device_ptr(&gpu.stream).0, dst.device_ptr(&gpu.stream).0);
+    let memcpy_samples_ms = time_runs(gpu, cfg, Capture::Allowed, |stream| {
+        // SAFETY: both buffers hold `bytes` bytes. Raw pointers: a graph capture must not see
+        // cudarc's cross-stream event tracking.
+        unsafe { cudarc::driver::result::memcpy_dtod_async(dst_ptr, src_ptr, bytes as usize, stream.cu_stream()) }.doing("device-to-device copy")
+    })?
+    .samples_ms;
     let f = compile_builtin(gpu, COPY_KERNEL, "gpu_lab_copy")?;
     let sms = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).doing("reading the SM count")? as u64;
     let n4 = bytes / 16;
     let blocks = n4.div_ceil(256).min(sms * 32).max(1) as u32;
-    let (src_ptr, dst_ptr) = (src.device_ptr(&gpu.stream).0, dst.device_ptr(&gpu.stream).0);
-    let (kernel_samples_ms, ..) = time_runs(gpu, cfg, || {
-        let mut b = gpu.stream.launch_builder(&f);
+    let kernel_samples_ms = time_runs(gpu, cfg, Capture::Allowed, |stream| {
+        let mut b = stream.launch_builder(&f);
         b.arg(&src_ptr).arg(&dst_ptr).arg(&n4);
         // SAFETY: both buffers hold n4 float4s.
         unsafe { b.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.doing("launching the copy kernel")?;
         Ok(())
-    })?;
+    })?
+    .samples_ms;
     let fma = if fma { Some(run_fma(gpu, cfg, sms as u32)?) } else { None };
     Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms, fma })
 }
@@ -454,6 +564,7 @@ pub fn run_cublas(gpu: &Gpu, shape: &MatmulShape, elem: ElemType, cfg: &TimingCo
         };
         r.map_err(|e| RunError::Invalid(format!("cuBLAS {}: {e:?}", if gemv { "gemv" } else { "gemm" })))
     };
-    let (samples_ms, ..) = time_runs(gpu, cfg, call)?;
+    // The handle is bound to the default stream, which a graph cannot capture.
+    let samples_ms = time_runs(gpu, cfg, Capture::Never, |_| call())?.samples_ms;
     Ok(ComputeOutcome { samples_ms, math_mode: "CUBLAS_DEFAULT_MATH (FP32 without TF32 tensor cores)".into() })
 }
