@@ -131,3 +131,38 @@ fn serde_words_become_the_manifests_own() {
     let e = gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("[axes]", "[params]\nB = 2.5\n[axes]"))).unwrap_err().to_string();
     assert!(e.contains("a whole number is needed here"), "{e}");
 }
+
+#[test]
+fn a_compute_run_of_many_jobs_is_judged_in_linear_time() {
+    // 40 000 compute jobs: with the FP32 peak recomputed per job (a scan of every job), the report
+    // took minutes; once per group, about a second.
+    let run = repo().join("reports/runs/20261122T171826Z-matmul-h200");
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(run.join("run.json"), d.path().join("run.json")).unwrap();
+    let mut body = String::new();
+    let mut jobs = Vec::new();
+    for l in std::fs::read_to_string(run.join("results.jsonl")).unwrap().lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["kind"] == "job" { jobs.push(v) } else { body.push_str(&format!("{v}\n")) }
+    }
+    for i in 0..40_000 {
+        let mut v = jobs[i % jobs.len()].clone();
+        v["id"] = Value::from(format!("{}#{i}", v["id"].as_str().unwrap()));
+        if i == 7 {
+            // A thousand times its flops: past the FP32 peak.
+            v["flops"] = Value::from(v["flops"].as_f64().unwrap() * 1000.0);
+        }
+        body.push_str(&format!("{v}\n"));
+    }
+    std::fs::write(d.path().join("results.jsonl"), body).unwrap();
+    let (data, _) = gpu_lab::store::load_run(d.path()).unwrap();
+    let started = std::time::Instant::now();
+    let all = data.impossible_jobs();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&data).unwrap();
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    // The same verdicts as asking job by job.
+    for j in data.jobs.iter().step_by(997).chain(data.jobs.get(7)) {
+        assert_eq!(all.get(j.id()).cloned(), data.impossible(j), "{}", j.id());
+    }
+    assert!(all.len() == 1 && md.contains("IMPOSSIBLE"), "{all:?}");
+}
