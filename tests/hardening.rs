@@ -166,3 +166,54 @@ fn a_compute_run_of_many_jobs_is_judged_in_linear_time() {
     }
     assert!(all.len() == 1 && md.contains("IMPOSSIBLE"), "{all:?}");
 }
+
+/// The line of the first line of `text` that starts with `prefix`.
+fn line_starting(text: &str, prefix: &str) -> usize {
+    text.lines().position(|l| l.starts_with(prefix)).unwrap() + 1
+}
+
+#[test]
+fn manifest_errors_point_at_the_line_of_the_offending_key() {
+    let d = tempfile::tempdir().unwrap();
+    // A variant named like a buffer: the error is about its args, not the buffer's `name = "x"`.
+    let m = SMALL.replace("name = \"v\"", "name = \"x\"").replace("args = [\"x\", \"N\"]", "args = [\"y\", \"N\"]");
+    let e = gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err();
+    assert_eq!(e.line, Some(line_starting(&m, "args =")), "{e}");
+    // A buffer's bad len: its `len` line, never the `[suite]` line (the buffer shares the suite's name).
+    let m = SMALL.replace("name = \"x\"", "name = \"mine\"").replace("\"x\", \"N\"", "\"mine\", \"N\"").replace("len = \"N\"", "len = \"M\"");
+    let e = gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err();
+    assert_eq!(e.line, Some(line_starting(&m, "len =")), "{e}");
+    // A grid of 0: the variant's `grid` line.
+    let m = SMALL.replace("grid = [\"ceil_div(N, 256)\"]", "grid = [\"0\"]");
+    let e = gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err();
+    assert_eq!(e.line, Some(line_starting(&m, "grid =")), "{e}");
+    // A repeated sweep value: the axis's line.
+    let m = SMALL.replace("N = [1024]", "N = [1024, 1024]");
+    let e = gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err();
+    assert_eq!(e.line, Some(line_starting(&m, "N =")), "{e}");
+    // A source that cannot be read: the manifest's file and line, the source named in the message.
+    let m = SMALL.replace("source = \"k.cu\"", "source = \"missing.cu\"");
+    let e = gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err();
+    assert!(e.file.ends_with("suite.toml") && e.line == Some(line_starting(&m, "source =")) && e.message.contains("missing.cu"), "{e}");
+}
+
+#[test]
+fn a_manifest_that_is_not_utf8_gets_its_line_and_an_encoding_fix() {
+    let d = tempfile::tempdir().unwrap();
+    let m = SMALL.replace("[axes]", "description = \"caf\u{e9}\"\n[axes]");
+    let p = suite(d.path(), &m);
+    // Latin-1 é: one byte 0xe9 where UTF-8 has two.
+    let latin1: Vec<u8> = m.replace('\u{e9}', "\u{1}").bytes().map(|b| if b == 1 { 0xe9 } else { b }).collect();
+    std::fs::write(&p, latin1).unwrap();
+    let e = gpu_lab::suite::load(&p).unwrap_err();
+    assert_eq!(e.line, Some(line_starting(&m, "description")), "{e}");
+    assert!(e.message.contains("0xe9") && e.fix.contains("UTF-8") && !e.fix.contains("readable"), "{e}");
+}
+
+#[test]
+fn a_manifest_past_its_size_limit_is_refused_before_it_is_parsed() {
+    let d = tempfile::tempdir().unwrap();
+    let padding = "# padding padding padding padding padding padding padding padding\n".repeat(20_000);
+    let e = gpu_lab::suite::load(&suite(d.path(), &format!("{SMALL}{padding}"))).unwrap_err().to_string();
+    assert!(e.contains(&format!("more than the {} gpu-lab reads", gpu_lab::suite::MAX_MANIFEST_BYTES)) && e.contains("fix:"), "{e}");
+}
