@@ -217,3 +217,20 @@ fn a_manifest_past_its_size_limit_is_refused_before_it_is_parsed() {
     let e = gpu_lab::suite::load(&suite(d.path(), &format!("{SMALL}{padding}"))).unwrap_err().to_string();
     assert!(e.contains(&format!("more than the {} gpu-lab reads", gpu_lab::suite::MAX_MANIFEST_BYTES)) && e.contains("fix:"), "{e}");
 }
+
+#[test]
+fn an_ncu_csv_of_one_huge_line_is_refused_in_linear_time() {
+    // A 1 GB line took minutes (64 MB: 3.5 s and 2 GB of column names); past the line limit it is
+    // refused after one pass over the text.
+    let d = tempfile::tempdir().unwrap();
+    let line = format!("\"ID\",{}\n", "\"x\",".repeat(gpu_lab::parse::MAX_CSV_LINE_BYTES / 4 + 1));
+    std::fs::write(d.path().join("one-line.csv"), &line).unwrap();
+    gpu_lab(d.path())
+        .args(["import", "one-line.csv"])
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!("line 1 of the ncu CSV is {} bytes long, more than the {}", line.len() - 1, gpu_lab::parse::MAX_CSV_LINE_BYTES)).and(predicate::str::contains("fix:")));
+    let e = gpu_lab::parse::parse_ncu_csv(&line).unwrap_err();
+    assert!(matches!(e, gpu_lab::parse::ParseError::LineTooLong { line: 1, .. }), "{e}");
+}
