@@ -234,3 +234,18 @@ fn an_ncu_csv_of_one_huge_line_is_refused_in_linear_time() {
     let e = gpu_lab::parse::parse_ncu_csv(&line).unwrap_err();
     assert!(matches!(e, gpu_lab::parse::ParseError::LineTooLong { line: 1, .. }), "{e}");
 }
+
+#[test]
+fn ncu_with_more_counters_than_one_argument_holds_is_refused_with_the_limit() {
+    // 3000 counters: a `--metrics` argument of 140 KB, past Linux's 128 KiB per argument, which
+    // failed as "Argument list too long" from execve. Refused before ncu is even looked for.
+    let d = tempfile::tempdir().unwrap();
+    let counters: Vec<String> = (0..3000).map(|i| format!("c{i} = \"smsp__sass_inst_executed_op_global_ld_{i}.sum\"")).collect();
+    std::fs::write(d.path().join("many.toml"), format!("[metrics.many]\ndescription = \"d\"\nunit = \"x\"\ncounters = {{ {} }}\nformula = \"c0\"\n", counters.join(", "))).unwrap();
+    gpu_lab(d.path())
+        .args(["--metrics-file", "many.toml", "ncu", "--metrics", "many", "--", "/bin/true"])
+        .env("NCU", d.path().join("no-ncu-here"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("3001 ncu counters").and(predicate::str::contains(gpu_lab::profiler::MAX_METRICS_ARG_BYTES.to_string())).and(predicate::str::contains("fix:")));
+}
