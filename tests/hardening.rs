@@ -249,3 +249,26 @@ fn ncu_with_more_counters_than_one_argument_holds_is_refused_with_the_limit() {
         .code(1)
         .stderr(predicate::str::contains("3001 ncu counters").and(predicate::str::contains(gpu_lab::profiler::MAX_METRICS_ARG_BYTES.to_string())).and(predicate::str::contains("fix:")));
 }
+
+#[test]
+fn an_include_directory_outside_the_suite_directory_needs_allow_outside() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(d.path().join("shared")).unwrap();
+    std::fs::write(d.path().join("shared/tile.cuh"), "#define TILE 32\n").unwrap();
+    for option in ["-I../shared", "--include-path=../shared"] {
+        let m = SMALL.replace("source = \"k.cu\"", &format!("source = \"k.cu\"\noptions = [\"--use_fast_math\", \"{option}\"]"));
+        let e = gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err();
+        assert!(e.message.contains("lies outside the suite's directory") && e.fix.contains("allow_outside = true") && e.line == Some(line_starting(&m, "options =")), "{e}");
+    }
+    // An absolute directory is outside too, also in a variant's options.
+    let m = SMALL.replace("kernel = \"k\"", &format!("kernel = \"k\"\noptions = [\"-I{}\"]", d.path().join("shared").display()));
+    assert!(gpu_lab::suite::load(&suite(d.path(), &m)).unwrap_err().message.contains("outside"));
+    // Allowed, the directory is taken relative to suite.toml, like a source.
+    let allowed = SMALL.replace("source = \"k.cu\"", "source = \"k.cu\"\nallow_outside = true\noptions = [\"-I../shared\"]");
+    let s = gpu_lab::suite::load(&suite(d.path(), &allowed)).unwrap();
+    let dir = d.path().join("mine");
+    assert!(s.jobs[0].program.options.contains(&format!("-I{}", dir.join("../shared").display())), "{:?}", s.jobs[0].program.options);
+    // A directory inside the suite's needs nothing.
+    std::fs::create_dir_all(dir.join("inc")).unwrap();
+    assert!(gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("source = \"k.cu\"", "source = \"k.cu\"\noptions = [\"-Iinc\"]"))).is_ok());
+}

@@ -217,9 +217,27 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             sources.entry(s.clone()).or_insert_with(|| at!["variants", i, "source"]);
         }
     }
-    let include_options: Vec<String> = manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())).cloned().collect();
-    let mut source_texts = BTreeMap::new();
     let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+    // `-I` directories are paths like sources: relative to suite.toml, and inside its directory
+    // unless the manifest says otherwise (their headers are read and hashed at load).
+    let option_lists = std::iter::once((at!["suite", "options"], &manifest.suite.options)).chain(manifest.variants.iter().enumerate().map(|(i, v)| (at!["variants", i, "options"], &v.options)));
+    for (list_at, options) in option_lists {
+        for (j, o) in options.iter().enumerate() {
+            let Some(d) = include_dir(o) else { continue };
+            let p = dir.join(d);
+            if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
+                let mut named_at = list_at.clone();
+                named_at.push(j.into());
+                return Err(ctx.err(
+                    named_at,
+                    format!("include directory `{d}` (option `{o}`) lies outside the suite's directory {}", dir.display()),
+                    "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers",
+                ));
+            }
+        }
+    }
+    let include_options = resolve_include_options(&dir, manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())));
+    let mut source_texts = BTreeMap::new();
     for (s, named_at) in &sources {
         let p = dir.join(s);
         // Paths are relative to suite.toml and stay under it, unless the manifest says otherwise.
@@ -254,6 +272,21 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     }
     suite.jobs = jobs;
     Ok(suite)
+}
+
+/// The directory of an NVRTC include option (`-Idir`, `--include-path=dir`), if it is one.
+fn include_dir(option: &str) -> Option<&str> {
+    option.strip_prefix("--include-path=").or_else(|| option.strip_prefix("-I")).filter(|d| !d.is_empty())
+}
+
+/// The options with each include directory made relative to the suite's directory, as sources are.
+fn resolve_include_options<'a>(dir: &Path, options: impl Iterator<Item = &'a String>) -> Vec<String> {
+    options
+        .map(|o| match include_dir(o) {
+            Some(d) => format!("-I{}", dir.join(d).display()),
+            None => o.clone(),
+        })
+        .collect()
 }
 
 /// Where the first sweep axis with a value given twice is (the suite's axes, then each variant's).
@@ -399,8 +432,7 @@ fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
 
 fn resolve_program(ctx: &Ctx, suite: &Suite, v: &VariantDecl, env: &Bindings) -> Result<Program, SuiteError> {
     let source = v.source.as_ref().or(suite.manifest.suite.source.as_ref()).expect("validated");
-    let mut options = suite.manifest.suite.options.clone();
-    options.extend(v.options.iter().cloned());
+    let mut options = resolve_include_options(&suite.dir, suite.manifest.suite.options.iter().chain(&v.options));
     for (name, e) in &v.defines {
         let value = expr::eval(e, env).map_err(|err| ctx.err({ let mut p = ctx.variant(v); p.extend(at!["defines", name]); p }, format!("variant `{}`, define {name}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes"))?;
         options.push(format!("-D{name}={value}"));
