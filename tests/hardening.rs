@@ -272,3 +272,41 @@ fn an_include_directory_outside_the_suite_directory_needs_allow_outside() {
     std::fs::create_dir_all(dir.join("inc")).unwrap();
     assert!(gpu_lab::suite::load(&suite(d.path(), &SMALL.replace("source = \"k.cu\"", "source = \"k.cu\"\noptions = [\"-Iinc\"]"))).is_ok());
 }
+
+#[test]
+fn loads_through_cp_async_or_tma_make_gld_efficiency_not_applicable_never_zero() {
+    // The transpose export with copy_row's LD loads taken away and LDGSTS instructions in their
+    // place (a cuBLAS SGEMM's loads are all LDGSTS): n/a with the reason, never 0%.
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo().join("tests/fixtures/h200/transpose-raw-8192x8192.csv")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let header: Vec<String> = csv::ReaderBuilder::new().has_headers(false).from_reader(lines[0].as_bytes()).records().next().unwrap().unwrap().iter().map(String::from).collect();
+    let zeroed: Vec<usize> = ["l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "smsp__sass_data_bytes_mem_global_op_ld.sum"].iter().map(|c| header.iter().position(|h| h == c).unwrap()).collect();
+    for (i, line) in lines.iter_mut().enumerate() {
+        let mut cells: Vec<String> = csv::ReaderBuilder::new().has_headers(false).from_reader(line.as_bytes()).records().next().unwrap().unwrap().iter().map(String::from).collect();
+        let added = match i {
+            0 => "smsp__inst_executed_op_ldgsts.sum",
+            1 => "inst",
+            2 => "4096",
+            _ => "0",
+        };
+        if i == 2 {
+            for &z in &zeroed {
+                cells[z] = "0".into();
+            }
+        }
+        cells.push(added.into());
+        *line = cells.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(",");
+    }
+    std::fs::write(d.path().join("ldgsts.csv"), lines.join("\n") + "\n").unwrap();
+    let out = gpu_lab(d.path()).args(["import", "ldgsts.csv", "--metrics", "gld_efficiency", "--format", "csv"]).assert().code(0);
+    let csv_out = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let copy_row = csv_out.lines().find(|l| l.contains("copy_row")).unwrap();
+    assert!(copy_row.ends_with(",%,1,1,,,"), "one invocation, n/a, no min, max or avg: {copy_row}");
+    let out = gpu_lab(d.path()).args(["import", "ldgsts.csv", "--metrics", "gld_efficiency"]).assert().code(0);
+    let table = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let line = table.lines().skip_while(|l| !l.contains("Kernel: copy_row")).nth(1).unwrap();
+    assert!(line.ends_with("n/a (loads via cp.async/TMA)") && !line.contains("0.00%"), "{line}");
+    // The other kernels keep their LD loads and their values.
+    assert!(table.contains("12.50%") && table.contains("100.00%"), "{table}");
+}

@@ -15,7 +15,7 @@ use crate::report::nvprof::{self, DEVICE_NAME};
 
 /// Reads the kernels with only the columns these metrics need (plus the device's name).
 pub fn read_kernels(table: &CsvTable, defs: &[MetricDef]) -> anyhow::Result<NcuOutput> {
-    let mut wanted: HashSet<&str> = defs.iter().flat_map(|d| d.counter_sets().flat_map(|set| set.values().map(String::as_str))).collect();
+    let mut wanted: HashSet<&str> = defs.iter().flat_map(|d| d.counter_sets().chain(d.not_applicable.iter().map(|r| &r.counters)).flat_map(|set| set.values().map(String::as_str))).collect();
     wanted.insert(DEVICE_NAME);
     Ok(table.kernels(&|name| wanted.contains(name))?)
 }
