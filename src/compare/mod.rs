@@ -242,7 +242,9 @@ fn compare_counters(base_run: &RunData, base: &JobRecord, new_run: &RunData, new
     counters::compare(b, n, defs, redefined)
 }
 
-fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new_impossible: &Impossible, new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, s: &Settings) -> JobComparison {
+/// `new_side`: the new run and its jobs' impossibility, computed once for all of them.
+fn compare_job(base_run: &RunData, base: &JobRecord, new_side: (&RunData, &Impossible), new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, s: &Settings) -> JobComparison {
+    let (new_run, new_impossible) = new_side;
     let mut notes = Vec::new();
     let mut timing = None;
     let mut counters = Vec::new();
@@ -413,7 +415,7 @@ pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str,
         .jobs
         .iter()
         .map(|b| match new_by_id.get(b.id()) {
-            Some(n) => compare_job(base, b, new, &new_impossible, n, defs, &redefined, settings),
+            Some(n) => compare_job(base, b, (new, &new_impossible), n, defs, &redefined, settings),
             None => one_sided(b, true, unfinished),
         })
         .collect();
