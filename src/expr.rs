@@ -113,16 +113,32 @@ impl Compiled {
     }
 
     pub fn eval<'a>(&mut self, bindings: impl IntoIterator<Item = (&'a str, f64)>) -> Result<f64, ExprError> {
-        let fail = |reason: String| ExprError { expr: self.expr.clone(), reason };
-        for (name, value) in bindings {
-            self.ctx.set_value(name.to_string(), Value::from_float(value)).map_err(|e| fail(e.to_string()))?;
-        }
+        let result = self.bind_and_eval(bindings)?;
         let known = || {
             let mut names: Vec<String> = self.ctx.iter_variable_names().collect();
             names.sort();
             names
         };
-        number(self.tree.eval_with_context(&self.ctx), known).map_err(fail)
+        number(result, known).map_err(|reason| ExprError { expr: self.expr.clone(), reason })
+    }
+
+    /// A condition (a metric's `not_applicable` rule): true, or a number other than 0.
+    pub fn holds<'a>(&mut self, bindings: impl IntoIterator<Item = (&'a str, f64)>) -> Result<bool, ExprError> {
+        match self.bind_and_eval(bindings)? {
+            Ok(Value::Boolean(b)) => Ok(b),
+            other => {
+                let known = || self.ctx.iter_variable_names().collect();
+                number(other, known).map(|v| v != 0.0).map_err(|reason| ExprError { expr: self.expr.clone(), reason })
+            }
+        }
+    }
+
+    /// Binds the names (an error here is the binding's), then evaluates (its result as evalexpr gives it).
+    fn bind_and_eval<'a>(&mut self, bindings: impl IntoIterator<Item = (&'a str, f64)>) -> Result<Result<Value<DefaultNumericTypes>, EvalexprError>, ExprError> {
+        for (name, value) in bindings {
+            self.ctx.set_value(name.to_string(), Value::from_float(value)).map_err(|e| ExprError { expr: self.expr.clone(), reason: e.to_string() })?;
+        }
+        Ok(self.tree.eval_with_context(&self.ctx))
     }
 }
 

@@ -143,7 +143,7 @@ fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
     }
     let raw = raw_metric("gpu__time_duration.sum");
     assert!(is_raw_metric(&raw) && !is_raw_metric(&c.metrics["gld_efficiency"]));
-    assert_eq!(Evaluator::new(&raw).unwrap().evaluate(&BTreeMap::from([("gpu__time_duration.sum".to_string(), f64::NAN)])), Ok(LaunchValue::NotApplicable));
+    assert_eq!(Evaluator::new(&raw).unwrap().evaluate(&BTreeMap::from([("gpu__time_duration.sum".to_string(), f64::NAN)])), Ok(LaunchValue::NotApplicable(None)));
 }
 
 /// The launches of `strided_read` in a committed H100 run: ncu printed its percentage as `100`,

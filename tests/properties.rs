@@ -1,4 +1,4 @@
-//! Property tests over every reader of outside text (a bounded fuzz run on every `cargo test`): expressions, manifests, ncu CSV, run records; whatever comes in, an answer or an error comes out, never a panic.
+//! Property tests over every reader of outside text (a bounded fuzz run on every `cargo test`): expressions, manifests, ncu CSV, run records, baselines, metric files; whatever comes in, an answer or an error comes out, never a panic.
 
 use proptest::prelude::*;
 
@@ -23,7 +23,19 @@ fn tokens(words: &'static [&'static str]) -> impl Strategy<Value = String> {
 const EXPR: &[&str] = &["ceil_div(", ")", "(", ",", "*", "/", "+", "-", "^", "%", "N", "NX", "2", "0", "9223372036854775807", "1e308", "float(", "max(", "min(", ".", " "];
 const TOML: &[&str] = &["[suite]\n", "name = \"mine\"\n", "source = \"k.cu\"\n", "[axes]\n", "N = [", "]\n", "[[buffers]]\n", "[[variants]]\n", "kernel = \"k\"\n", "len = \"N\"\n", "type = \"f32\"\n", "init = \"random\"\n", "block = [\"256\"]\n", "grid = [\"ceil_div(N, 256)\"]\n", "args = [\"x\", \"N\"]\n", "check = { op = \"matmul\" }\n", "bound = \"cublas\"\n", "\"", "=", "\n"];
 const CSV: &[&str] = &["\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"gpu__time_duration.sum\"\n", "\"0\",", "\"1\",", "\"(1, 1, 1)\",", "\"nan\",", "\"n/a\",", "\"983,168\",", "\"ns\",", "==ERROR== x\n", "==PROF==\n", "\n", ",", "\""];
+const BASELINE: &[&str] = &["{", "}", "\"name\":", "\"x/../../tmp/y\"", "\"b\"", "\"jobs\":", "[", "]", "\"run\":", "\"bounds\":", "\"job\":", "\"summary\":", "{\"median\":0,\"n\":1}", "null", ",", ":", "1e400", "-0", "\"\u{2026}\""];
+const METRICS: &[&str] = &["[metrics.m]\n", "description = \"d\"\n", "unit = \"%\"\n", "counters = { a = \"a__x.sum\", b = \"b__y.sum\" }\n", "formula = \"a / b\"\n", "formula = \"if(a > 0.0, a, false)\"\n", "[[metrics.m.not_applicable]]\n", "when = \"a == 0.0\"\n", "reason = \"r\"\n", "[[metrics.m.alternatives]]\n", "[sets.s]\n", "metrics = [\"m\"]\n", "\"", "=", "\n"];
 const JSONL: &[&str] = &["{\"kind\":\"job\",", "\"id\":\"a @ -\",", "\"samples_ms\":[", "1.0", "]", "}", "{\"kind\":\"bounds\"", "{\"kind\":\"profile\"", "null", "\n", "\u{2026}", "\"", ":"];
+
+/// A baseline saved from a committed run, as JSON text (built once).
+fn real_baseline() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+        let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
+        serde_json::to_string(&gpu_lab::store::baseline::Baseline::from_run("b", "run", &run, "now".into())).unwrap()
+    })
+}
 
 proptest! {
     #![proptest_config(config())]
@@ -59,6 +71,38 @@ proptest! {
         let (data, _) = gpu_lab::store::load_run(d.path()).unwrap();
         for format in [gpu_lab::report::Format::Md, gpu_lab::report::Format::Csv, gpu_lab::report::Format::Json, gpu_lab::report::Format::Frame] {
             let _ = gpu_lab::report::exporter(format).render(&data);
+        }
+    }
+
+    #[test]
+    fn baselines_load_or_fail_cleanly(text in tokens(BASELINE), cut in any::<prop::sample::Index>(), edit in tokens(BASELINE), from_real in any::<bool>()) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("b.json");
+        // Either loose tokens, or a real baseline with a piece replaced (mostly still JSON, wrong in one place).
+        let text = if from_real {
+            let real = real_baseline();
+            let at = cut.index(real.len() + 1);
+            let at = (0..=at).rev().find(|&i| real.is_char_boundary(i)).unwrap_or(0);
+            let end = (at + edit.len().min(64)).min(real.len());
+            let end = (end..=real.len()).find(|&i| real.is_char_boundary(i)).unwrap_or(real.len());
+            format!("{}{edit}{}", &real[..at], &real[end..])
+        } else {
+            text
+        };
+        std::fs::write(&p, &text).unwrap();
+        if let Ok(b) = gpu_lab::store::baseline::load(&p) {
+            let _ = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&b.to_run());
+        }
+    }
+
+    #[test]
+    fn metric_files_load_and_evaluate_or_fail_cleanly(text in tokens(METRICS), a in prop_oneof![Just(0.0), Just(f64::NAN), any::<f64>()], b in prop_oneof![Just(0.0), any::<f64>()]) {
+        let mut c = gpu_lab::metrics::Catalog::default();
+        if c.add_toml("user.toml", &text).is_ok() {
+            let values = std::collections::BTreeMap::from([("a__x.sum".to_string(), a), ("b__y.sum".to_string(), b)]);
+            for def in c.metrics.values() {
+                let _ = gpu_lab::metrics::evaluate(def, &values);
+            }
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::report::nvprof::{self, DEVICE_NAME};
 
 /// Reads the kernels with only the columns these metrics need (plus the device's name).
 pub fn read_kernels(table: &CsvTable, defs: &[MetricDef]) -> anyhow::Result<NcuOutput> {
-    let mut wanted: HashSet<&str> = defs.iter().flat_map(|d| d.counter_sets().flat_map(|set| set.values().map(String::as_str))).collect();
+    let mut wanted: HashSet<&str> = defs.iter().flat_map(|d| d.counter_sets().chain(d.not_applicable.iter().map(|r| &r.counters)).flat_map(|set| set.values().map(String::as_str))).collect();
     wanted.insert(DEVICE_NAME);
     Ok(table.kernels(&|name| wanted.contains(name))?)
 }
@@ -48,6 +48,10 @@ pub fn print_summary(out: &NcuOutput, defs: &[MetricDef], format: nvprof::Format
     Ok(exit::OK)
 }
 
+/// The largest CSV `import` reads, in bytes (it is read whole): a raw page of 100 000 kernels is
+/// about 1 GB. An `.ncu-rep` is read by ncu; what ncu exports from it meets the line limit.
+pub const MAX_IMPORT_BYTES: u64 = 2 << 30;
+
 fn is_report(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "ncu-rep")
 }
@@ -57,6 +61,12 @@ pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<i32> {
     let file = &args.file;
     if !file.is_file() {
         bail!("{} does not exist or is not a file\n  fix: pass an .ncu-rep report or a CSV that `ncu --csv` printed", file.display());
+    }
+    if !is_report(file)
+        && let Ok(meta) = file.metadata()
+        && meta.len() > MAX_IMPORT_BYTES
+    {
+        bail!("{} is {} bytes, more than the {MAX_IMPORT_BYTES} gpu-lab imports\n  fix: export fewer kernels (`ncu -i REPORT --csv --page raw --print-units base --kernel-name ...`), or split the export", file.display(), meta.len());
     }
     let text = if is_report(file) {
         let ncu = profiler::find(&config.ncu).map_err(|e| anyhow::anyhow!("{e}\n  (an .ncu-rep is read through `ncu -i`; a CSV export of it needs no ncu)"))?;

@@ -61,6 +61,8 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
         n => n,
     };
     let defs = catalog.resolve(&names)?;
+    // Before ncu is looked for or anything runs: a list too long for one argument can never start.
+    profiler::check_counters(&metrics::counters_needed(&defs))?;
     let program = locate_program(&args.program[0], &config.path_dirs)?;
     let ncu = profiler::find(&config.ncu)?;
     let gpu_name = NvmlSession::open().info(0).ok().map(|d| d.name);
@@ -71,6 +73,7 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     let defs = screened.collectable;
     // ncu's raw page carries the device attributes (its name included) without asking.
     let counters = metrics::counters_needed(&defs);
+    profiler::check_counters(&counters)?;
 
     // ncu's report when the user keeps none; removed when dropped.
     let scratch = tempfile::Builder::new().prefix("gpu-lab-ncu-").tempdir_in(&config.temp_dir).with_context(|| format!("creating a scratch directory under {}", config.temp_dir.display()))?;

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use crate::metrics::MetricDef;
-use crate::records::{Fingerprint, JobRecord, JobStatus, ProfileRecord, RunData};
+use crate::records::{Fingerprint, Impossible, JobRecord, JobStatus, ProfileRecord, RunData};
 use crate::report::Exporter;
 use clocks::{ClockChange, Normalize};
 use counters::CounterChange;
@@ -242,14 +242,16 @@ fn compare_counters(base_run: &RunData, base: &JobRecord, new_run: &RunData, new
     counters::compare(b, n, defs, redefined)
 }
 
-fn compare_job(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, s: &Settings) -> JobComparison {
+/// `new_side`: the new run and its jobs' impossibility, computed once for all of them.
+fn compare_job(base_run: &RunData, base: &JobRecord, new_side: (&RunData, &Impossible), new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, s: &Settings) -> JobComparison {
+    let (new_run, new_impossible) = new_side;
     let mut notes = Vec::new();
     let mut timing = None;
     let mut counters = Vec::new();
     let verdict = match (base.status, new.status) {
         // A result the card cannot deliver is a failure, whatever its time.
-        (_, JobStatus::Ok) if new_run.impossible(new).is_some() => {
-            notes.push(format!("impossible: {}", new_run.impossible(new).unwrap_or_default()));
+        (_, JobStatus::Ok) if new_impossible.contains_key(new.id()) => {
+            notes.push(format!("impossible: {}", new_impossible[new.id()]));
             Verdict::Regressed
         }
         (JobStatus::Ok, JobStatus::Ok) => {
@@ -408,11 +410,12 @@ pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str,
     let base_ids: BTreeSet<&str> = base.jobs.iter().map(|j| j.id()).collect();
     let redefined = counters::redefined(&base.info.metrics, &new.info.metrics);
     let unfinished = new.info.finished.is_none();
+    let new_impossible = new.impossible_jobs();
     let mut jobs: Vec<JobComparison> = base
         .jobs
         .iter()
         .map(|b| match new_by_id.get(b.id()) {
-            Some(n) => compare_job(base, b, new, n, defs, &redefined, settings),
+            Some(n) => compare_job(base, b, (new, &new_impossible), n, defs, &redefined, settings),
             None => one_sided(b, true, unfinished),
         })
         .collect();

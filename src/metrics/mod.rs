@@ -53,6 +53,21 @@ pub struct MetricDef {
     /// made with other counters, such as NVIDIA's documented nvprof mapping). Never collected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<Alternative>,
+    /// Where the metric has no meaning for a launch, and why (`n/a (loads via cp.async/TMA)`,
+    /// never 0%): tried in order before the formula; a rule whose counters the launch lacks is skipped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<NotApplicableRule>,
+}
+
+/// A condition under which a metric is n/a for a launch, with the reason shown beside `n/a`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NotApplicableRule {
+    /// Alias -> raw ncu counter, as a metric's own; collected with the metric where the GPU has them.
+    pub counters: BTreeMap<String, String>,
+    /// An expression over the aliases; the metric is n/a where it is true (or non-zero).
+    pub when: String,
+    pub reason: String,
 }
 
 /// Another formula for a metric, over other counters.
@@ -67,6 +82,11 @@ pub struct Alternative {
 }
 
 impl MetricDef {
+    /// The reason of rule `i` (`LaunchValue::NotApplicable(Some(i))`).
+    pub fn not_applicable_reason(&self, rule: Option<usize>) -> Option<&str> {
+        self.not_applicable.get(rule?).map(|r| r.reason.as_str())
+    }
+
     /// The counter sets it can be computed from: its own, then each alternative's.
     pub fn counter_sets(&self) -> impl Iterator<Item = &BTreeMap<String, String>> {
         std::iter::once(&self.counters).chain(self.alternatives.iter().map(|a| &a.counters))
@@ -236,6 +256,7 @@ pub fn raw_metric(name: &str) -> MetricDef {
         reading: String::new(),
         nvprof: false,
         alternatives: Vec::new(),
+        not_applicable: Vec::new(),
     }
 }
 
@@ -251,7 +272,8 @@ pub fn is_raw_counter(name: &str) -> bool {
 
 /// The raw counters to collect for these metrics (duration always included), sorted.
 pub fn counters_needed(defs: &[MetricDef]) -> Vec<String> {
-    let mut set: BTreeSet<String> = defs.iter().flat_map(|d| d.counters.values().cloned()).collect();
+    // A not-applicable rule's counters too: without them the reason of an n/a is unknown.
+    let mut set: BTreeSet<String> = defs.iter().flat_map(|d| d.counters.values().chain(d.not_applicable.iter().flat_map(|r| r.counters.values())).cloned()).collect();
     set.insert(DURATION.to_string());
     set.into_iter().collect()
 }
@@ -301,8 +323,9 @@ pub enum LaunchValue {
     /// The launch lacks a counter the formula needs.
     Missing,
     /// Measured, but the formula is undefined there (0/0, such as shared transactions per
-    /// request of a kernel without shared loads, or any other non-finite result): n/a.
-    NotApplicable,
+    /// request of a kernel without shared loads, or any other non-finite result): n/a; with the
+    /// index of the metric's `not_applicable` rule that says why, where one did.
+    NotApplicable(Option<usize>),
     Value(f64),
 }
 
@@ -324,6 +347,8 @@ pub struct Evaluator<'a> {
     def: &'a MetricDef,
     /// The metric's own formula, then each alternative's, with its counters.
     formulas: Vec<(&'a BTreeMap<String, String>, &'a str, expr::Compiled)>,
+    /// The not-applicable rules' conditions, with their counters.
+    rules: Vec<(&'a BTreeMap<String, String>, expr::Compiled)>,
 }
 
 impl<'a> Evaluator<'a> {
@@ -332,12 +357,25 @@ impl<'a> Evaluator<'a> {
         let formulas = sources
             .map(|(counters, formula)| Ok((counters, formula, expr::Compiled::new(formula).map_err(|error| FormulaError { metric: def.name.clone(), error })?)))
             .collect::<Result<_, FormulaError>>()?;
-        Ok(Evaluator { def, formulas })
+        let rules = def
+            .not_applicable
+            .iter()
+            .map(|r| Ok((&r.counters, expr::Compiled::new(&r.when).map_err(|error| FormulaError { metric: def.name.clone(), error })?)))
+            .collect::<Result<_, FormulaError>>()?;
+        Ok(Evaluator { def, formulas, rules })
     }
 
     /// The first formula whose counters the launch holds gives the value; `Missing` when none does.
     pub fn evaluate(&mut self, values: &BTreeMap<String, f64>) -> Result<LaunchValue, FormulaError> {
-        let finite = |v: f64| if v.is_finite() { LaunchValue::Value(v) } else { LaunchValue::NotApplicable };
+        let finite = |v: f64| if v.is_finite() { LaunchValue::Value(v) } else { LaunchValue::NotApplicable(None) };
+        for (i, (counters, compiled)) in self.rules.iter_mut().enumerate() {
+            let bound: Option<Vec<(&str, f64)>> = counters.iter().map(|(alias, counter)| Some((alias.as_str(), *values.get(counter)?))).collect();
+            if let Some(bound) = bound
+                && compiled.holds(bound).map_err(|error| FormulaError { metric: self.def.name.clone(), error })?
+            {
+                return Ok(LaunchValue::NotApplicable(Some(i)));
+            }
+        }
         for (counters, formula, compiled) in &mut self.formulas {
             // A formula that is one counter's alias (most rates and percentages) needs no expression engine.
             if let Some(counter) = counters.get(formula.trim()) {

@@ -30,7 +30,7 @@ fn missing_counter_and_undefined_ratio_differ() {
     let def = &c.metrics["shared_load_transactions_per_request"];
     assert_eq!(evaluate(def, &values(&[])), Ok(LaunchValue::Missing));
     let no_shared = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0.0), ("smsp__inst_executed_op_shared_ld.sum", 0.0)]);
-    assert_eq!(evaluate(def, &no_shared), Ok(LaunchValue::NotApplicable));
+    assert_eq!(evaluate(def, &no_shared), Ok(LaunchValue::NotApplicable(None)));
     let conflicts = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 1024.0), ("smsp__inst_executed_op_shared_ld.sum", 32.0)]);
     assert_eq!(evaluate(def, &conflicts), Ok(LaunchValue::Value(32.0)));
 }
@@ -93,7 +93,7 @@ fn ncu_efficiency_of_a_kernel_without_loads_is_not_applicable() {
     let def = &c.metrics["gld_efficiency_ncu"];
     // What ncu 2025.3.1 reported on an H100 for the seed's divergence_code (no global loads).
     let none = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 0.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0)]);
-    assert_eq!(evaluate(def, &none), Ok(LaunchValue::NotApplicable));
+    assert_eq!(evaluate(def, &none), Ok(LaunchValue::NotApplicable(None)));
     let misaligned = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 80.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 5_242_880.0)]);
     assert_eq!(evaluate(def, &misaligned), Ok(LaunchValue::Value(80.0)));
 }
@@ -111,5 +111,29 @@ fn a_formula_that_cannot_be_evaluated_is_an_error_naming_the_metric_not_na() {
     // A non-finite result is n/a, not an error.
     let ratio = "[metrics.r]\ndescription = \"d\"\nunit = \"\"\ncounters = { a = \"a__x.sum\", b = \"b__x.sum\" }\nformula = \"a / b\"\n";
     c.add_toml("user.toml", ratio).unwrap();
-    assert_eq!(evaluate(&c.metrics["r"], &values(&[("a__x.sum", 0.0), ("b__x.sum", 0.0)])), Ok(LaunchValue::NotApplicable));
+    assert_eq!(evaluate(&c.metrics["r"], &values(&[("a__x.sum", 0.0), ("b__x.sum", 0.0)])), Ok(LaunchValue::NotApplicable(None)));
+}
+
+#[test]
+fn gld_efficiency_says_why_it_is_not_applicable_for_loads_not_made_by_ld() {
+    let c = Catalog::builtin().unwrap();
+    let def = &c.metrics["gld_efficiency"];
+    let base = [("smsp__sass_data_bytes_mem_global_op_ld.sum", 0.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0), ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 0.0)];
+    let with = |extra: &[(&str, f64)]| values(&base.iter().chain(extra).copied().collect::<Vec<_>>());
+    let reason = |v: LaunchValue| match v {
+        LaunchValue::NotApplicable(rule) => def.not_applicable_reason(rule).map(String::from),
+        other => panic!("{other:?}"),
+    };
+    // LDGSTS (cp.async) or TMA loads, no LD: the reason is the async loads.
+    assert_eq!(reason(evaluate(def, &with(&[("smsp__inst_executed_op_ldgsts.sum", 64.0), ("smsp__inst_executed_op_tma_ld.sum", 0.0)])).unwrap()).as_deref(), Some("loads via cp.async/TMA"));
+    assert_eq!(reason(evaluate(def, &with(&[("smsp__inst_executed_op_ldgsts.sum", 0.0), ("smsp__inst_executed_op_tma_ld.sum", 8.0)])).unwrap()).as_deref(), Some("loads via cp.async/TMA"));
+    // No loads of any kind, and without the async counters (an export that lacks them).
+    assert_eq!(reason(evaluate(def, &with(&[("smsp__inst_executed_op_ldgsts.sum", 0.0), ("smsp__inst_executed_op_tma_ld.sum", 0.0)])).unwrap()).as_deref(), Some("no global loads"));
+    assert!(reason(evaluate(def, &with(&[])).unwrap()).unwrap().contains("were not counted"));
+    // LD loads present: the formula, whatever the async counters say.
+    let ld = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 4.0), ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1.0), ("smsp__inst_executed_op_ldgsts.sum", 64.0)]);
+    assert_eq!(evaluate(def, &ld), Ok(LaunchValue::Value(100.0)));
+    // The rules' counters are collected with the metric, so that the reason is known.
+    let needed = counters_needed(std::slice::from_ref(def));
+    assert!(needed.iter().any(|c| c == "smsp__inst_executed_op_ldgsts.sum") && needed.iter().any(|c| c == "smsp__inst_executed_op_tma_ld.sum"), "{needed:?}");
 }

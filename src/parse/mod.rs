@@ -56,9 +56,16 @@ pub enum ParseError {
     Csv(String),
     #[error("ncu CSV has no `{0}` column; is this `ncu --csv` output?")]
     MissingColumn(&'static str),
+    #[error("line {line} of the ncu CSV is {bytes} bytes long, more than the {MAX_CSV_LINE_BYTES} gpu-lab reads (ncu's widest rows are tens of KB)\n  fix: export the report again (`ncu -i REPORT --csv --page raw --print-units base`): this file was cut, joined or is not an ncu export")]
+    LineTooLong { line: usize, bytes: usize },
     #[error("ncu CSV has the column `{0}` twice: ncu never writes that\n  fix: export the report again (`ncu -i REPORT --csv --page raw --print-units base`) instead of editing the CSV")]
     DuplicateColumn(String),
 }
+
+/// The longest CSV line read, in bytes. ncu's raw page is a few hundred columns (a row of some
+/// 10 KB, kernel names included); a line of a gigabyte is not an export, and its header alone
+/// would become tens of millions of column names.
+pub const MAX_CSV_LINE_BYTES: usize = 4 << 20;
 
 const FIXED: [&str; 11] = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC"];
 
@@ -66,12 +73,15 @@ const FIXED: [&str; 11] = ["ID", "Process ID", "Process Name", "Host Name", "Ker
 const DETAILS_EXTRA: [&str; 8] = ["Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type"];
 
 /// Splits ncu output into its CSV table and everything else.
-fn split_lines(mut text: String, out: &mut NcuOutput) -> String {
+fn split_lines(mut text: String, out: &mut NcuOutput) -> Result<String, ParseError> {
     let mut csv_lines: Vec<(usize, usize)> = Vec::new();
     let mut offset = 0;
-    for line in text.split_inclusive('\n') {
+    for (number, line) in text.split_inclusive('\n').enumerate() {
         let t = line.trim_end_matches(['\n', '\r']);
         if t.starts_with('"') {
+            if t.len() > MAX_CSV_LINE_BYTES {
+                return Err(ParseError::LineTooLong { line: number + 1, bytes: t.len() });
+            }
             csv_lines.push((offset, offset + line.len()));
         } else if t.starts_with("==ERROR==") {
             out.errors.push(t.to_string());
@@ -83,19 +93,19 @@ fn split_lines(mut text: String, out: &mut NcuOutput) -> String {
         }
         offset += line.len();
     }
-    let (Some(first), Some(last)) = (csv_lines.first(), csv_lines.last()) else { return String::new() };
+    let (Some(first), Some(last)) = (csv_lines.first(), csv_lines.last()) else { return Ok(String::new()) };
     // Usually the table is one block after the program's output: cut it out in place, no copy of a large export.
     if csv_lines.windows(2).all(|w| w[0].1 == w[1].0) && !text.contains('\r') {
         text.truncate(last.1);
         text.drain(..first.0);
-        return text;
+        return Ok(text);
     }
     let mut csv = String::with_capacity(last.1 - first.0);
     for (a, b) in csv_lines {
         csv.push_str(text[a..b].trim_end_matches(['\n', '\r']));
         csv.push('\n');
     }
-    csv
+    Ok(csv)
 }
 
 /// Multiplier from a unit to its base unit (`Mbyte` -> 1e6, `us` -> 1e3 ns).
@@ -181,7 +191,7 @@ fn plain_csv_error(polars: &str) -> String {
 /// Splits ncu output into its CSV table and the lines around it, and reads the header.
 pub fn read_ncu_csv(text: String) -> Result<CsvTable, ParseError> {
     let mut notes = NcuOutput::default();
-    let csv = split_lines(text, &mut notes);
+    let csv = split_lines(text, &mut notes)?;
     if csv.is_empty() {
         let why = notes.errors.first().cloned().unwrap_or_else(|| "no kernel was profiled".into());
         return Err(ParseError::NoTable(why));

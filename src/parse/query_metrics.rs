@@ -172,7 +172,9 @@ pub struct Screened {
 /// reason, and the others still run.
 pub fn screen(defs: Vec<MetricDef>, list: &DeviceMetrics) -> Result<Screened, QueryError> {
     let mut out = Screened::default();
-    for def in defs {
+    for mut def in defs {
+        // A not-applicable rule over counters this GPU lacks (TMA before Hopper) is dropped, not the metric.
+        def.not_applicable.retain(|r| r.counters.values().all(|c| explain(list, c).is_none()));
         let problems: Vec<String> = def.counters.values().filter_map(|c| explain(list, c)).collect();
         if problems.is_empty() {
             out.collectable.push(def);
@@ -275,6 +277,20 @@ mod tests {
         assert_eq!(s.collectable.len(), 1);
         assert_eq!(s.unavailable[0].0, "gld_efficiency");
         assert!(s.unavailable[0].1.contains("l1tex__bytes_future"), "{}", s.unavailable[0].1);
+    }
+
+    #[test]
+    fn a_not_applicable_rule_over_counters_the_gpu_lacks_is_dropped_not_the_metric() {
+        let list = h200();
+        let catalog = crate::metrics::Catalog::builtin().unwrap();
+        let mut older = catalog.metrics["gld_efficiency"].clone();
+        let rules = older.not_applicable.len();
+        // As a GPU before Hopper: no TMA counter.
+        older.not_applicable[1].counters.insert("tma".into(), "smsp__inst_executed_op_tma_ld_future.sum".into());
+        let s = screen(vec![older], &list).unwrap();
+        assert_eq!(s.collectable.len(), 1);
+        assert_eq!(s.collectable[0].not_applicable.len(), rules - 1);
+        assert!(s.collectable[0].not_applicable.iter().all(|r| !r.counters.values().any(|c| c.contains("future"))));
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
             let duration = r.values.get(metrics::DURATION).copied().unwrap_or(0.0);
             match value {
                 LaunchValue::Value(v) => per_launch.push((v, duration)),
-                LaunchValue::NotApplicable => undefined = true,
+                LaunchValue::NotApplicable(_) => undefined = true,
                 LaunchValue::Missing => absent = true,
             }
         }

@@ -53,6 +53,8 @@ pub enum ProfilerError {
     Failed(#[from] CommandError),
     #[error("ncu profiled no kernel{why}")]
     NothingProfiled { why: String },
+    #[error("the {counters} ncu counters of these metrics make a `--metrics` argument of {bytes} bytes; Linux passes at most {MAX_METRICS_ARG_BYTES} bytes in one argument (MAX_ARG_STRLEN), so ncu could not even be started (\"Argument list too long\")\n  fix: ask for fewer metrics at a time (several `gpu-lab ncu` runs, each with part of the list); `gpu-lab list metrics` shows the counters behind each")]
+    TooManyCounters { counters: usize, bytes: usize },
     #[error("`ncu --import {}` gave no table: {said}\n  fix: check that the file is a report of this ncu version or older ({version})", .report.display())]
     Export { report: PathBuf, said: String, version: String },
 }
@@ -111,6 +113,19 @@ pub fn find(search: &NcuSearch) -> Result<Ncu, ProfilerError> {
     Ok(Ncu { path: found, version })
 }
 
+/// The longest `--metrics` argument: Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the
+/// terminating NUL. One argument past it fails `execve` with E2BIG before ncu starts.
+pub const MAX_METRICS_ARG_BYTES: usize = 32 * 4096 - 1;
+
+/// Refuses a counter list that cannot travel as ncu's `--metrics` argument, before anything is started.
+pub fn check_counters(counters: &[String]) -> Result<(), ProfilerError> {
+    let bytes = counters.iter().map(String::len).sum::<usize>() + counters.len().saturating_sub(1);
+    if bytes > MAX_METRICS_ARG_BYTES {
+        return Err(ProfilerError::TooManyCounters { counters: counters.len(), bytes });
+    }
+    Ok(())
+}
+
 /// The arguments of every profile: clocks as asked, only these counters, every process, a report file.
 pub fn profile_args(counters: &[String], clock_control: ClockControl, report_base: &Path) -> Vec<String> {
     vec![
@@ -167,6 +182,18 @@ mod tests {
         let m = diagnose("==ERROR== Failed to find metric regex:^foo__bar$").unwrap();
         assert!(matches!(m, ProfilerError::UnknownMetric { .. }) && m.to_string().contains("--query-metrics"), "{m}");
         assert!(diagnose("all good").is_none());
+    }
+
+    #[test]
+    fn a_counter_list_too_long_for_one_argument_is_refused_with_the_limit() {
+        let many: Vec<String> = (0..5000).map(|i| format!("smsp__sass_inst_executed_op_global_ld_{i}.sum")).collect();
+        let e = check_counters(&many).unwrap_err();
+        let s = e.to_string();
+        assert!(matches!(e, ProfilerError::TooManyCounters { counters: 5000, .. }) && s.contains("131071") && s.contains("fix:"), "{s}");
+        // Exactly at the limit is fine.
+        let one = vec!["x".repeat(MAX_METRICS_ARG_BYTES)];
+        assert!(check_counters(&one).is_ok());
+        assert!(check_counters(&["x".repeat(MAX_METRICS_ARG_BYTES + 1)]).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{assign_kernels, diagnose, export_raw, profile_args, profile_record, report_path, ClockControl, Ncu, ProfilerError};
+use super::{assign_kernels, check_counters, diagnose, export_raw, profile_args, profile_record, report_path, ClockControl, Ncu, ProfilerError};
 use crate::metrics::{self, MetricDef};
 use crate::parse;
 use crate::process::{self, FailureKind};
@@ -35,8 +35,12 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
     let report_base = p.dir.join(&p.name);
     let report = report_path(&report_base);
     let log = p.dir.join(format!("{}.log", p.name));
+    let counters = metrics::counters_needed(p.defs);
+    if let Err(e) = check_counters(&counters) {
+        return failed(e.to_string(), None);
+    }
     let mut cmd = p.ncu.command_over_child();
-    cmd.args(profile_args(&metrics::counters_needed(p.defs), p.clock_control, &report_base)).args(&p.target);
+    cmd.args(profile_args(&counters, p.clock_control, &report_base)).args(&p.target);
     let ended = process::run(&mut cmd, &process::Output::Log(log.clone()), Some(p.timeout));
     let text = match &ended {
         Ok(f) => f.text.clone(),

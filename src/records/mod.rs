@@ -3,7 +3,7 @@
 //! These types are the files of a run directory (`run.json`, `results.jsonl`) and of a baseline;
 //! their serialised field names are a stored format and do not change with Rust names.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -381,6 +381,9 @@ pub enum Record {
     Compute(ComputeBoundRecord),
 }
 
+/// Why each impossible job of a run is impossible, by job id (`RunData::impossible_jobs`).
+pub type Impossible = HashMap<String, String>;
+
 /// A run as read back: the latest record of each kind per job or group wins.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunData {
@@ -437,7 +440,12 @@ impl RunData {
 
     /// The SM clock a group's jobs ran at: the median of NVML's readings after them, else the card's maximum.
     pub fn sm_clock_mhz(&self, group: &str) -> Option<u32> {
-        let mut seen: Vec<u32> = self.jobs.iter().filter(|j| j.key.group == group).filter_map(|j| j.nvml_after.as_ref()?.sm_clock_mhz).filter(|&c| c > 0).collect();
+        let seen: Vec<u32> = self.jobs.iter().filter(|j| j.key.group == group).filter_map(|j| j.nvml_after.as_ref()?.sm_clock_mhz).filter(|&c| c > 0).collect();
+        self.median_clock(seen)
+    }
+
+    /// The median of the clocks seen, else the device's maximum SM clock.
+    fn median_clock(&self, mut seen: Vec<u32>) -> Option<u32> {
         seen.sort_unstable();
         seen.get(seen.len() / 2).copied().or_else(|| self.info.device.as_ref().map(|d| d.max_sm_clock_mhz).filter(|&c| c > 0))
     }
@@ -453,8 +461,13 @@ impl RunData {
     /// Where a job sits on the roofline of its group: its intensity (flops per byte), the
     /// attainable rate min(FP32 peak, intensity x copy bound), and whether the roof there is compute.
     pub fn roofline(&self, job: &JobRecord) -> Option<Roofline> {
+        self.roofline_under(job, self.fp32_peak(&job.key.group).map(|p| p.0))
+    }
+
+    /// `roofline` under the group's FP32 peak already computed (`fp32_peak` scans every job of the run).
+    pub fn roofline_under(&self, job: &JobRecord, peak: Option<f64>) -> Option<Roofline> {
         let intensity = job.work.flops.filter(|f| *f > 0.0)? / job.work.bytes.filter(|b| *b > 0.0)?;
-        let (peak, ..) = self.fp32_peak(&job.key.group)?;
+        let peak = peak?;
         let copy = self.bounds.get(&job.key.group)?.copy_gbs()?;
         let memory_roof = intensity * copy;
         Some(Roofline { intensity, attainable_gflops: peak.min(memory_roof), compute_bound: peak <= memory_roof })
@@ -464,6 +477,10 @@ impl RunData {
     /// copy bound measured in the same run and state, or more than `IMPOSSIBLE_PEAK` times the FP32
     /// peak. The declared bytes or flops are wrong, or the kernel skips work.
     pub fn impossible(&self, job: &JobRecord) -> Option<String> {
+        self.impossible_at(job, || self.fp32_peak(&job.key.group).map(|p| p.0))
+    }
+
+    fn impossible_at(&self, job: &JobRecord, peak: impl FnOnce() -> Option<f64>) -> Option<String> {
         if job.status != JobStatus::Ok {
             return None;
         }
@@ -473,7 +490,8 @@ impl RunData {
         {
             return Some(format!("{g:.0} GB/s is {:.0}% of the copy bound measured in this run ({c:.0} GB/s): the `bytes` expression overstates the traffic, or the kernel skips work", 100.0 * g / c));
         }
-        if let (Some(g), Some((peak, ..))) = (job.gflops(), self.fp32_peak(&job.key.group))
+        if let Some(g) = job.gflops()
+            && let Some(peak) = peak()
             && g > IMPOSSIBLE_PEAK * peak
         {
             return Some(format!("{g:.0} GFLOP/s is {:.0}% of the FP32 peak ({peak:.0} GFLOP/s): the `flops` expression overstates the work, or the kernel skips it", 100.0 * g / peak));
@@ -481,11 +499,41 @@ impl RunData {
         None
     }
 
+    /// `impossible` of every job, by job id, with each group's FP32 peak computed once: asking
+    /// job by job recomputes the peak over all jobs each time (quadratic in a compute run).
+    pub fn impossible_jobs(&self) -> Impossible {
+        let mut clocks: HashMap<&str, Vec<u32>> = HashMap::new();
+        for j in &self.jobs {
+            let seen = clocks.entry(j.key.group.as_str()).or_default();
+            seen.extend(j.nvml_after.as_ref().and_then(|s| s.sm_clock_mhz).filter(|&c| c > 0));
+        }
+        let peaks: HashMap<&str, Option<f64>> = clocks
+            .into_iter()
+            .map(|(group, seen)| {
+                let peak = self.bounds.get(group).and_then(|b| b.fma.as_ref()).zip(self.median_clock(seen)).and_then(|(fma, mhz)| fma.lanes_per_sm(mhz).and(fma.peak_gflops(mhz)));
+                (group, peak)
+            })
+            .collect();
+        self.jobs
+            .iter()
+            .filter_map(|j| Some((j.key.id.clone(), self.impossible_at(j, || peaks.get(j.key.group.as_str()).copied().flatten())?)))
+            .collect()
+    }
+
     /// A job that may be ranked and serve as the speedup reference: correct by its verification
     /// (before and, where recorded, after timing), and possible. Unchecked jobs are never ranked.
     pub fn rankable(&self, job: &JobRecord) -> bool {
+        self.verified_and_timed(job) && self.impossible(job).is_none()
+    }
+
+    /// `rankable` with every job's impossibility already known (`impossible_jobs`).
+    pub fn rankable_in(&self, job: &JobRecord, impossible: &Impossible) -> bool {
+        self.verified_and_timed(job) && !impossible.contains_key(job.id())
+    }
+
+    fn verified_and_timed(&self, job: &JobRecord) -> bool {
         let verified = |c: &Option<Correctness>| c.as_ref().is_some_and(|c| c.passed);
-        job.status == JobStatus::Ok && job.summary.is_some_and(|s| s.median > 0.0) && verified(&job.correctness) && (job.correctness_after.is_none() || verified(&job.correctness_after)) && self.impossible(job).is_none()
+        job.status == JobStatus::Ok && job.summary.is_some_and(|s| s.median > 0.0) && verified(&job.correctness) && (job.correctness_after.is_none() || verified(&job.correctness_after))
     }
 
     /// Groups in the order their first job ran.

@@ -7,7 +7,7 @@ use tabled::settings::Style;
 
 use super::Exporter;
 use crate::metrics::{self, MetricDef};
-use crate::records::{JobRecord, JobStatus, RunData};
+use crate::records::{Impossible, JobRecord, JobStatus, RunData};
 
 pub struct Markdown;
 
@@ -20,9 +20,9 @@ pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
     b.build().with(Style::markdown()).to_string()
 }
 
-fn status_cell(run: &RunData, j: &JobRecord) -> String {
+fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
     match j.status {
-        JobStatus::Ok if run.impossible(j).is_some() => "**IMPOSSIBLE**".into(),
+        JobStatus::Ok if imp.contains_key(j.id()) => "**IMPOSSIBLE**".into(),
         JobStatus::Ok if j.correctness.is_none() => "not checked".into(),
         JobStatus::Ok => "yes".into(),
         JobStatus::Wrong => "**WRONG**".into(),
@@ -125,8 +125,8 @@ fn header(run: &RunData, out: &mut String) {
 }
 
 /// The speedup reference of a table: its first ranked job with a timing.
-fn reference<'a>(run: &RunData, jobs: &[&'a JobRecord]) -> Option<&'a JobRecord> {
-    jobs.iter().copied().find(|j| run.rankable(j) && j.summary.is_some())
+fn reference<'a>(run: &RunData, imp: &Impossible, jobs: &[&'a JobRecord]) -> Option<&'a JobRecord> {
+    jobs.iter().copied().find(|j| run.rankable_in(j, imp) && j.summary.is_some())
 }
 
 /// `median [95% CI]` in ms.
@@ -135,9 +135,9 @@ fn timing_cell(j: &JobRecord) -> String {
 }
 
 /// The job's speedup over the table's reference, for ranked jobs only.
-fn speedup_cell(run: &RunData, first: Option<&JobRecord>, j: &JobRecord) -> String {
+fn speedup_cell(run: &RunData, imp: &Impossible, first: Option<&JobRecord>, j: &JobRecord) -> String {
     match first {
-        Some(f) if run.rankable(j) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
+        Some(f) if run.rankable_in(j, imp) => speedup(f, j).map(|x| format!("{x:.2}×")).unwrap_or("–".into()),
         _ => "–".into(),
     }
 }
@@ -184,7 +184,7 @@ fn measured_intensity(run: &RunData, j: &JobRecord) -> Option<f64> {
 }
 
 /// A group of compute jobs: GFLOP/s, % of the FP32 peak, % of the compute bound, the roofline.
-fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut String) {
+fn compute_section(run: &RunData, imp: &Impossible, group: &str, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut String) {
     let peak = run.fp32_peak(group);
     let bounds = run.bounds.get(group);
     match (bounds.and_then(|b| b.fma.as_ref()), peak) {
@@ -209,14 +209,14 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
         }
     }
     let bound_name = jobs.iter().find_map(|j| run.compute_bound_gflops(j)).map(|(n, _)| n).unwrap_or_else(|| "bound".into());
-    let first = reference(run, jobs);
+    let first = reference(run, imp, jobs);
     let mut head: Vec<String> = ["variant", "median ms [95% CI]", "GFLOP/s", "% of FP32 peak", &format!("% of {bound_name}"), "flop/byte", "flop/DRAM byte", "% of roofline", "roof", "speedup", "correct"].iter().map(|s| s.to_string()).collect();
     head.extend(metrics.iter().map(metric_header));
     let mut rows = vec![head];
     for j in jobs {
         let ok = j.status == JobStatus::Ok;
         let g = j.gflops().filter(|_| ok);
-        let roof = run.roofline(j);
+        let roof = run.roofline_under(j, peak.map(|p| p.0));
         let mut row = vec![
             format!("`{}`", j.label),
             timing_cell(j),
@@ -227,22 +227,22 @@ fn compute_section(run: &RunData, group: &str, jobs: &[&JobRecord], metrics: &[M
             measured_intensity(run, j).map(|x| format!("{x:.1}")).unwrap_or("–".into()),
             pct(g, roof.map(|r| r.attainable_gflops)),
             roof.map(|r| if r.compute_bound { "compute" } else { "memory" }.to_string()).unwrap_or("–".into()),
-            speedup_cell(run, first, j),
-            status_cell(run, j),
+            speedup_cell(run, imp, first, j),
+            status_cell(imp, j),
         ];
         row.extend(metric_cells(run, j, metrics));
         rows.push(row);
     }
     out.push_str(&table(rows));
     out.push_str("\n\n");
-    readings(run, jobs, metrics, out);
+    readings(run, imp, jobs, metrics, out);
 }
 
-fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut String) {
+fn group_section(run: &RunData, imp: &Impossible, group: &str, metrics: &[MetricDef], out: &mut String) {
     let jobs: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.group() == group).collect();
     let _ = writeln!(out, "## {}\n", if group.is_empty() { "results" } else { group });
     if jobs.iter().any(|j| is_compute(j)) {
-        return compute_section(run, group, &jobs, metrics, out);
+        return compute_section(run, imp, group, &jobs, metrics, out);
     }
     let bound = run.bounds.get(group);
     let copy = bound.and_then(|b| b.copy_gbs());
@@ -261,7 +261,7 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             let _ = writeln!(out, "Bounds could not be measured: {e}\n");
         }
     }
-    let first = reference(run, &jobs);
+    let first = reference(run, imp, &jobs);
     let mut head = vec!["variant", "median ms [95% CI]", "GB/s", "% of copy", "% of peak", "speedup", "correct"]
         .into_iter()
         .map(String::from)
@@ -276,19 +276,19 @@ fn group_section(run: &RunData, group: &str, metrics: &[MetricDef], out: &mut St
             gbs.map(|g| format!("{g:.0}")).unwrap_or("–".into()),
             pct(gbs, copy),
             pct(gbs, peak),
-            speedup_cell(run, first, j),
-            status_cell(run, j),
+            speedup_cell(run, imp, first, j),
+            status_cell(imp, j),
         ];
         row.extend(metric_cells(run, j, metrics));
         rows.push(row);
     }
     out.push_str(&table(rows));
     out.push_str("\n\n");
-    readings(run, &jobs, metrics, out);
+    readings(run, imp, &jobs, metrics, out);
 }
 
 /// One line per notable metric, error and wrong output of the jobs.
-fn readings(run: &RunData, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut String) {
+fn readings(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut String) {
     let mut readings = Vec::new();
     for j in jobs {
         if let Some(p) = run.profiles.get(j.id()) {
@@ -305,13 +305,13 @@ fn readings(run: &RunData, jobs: &[&JobRecord], metrics: &[MetricDef], out: &mut
         if let Some(e) = &j.error {
             let lines: Vec<&str> = e.lines().take(12).collect();
             let more = if e.lines().count() > lines.len() { "\n  …(the rest is in results.jsonl and the job's log under logs/)" } else { "" };
-            readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(run, j), lines.join("\n  ")));
+            readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(imp, j), lines.join("\n  ")));
         }
         if let Some(c) = j.correctness.as_ref().filter(|c| c.passed)
             && let (Some(in_eps), Some(elem), Some(max)) = (c.error_in_eps(), c.elem, c.max_error) {
                 readings.push(format!("- `{}` error against its reference: relative L2 {:.2e} = {in_eps:.2} eps of {}, worst element {max:.2e} of max|ref|", j.label, c.rel_error, elem.name()));
             }
-        if let Some(why) = run.impossible(j) {
+        if let Some(why) = imp.get(j.id()) {
             readings.push(format!("- `{}` is impossible, never ranked: {why}", j.label));
         }
         if let (JobStatus::Wrong, Some(c)) = (j.status, j.correctness_after.as_ref().filter(|c| !c.passed)) {
@@ -341,8 +341,9 @@ impl Exporter<RunData> for Markdown {
         header(run, &mut out);
         // Duration is in every profile but the ladder's own timing column already says it.
         let metrics: Vec<MetricDef> = run.info.metrics.iter().filter(|m| m.name != "duration").cloned().collect();
+        let impossible = run.impossible_jobs();
         for g in run.groups() {
-            group_section(run, &g, &metrics, &mut out);
+            group_section(run, &impossible, &g, &metrics, &mut out);
         }
         let passes: Vec<f64> = run.profiles.values().filter_map(|p| p.passes).collect();
         if !passes.is_empty() {

@@ -29,6 +29,9 @@ pub struct MetricLine {
     pub avg: Option<f64>,
     /// Launches where the formula is undefined (0/0: shared transactions per request without shared loads).
     pub not_applicable: usize,
+    /// Why, where a rule of the metric said (`loads via cp.async/TMA`): the first launch's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_applicable_reason: Option<String>,
     #[serde(skip)]
     aggregate: Aggregate,
     #[serde(skip)]
@@ -120,6 +123,7 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
                         max: None,
                         avg: None,
                         not_applicable: 0,
+                        not_applicable_reason: None,
                         aggregate: d.aggregate,
                         raw: metrics::is_raw_metric(d),
                     })
@@ -139,9 +143,12 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
             let line = &mut group.metrics[i];
             match *value {
                 LaunchValue::Missing => {}
-                LaunchValue::NotApplicable => {
+                LaunchValue::NotApplicable(rule) => {
                     line.invocations += 1;
                     line.not_applicable += 1;
+                    if line.not_applicable_reason.is_none() {
+                        line.not_applicable_reason = present[i].not_applicable_reason(rule).map(String::from);
+                    }
                 }
                 LaunchValue::Value(v) => {
                     line.invocations += 1;
@@ -193,17 +200,23 @@ pub fn nvprof_value(line: &MetricLine, v: f64) -> String {
 
 fn cells(line: &MetricLine) -> [String; 3] {
     let f = |v: Option<f64>| v.map(|v| nvprof_value(line, v)).unwrap_or_else(|| "n/a".into());
-    [f(line.min), f(line.max), f(line.avg)]
+    // Avg of a metric n/a in every launch says why, where a rule of the metric said.
+    let avg = match (line.avg, &line.not_applicable_reason) {
+        (None, Some(why)) => format!("n/a ({why})"),
+        (v, _) => f(v),
+    };
+    [f(line.min), f(line.max), avg]
 }
 
 /// nvprof's Invocations counts launches: where only some are n/a, say so, since Min/Max/Avg leave them out.
 fn not_applicable_note(l: &MetricLine) -> Option<String> {
     (l.not_applicable > 0 && l.not_applicable < l.invocations).then(|| {
         format!(
-            "{}: n/a in {} of {} invocations (formula undefined there, such as 0/0); Min, Max and Avg are over the other {}",
+            "{}: n/a in {} of {} invocations ({}); Min, Max and Avg are over the other {}",
             l.metric,
             l.not_applicable,
             l.invocations,
+            l.not_applicable_reason.as_deref().unwrap_or("formula undefined there, such as 0/0"),
             l.invocations - l.not_applicable
         )
     })
@@ -419,6 +432,7 @@ mod tests {
             max: None,
             avg: None,
             not_applicable: 0,
+            not_applicable_reason: None,
             aggregate,
             raw: false,
         };

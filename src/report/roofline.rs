@@ -12,11 +12,13 @@ pub struct Roofline;
 type Points = (Vec<(String, f64, f64)>, Vec<(String, f64, f64)>);
 
 fn points(run: &RunData) -> Points {
+    // Each group's peak once: `fp32_peak` scans every job of the run.
+    let peaks: std::collections::HashMap<String, Option<f64>> = run.groups().into_iter().map(|g| { let p = run.fp32_peak(&g).map(|p| p.0); (g, p) }).collect();
     let jobs = run
         .jobs
         .iter()
         .filter(|j| is_compute(j) && j.status == JobStatus::Ok)
-        .filter_map(|j| Some((format!("{} @ {}", j.label, j.key.group), run.roofline(j)?.intensity, j.gflops()?)))
+        .filter_map(|j| Some((format!("{} @ {}", j.label, j.key.group), run.roofline_under(j, peaks.get(&j.key.group).copied().flatten())?.intensity, j.gflops()?)))
         .collect();
     let roofs = run.groups().into_iter().filter_map(|g| Some((g.clone(), run.fp32_peak(&g)?.0, run.bounds.get(&g)?.copy_gbs()?))).collect();
     (jobs, roofs)

@@ -54,108 +54,215 @@ fn plain_toml_error(message: &str) -> String {
     }
 }
 
-/// 1-based line of the first occurrence of `needle` in `text`.
-fn line_of(text: &str, needle: &str) -> Option<usize> {
-    let at = text.find(needle)?;
-    Some(text[..at].matches('\n').count() + 1)
+/// 1-based line of byte `at` of `text`.
+fn line_at(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
+/// One step of a path into the manifest: a key of a table, or an element of an array.
+#[derive(Debug, Clone)]
+enum Seg {
+    Key(String),
+    At(usize),
+}
+
+impl From<&str> for Seg {
+    fn from(k: &str) -> Seg {
+        Seg::Key(k.to_string())
+    }
+}
+
+impl From<&String> for Seg {
+    fn from(k: &String) -> Seg {
+        Seg::Key(k.clone())
+    }
+}
+
+impl From<usize> for Seg {
+    fn from(i: usize) -> Seg {
+        Seg::At(i)
+    }
+}
+
+/// A path into the manifest: `at!["variants", 2, "grid"]`.
+macro_rules! at {
+    ($($seg:expr),* $(,)?) => { vec![$(Seg::from($seg)),*] };
+}
+
+/// The line of the deepest part of `path` the manifest has: the key's own line where the path
+/// ends at a key (`len = ...` of the third buffer), the element's where it ends in an array.
+fn line_of_path(text: &str, path: &[Seg]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    // Parsed again only when an error is reported: loading a valid manifest pays nothing.
+    let root = DeValue::Table(DeTable::parse(text).ok()?.into_inner());
+    let mut found = None;
+    let mut here = &root;
+    for seg in path {
+        let next = match (seg, here) {
+            (Seg::Key(k), DeValue::Table(t)) => t.get_key_value(k.as_str()).map(|(key, v)| (key.span().start, v)),
+            (Seg::At(i), DeValue::Array(a)) => a.get(*i).map(|v| (v.span().start, v)),
+            _ => None,
+        };
+        let Some((start, v)) = next else { break };
+        found = Some(start);
+        here = v.get_ref();
+    }
+    found.map(|at| line_at(text, at))
 }
 
 struct Ctx<'a> {
     path: &'a Path,
     text: &'a str,
+    manifest: Option<&'a Manifest>,
 }
 
 impl Ctx<'_> {
-    fn err(&self, anchor: &str, message: impl Into<String>, fix: impl Into<String>) -> SuiteError {
+    /// An error at the line of `path` in the manifest (its deepest part that is written there).
+    fn err(&self, path: Vec<Seg>, message: impl Into<String>, fix: impl Into<String>) -> SuiteError {
         SuiteError {
             file: self.path.to_path_buf(),
-            line: line_of(self.text, anchor),
+            line: line_of_path(self.text, &path),
             message: message.into(),
             fix: fix.into(),
         }
     }
+
+    /// Where variant `v` is: `[[variants]]` number i.
+    fn variant(&self, v: &VariantDecl) -> Vec<Seg> {
+        let i = self.manifest.and_then(|m| m.variants.iter().position(|x| std::ptr::eq(x, v))).unwrap_or(0);
+        at!["variants", i]
+    }
+
+    /// Where key `key` of variant `v` is, or of its launch `launch` when it has `[[variants.launches]]`.
+    fn launch_key(&self, v: &VariantDecl, launch: usize, key: &str) -> Vec<Seg> {
+        let mut p = self.variant(v);
+        if !v.launches.is_empty() {
+            p.extend(at!["launches", launch]);
+        }
+        p.push(key.into());
+        p
+    }
+
+    /// Where key `key` of the check that applies to `v` is: the variant's own, else the suite's.
+    fn check_key(&self, v: &VariantDecl, key: &str) -> Vec<Seg> {
+        let mut p = if v.check.is_some() { self.variant(v) } else { at!["suite"] };
+        p.extend(at!["check", key]);
+        p
+    }
 }
 
-/// The largest manifest or kernel source read, in bytes: far past any real one, and a guard
-/// against `/dev/zero` or a huge file named by mistake.
+/// The largest kernel source read, in bytes: far past any real one, and a guard against
+/// `/dev/zero` or a huge file named by mistake.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
+/// The largest manifest read, in bytes: the built-in ones are under 8 KiB; a manifest of 1 MiB
+/// (some 10 000 variants) loads in a fraction of a second, and one of 50 MB took 14 s and 2.6 GB.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 /// The most jobs one suite may expand to (a sweep of millions is a typo, not a study).
 pub const MAX_JOBS: usize = 100_000;
 
-/// Reads a manifest or source: a regular file (never a FIFO or a device) of at most `MAX_FILE_BYTES`, as UTF-8.
-fn read_limited(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+/// Why a manifest or source could not be read, with the line of a byte that is not UTF-8.
+struct ReadError {
+    message: String,
+    line: Option<usize>,
+    fix: String,
+}
+
+/// Reads a manifest or source: a regular file (never a FIFO or a device) of at most `limit` bytes, as UTF-8.
+fn read_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let plain = |message: String, fix: &str| ReadError { message, line: None, fix: fix.into() };
+    let meta = std::fs::metadata(path).map_err(|e| plain(format!("cannot read: {e}"), "check the path and its permissions (paths are relative to suite.toml)"))?;
     if !meta.is_file() {
-        return Err("not a regular file (a directory, a FIFO or a device is never read)".into());
+        return Err(plain("not a regular file (a directory, a FIFO or a device is never read)".into(), "name a regular text file (paths are relative to suite.toml)"));
     }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("{} bytes, more than the {MAX_FILE_BYTES} gpu-lab reads", meta.len()));
+    if meta.len() > limit {
+        return Err(plain(format!("{} bytes, more than the {limit} gpu-lab reads", meta.len()), "split it: a suite of this size is a mistake (docs/suite-format.md, limits)"));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text (byte {} is invalid)", e.utf8_error().valid_up_to()))
+    let bytes = std::fs::read(path).map_err(|e| plain(format!("cannot read: {e}"), "check the file's permissions"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        ReadError {
+            message: format!("not UTF-8 text: byte {at} (line {line}) is 0x{:02x}, which UTF-8 does not allow there", e.as_bytes()[at]),
+            line: Some(line),
+            fix: "save the file as UTF-8 (an editor's \"encoding\" setting, or `iconv -f LATIN1 -t UTF-8`), or remove that byte".into(),
+        }
+    })
 }
 
 /// Parses and validates one manifest file.
 pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-    let io_err = |message: String, what: &Path| SuiteError {
-        file: what.to_path_buf(),
-        line: None,
-        message,
-        fix: "name a readable text file of the suite (sources are relative to suite.toml)".into(),
-    };
-    let text = read_limited(path).map_err(|e| io_err(e, path))?;
+    let text = read_limited(path, MAX_MANIFEST_BYTES).map_err(|e| SuiteError { file: path.to_path_buf(), line: e.line, message: e.message, fix: e.fix })?;
     let manifest: Manifest = toml::from_str(&text).map_err(|e| SuiteError {
         file: path.to_path_buf(),
-        line: e.span().map(|s| text[..s.start].matches('\n').count() + 1),
+        line: e.span().map(|s| line_at(&text, s.start)),
         message: plain_toml_error(e.message()),
         fix: "see docs/suite-format.md for the manifest format".into(),
     })?;
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let ctx = Ctx { path, text: &text };
+    let ctx = Ctx { path, text: &text, manifest: Some(&manifest) };
     // `--suite NAME` finds DIR/NAME/suite.toml, so the two names must agree or the suite cannot be asked for.
     if let Some(dir_name) = dir.file_name().map(|n| n.to_string_lossy().to_string())
         && path.file_name().is_some_and(|f| f == "suite.toml") && dir_name != manifest.suite.name {
-            return Err(ctx.err("[suite]", format!("the suite is named `{}` but its directory is `{dir_name}`", manifest.suite.name), format!("rename the directory to `{}` or set name = \"{dir_name}\"", manifest.suite.name)));
+            return Err(ctx.err(at!["suite", "name"], format!("the suite is named `{}` but its directory is `{dir_name}`", manifest.suite.name), format!("rename the directory to `{}` or set name = \"{dir_name}\"", manifest.suite.name)));
         }
     let mut hasher = Sha256::new();
     hasher.update(text.as_bytes());
-    let mut sources: Vec<String> = manifest.variants.iter().filter_map(|v| v.source.clone()).collect();
-    sources.extend(manifest.suite.source.clone());
-    sources.sort();
-    sources.dedup();
-    let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-    // Paths are relative to suite.toml and stay under it, unless the manifest says otherwise.
-    let confined = |s: &str, what: &str| -> Result<PathBuf, SuiteError> {
-        let p = dir.join(s);
-        if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
-            return Err(SuiteError {
-                file: path.to_path_buf(),
-                line: line_of(&text, s),
-                message: format!("{what} `{s}` lies outside the suite's directory {}", dir.display()),
-                fix: format!("move the {what} into the suite's directory, or set allow_outside = true in [suite] to share one of another suite"),
-            });
+    // Each source with where it is named first: the suite's, else the first variant's that names it.
+    let mut sources: BTreeMap<String, Vec<Seg>> = BTreeMap::new();
+    if let Some(s) = &manifest.suite.source {
+        sources.insert(s.clone(), at!["suite", "source"]);
+    }
+    for (i, v) in manifest.variants.iter().enumerate() {
+        if let Some(s) = &v.source {
+            sources.entry(s.clone()).or_insert_with(|| at!["variants", i, "source"]);
         }
-        Ok(p)
-    };
-    let mut include_dirs: Vec<&String> = manifest.suite.include_dirs.iter().chain(manifest.variants.iter().flat_map(|v| v.include_dirs.iter())).collect();
-    include_dirs.sort();
-    include_dirs.dedup();
-    let mut include_options: Vec<String> = manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())).cloned().collect();
-    for d in include_dirs {
-        let p = confined(d, "include directory")?;
+    }
+    let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+    // `-I` directories are paths like sources: relative to suite.toml, and inside its directory
+    // unless the manifest says otherwise (their headers are read and hashed at load).
+    let option_lists = std::iter::once((at!["suite", "options"], &manifest.suite.options)).chain(manifest.variants.iter().enumerate().map(|(i, v)| (at!["variants", i, "options"], &v.options)));
+    for (list_at, options) in option_lists {
+        for (j, o) in options.iter().enumerate() {
+            let Some(d) = include_dir(o) else { continue };
+            let p = dir.join(d);
+            if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
+                let mut named_at = list_at.clone();
+                named_at.push(j.into());
+                return Err(ctx.err(
+                    named_at,
+                    format!("include directory `{d}` (option `{o}`) lies outside the suite's directory {}", dir.display()),
+                    "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers",
+                ));
+            }
+        }
+    }
+    let mut include_options = resolve_include_options(&dir, manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())));
+    // `include_dirs` likewise, each where it is first named.
+    let include_dirs = manifest.suite.include_dirs.iter().enumerate().map(|(j, d)| (d, at!["suite", "include_dirs", j]))
+        .chain(manifest.variants.iter().enumerate().flat_map(|(i, v)| v.include_dirs.iter().enumerate().map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))));
+    for (d, named_at) in include_dirs {
+        let p = dir.join(d);
+        if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
+            return Err(ctx.err(named_at, format!("include directory `{d}` lies outside the suite's directory {}", dir.display()), "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers"));
+        }
         if !p.is_dir() {
-            return Err(SuiteError { file: path.to_path_buf(), line: line_of(&text, d), message: format!("include directory `{d}` is not a directory ({})", p.display()), fix: "name a directory of headers, relative to suite.toml".into() });
+            return Err(ctx.err(named_at, format!("include directory `{d}` is not a directory ({})", p.display()), "name a directory of headers, relative to suite.toml"));
         }
         include_options.push(format!("-I{}", p.display()));
     }
     // Each source with the text of its local headers: kernels may be declared in either.
     let mut source_texts = BTreeMap::new();
-    for s in &sources {
-        let p = confined(s, "source")?;
-        let src = read_limited(&p).map_err(|e| SuiteError {
-            line: line_of(&text, s),
-            ..io_err(e, &p)
-        })?;
+    for (s, named_at) in &sources {
+        let p = dir.join(s);
+        // Paths are relative to suite.toml and stay under it, unless the manifest says otherwise.
+        if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
+            return Err(ctx.err(
+                named_at.clone(),
+                format!("source `{s}` lies outside the suite's directory {}", dir.display()),
+                "move the source into the suite's directory, or set allow_outside = true in [suite] to share a kernel of another suite",
+            ));
+        }
+        let src = read_limited(&p, MAX_FILE_BYTES).map_err(|e| ctx.err(named_at.clone(), format!("source `{s}` ({}): {}", p.display(), e.message), e.fix))?;
         hasher.update(src.as_bytes());
         // Headers count too: a report must say which code it measured.
         let headers = sources::local_includes(&p, &src, &include_options);
@@ -171,13 +278,44 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         source_hash: sources::hex(&hasher.finalize()),
         jobs: Vec::new(),
     };
-    suite.jobs = expand_with(&ctx, &suite)?;
+    let ctx = Ctx { path, text: &text, manifest: Some(&suite.manifest) };
+    let jobs = expand_with(&ctx, &suite)?;
     // Two jobs of one id (a sweep value given twice) would overwrite each other's records.
     let mut ids = std::collections::HashSet::new();
-    if let Some(j) = suite.jobs.iter().find(|j| !ids.insert(j.key.id.as_str())) {
-        return Err(ctx.err("[axes]", format!("job `{}` appears twice: a sweep axis repeats a value", j.key.id), "give every value of a sweep axis once"));
+    if let Some(j) = jobs.iter().find(|j| !ids.insert(j.key.id.as_str())) {
+        return Err(ctx.err(repeated_axis(&suite.manifest), format!("job `{}` appears twice: a sweep axis repeats a value", j.key.id), "give every value of a sweep axis once"));
     }
+    suite.jobs = jobs;
     Ok(suite)
+}
+
+/// The directory of an NVRTC include option (`-Idir`, `--include-path=dir`), if it is one.
+fn include_dir(option: &str) -> Option<&str> {
+    option.strip_prefix("--include-path=").or_else(|| option.strip_prefix("-I")).filter(|d| !d.is_empty())
+}
+
+/// The options with each include directory made relative to the suite's directory, as sources are.
+fn resolve_include_options<'a>(dir: &Path, options: impl Iterator<Item = &'a String>) -> Vec<String> {
+    options
+        .map(|o| match include_dir(o) {
+            Some(d) => format!("-I{}", dir.join(d).display()),
+            None => o.clone(),
+        })
+        .collect()
+}
+
+/// Where the first sweep axis with a value given twice is (the suite's axes, then each variant's).
+fn repeated_axis(m: &Manifest) -> Vec<Seg> {
+    let repeats = |values: &Vec<AxisValue>| values.iter().enumerate().any(|(i, v)| values[..i].contains(v));
+    if let Some(name) = m.axes.iter().find(|(_, v)| repeats(v)).map(|(n, _)| n) {
+        return at!["axes", name];
+    }
+    for (i, v) in m.variants.iter().enumerate() {
+        if let Some(name) = v.axes.iter().find(|(_, v)| repeats(v)).map(|(n, _)| n) {
+            return at!["variants", i, "axes", name];
+        }
+    }
+    at!["axes"]
 }
 
 /// True when `src` declares a `__global__` function of the kernel's name (`wt::gemm<float, 64>`
@@ -188,54 +326,54 @@ pub fn source_declares_kernel(src: &str, kernel: &str) -> bool {
 
 fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Result<(), SuiteError> {
     if m.variants.is_empty() {
-        return Err(ctx.err("[suite]", "the suite has no variants", "add at least one [[variants]] table"));
+        return Err(ctx.err(at!["suite"], "the suite has no variants", "add at least one [[variants]] table"));
     }
-    let all_axes = m.axes.iter().map(|a| (a, "[axes]".to_string())).chain(m.variants.iter().flat_map(|v| v.axes.iter().map(move |a| (a, format!("name = \"{}\"", v.name)))));
+    let all_axes = m.axes.iter().map(|a| (a, at!["axes", a.0])).chain(m.variants.iter().enumerate().flat_map(|(i, v)| v.axes.iter().map(move |a| (a, at!["variants", i, "axes", a.0]))));
     for ((axis, values), anchor) in all_axes {
         if values.is_empty() {
-            return Err(ctx.err(&anchor, format!("sweep axis `{axis}` has no values"), format!("give `{axis}` at least one value, or remove it")));
+            return Err(ctx.err(anchor, format!("sweep axis `{axis}` has no values"), format!("give `{axis}` at least one value, or remove it")));
         }
     }
     let mut seen = std::collections::HashSet::new();
-    for b in &m.buffers {
+    for (i, b) in m.buffers.iter().enumerate() {
         if !seen.insert(b.name.as_str()) {
-            return Err(ctx.err(&format!("\"{}\"", b.name), format!("buffer `{}` is declared twice", b.name), "give every buffer its own name"));
+            return Err(ctx.err(at!["buffers", i, "name"], format!("buffer `{}` is declared twice", b.name), "give every buffer its own name"));
         }
     }
     let mut names = std::collections::HashSet::new();
     for v in &m.variants {
-        let anchor = format!("name = \"{}\"", v.name);
+        let anchor = || { let mut p = ctx.variant(v); p.push("name".into()); p };
         if !names.insert(v.name.as_str()) {
-            return Err(ctx.err(&anchor, format!("variant `{}` is declared twice", v.name), "give every variant its own name"));
+            return Err(ctx.err(anchor(), format!("variant `{}` is declared twice", v.name), "give every variant its own name"));
         }
         let source = v.source.as_ref().or(m.suite.source.as_ref()).ok_or_else(|| {
-            ctx.err(&anchor, format!("variant `{}` has no source", v.name), "set `source = \"file.cu\"` in [suite] or in the variant")
+            ctx.err(anchor(), format!("variant `{}` has no source", v.name), "set `source = \"file.cu\"` in [suite] or in the variant")
         })?;
         let src = &sources[source];
         if !v.launches.is_empty() && v.kernel.is_some() {
-            return Err(ctx.err(&anchor, format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
+            return Err(ctx.err(ctx.launch_key(v, 0, "kernel"), format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
         }
         for (i, l) in v.launch_decls().iter().enumerate() {
             let what = format!("variant `{}` launch {}", v.name, i + 1);
-            let kernel = l.kernel.as_ref().ok_or_else(|| ctx.err(&anchor, format!("{what} names no kernel"), "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)"))?;
+            let kernel = l.kernel.as_ref().ok_or_else(|| ctx.err(ctx.launch_key(v, i, "kernel"), format!("{what} names no kernel"), "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)"))?;
             let declared = crate::cxx::global_functions(src);
             if !declared.contains(&crate::cxx::base_name(kernel)) {
                 let found = if declared.is_empty() { "it declares no __global__ function".to_string() } else { format!("its __global__ functions: {}", declared.join(", ")) };
-                return Err(ctx.err(&anchor, format!("{what}: kernel `{kernel}` is not a __global__ function of {source} or its headers ({found})"), "name one of them, with template arguments and namespace where it has them (`ns::name<64, float>`, `name<{TILE}>` from a parameter)"));
+                return Err(ctx.err(ctx.launch_key(v, i, "kernel"), format!("{what}: kernel `{kernel}` is not a __global__ function of {source} or its headers ({found})"), "name one of them, with template arguments and namespace where it has them (`ns::name<64, float>`, `name<{TILE}>` from a parameter)"));
             }
             if l.block.is_none() || l.grid.is_none() {
-                return Err(ctx.err(&anchor, format!("{what} has no `grid` or `block`"), "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)"));
+                return Err(ctx.err(ctx.launch_key(v, i, if l.grid.is_none() { "grid" } else { "block" }), format!("{what} has no `grid` or `block`"), "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)"));
             }
             for arg in l.args.iter().flatten() {
                 if !m.buffers.iter().any(|b| &b.name == arg) && parse_scalar_arg(arg).is_err() {
-                    return Err(ctx.err(&anchor, format!("{what}: argument `{arg}` is neither a buffer nor a scalar expression"), "name a [[buffers]] entry, or write an expression such as `NX` or `u32: NX*NY`"));
+                    return Err(ctx.err(ctx.launch_key(v, i, "args"), format!("{what}: argument `{arg}` is neither a buffer nor a scalar expression"), "name a [[buffers]] entry, or write an expression such as `NX` or `u32: NX*NY`"));
                 }
             }
         }
         let check = v.check.as_ref().or(m.suite.check.as_ref());
         if let Some(same) = check.and_then(|c| c.same_as.as_ref())
             && (!m.variants.iter().any(|o| &o.name == same) || same == &v.name) {
-                return Err(ctx.err(&anchor, format!("variant `{}` checks against `{same}`, which is not another variant of this suite", v.name), "name another variant in `same_as`"));
+                return Err(ctx.err(ctx.check_key(v, "same_as"), format!("variant `{}` checks against `{same}`, which is not another variant of this suite", v.name), "name another variant in `same_as`"));
             }
     }
     Ok(())
@@ -286,7 +424,7 @@ fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
     let points = |axes: &BTreeMap<String, Vec<AxisValue>>| axes.values().fold(1usize, |n, v| n.saturating_mul(v.len()));
     let count = points(&m.axes).saturating_mul(m.variants.iter().fold(0usize, |n, v| n.saturating_add(points(&v.axes))));
     if count > MAX_JOBS {
-        return Err(ctx.err("[axes]", format!("the sweep expands to {count} jobs, more than the {MAX_JOBS} a suite may have"), "sweep fewer values, or split the suite"));
+        return Err(ctx.err(at!["axes"], format!("the sweep expands to {count} jobs, more than the {MAX_JOBS} a suite may have"), "sweep fewer values, or split the suite"));
     }
     let mut jobs = Vec::new();
     for group_params in combinations(&m.axes) {
@@ -305,12 +443,10 @@ fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
 }
 
 fn resolve_program(ctx: &Ctx, suite: &Suite, v: &VariantDecl, env: &Bindings) -> Result<Program, SuiteError> {
-    let anchor = format!("name = \"{}\"", v.name);
     let source = v.source.as_ref().or(suite.manifest.suite.source.as_ref()).expect("validated");
-    let mut options = suite.manifest.suite.options.clone();
-    options.extend(v.options.iter().cloned());
+    let mut options = resolve_include_options(&suite.dir, suite.manifest.suite.options.iter().chain(&v.options));
     for (name, e) in &v.defines {
-        let value = expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, define {name}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes"))?;
+        let value = expr::eval(e, env).map_err(|err| ctx.err({ let mut p = ctx.variant(v); p.extend(at!["defines", name]); p }, format!("variant `{}`, define {name}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes"))?;
         options.push(format!("-D{name}={value}"));
     }
     let include_dirs = suite.manifest.suite.include_dirs.iter().chain(&v.include_dirs).map(|d| suite.dir.join(d)).collect();
@@ -319,33 +455,33 @@ fn resolve_program(ctx: &Ctx, suite: &Suite, v: &VariantDecl, env: &Bindings) ->
 }
 
 fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Vec<LaunchSpec>, SuiteError> {
-    let anchor = format!("name = \"{}\"", v.name);
-    let fail = |what: &str, err: expr::ExprError| ctx.err(&anchor, format!("variant `{}`, {what}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes and params");
-    let dims = |exprs: &Vec<String>, what: &str| -> Result<[u32; 3], SuiteError> {
+    // Errors point at the key of launch `li` they are about.
+    let fail = |li: usize, key: &str, what: &str, err: expr::ExprError| ctx.err(ctx.launch_key(v, li, key), format!("variant `{}`, {what}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes and params");
+    let dims = |li: usize, exprs: &Vec<String>, what: &str| -> Result<[u32; 3], SuiteError> {
         if exprs.is_empty() || exprs.len() > 3 {
-            return Err(ctx.err(&anchor, format!("variant `{}`: {what} needs 1 to 3 entries, has {}", v.name, exprs.len()), "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]"));
+            return Err(ctx.err(ctx.launch_key(v, li, what), format!("variant `{}`: {what} needs 1 to 3 entries, has {}", v.name, exprs.len()), "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]"));
         }
         let mut d = [1u32; 3];
         for (i, e) in exprs.iter().enumerate() {
-            let n = expr::eval_count(e, env).map_err(|err| fail(what, err))?;
+            let n = expr::eval_count(e, env).map_err(|err| fail(li, what, what, err))?;
             if n == 0 || n > u32::MAX as u64 {
-                return Err(ctx.err(&anchor, format!("variant `{}`: {what}[{i}] = `{e}` gives {n}", v.name), "grid and block sizes must be between 1 and 2^32-1"));
+                return Err(ctx.err(ctx.launch_key(v, li, what), format!("variant `{}`: {what}[{i}] = `{e}` gives {n}", v.name), "grid and block sizes must be between 1 and 2^32-1"));
             }
             d[i] = n as u32;
         }
         Ok(d)
     };
     let mut out = Vec::new();
-    for l in v.launch_decls() {
-        let block = dims(l.block.as_ref().expect("validated"), "block")?;
-        let grid = dims(l.grid.as_ref().expect("validated"), "grid")?;
+    for (li, l) in v.launch_decls().into_iter().enumerate() {
+        let block = dims(li, l.block.as_ref().expect("validated"), "block")?;
+        let grid = dims(li, l.grid.as_ref().expect("validated"), "grid")?;
         if block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
-            return Err(ctx.err(&anchor, format!("variant `{}`: block {:?} has more than 1024 threads", v.name, block), "choose block sizes whose product is at most 1024"));
+            return Err(ctx.err(ctx.launch_key(v, li, "block"), format!("variant `{}`: block {:?} has more than 1024 threads", v.name, block), "choose block sizes whose product is at most 1024"));
         }
         let shared_bytes = match &l.shared_bytes {
             Some(e) => {
-                let n = expr::eval_count(e, env).map_err(|err| fail("shared_bytes", err))?;
-                u32::try_from(n).map_err(|_| ctx.err(&anchor, format!("variant `{}`: shared_bytes = {n} is far beyond any GPU's shared memory", v.name), "check the shared_bytes expression"))?
+                let n = expr::eval_count(e, env).map_err(|err| fail(li, "shared_bytes", "shared_bytes", err))?;
+                u32::try_from(n).map_err(|_| ctx.err(ctx.launch_key(v, li, "shared_bytes"), format!("variant `{}`: shared_bytes = {n} is far beyond any GPU's shared memory", v.name), "check the shared_bytes expression"))?
             }
             None => 0,
         };
@@ -356,7 +492,7 @@ fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) ->
                 continue;
             }
             let (ty, e) = parse_scalar_arg(a).expect("validated");
-            let x = expr::eval(e, env).map_err(|err| fail("argument", err))?;
+            let x = expr::eval(e, env).map_err(|err| fail(li, "args", "argument", err))?;
             let (lo, hi) = match ty {
                 "u32" => (0.0, u32::MAX as f64),
                 "i64" => (i64::MIN as f64, i64::MAX as f64),
@@ -368,7 +504,7 @@ fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) ->
                 _ => (i32::MIN as f64, i32::MAX as f64),
             };
             if x < lo || x > hi {
-                return Err(ctx.err(&anchor, format!("variant `{}`: argument `{a}` = {x} does not fit in {ty}", v.name), "give it a wider type, for example `i64: NX*NY` (and take a long long in the kernel)"));
+                return Err(ctx.err(ctx.launch_key(v, li, "args"), format!("variant `{}`: argument `{a}` = {x} does not fit in {ty}", v.name), "give it a wider type, for example `i64: NX*NY` (and take a long long in the kernel)"));
             }
             args.push(match ty {
                 "u32" => ArgSpec::U32(x as u32),
@@ -388,7 +524,7 @@ fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) ->
             Ok(if x.fract() == 0.0 && x.abs() < 9.0e15 { format!("{}", x as i64) } else { format!("{x}") })
         })
         .and_then(|k| crate::cxx::check_expression(&k).map(|_| k))
-        .map_err(|e| ctx.err(&anchor, format!("variant `{}`, kernel: {e}", v.name), "write the kernel's C++ name, `{PARAM}` where a template argument comes from a parameter: kernel = \"tile_copy<{TILE}>\""))?;
+        .map_err(|e| ctx.err(ctx.launch_key(v, li, "kernel"), format!("variant `{}`, kernel: {e}", v.name), "write the kernel's C++ name, `{PARAM}` where a template argument comes from a parameter: kernel = \"tile_copy<{TILE}>\""))?;
         out.push(LaunchSpec { kernel, grid, block, shared_bytes, args });
     }
     Ok(out)
@@ -404,32 +540,31 @@ fn resolve_job(
     variant_params: &BTreeMap<String, i64>,
 ) -> Result<JobSpec, SuiteError> {
     let m = &suite.manifest;
-    let anchor = format!("name = \"{}\"", v.name);
     let mut buffers = Vec::new();
-    for b in &m.buffers {
-        let at = format!("\"{}\"", b.name);
-        let len = expr::eval_count(&b.len, env).map_err(|err| ctx.err(&at, format!("buffer `{}` len: {err}", b.name), "use the suite's axes and params in `len`"))?;
+    for (bi, b) in m.buffers.iter().enumerate() {
+        let len = expr::eval_count(&b.len, env).map_err(|err| ctx.err(at!["buffers", bi, "len"], format!("buffer `{}` len: {err}", b.name), "use the suite's axes and params in `len`"))?;
         let (init, from) = match (&b.init, &b.from) {
             (Some(init), None) => (*init, None),
             (None, Some(source)) => {
                 // Only an earlier buffer: its data exists by the time this one is filled.
-                let i = buffers.iter().position(|x: &BufferSpec| &x.name == source).ok_or_else(|| ctx.err(&at, format!("buffer `{}` starts from `{source}`, which is not a buffer declared before it", b.name), "declare the buffer it copies first, and name it in `from`"))?;
+                let at = at!["buffers", bi, "from"];
+                let i = buffers.iter().position(|x: &BufferSpec| &x.name == source).ok_or_else(|| ctx.err(at.clone(), format!("buffer `{}` starts from `{source}`, which is not a buffer declared before it", b.name), "declare the buffer it copies first, and name it in `from`"))?;
                 let src: &BufferSpec = &buffers[i];
                 if !src.has_data() || src.len < len {
-                    return Err(ctx.err(&at, format!("buffer `{}` starts from `{source}`, which holds {} elements starting as {:?}: it needs at least {len} starting with data", b.name, src.len, src.init), format!("give `{source}` init = \"random\" and a len of at least `{}`'s", b.name)));
+                    return Err(ctx.err(at, format!("buffer `{}` starts from `{source}`, which holds {} elements starting as {:?}: it needs at least {len} starting with data", b.name, src.len, src.init), format!("give `{source}` init = \"random\" and a len of at least `{}`'s", b.name)));
                 }
                 (src.init, Some(i))
             }
-            _ => return Err(ctx.err(&at, format!("buffer `{}` needs exactly one of `init` and `from`", b.name), "write init = \"random\" (or random_int, iota, zero, poison), or from = \"another buffer\"")),
+            _ => return Err(ctx.err(at!["buffers", bi], format!("buffer `{}` needs exactly one of `init` and `from`", b.name), "write init = \"random\" (or random_int, iota, zero, poison), or from = \"another buffer\"")),
         };
         buffers.push(BufferSpec { name: b.name.clone(), elem: b.elem, len, init, from });
     }
     let tolerance = |decl: &ToleranceDecl, output: usize| -> Result<f64, SuiteError> {
-        decl.relative(buffers[output].elem).map_err(|e| ctx.err(&anchor, format!("variant `{}`: {e}", v.name), "write tolerance = 1e-3 (a relative error) or tolerance = \"8 eps\" (multiples of the output type's epsilon)"))
+        decl.relative(buffers[output].elem).map_err(|e| ctx.err(ctx.check_key(v, "tolerance"), format!("variant `{}`: {e}", v.name), "write tolerance = 1e-3 (a relative error) or tolerance = \"8 eps\" (multiples of the output type's epsilon)"))
     };
     let buffer_index = |name: Option<&String>, role: &str| -> Result<usize, SuiteError> {
-        let name = name.ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: the check has no `{role}` buffer", v.name), format!("add `{role} = \"buffer name\"` to the check")))?;
-        m.buffers.iter().position(|b| &b.name == name).ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: check {role} `{name}` is not a buffer", v.name), "name one of the [[buffers]]"))
+        let name = name.ok_or_else(|| ctx.err(ctx.check_key(v, role), format!("variant `{}`: the check has no `{role}` buffer", v.name), format!("add `{role} = \"buffer name\"` to the check")))?;
+        m.buffers.iter().position(|b| &b.name == name).ok_or_else(|| ctx.err(ctx.check_key(v, role), format!("variant `{}`: check {role} `{name}` is not a buffer", v.name), "name one of the [[buffers]]"))
     };
     let check_decl = v.check.as_ref().or(m.suite.check.as_ref());
     let mut reference = None;
@@ -453,7 +588,7 @@ fn resolve_job(
             };
             if let Some(r) = reference_output
                 && buffers[r].elem.is_float() != buffers[output].elem.is_float() {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: output `{}` ({}) and reference_output `{}` ({}) are not both floats or both integers", v.name, buffers[output].name, buffers[output].elem.name(), buffers[r].name, buffers[r].elem.name()), "compare floats with floats (f16 against f32) and integers with integers"));
+                    return Err(ctx.err(ctx.check_key(v, "reference_output"), format!("variant `{}`: output `{}` ({}) and reference_output `{}` ({}) are not both floats or both integers", v.name, buffers[output].name, buffers[output].elem.name(), buffers[r].name, buffers[r].elem.name()), "compare floats with floats (f16 against f32) and integers with integers"));
                 }
             CorrectnessSpec::SameAs { output, reference_output, tolerance: tolerance(&c.tolerance, output)? }
         }
@@ -461,23 +596,23 @@ fn resolve_job(
             // An optional whole-number expression of the check, with its default.
             let number = |e: &Option<String>, what: &str, default: u64| -> Result<u64, SuiteError> {
                 let Some(e) = e else { return Ok(default) };
-                expr::eval_count(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes and the variant's params"))
+                expr::eval_count(e, env).map_err(|err| ctx.err(ctx.check_key(v, what), format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes and the variant's params"))
             };
             let required = |e: &Option<String>, what: &str, example: &str| -> Result<u64, SuiteError> {
-                let present = e.as_ref().ok_or_else(|| ctx.err(&anchor, format!("variant `{}`: a {} check needs `{what}`", v.name, c.op.as_deref().unwrap_or("")), format!("add `{what} = \"expression\"` ({example})")))?;
+                let present = e.as_ref().ok_or_else(|| ctx.err(ctx.check_key(v, what), format!("variant `{}`: a {} check needs `{what}`", v.name, c.op.as_deref().unwrap_or("")), format!("add `{what} = \"expression\"` ({example})")))?;
                 number(&Some(present.clone()), what, 0)
             };
             // The input and output buffers, of one element type.
             let input_output = || -> Result<(usize, usize), SuiteError> {
                 let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
                 if buffers[input].elem != buffers[output].elem {
-                    return Err(ctx.err(&anchor, format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
+                    return Err(ctx.err(ctx.check_key(v, "output"), format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
                 }
                 Ok((input, output))
             };
             let input_stride = || -> Result<u64, SuiteError> {
                 match number(&c.input_stride, "input_stride", 1)? {
-                    0 => Err(ctx.err(&anchor, format!("variant `{}`: check input_stride is 0", v.name), "use input_stride >= 1 (1 reads every element)")),
+                    0 => Err(ctx.err(ctx.check_key(v, "input_stride"), format!("variant `{}`: check input_stride is 0", v.name), "use input_stride >= 1 (1 reads every element)")),
                     n => Ok(n),
                 }
             };
@@ -489,7 +624,7 @@ fn resolve_job(
                     // A plain copy must cover the whole input: a short output would hide unwritten elements.
                     let mapped = c.input_offset.is_some() || c.input_stride.is_some() || c.output_offset.is_some();
                     if !mapped && buffers[output].len < buffers[input].len {
-                        return Err(ctx.err(&anchor, format!("variant `{}`: a copy check needs an output at least as long as the input", v.name), "give `output` len >= the input's, or say which part of the input it holds with input_offset / input_stride"));
+                        return Err(ctx.err(ctx.check_key(v, "output"), format!("variant `{}`: a copy check needs an output at least as long as the input", v.name), "give `output` len >= the input's, or say which part of the input it holds with input_offset / input_stride"));
                     }
                     CorrectnessSpec::Copy { input, output, map }
                 }
@@ -499,7 +634,7 @@ fn resolve_job(
                     for i in [input, output] {
                         let need = rows.saturating_mul(cols);
                         if buffers[i].len < need {
-                            return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {rows} x {cols}", v.name, buffers[i].name, buffers[i].len), "make the buffer len at least rows*cols"));
+                            return Err(ctx.err(ctx.check_key(v, "rows"), format!("variant `{}`: buffer `{}` holds {} elements, fewer than rows x cols = {rows} x {cols}", v.name, buffers[i].name, buffers[i].len), "make the buffer len at least rows*cols"));
                         }
                     }
                     CorrectnessSpec::Transpose { input, output, rows, cols }
@@ -508,11 +643,11 @@ fn resolve_job(
                     let (input, output) = input_output()?;
                     let count = required(&c.count, "count", "the number of partial results, e.g. the kernel's grid size")?;
                     if count == 0 || count > buffers[output].len {
-                        return Err(ctx.err(&anchor, format!("variant `{}`: sum check count {count} must be between 1 and the {} elements of `{}`", v.name, buffers[output].len, buffers[output].name), "make the output buffer hold every partial result"));
+                        return Err(ctx.err(ctx.check_key(v, "count"), format!("variant `{}`: sum check count {count} must be between 1 and the {} elements of `{}`", v.name, buffers[output].len, buffers[output].name), "make the output buffer hold every partial result"));
                     }
                     let tolerance = tolerance(&c.tolerance, output)?;
                     if buffers[input].elem.is_float() && tolerance <= 0.0 && buffers[input].init != Init::RandomInt {
-                        return Err(ctx.err(&anchor, format!("variant `{}`: a float sum of random fractions depends on the order of the adds and cannot be checked bit for bit", v.name), "give the input init = \"random_int\" (whole numbers: float sums of them are exact) or add a tolerance (the largest accepted error as a fraction of sum|x|)"));
+                        return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: a float sum of random fractions depends on the order of the adds and cannot be checked bit for bit", v.name), "give the input init = \"random_int\" (whole numbers: float sums of them are exact) or add a tolerance (the largest accepted error as a fraction of sum|x|)"));
                     }
                     CorrectnessSpec::Sum { input, output, count, input_stride: input_stride()?, tolerance }
                 }
@@ -521,36 +656,39 @@ fn resolve_job(
                     let (a, b, output) = (named(c.a.as_ref(), "a")?, named(c.b.as_ref(), "b")?, buffer_index(c.output.as_ref(), "output")?);
                     let elem = buffers[output].elem;
                     if buffers[a].elem != elem || buffers[b].elem != elem || !elem.is_float() {
-                        return Err(ctx.err(&anchor, format!("variant `{}`: a matmul check needs a, b and output of one float type", v.name), "use f32 (or f64) buffers for a, b and output"));
+                        return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: a matmul check needs a, b and output of one float type", v.name), "use f32 (or f64) buffers for a, b and output"));
                     }
                     let dim = |e: &Option<String>, what: &str| required(e, what, "an expression such as `S`");
                     let scalar = |e: &Option<String>, what: &str, default: f64| -> Result<f64, SuiteError> {
-                        e.as_ref().map_or(Ok(default), |e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, check {what}: {err}", v.name), "write a number or an expression of the suite's axes")))
+                        e.as_ref().map_or(Ok(default), |e| expr::eval(e, env).map_err(|err| ctx.err(ctx.check_key(v, what), format!("variant `{}`, check {what}: {err}", v.name), "write a number or an expression of the suite's axes")))
                     };
                     let shape = MatmulShape { m: dim(&c.m, "m")?, n: dim(&c.n, "n")?, k: dim(&c.k, "k")?, alpha: scalar(&c.alpha, "alpha", 1.0)?, beta: scalar(&c.beta, "beta", 0.0)?, trans_a: c.trans_a, trans_b: c.trans_b };
                     for (i, need, what) in [(a, shape.m.checked_mul(shape.k), "m * k"), (b, shape.k.checked_mul(shape.n), "k * n"), (output, shape.m.checked_mul(shape.n), "m * n")] {
                         let need = need.unwrap_or(u64::MAX);
                         if shape.m == 0 || shape.n == 0 || shape.k == 0 || buffers[i].len < need {
-                            return Err(ctx.err(&anchor, format!("variant `{}`: buffer `{}` holds {} elements, fewer than {what} = {need} (or a dimension is 0)", v.name, buffers[i].name, buffers[i].len), "make the buffers as large as the product's m, n and k say"));
+                            return Err(ctx.err(ctx.check_key(v, "m"), format!("variant `{}`: buffer `{}` holds {} elements, fewer than {what} = {need} (or a dimension is 0)", v.name, buffers[i].name, buffers[i].len), "make the buffers as large as the product's m, n and k say"));
                         }
                     }
                     if shape.beta != 0.0 && !buffers[output].has_data() {
-                        return Err(ctx.err(&anchor, format!("variant `{}`: beta = {} reads the output's initial values, but `{}` starts as {:?}", v.name, shape.beta, buffers[output].name, buffers[output].init), "initialise the output with init = \"random\", or set beta = \"0\""));
+                        return Err(ctx.err(ctx.check_key(v, "beta"), format!("variant `{}`: beta = {} reads the output's initial values, but `{}` starts as {:?}", v.name, shape.beta, buffers[output].name, buffers[output].init), "initialise the output with init = \"random\", or set beta = \"0\""));
                     }
                     CorrectnessSpec::Matmul { a, b, output, shape, tolerance: tolerance(&c.tolerance, output)? }
                 }
-                Some(other) => return Err(ctx.err(&anchor, format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\" or \"none\", or same_as = \"variant\"")),
+                Some(other) => return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\" or \"none\", or same_as = \"variant\"")),
             }
         }
     };
     for input in correctness.inputs() {
         if !buffers[input].has_data() {
-            return Err(ctx.err(&anchor, format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
+            return Err(ctx.err(at!["buffers", input, "init"], format!("variant `{}`: check input `{}` starts as {:?}, which cannot show wrong indexing", v.name, buffers[input].name, buffers[input].init), "initialise the check's input with init = \"random\""));
         }
     }
     let bound = resolve_bound(ctx, m, v, &correctness, &buffers)?;
     let amount = |e: Option<&String>, what: &str| -> Result<Option<f64>, SuiteError> {
-        e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(&anchor, format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
+        // The variant's own `bytes`/`flops` when it has one, else the suite's.
+        let own = if what == "bytes" { v.bytes.is_some() } else { v.flops.is_some() };
+        let key = || if own { let mut p = ctx.variant(v); p.push(what.into()); p } else { at!["suite", what] };
+        e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(key(), format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
             .transpose()
     };
     let group = format_params(group_params);
@@ -583,14 +721,14 @@ fn resolve_bound(ctx: &Ctx, m: &Manifest, v: &VariantDecl, correctness: &Correct
     match m.suite.bound.as_deref().map(str::trim) {
         None | Some("copy") => Ok(BoundSpec::Copy),
         Some("cublas") => match correctness {
-            CorrectnessSpec::Matmul { output, .. } if !matches!(buffers[*output].elem, ElemType::F32 | ElemType::F64) => Err(ctx.err(&format!("name = \"{}\"", v.name), format!("variant `{}`: bound = \"cublas\" measures cuBLAS SGEMM or DGEMM, and this product is {}", v.name, buffers[*output].elem.name()), "use f32 or f64 buffers, or bound = \"variant:NAME\" against one of your own variants")),
+            CorrectnessSpec::Matmul { output, .. } if !matches!(buffers[*output].elem, ElemType::F32 | ElemType::F64) => Err(ctx.err(at!["suite", "bound"], format!("variant `{}`: bound = \"cublas\" measures cuBLAS SGEMM or DGEMM, and this product is {}", v.name, buffers[*output].elem.name()), "use f32 or f64 buffers, or bound = \"variant:NAME\" against one of your own variants")),
             CorrectnessSpec::Matmul { output, shape, .. } => Ok(BoundSpec::Cublas { shape: *shape, elem: buffers[*output].elem }),
-            _ => Err(ctx.err(&format!("name = \"{}\"", v.name), format!("variant `{}`: bound = \"cublas\" measures cuBLAS at the shape of a matmul check, and this variant has none", v.name), "give the suite (or the variant) check = { op = \"matmul\", a = ..., b = ..., output = ..., m = ..., n = ..., k = ... }")),
+            _ => Err(ctx.err(at!["suite", "bound"], format!("variant `{}`: bound = \"cublas\" measures cuBLAS at the shape of a matmul check, and this variant has none", v.name), "give the suite (or the variant) check = { op = \"matmul\", a = ..., b = ..., output = ..., m = ..., n = ..., k = ... }")),
         },
         Some(other) => match other.strip_prefix("variant:").map(str::trim) {
             Some(name) if m.variants.iter().any(|x| x.name == name) => Ok(BoundSpec::Variant { name: name.to_string() }),
-            Some(name) => Err(ctx.err("bound", format!("bound names variant `{name}`, which this suite does not have"), format!("name one of: {}", m.variants.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")))),
-            None => Err(ctx.err("bound", format!("unknown bound `{other}`"), fix)),
+            Some(name) => Err(ctx.err(at!["suite", "bound"], format!("bound names variant `{name}`, which this suite does not have"), format!("name one of: {}", m.variants.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")))),
+            None => Err(ctx.err(at!["suite", "bound"], format!("unknown bound `{other}`"), fix)),
         },
     }
 }
