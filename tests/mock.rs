@@ -105,9 +105,12 @@ fn the_cache_state_is_a_setting_recorded_in_the_run() {
     let info: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join(run.trim()).join("run.json")).unwrap()).unwrap();
     assert_eq!(info["timing"]["cache"], "cold");
     assert!(info["cache_state"].as_str().unwrap().starts_with("L2 cold"));
-    let warm = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--variant", "copy_row", "--out", "runs", "--quiet"]).assert().code(0));
+    let suite_default = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--variant", "copy_row", "--out", "runs", "--quiet"]).assert().code(0));
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join(suite_default.trim()).join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["timing"]["cache"], "cold", "the suite's own state: built-in suites are timed cold");
+    let warm = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--variant", "copy_row", "--cache", "warm", "--out", "runs", "--quiet"]).assert().code(0));
     let info: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join(warm.trim()).join("run.json")).unwrap()).unwrap();
-    assert_eq!(info["timing"]["cache"], "warm", "the suite's own state, warm by default");
+    assert_eq!(info["timing"]["cache"], "warm", "--cache overrides the suite");
     lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--cache", "lukewarm"]).assert().code(2).stderr(predicate::str::contains("cold"));
 }
 
