@@ -310,3 +310,26 @@ fn loads_through_cp_async_or_tma_make_gld_efficiency_not_applicable_never_zero()
     // The other kernels keep their LD loads and their values.
     assert!(table.contains("12.50%") && table.contains("100.00%"), "{table}");
 }
+
+#[test]
+fn a_run_without_results_is_an_error_not_an_empty_report() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::copy(repo().join(RUN).join("run.json"), run.join("run.json")).unwrap();
+    gpu_lab(d.path()).args(["report", "run"]).assert().code(1).stderr(predicate::str::contains("results.jsonl does not exist").and(predicate::str::contains("fix:")));
+    gpu_lab(d.path()).args(["baseline", "save", "b", "--from", "run"]).assert().code(1).stderr(predicate::str::contains("does not exist"));
+}
+
+#[test]
+fn a_header_included_from_outside_the_suite_needs_allow_outside() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("secret.cuh"), "#define SECRET 1\n").unwrap();
+    let manifest = suite(d.path(), SMALL);
+    std::fs::write(manifest.parent().unwrap().join("k.cu"), "#include \"../secret.cuh\"\nextern \"C\" __global__ void k(float* x, int n) {}\n").unwrap();
+    let err = gpu_lab(d.path()).args(["--mock-gpu", "run", "--suite", "mine", "--suite-dir", "."]).assert().code(1).get_output().stderr.clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.contains("header `../secret.cuh`") && err.contains("outside the suite's directory") && err.contains("allow_outside"), "{err}");
+    std::fs::write(&manifest, SMALL.replace("source = \"k.cu\"", "source = \"k.cu\"\nallow_outside = true")).unwrap();
+    gpu_lab(d.path()).args(["--mock-gpu", "run", "--suite", "mine", "--suite-dir", ".", "--out", "runs", "--quiet"]).assert().code(0);
+}

@@ -75,10 +75,11 @@ pub fn load_run(dir: &Path) -> anyhow::Result<(RunData, Vec<String>)> {
     let results = dir.join(RESULTS);
     let body = match fs::read(&results) {
         Ok(body) => body,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            warnings.push(format!("{} does not exist: the run recorded no job yet", results.display()));
-            Vec::new()
-        }
+        // An empty report with exit 0 would pass for a run that measured nothing.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+            "{} does not exist: the run recorded no result (it stopped before its first bound or job ended)\n  fix: run the suite again; a run directory without results has nothing to report",
+            results.display()
+        ),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}\n  fix: it must be the run's results file (a regular file of JSON lines)", results.display())),
     };
     // Line by line, as bytes: a kill in the middle of an append can cut a multi-byte character,

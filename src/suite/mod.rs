@@ -264,8 +264,13 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         }
         let src = read_limited(&p, MAX_FILE_BYTES).map_err(|e| ctx.err(named_at.clone(), format!("source `{s}` ({}): {}", p.display(), e.message), e.fix))?;
         hasher.update(src.as_bytes());
-        // Headers count too: a report must say which code it measured.
-        let headers = sources::local_includes(&p, &src, &include_options);
+        // Headers count too: a report must say which code it measured. They are paths like
+        // sources: inside the suite's directory unless the manifest says otherwise.
+        let found = sources::headers(&p, &src, &include_options);
+        if let Some(h) = found.iter().find(|h| !manifest.suite.allow_outside && !h.path.starts_with(&canonical_dir)) {
+            return Err(ctx.err(named_at.clone(), format!("source `{s}` includes header `{}` ({}), which lies outside the suite's directory {}", h.name, h.path.display(), dir.display()), "move the header into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers"));
+        }
+        let headers: String = found.iter().map(|h| format!("\0{}\0{}", h.name, h.text)).collect();
         hasher.update(headers.as_bytes());
         source_texts.insert(s.clone(), format!("{src}\n{headers}"));
     }

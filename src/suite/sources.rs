@@ -3,19 +3,37 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The text of every `#include "…"` a source pulls in from its own directory or an `-I`
-/// directory, recursively, in order: part of the cache key and of the suite hash, so that editing
-/// a header recompiles and shows in the report. Headers NVRTC provides (`<…>`) are not files of ours;
-/// a header that cannot be found is left for NVRTC to report.
-pub fn local_includes(source_path: &Path, source: &str, options: &[String]) -> String {
+/// A local header a source includes.
+#[derive(Debug, Clone)]
+pub struct Header {
+    /// As the `#include "…"` line names it.
+    pub name: String,
+    /// Where it was found, canonical.
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The largest header read (as for sources: far past any real one).
+const MAX_HEADER_BYTES: u64 = 16 << 20;
+
+/// Every `#include "…"` a source pulls in from its own directory or an `-I` directory,
+/// recursively, in order. Headers the compiler provides (`<…>`) are not files of ours; a header
+/// that cannot be found (or is not a regular file of at most 16 MiB) is left for the compiler to report.
+pub fn headers(source_path: &Path, source: &str, options: &[String]) -> Vec<Header> {
     let search: Vec<PathBuf> = options.iter().filter_map(|o| o.strip_prefix("--include-path=").or_else(|| o.strip_prefix("-I"))).filter(|d| !d.is_empty()).map(PathBuf::from).collect();
     let mut seen = BTreeSet::new();
-    let mut out = String::new();
+    let mut out = Vec::new();
     collect_includes(source_path.parent().unwrap_or(Path::new(".")), source, &search, &mut seen, &mut out, 0);
     out
 }
 
-fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTreeSet<PathBuf>, out: &mut String, depth: usize) {
+/// The text of every local header (see `headers`): part of the cache key and of the suite hash,
+/// so that editing a header recompiles and shows in the report.
+pub fn local_includes(source_path: &Path, source: &str, options: &[String]) -> String {
+    headers(source_path, source, options).iter().map(|h| format!("\0{}\0{}", h.name, h.text)).collect()
+}
+
+fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTreeSet<PathBuf>, out: &mut Vec<Header>, depth: usize) {
     // Deep enough for any real header tree; stops a header that includes itself through a symlink loop.
     if depth > 16 {
         return;
@@ -25,10 +43,13 @@ fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTree
         let Some(rest) = rest.trim_start().strip_prefix("include") else { continue };
         let Some(name) = rest.trim_start().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
         let Some(path) = std::iter::once(dir.to_path_buf()).chain(search.iter().cloned()).map(|d| d.join(name)).find(|p| p.is_file()) else { continue };
+        if std::fs::metadata(&path).map_or(true, |m| m.len() > MAX_HEADER_BYTES) {
+            continue;
+        }
         let Ok(header) = std::fs::read_to_string(&path) else { continue };
-        if seen.insert(path.canonicalize().unwrap_or(path.clone())) {
-            out.push_str(&format!("\0{name}\0"));
-            out.push_str(&header);
+        let canonical = path.canonicalize().unwrap_or(path.clone());
+        if seen.insert(canonical.clone()) {
+            out.push(Header { name: name.to_string(), path: canonical, text: header.clone() });
             collect_includes(path.parent().unwrap_or(dir), &header, search, seen, out, depth + 1);
         }
     }
