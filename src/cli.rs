@@ -90,6 +90,10 @@ pub struct SuiteArgs {
     /// child of its own; a job's interval is then across rounds (run-to-run noise included).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: u32,
+    /// Also verify a launch between every K timed samples (same module state, inputs restored):
+    /// a kernel that goes wrong while being timed is caught. 0: only before and after timing.
+    #[arg(long, default_value_t = 0)]
+    pub verify_every: u32,
 }
 
 fn positive(s: &str) -> Result<f64, String> {

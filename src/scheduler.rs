@@ -285,12 +285,14 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         wall_seconds: 0.0,
         compilers: Vec::new(),
         timing_method: String::new(),
+        correctness_during: None,
+        verified_during: 0,
         rounds: Vec::new(),
     };
     match outcome {
         Ok(o) => {
             let passed = |c: &Option<crate::verify::Correctness>| c.as_ref().is_none_or(|c| c.passed);
-            record.status = if passed(&o.correctness) && passed(&o.correctness_after) { JobStatus::Ok } else { JobStatus::Wrong };
+            record.status = if passed(&o.correctness) && passed(&o.correctness_after) && passed(&o.correctness_during) { JobStatus::Ok } else { JobStatus::Wrong };
             record.summary = stats::summarize(&o.samples_ms);
             record.correctness = o.correctness;
             record.correctness_after = o.correctness_after;
@@ -298,6 +300,8 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.runs_per_sample = o.runs_per_sample;
             record.stopped_by = o.stopped_by;
             record.timing_method = o.timing_method;
+            record.correctness_during = o.correctness_during;
+            record.verified_during = o.verified_during;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }

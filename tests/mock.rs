@@ -117,7 +117,7 @@ fn the_cache_state_is_a_setting_recorded_in_the_run() {
 #[test]
 fn rounds_interleave_the_variants_and_the_interval_is_across_rounds() {
     let d = tempfile::tempdir().unwrap();
-    let run = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "reduction", "--variant", "smem,warp_shuffle", "--rounds", "3", "--out", "runs", "--quiet"]).assert().code(0));
+    let run = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "reduction", "--variant", "smem,warp_shuffle", "--rounds", "3", "--verify-every", "5", "--out", "runs", "--quiet"]).assert().code(0));
     let run_dir = d.path().join(run.trim());
     let results = std::fs::read_to_string(run_dir.join("results.jsonl")).unwrap();
     let jobs: Vec<Value> = results.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["kind"] == "job").collect();
@@ -137,6 +137,7 @@ fn rounds_interleave_the_variants_and_the_interval_is_across_rounds() {
     assert!(last["rounds"].as_array().unwrap().iter().all(|r| r["samples_ms"].as_array().unwrap().len() >= 10), "each round keeps its own samples");
     let info: Value = serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(info["timing"]["rounds"], 3);
+    assert_eq!(info["timing"]["verify_every"], 5, "the verification cadence is part of the run's timing settings");
     let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
     assert!(report.contains("3 rounds, variants interleaved"), "{report}");
 }

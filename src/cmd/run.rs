@@ -31,7 +31,7 @@ pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock) -> anyhow
 pub fn settings(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, command_line: String) -> RunSettings {
     RunSettings {
         out: args.out.clone(),
-        timing: TimingConfig { max_seconds: args.max_seconds, target_rel_ci: args.noise / 100.0, rounds: args.rounds, ..TimingConfig::default() },
+        timing: TimingConfig { max_seconds: args.max_seconds, target_rel_ci: args.noise / 100.0, rounds: args.rounds, verify_every: args.verify_every, ..TimingConfig::default() },
         cache: args.cache,
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),

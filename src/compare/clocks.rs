@@ -141,6 +141,8 @@ mod tests {
             wall_seconds: 0.0,
             compilers: Vec::new(),
             timing_method: String::new(),
+            correctness_during: None,
+            verified_during: 0,
             rounds: Vec::new(),
         }
     }

@@ -106,6 +106,8 @@ impl Executor for MockExecutor {
             seed: ctx.seed,
             correctness_after: None,
             timing_method: "MOCK: nothing was timed".into(),
+            correctness_during: None,
+            verified_during: 0,
         })
     }
 

@@ -162,11 +162,20 @@ pub struct JobRecord {
     /// How its samples were taken (empty in runs made before it was recorded).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub timing_method: String,
+    /// `--verify-every K`: the first wrong verification between timed samples, else the last; and how many were made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness_during: Option<Correctness>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verified_during: u32,
     /// For a run of several rounds (`--rounds`): each round's own samples. `samples_ms` then holds
     /// one median per timed round, so the summary's interval is across rounds (run-to-run drift
     /// included), not within one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<RoundRecord>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One round of a job in a multi-round run.
@@ -209,6 +218,10 @@ impl JobRecord {
                 if round.correctness_after.as_ref().is_some_and(|c| !c.passed) || m.correctness_after.is_none() {
                     m.correctness_after = round.correctness_after.clone();
                 }
+                if round.correctness_during.as_ref().is_some_and(|c| !c.passed) || m.correctness_during.is_none() {
+                    m.correctness_during = round.correctness_during.clone();
+                }
+                m.verified_during += round.verified_during;
                 m.nvml_after = round.nvml_after.clone();
                 m.wall_seconds += round.wall_seconds;
                 m
@@ -598,6 +611,8 @@ mod round_tests {
             wall_seconds: 1.0,
             compilers: Vec::new(),
             timing_method: String::new(),
+            correctness_during: None,
+            verified_during: 0,
             rounds: Vec::new(),
         }
     }

@@ -42,6 +42,9 @@ pub struct TimingConfig {
     /// Rounds the run made (`--rounds`): each job timed once a round, the variants interleaved.
     #[serde(default = "one_round")]
     pub rounds: u32,
+    /// `--verify-every K`: verify a launch between every K timed samples (0: only before and after timing).
+    #[serde(default)]
+    pub verify_every: u32,
 }
 
 fn one_round() -> u32 {
@@ -50,7 +53,7 @@ fn one_round() -> u32 {
 
 impl Default for TimingConfig {
     fn default() -> Self {
-        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5, cache: CacheState::Warm, rounds: 1 }
+        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5, cache: CacheState::Warm, rounds: 1, verify_every: 0 }
     }
 }
 
@@ -83,6 +86,12 @@ pub struct JobOutcome {
     /// How the samples were taken (events around runs, or CUDA graphs for short cold kernels).
     #[serde(default)]
     pub timing_method: String,
+    /// `--verify-every K`: the first wrong verification made between timed samples, else the last.
+    #[serde(default)]
+    pub correctness_during: Option<Correctness>,
+    /// How many verifications were made between timed samples.
+    #[serde(default)]
+    pub verified_during: u32,
 }
 
 /// The memory bounds of one size: a device-to-device copy and a plain copy kernel over `bytes` bytes.

@@ -314,7 +314,12 @@ fn readings(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], metrics: &[Met
         if let Some(why) = imp.get(j.id()) {
             readings.push(format!("- `{}` is impossible, never ranked: {why}", j.label));
         }
-        if let (JobStatus::Wrong, Some(c)) = (j.status, j.correctness_after.as_ref().filter(|c| !c.passed)) {
+        if let (JobStatus::Wrong, Some(c)) = (j.status, j.correctness_during.as_ref().filter(|c| !c.passed)) {
+            readings.push(format!(
+                "- `{}` was right before timing and wrong on a launch between timed samples ({} verified during timing): {} of {} elements differ; first: {}",
+                j.label, j.verified_during, c.mismatches, c.checked, c.first_mismatch.clone().unwrap_or_default()
+            ));
+        } else if let (JobStatus::Wrong, Some(c)) = (j.status, j.correctness_after.as_ref().filter(|c| !c.passed)) {
             readings.push(format!(
                 "- `{}` was right before timing and is wrong after it (fresh inputs, another seed): {} of {} elements differ; first: {}",
                 j.label, c.mismatches, c.checked, c.first_mismatch.clone().unwrap_or_default()

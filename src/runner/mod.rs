@@ -269,7 +269,7 @@ pub enum Capture {
 
 /// Times `run` (one run of the variant, on the stream it is given) with CUDA events until the
 /// stopping rule is met.
-pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Timed, RunError> {
+pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
     let stream = gpu.stream.clone();
     // cudarc's default event flags disable timing; events that time need CU_EVENT_DEFAULT.
     let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
@@ -307,7 +307,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
         None => "events around back-to-back runs".to_string(),
     };
     if let (Some(f), Capture::Allowed, true) = (&flush, capture, per_run < GRAPH_BELOW_MS) {
-        match time_graphs(gpu, cfg, f, per_run, &mut run) {
+        match time_graphs(gpu, cfg, f, per_run, &mut run, check) {
             Ok(timed) => return Ok(Timed { warmup_runs, ..timed }),
             // A kernel that cannot be captured is still timed, the plain way, and says why.
             Err(e) => method = format!("{method} (a CUDA graph could not be captured: {})", e.to_string().lines().next().unwrap_or_default()),
@@ -316,7 +316,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     // Cold: one run a sample (a second run would find the first one's data in L2).
     let runs_per_sample = if flush.is_some() { 1 } else { ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000) };
     let mut samples = Vec::new();
-    let sampling = Instant::now();
+    let mut clock = SamplingClock::start();
     let stopped_by = loop {
         if let Some(f) = &flush {
             f.write(&stream, samples.len() as u8)?;
@@ -328,15 +328,47 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
         stop.record(&stream).doing("recording an event")?;
         stop.synchronize().doing("timing the variant")?;
         samples.push(start.elapsed_ms(&stop).doing("reading event time")? as f64 / runs_per_sample as f64);
-        if let Some(why) = stop_sampling(cfg, &samples, sampling) {
+        clock.verify_every(cfg, samples.len(), check)?;
+        if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
             break why;
         }
     };
     Ok(Timed { samples_ms: samples, runs_per_sample, warmup_runs, stopped_by, method })
 }
 
+/// `time_runs` with nothing to verify between samples (the bounds).
+fn time_runs_plain(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Timed, RunError> {
+    time_runs(gpu, cfg, capture, run, &mut || Ok(()))
+}
+
+/// Sampling time, without the time spent verifying between samples.
+struct SamplingClock {
+    started: Instant,
+    paused: std::time::Duration,
+}
+
+impl SamplingClock {
+    fn start() -> Self {
+        SamplingClock { started: Instant::now(), paused: std::time::Duration::ZERO }
+    }
+
+    fn seconds(&self) -> f64 {
+        (self.started.elapsed() - self.paused).as_secs_f64()
+    }
+
+    /// `--verify-every K`: after every K-th sample, the check runs (its time not counted).
+    fn verify_every(&mut self, cfg: &TimingConfig, samples: usize, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<(), RunError> {
+        if cfg.verify_every > 0 && samples % cfg.verify_every as usize == 0 {
+            let t = Instant::now();
+            check()?;
+            self.paused += t.elapsed();
+        }
+        Ok(())
+    }
+}
+
 /// The stopping rule: enough samples and the noise target met, or a cap reached.
-fn stop_sampling(cfg: &TimingConfig, samples: &[f64], since: Instant) -> Option<String> {
+fn stop_sampling(cfg: &TimingConfig, samples: &[f64], seconds: f64) -> Option<String> {
     if samples.len() < cfg.min_samples {
         return None;
     }
@@ -346,7 +378,7 @@ fn stop_sampling(cfg: &TimingConfig, samples: &[f64], since: Instant) -> Option<
     if samples.len() >= cfg.max_samples {
         return Some(format!("{} samples", cfg.max_samples));
     }
-    (since.elapsed().as_secs_f64() >= cfg.max_seconds).then(|| format!("time cap {:.1}s", cfg.max_seconds))
+    (seconds >= cfg.max_seconds).then(|| format!("time cap {:.1}s", cfg.max_seconds))
 }
 
 /// The L2 flush buffer of cold timing.
@@ -365,7 +397,7 @@ impl Flush {
 
 /// Cold timing of a short kernel: a sample is a CUDA graph of `n` (flush, run) pairs, minus a
 /// graph of `n` flushes alone, over `n`: no launch gap or event overhead between the runs.
-fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Timed, RunError> {
+fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
     use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
     // The default (legacy) stream cannot be captured: a stream of its own, after the uploads.
     gpu.stream.synchronize().doing("finishing the uploads")?;
@@ -397,12 +429,13 @@ fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: 
         time(&flushes)?;
     }
     let mut samples = Vec::new();
-    let sampling = Instant::now();
+    let mut clock = SamplingClock::start();
     let stopped_by = loop {
         // Alternating keeps drift out of the difference.
         let (with_runs, alone) = (time(&runs)?, time(&flushes)?);
         samples.push((with_runs - alone) / n as f64);
-        if let Some(why) = stop_sampling(cfg, &samples, sampling) {
+        clock.verify_every(cfg, samples.len(), check)?;
+        if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
             break why;
         }
     };
@@ -422,7 +455,24 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
     let mut bufs = Buffers::new(gpu, spec, seed)?;
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
-    let timed = time_runs(gpu, cfg, Capture::Allowed, |stream| launch_all(stream, &loaded, &spec.launches, &bufs.pointers))?;
+    // `--verify-every K`: between timed samples, a launch amid them (same module state, inputs
+    // restored) is verified; the first wrong one is kept.
+    let pointers = bufs.pointers.clone();
+    let (mut during, mut verified_during) = (None::<Correctness>, 0u32);
+    let verify_during = correctness.is_some();
+    let mut check_during = || -> Result<(), RunError> {
+        if !verify_during {
+            return Ok(());
+        }
+        if let Some(c) = verify(gpu, spec, &loaded, &mut bufs, &mut compile)? {
+            verified_during += 1;
+            if during.as_ref().is_none_or(|d| d.passed) {
+                during = Some(c);
+            }
+        }
+        bufs.reset(gpu, spec)
+    };
+    let timed = time_runs(gpu, cfg, Capture::Allowed, |stream| launch_all(stream, &loaded, &spec.launches, &pointers), &mut check_during)?;
     // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
     // only on the data it was first given, is caught.
     let correctness_after = match correctness {
@@ -432,7 +482,19 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         }
         None => None,
     };
-    Ok(JobOutcome { correctness, samples_ms: timed.samples_ms, runs_per_sample: timed.runs_per_sample, warmup_runs: timed.warmup_runs, stopped_by: timed.stopped_by, compile, seed, correctness_after, timing_method: timed.method })
+    Ok(JobOutcome {
+        correctness,
+        samples_ms: timed.samples_ms,
+        runs_per_sample: timed.runs_per_sample,
+        warmup_runs: timed.warmup_runs,
+        stopped_by: timed.stopped_by,
+        compile,
+        seed,
+        correctness_after,
+        timing_method: timed.method,
+        correctness_during: during,
+        verified_during,
+    })
 }
 
 /// Runs each job's launches exactly once, in order, for `ncu` to profile: no check, no timing,
@@ -487,7 +549,7 @@ fn run_fma(gpu: &Gpu, cfg: &TimingConfig, sms: u32) -> Result<(Vec<f64>, f64, u3
     let out_ptr = out.device_ptr(&gpu.stream).0;
     let (blocks, threads, iters) = (sms * 8, 256u32, 256i32);
     let flops = blocks as f64 * threads as f64 * iters as f64 * 16.0 * 8.0 * 2.0;
-    let samples = time_runs(gpu, cfg, Capture::Allowed, |stream| {
+    let samples = time_runs_plain(gpu, cfg, Capture::Allowed, |stream| {
         let mut b = stream.launch_builder(&f);
         b.arg(&out_ptr).arg(&iters);
         // SAFETY: one pointer and one int, as the kernel takes.
@@ -506,7 +568,7 @@ pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool) -> Resul
     // SAFETY: fully written by the copies before it is read.
     let dst = unsafe { gpu.stream.alloc::<u8>(bytes as usize) }.doing("allocating the copy target")?;
     let (src_ptr, dst_ptr) = (src.device_ptr(&gpu.stream).0, dst.device_ptr(&gpu.stream).0);
-    let memcpy_samples_ms = time_runs(gpu, cfg, Capture::Allowed, |stream| {
+    let memcpy_samples_ms = time_runs_plain(gpu, cfg, Capture::Allowed, |stream| {
         // SAFETY: both buffers hold `bytes` bytes. Raw pointers: a graph capture must not see
         // cudarc's cross-stream event tracking.
         unsafe { cudarc::driver::result::memcpy_dtod_async(dst_ptr, src_ptr, bytes as usize, stream.cu_stream()) }.doing("device-to-device copy")
@@ -516,7 +578,7 @@ pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool) -> Resul
     let sms = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).doing("reading the SM count")? as u64;
     let n4 = bytes / 16;
     let blocks = n4.div_ceil(256).min(sms * 32).max(1) as u32;
-    let kernel_samples_ms = time_runs(gpu, cfg, Capture::Allowed, |stream| {
+    let kernel_samples_ms = time_runs_plain(gpu, cfg, Capture::Allowed, |stream| {
         let mut b = stream.launch_builder(&f);
         b.arg(&src_ptr).arg(&dst_ptr).arg(&n4);
         // SAFETY: both buffers hold n4 float4s.
@@ -566,6 +628,6 @@ pub fn run_cublas(gpu: &Gpu, shape: &MatmulShape, elem: ElemType, cfg: &TimingCo
         r.map_err(|e| RunError::Invalid(format!("cuBLAS {}: {e:?}", if gemv { "gemv" } else { "gemm" })))
     };
     // The handle is bound to the default stream, which a graph cannot capture.
-    let samples_ms = time_runs(gpu, cfg, Capture::Never, |_| call())?.samples_ms;
+    let samples_ms = time_runs_plain(gpu, cfg, Capture::Never, |_| call())?.samples_ms;
     Ok(ComputeOutcome { samples_ms, math_mode: "CUBLAS_DEFAULT_MATH (FP32 without TF32 tensor cores)".into() })
 }

@@ -29,3 +29,16 @@ extern "C" __global__ void copy_n64(const float* in, float* out, long long n) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i < n) out[i] = in[i];
 }
+
+// Wrong on every third launch (a stand-in for a race that shows under back-to-back launches):
+// right before timing, and right after it two times in three; `--verify-every` catches it.
+__device__ unsigned int calls;
+extern "C" __global__ void copy_wrong_every_third(const float* in, float* out, long long n) {
+  __shared__ unsigned int call;
+  if (threadIdx.x == 0) call = atomicAdd(&calls, 0);
+  __syncthreads();
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n) out[i] = (call % 3 == 2 && i == 0) ? in[i] + 1.0f : in[i];
+  __syncthreads();
+  if (threadIdx.x == 0 && blockIdx.x == gridDim.x - 1) atomicAdd(&calls, 1);
+}
