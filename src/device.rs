@@ -84,6 +84,17 @@ impl NvmlSession {
         })
     }
 
+    /// The SM clock and whether it is being lowered now: the two readings cheap enough to take
+    /// after every timing sample.
+    pub fn clock(&self, index: u32) -> Option<crate::records::ClockSample> {
+        let nvml = self.nvml.as_ref().ok()?;
+        let d = nvml.device_by_index(index).ok()?;
+        let sm_mhz = d.clock_info(Clock::SM).ok()?;
+        let reasons: Vec<String> = d.current_throttle_reasons().ok().map(|r| r.iter_names().map(|(n, _)| n.to_string()).collect()).unwrap_or_default();
+        let throttled = Snapshot { sm_clock_mhz: None, mem_clock_mhz: None, temperature_c: None, power_w: None, throttle_reasons: reasons }.is_throttled();
+        Some(crate::records::ClockSample { sm_mhz, throttled })
+    }
+
     pub fn snapshot(&self, index: u32) -> Option<Snapshot> {
         let nvml = self.nvml.as_ref().ok()?;
         let d = nvml.device_by_index(index).ok()?;

@@ -287,6 +287,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         timing_method: String::new(),
         correctness_during: None,
         verified_during: 0,
+        excluded_samples: Vec::new(),
         rounds: Vec::new(),
     };
     match outcome {
@@ -302,6 +303,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.timing_method = o.timing_method;
             record.correctness_during = o.correctness_during;
             record.verified_during = o.verified_during;
+            record.excluded_samples = o.excluded_samples;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }

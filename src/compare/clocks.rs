@@ -143,6 +143,7 @@ mod tests {
             timing_method: String::new(),
             correctness_during: None,
             verified_during: 0,
+            excluded_samples: Vec::new(),
             rounds: Vec::new(),
         }
     }

@@ -108,6 +108,8 @@ impl Executor for MockExecutor {
             timing_method: "MOCK: nothing was timed".into(),
             correctness_during: None,
             verified_during: 0,
+            excluded_samples: Vec::new(),
+            warmup_ms: 0.0,
         })
     }
 

@@ -15,7 +15,7 @@ mod environment;
 mod outcome;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{BoundsOutcome, CacheState, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
+pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, JobOutcome, TimingConfig, CLOCK_FLOOR};
 
 /// The run's environment fingerprint and configuration (`run.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -167,6 +167,9 @@ pub struct JobRecord {
     pub correctness_during: Option<Correctness>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verified_during: u32,
+    /// Samples left out of the median (throttled, or below the clock floor), with their clocks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_samples: Vec<ExcludedSample>,
     /// For a run of several rounds (`--rounds`): each round's own samples. `samples_ms` then holds
     /// one median per timed round, so the summary's interval is across rounds (run-to-run drift
     /// included), not within one.
@@ -222,6 +225,7 @@ impl JobRecord {
                     m.correctness_during = round.correctness_during.clone();
                 }
                 m.verified_during += round.verified_during;
+                m.excluded_samples.extend(round.excluded_samples.iter().cloned());
                 m.nvml_after = round.nvml_after.clone();
                 m.wall_seconds += round.wall_seconds;
                 m
@@ -613,6 +617,7 @@ mod round_tests {
             timing_method: String::new(),
             correctness_during: None,
             verified_during: 0,
+            excluded_samples: Vec::new(),
             rounds: Vec::new(),
         }
     }

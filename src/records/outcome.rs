@@ -92,6 +92,66 @@ pub struct JobOutcome {
     /// How many verifications were made between timed samples.
     #[serde(default)]
     pub verified_during: u32,
+    /// Samples left out of `samples_ms`: taken while the GPU throttled or below the clock floor.
+    #[serde(default)]
+    pub excluded_samples: Vec<ExcludedSample>,
+    /// How long the warm-up ran (it goes on until the SM clock is steady), in ms.
+    #[serde(default)]
+    pub warmup_ms: f64,
+}
+
+/// The SM clock and throttling NVML read right after one sample.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct ClockSample {
+    pub sm_mhz: u32,
+    /// A clock-lowering reason was active (power, thermal, hardware slowdown; idle does not count).
+    pub throttled: bool,
+}
+
+/// A sample left out of a job's median, with why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExcludedSample {
+    pub ms: f64,
+    pub clock: ClockSample,
+}
+
+/// Samples taken below this fraction of the job's highest SM clock are left out: a clock dip (a
+/// boost transition, another process) is not the kernel's speed.
+pub const CLOCK_FLOOR: f64 = 0.95;
+
+/// Splits samples into those kept and those taken while throttled or below `CLOCK_FLOOR` of the
+/// highest SM clock seen (pure). Samples without a clock reading (no NVML) are all kept.
+pub fn split_by_clock(samples: &[f64], clocks: &[Option<ClockSample>]) -> (Vec<f64>, Vec<ExcludedSample>) {
+    let top = clocks.iter().flatten().map(|c| c.sm_mhz).max().unwrap_or(0) as f64;
+    let mut kept = Vec::with_capacity(samples.len());
+    let mut excluded = Vec::new();
+    for (i, &ms) in samples.iter().enumerate() {
+        match clocks.get(i).copied().flatten() {
+            Some(c) if c.throttled || (c.sm_mhz as f64) < CLOCK_FLOOR * top => excluded.push(ExcludedSample { ms, clock: c }),
+            _ => kept.push(ms),
+        }
+    }
+    // A job whose every sample would go is measured as found rather than not at all.
+    if kept.is_empty() {
+        return (samples.to_vec(), Vec::new());
+    }
+    (kept, excluded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttled_and_low_clock_samples_are_left_out() {
+        let c = |mhz, throttled| Some(ClockSample { sm_mhz: mhz, throttled });
+        let (kept, out) = split_by_clock(&[1.0, 2.0, 1.1, 1.05, 0.9], &[c(1980, false), c(1980, true), c(1700, false), c(1900, false), None]);
+        assert_eq!(kept, vec![1.0, 1.05, 0.9], "1900 is within 5% of 1980; a sample without a reading stays");
+        assert_eq!(out.iter().map(|e| e.ms).collect::<Vec<_>>(), vec![2.0, 1.1]);
+        // Every sample throttled: the job is measured as found.
+        let (kept, out) = split_by_clock(&[1.0, 2.0], &[c(1500, true), c(1500, true)]);
+        assert_eq!((kept.len(), out.len()), (2, 0));
+    }
 }
 
 /// The memory bounds of one size: a device-to-device copy and a plain copy kernel over `bytes` bytes.

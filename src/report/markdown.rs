@@ -104,6 +104,11 @@ fn header(run: &RunData, out: &mut String) {
             None => methods.push((&j.timing_method, vec![&j.label])),
         }
     }
+    let excluded: usize = run.jobs.iter().map(|j| j.excluded_samples.len()).sum();
+    if excluded > 0 {
+        let jobs = run.jobs.iter().filter(|j| !j.excluded_samples.is_empty()).count();
+        kv("samples left out", format!("{excluded} samples of {jobs} jobs, taken while the GPU throttled or below {:.0}% of the job's highest SM clock (NVML after every sample), are not in the medians", crate::records::CLOCK_FLOOR * 100.0));
+    }
     match methods.as_slice() {
         [] => {}
         [(m, _)] => kv("timing method", format!("{m} (every job)")),
@@ -311,6 +316,11 @@ fn readings(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], metrics: &[Met
             && let (Some(in_eps), Some(elem), Some(max)) = (c.error_in_eps(), c.elem, c.max_error) {
                 readings.push(format!("- `{}` error against its reference: relative L2 {:.2e} = {in_eps:.2} eps of {}, worst element {max:.2e} of max|ref|", j.label, c.rel_error, elem.name()));
             }
+        if !j.excluded_samples.is_empty() {
+            let throttled = j.excluded_samples.iter().filter(|e| e.clock.throttled).count();
+            let lowest = j.excluded_samples.iter().map(|e| e.clock.sm_mhz).min().unwrap_or(0);
+            readings.push(format!("- `{}`: {} samples left out of the median ({throttled} throttled; lowest SM clock {lowest} MHz)", j.label, j.excluded_samples.len()));
+        }
         if let Some(why) = imp.get(j.id()) {
             readings.push(format!("- `{}` is impossible, never ranked: {why}", j.label));
         }

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use crate::build;
-use crate::device::driver_present;
-use crate::records::{BoundsOutcome, CacheState, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
+use crate::device::{driver_present, NvmlSession};
+use crate::records::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, JobOutcome, TimingConfig};
 use crate::stats;
 use crate::suite::{ArgSpec, BufferSpec, JobSpec, LaunchSpec, Program};
 use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape};
@@ -44,9 +44,17 @@ pub struct Gpu {
     pub arch: String,
     pub cache_dir: Option<PathBuf>,
     pub toolkit: build::Toolkit,
+    /// NVML, for the SM clock after every sample (absent: samples are kept without a reading).
+    nvml: NvmlSession,
+    ordinal: u32,
 }
 
 impl Gpu {
+    /// The SM clock and throttling now (None without NVML).
+    fn clock(&self) -> Option<ClockSample> {
+        self.nvml.clock(self.ordinal)
+    }
+
     pub fn open(ordinal: usize, cache_dir: Option<PathBuf>, toolkit: build::Toolkit) -> Result<Gpu, RunError> {
         if !driver_present() {
             return Err(RunError::NoDriver);
@@ -54,7 +62,7 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).doing(format!("opening GPU {ordinal}"))?;
         let (major, minor) = ctx.compute_capability().doing("reading the compute capability")?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir, toolkit })
+        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir, toolkit, nvml: NvmlSession::open(), ordinal: ordinal as u32 })
     }
 }
 
@@ -251,6 +259,24 @@ pub struct Timed {
     pub stopped_by: String,
     /// How the samples were taken, in words for the report.
     pub method: String,
+    /// The SM clock NVML read after each sample.
+    pub clocks: Vec<Option<ClockSample>>,
+    /// How long the warm-up ran, in ms.
+    pub warmup_ms: f64,
+}
+
+/// Warm-up goes on until the last three SM clock readings are within 1% of each other, for at
+/// most this long: a clock still ramping would slow the first samples.
+const MAX_CLOCK_SETTLE_MS: f64 = 2000.0;
+
+fn clock_settled(readings: &[u32]) -> bool {
+    match readings {
+        [.., a, b, c] => {
+            let (lo, hi) = (*a.min(b).min(c) as f64, *a.max(b).max(c) as f64);
+            hi <= lo * 1.01
+        }
+        _ => false,
+    }
 }
 
 /// Below this per-run time a cold sample is a CUDA graph of many flush + run pairs, the time of a
@@ -285,14 +311,25 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
             Some(Flush { pointer, bytes: 2 * l2, _buffer: buffer })
         }
     };
-    // Warm-up: module load, first-touch and clocks ramping stay out of the samples.
+    // Warm-up: module load, first-touch and clocks ramping stay out of the samples; it goes on
+    // until the SM clock is steady (without NVML, for the set time only).
     let mut warmup_runs = 0u32;
     let wall = Instant::now();
-    while warmup_runs < 3 || wall.elapsed().as_secs_f64() * 1e3 < cfg.warmup_ms {
+    let mut readings: Vec<u32> = Vec::new();
+    loop {
         run(&stream)?;
         warmup_runs += 1;
         stream.synchronize().doing("warming up")?;
+        let elapsed = wall.elapsed().as_secs_f64() * 1e3;
+        if warmup_runs < 3 || elapsed < cfg.warmup_ms {
+            continue;
+        }
+        match gpu.clock() {
+            Some(c) if !clock_settled(&readings) && elapsed < MAX_CLOCK_SETTLE_MS => readings.push(c.sm_mhz),
+            _ => break,
+        }
     }
+    let warmup_ms = wall.elapsed().as_secs_f64() * 1e3;
     // Calibrate back to back, as samples run: the warm-up's syncs would add host gaps to short kernels.
     let calibration_runs = warmup_runs.min(100);
     start.record(&stream).doing("recording an event")?;
@@ -308,7 +345,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     };
     if let (Some(f), Capture::Allowed, true) = (&flush, capture, per_run < GRAPH_BELOW_MS) {
         match time_graphs(gpu, cfg, f, per_run, &mut run, check) {
-            Ok(timed) => return Ok(Timed { warmup_runs, ..timed }),
+            Ok(timed) => return Ok(Timed { warmup_runs, warmup_ms, ..timed }),
             // A kernel that cannot be captured is still timed, the plain way, and says why.
             Err(e) => method = format!("{method} (a CUDA graph could not be captured: {})", e.to_string().lines().next().unwrap_or_default()),
         }
@@ -316,6 +353,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     // Cold: one run a sample (a second run would find the first one's data in L2).
     let runs_per_sample = if flush.is_some() { 1 } else { ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000) };
     let mut samples = Vec::new();
+    let mut clocks = Vec::new();
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
         if let Some(f) = &flush {
@@ -328,12 +366,13 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
         stop.record(&stream).doing("recording an event")?;
         stop.synchronize().doing("timing the variant")?;
         samples.push(start.elapsed_ms(&stop).doing("reading event time")? as f64 / runs_per_sample as f64);
+        clocks.push(gpu.clock());
         clock.verify_every(cfg, samples.len(), check)?;
         if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
             break why;
         }
     };
-    Ok(Timed { samples_ms: samples, runs_per_sample, warmup_runs, stopped_by, method })
+    Ok(Timed { samples_ms: samples, runs_per_sample, warmup_runs, stopped_by, method, clocks, warmup_ms })
 }
 
 /// `time_runs` with nothing to verify between samples (the bounds).
@@ -429,11 +468,13 @@ fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: 
         time(&flushes)?;
     }
     let mut samples = Vec::new();
+    let mut clocks = Vec::new();
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
         // Alternating keeps drift out of the difference.
         let (with_runs, alone) = (time(&runs)?, time(&flushes)?);
         samples.push((with_runs - alone) / n as f64);
+        clocks.push(gpu.clock());
         clock.verify_every(cfg, samples.len(), check)?;
         if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
             break why;
@@ -443,6 +484,8 @@ fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: 
         samples_ms: samples,
         runs_per_sample: n as u32,
         warmup_runs: 0,
+        warmup_ms: 0.0,
+        clocks,
         stopped_by,
         method: format!("CUDA graph of {n} (L2 flush, run) pairs, minus a graph of {n} flushes, over {n} (runs under {} µs)", GRAPH_BELOW_MS * 1e3),
     })
@@ -482,9 +525,13 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         }
         None => None,
     };
+    // Samples taken while throttled or below the clock floor stay out of the median, counted.
+    let (samples_ms, excluded_samples) = split_by_clock(&timed.samples_ms, &timed.clocks);
     Ok(JobOutcome {
         correctness,
-        samples_ms: timed.samples_ms,
+        samples_ms,
+        excluded_samples,
+        warmup_ms: timed.warmup_ms,
         runs_per_sample: timed.runs_per_sample,
         warmup_runs: timed.warmup_runs,
         stopped_by: timed.stopped_by,
