@@ -126,6 +126,7 @@ mod tests {
             passes: None,
             report_file: None,
             error: None,
+            not_applicable: Default::default(),
         }
     }
 

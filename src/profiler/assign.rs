@@ -48,6 +48,7 @@ fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
 /// bug in its definition: the metric is left out and the record's error names it.
 pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], report_file: Option<String>) -> ProfileRecord {
     let mut values = BTreeMap::new();
+    let mut not_applicable = BTreeMap::new();
     let mut missing = Vec::new();
     let mut errors = Vec::new();
     if rows.iter().any(|r| r.looks_faulted()) {
@@ -56,6 +57,7 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
     for def in defs {
         let mut per_launch = Vec::new();
         let mut undefined = false;
+        let mut reason = None;
         let mut absent = false;
         let launch_values: Vec<&BTreeMap<String, f64>> = rows.iter().map(|r| &r.values).collect();
         let evaluated = metrics::evaluate_launches(&launch_values, &[def]);
@@ -70,14 +72,21 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
             let duration = r.values.get(metrics::DURATION).copied().unwrap_or(0.0);
             match value {
                 LaunchValue::Value(v) => per_launch.push((v, duration)),
-                LaunchValue::NotApplicable(_) => undefined = true,
+                LaunchValue::NotApplicable(rule) => {
+                    undefined = true;
+                    reason = reason.or(def.not_applicable_reason(rule));
+                }
                 LaunchValue::Missing => absent = true,
             }
         }
         if absent {
             missing.push(def.name.clone());
         } else {
-            values.insert(def.name.clone(), if per_launch.is_empty() && undefined { None } else { metrics::aggregate(def, &per_launch) });
+            let value = if per_launch.is_empty() && undefined { None } else { metrics::aggregate(def, &per_launch) };
+            if let (None, Some(why)) = (value, reason) {
+                not_applicable.insert(def.name.clone(), why.to_string());
+            }
+            values.insert(def.name.clone(), value);
         }
     }
     let passes = rows.iter().filter_map(|r| r.values.get("profiler__replayer_passes")).copied().reduce(f64::max);
@@ -89,6 +98,7 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
         passes,
         report_file,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        not_applicable,
     }
 }
 
@@ -144,6 +154,17 @@ mod tests {
         let shifted = assign_kernels(&[&a, &b], &[row(0, 20)]);
         assert!(shifted[0].1.as_ref().unwrap_err().contains("grid (10, 1, 1)"));
         assert!(shifted[1].1.as_ref().unwrap_err().contains("stopped early"));
+    }
+
+    #[test]
+    fn a_kernel_loading_only_through_cp_async_reads_na_with_the_reason() {
+        let defs = metrics::Catalog::builtin().unwrap().resolve(&["gld_efficiency".into()]).unwrap();
+        let mut values: BTreeMap<String, f64> = metrics::counters_needed(&defs).into_iter().map(|c| (c, 0.0)).collect();
+        values.insert("smsp__inst_executed_op_ldgsts.sum".into(), 4096.0);
+        let row = KernelRow { id: 0, process_id: "1".into(), kernel_name: "copy".into(), block_size: "(256, 1, 1)".into(), grid_size: "(10, 1, 1)".into(), device: "0".into(), cc: "9.0".into(), values, text: Default::default() };
+        let record = profile_record(&job("a", 10), &defs, &[row], None);
+        assert_eq!(record.metrics.get("gld_efficiency"), Some(&None), "never 0%: {record:?}");
+        assert_eq!(record.not_applicable.get("gld_efficiency").map(String::as_str), Some("loads via cp.async/TMA"));
     }
 
     /// `strided_read`'s five launches of a committed H100 run as the launches of one job: ncu gave

@@ -377,12 +377,15 @@ pub struct ProfileRecord {
     pub passes: Option<f64>,
     pub report_file: Option<String>,
     pub error: Option<String>,
+    /// Metric name -> why it is n/a, where its definition says (`loads via cp.async/TMA`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_applicable: BTreeMap<String, String>,
 }
 
 impl ProfileRecord {
     /// A job ncu could not give numbers for, and why.
     pub fn failed(job_id: &str, error: String, report_file: Option<String>) -> Self {
-        ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error) }
+        ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error), not_applicable: BTreeMap::new() }
     }
 }
 

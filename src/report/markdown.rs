@@ -162,7 +162,11 @@ fn metric_cells(run: &RunData, j: &JobRecord, metrics: &[MetricDef]) -> Vec<Stri
         .iter()
         .map(|m| match profile.and_then(|p| p.metrics.get(&m.name)) {
             Some(Some(v)) => metrics::format_value(m, *v),
-            Some(None) => "n/a".into(),
+            // With the reason its definition gives, where it gives one (`loads via cp.async/TMA`).
+            Some(None) => match profile.and_then(|p| p.not_applicable.get(&m.name)) {
+                Some(why) => format!("n/a ({why})"),
+                None => "n/a".into(),
+            },
             None => "–".into(),
         })
         .collect()
