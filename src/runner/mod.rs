@@ -240,12 +240,20 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
         }
         // The built-in references: run the variant once on fresh buffers, compare one output with
         // what the buffers started as.
-        CorrectnessSpec::Copy { output, .. } | CorrectnessSpec::Transpose { output, .. } | CorrectnessSpec::Sum { output, .. } | CorrectnessSpec::Matmul { output, .. } => {
+        CorrectnessSpec::Copy { output, .. }
+        | CorrectnessSpec::Transpose { output, .. }
+        | CorrectnessSpec::Sum { output, .. }
+        | CorrectnessSpec::Matmul { output, .. }
+        | CorrectnessSpec::Scan { output, .. }
+        | CorrectnessSpec::Compact { output, .. }
+        | CorrectnessSpec::Sort { output, .. }
+        | CorrectnessSpec::Histogram { output, .. } => {
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
             let (elem, got) = (elem_of(*output), bufs.download(gpu, spec, *output)?);
+            let input_elem = spec.correctness.inputs().first().map_or(elem, |&i| elem_of(i));
             let initial: Vec<Option<&HostData>> = bufs.initial.iter().map(Option::as_ref).collect();
-            spec.correctness.against_inputs(elem, &initial, &got).ok_or_else(|| RunError::Invalid("a check input is not initialised with random or iota data".into()))?
+            spec.correctness.against_inputs(elem, input_elem, &initial, &got).ok_or_else(|| RunError::Invalid("a check input is not initialised with random or iota data".into()))?
         }
     };
     Ok(Some(outcome))

@@ -168,6 +168,13 @@ pub struct CorrectnessDecl {
     pub trans_a: bool,
     #[serde(default)]
     pub trans_b: bool,
+    /// For `scan`: exclusive prefix sums (`out[0] = 0`) instead of inclusive.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// For `compact`: which elements are kept: `positive`, `nonzero` or `even`.
+    pub keep: Option<String>,
+    /// For `histogram`: the number of bins (an expression); element x counts in bin x mod bins.
+    pub bins: Option<String>,
     /// For `same_as`: the reference variant's output buffer, when it is not `output` (an f32
     /// variant writing `y` is the reference of an f16 one writing `y_half`).
     pub reference_output: Option<String>,

@@ -679,7 +679,42 @@ fn resolve_job(
                     }
                     CorrectnessSpec::Matmul { a, b, output, shape, tolerance: tolerance(&c.tolerance, output)? }
                 }
-                Some(other) => return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\" or \"none\", or same_as = \"variant\"")),
+                Some("scan") => {
+                    let (input, output) = input_output()?;
+                    let count = number(&c.count, "count", buffers[input].len)?;
+                    if count == 0 || count > buffers[input].len || count > buffers[output].len {
+                        return Err(ctx.err(ctx.check_key(v, "count"), format!("variant `{}`: scan check count {count} must be between 1 and the length of both `{}` ({}) and `{}` ({})", v.name, buffers[input].name, buffers[input].len, buffers[output].name, buffers[output].len), "give count = \"N\" no longer than the buffers"));
+                    }
+                    let tolerance = tolerance(&c.tolerance, output)?;
+                    if buffers[input].elem.is_float() && tolerance <= 0.0 && buffers[input].init != Init::RandomInt {
+                        return Err(ctx.err(ctx.check_key(v, "tolerance"), format!("variant `{}`: a float scan of random fractions depends on the order of the adds and cannot be checked bit for bit", v.name), format!("give the input init = \"random_int\" (whole numbers: exact while the prefixes stay below 2^24) or a tolerance, e.g. \"{} eps\" (the worst case of a {count}-term float sum)", count)));
+                    }
+                    CorrectnessSpec::Scan { input, output, count, exclusive: c.exclusive, tolerance }
+                }
+                Some("compact") => {
+                    let (input, output) = input_output()?;
+                    let keep = c.keep.as_deref().map(|k| crate::verify::Keep::parse(k).ok_or(k)).unwrap_or(Err("")).map_err(|k| ctx.err(ctx.check_key(v, "keep"), format!("variant `{}`: a compact check needs keep = \"positive\", \"nonzero\" or \"even\" (got `{k}`)", v.name), "say which elements the compaction keeps"))?;
+                    if buffers[output].init != Init::Poison {
+                        return Err(ctx.err(ctx.check_key(v, "output"), format!("variant `{}`: a compact check reads the end of `{}` to see that nothing was written past the kept elements, so it must start as poison", v.name, buffers[output].name), "give the output init = \"poison\""));
+                    }
+                    CorrectnessSpec::Compact { input, output, keep }
+                }
+                Some("sort") => {
+                    let (input, output) = input_output()?;
+                    if buffers[output].len < buffers[input].len {
+                        return Err(ctx.err(ctx.check_key(v, "output"), format!("variant `{}`: a sort check needs an output as long as the input", v.name), "make the output at least as long as the input"));
+                    }
+                    CorrectnessSpec::Sort { input, output }
+                }
+                Some("histogram") => {
+                    let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
+                    let bins = required(&c.bins, "bins", "the number of bins")?;
+                    if bins == 0 || bins > buffers[output].len || buffers[output].elem.is_float() {
+                        return Err(ctx.err(ctx.check_key(v, "bins"), format!("variant `{}`: a histogram check needs 1 to {} bins in the integer buffer `{}`", v.name, buffers[output].len, buffers[output].name), "give bins = \"B\" with an integer output of at least B elements"));
+                    }
+                    CorrectnessSpec::Histogram { input, output, bins }
+                }
+                Some(other) => return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\", \"scan\", \"compact\", \"sort\", \"histogram\" or \"none\", or same_as = \"variant\"")),
             }
         }
     };

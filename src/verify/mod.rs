@@ -9,7 +9,7 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 pub use data::HostData;
-pub use reference::{check_copy, check_copy_mapped, check_matmul, check_same, check_sum, check_transpose};
+pub use reference::{check_compact, check_copy, check_copy_mapped, check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum, check_transpose, Keep};
 
 /// Element type of a buffer.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -125,6 +125,14 @@ pub enum CorrectnessSpec {
     Sum { input: usize, output: usize, count: u64, input_stride: u64, tolerance: f64 },
     /// `output = alpha * op(a) * op(b) + beta * output` (row-major; see `MatmulShape`).
     Matmul { a: usize, b: usize, output: usize, shape: MatmulShape, tolerance: f64 },
+    /// `output[0..count]` holds the inclusive or exclusive prefix sums of `input`.
+    Scan { input: usize, output: usize, count: u64, exclusive: bool, tolerance: f64 },
+    /// `output` holds the elements of `input` that `keep` keeps, in order, and nothing after them.
+    Compact { input: usize, output: usize, keep: Keep },
+    /// `output` is `input` sorted ascending.
+    Sort { input: usize, output: usize },
+    /// `output[b]` counts the elements of `input` equal to b modulo `bins`.
+    Histogram { input: usize, output: usize, bins: u64 },
 }
 
 /// A matrix product `C = alpha * op(A) * op(B) + beta * C`, row-major: op(A) is m x k, op(B) k x n,
@@ -164,7 +172,13 @@ impl CorrectnessSpec {
     /// The buffers a built-in reference reads the expected values from (they must start with data).
     pub fn inputs(&self) -> Vec<usize> {
         match self {
-            CorrectnessSpec::Copy { input, .. } | CorrectnessSpec::Transpose { input, .. } | CorrectnessSpec::Sum { input, .. } => vec![*input],
+            CorrectnessSpec::Copy { input, .. }
+            | CorrectnessSpec::Transpose { input, .. }
+            | CorrectnessSpec::Sum { input, .. }
+            | CorrectnessSpec::Scan { input, .. }
+            | CorrectnessSpec::Compact { input, .. }
+            | CorrectnessSpec::Sort { input, .. }
+            | CorrectnessSpec::Histogram { input, .. } => vec![*input],
             CorrectnessSpec::Matmul { a, b, .. } => vec![*a, *b],
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => Vec::new(),
         }
@@ -173,13 +187,18 @@ impl CorrectnessSpec {
     /// Compares a variant's output with the built-in reference computed from the buffers' initial
     /// contents (`initial[i]`: buffer i before the run, `None` where it started poisoned or zero)
     /// (`None` for specs that have no built-in reference: `none` and `same_as`).
-    pub fn against_inputs(&self, elem: ElemType, initial: &[Option<&HostData>], output: &HostData) -> Option<Correctness> {
+    /// `input_elem` is the element type of the check's input where it may differ from the output's (a histogram's).
+    pub fn against_inputs(&self, elem: ElemType, input_elem: ElemType, initial: &[Option<&HostData>], output: &HostData) -> Option<Correctness> {
         let input = |i: usize| initial.get(i).copied().flatten();
         Some(match self {
             CorrectnessSpec::Copy { input: i, map, .. } => check_copy_mapped(elem, input(*i)?, output, *map),
             CorrectnessSpec::Transpose { input: i, rows, cols, .. } => check_transpose(elem, input(*i)?, output, *rows as usize, *cols as usize),
             CorrectnessSpec::Sum { input: i, count, input_stride, tolerance, .. } => check_sum(elem, input(*i)?, output, *count as usize, *input_stride as usize, *tolerance),
             CorrectnessSpec::Matmul { a, b, output: o, shape, tolerance } => check_matmul(elem, input(*a)?, input(*b)?, input(*o), output, shape, *tolerance),
+            CorrectnessSpec::Scan { input: i, count, exclusive, tolerance, .. } => check_scan(elem, input(*i)?, output, *count as usize, *exclusive, *tolerance),
+            CorrectnessSpec::Compact { input: i, keep, .. } => check_compact(elem, input(*i)?, output, *keep),
+            CorrectnessSpec::Sort { input: i, .. } => check_sort(elem, input(*i)?, output),
+            CorrectnessSpec::Histogram { input: i, bins, .. } => check_histogram(input_elem, input(*i)?, elem, output, *bins as usize),
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => return None,
         })
     }

@@ -231,6 +231,145 @@ fn gcd(a: u64, b: u64) -> u64 {
 }
 
 /// The element type's unit roundoff.
+/// The element's bits as an integer reduced modulo 2^width (what the GPU's integer adds keep).
+fn int_mask(elem: ElemType) -> u64 {
+    u64::MAX >> (64 - 8 * elem.size())
+}
+
+/// `out[0..count]` must be the prefix sums of `input[0..count]`: inclusive (`out[i] = x[0] + … + x[i]`)
+/// or exclusive (`out[i] = x[0] + … + x[i-1]`, `out[0] = 0`). Integers exactly, wrapping at the
+/// element width as the GPU's adds do; floats within `tolerance` × (|x[0]| + … + |x[i]|) of the
+/// float64 prefix (the scale any order of float adds can lose precision against).
+pub fn check_scan(elem: ElemType, input: &HostData, out: &HostData, count: usize, exclusive: bool, tolerance: f64) -> Correctness {
+    let count = count.min(input.len()).min(out.len());
+    let mut t = Tally::new(elem);
+    let mut worst = 0.0f64;
+    if elem.is_float() {
+        let (mut sum, mut scale) = (0.0f64, 0.0f64);
+        for i in 0..count {
+            let x = value(elem, input.word(i));
+            let (want, bound) = if exclusive { (sum, scale) } else { (sum + x, scale + x.abs()) };
+            let got_bits = out.word(i);
+            let got = value(elem, got_bits);
+            let err = if bound > 0.0 { (got - want).abs() / bound } else { (got - want).abs() };
+            t.checked += 1;
+            if !(err <= tolerance) {
+                t.mismatches += 1;
+                if is_poison(elem, got_bits) {
+                    t.unwritten += 1;
+                }
+                t.first.get_or_insert_with(|| format!("out[{i}]: got {got} want {want} (error {err:.2e} of the prefix's sum|x|, tolerance {tolerance:.1e})"));
+            } else {
+                worst = worst.max(err);
+            }
+            sum += x;
+            scale += x.abs();
+        }
+    } else {
+        let mask = int_mask(elem);
+        let mut sum = 0u64;
+        for i in 0..count {
+            let x = input.word(i);
+            let want = if exclusive { sum } else { sum.wrapping_add(x) } & mask;
+            t.exact(out.word(i), want, || format!("out[{i}]"));
+            sum = sum.wrapping_add(x);
+        }
+    }
+    let mut o = t.outcome();
+    o.rel_error = worst;
+    o
+}
+
+/// Which elements a compaction keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Keep {
+    /// x > 0
+    Positive,
+    /// x != 0
+    Nonzero,
+    /// whole numbers divisible by 2
+    Even,
+}
+
+impl Keep {
+    pub fn parse(text: &str) -> Option<Keep> {
+        match text.trim() {
+            "positive" => Some(Keep::Positive),
+            "nonzero" => Some(Keep::Nonzero),
+            "even" => Some(Keep::Even),
+            _ => None,
+        }
+    }
+
+    pub fn keeps(self, x: f64) -> bool {
+        match self {
+            Keep::Positive => x > 0.0,
+            Keep::Nonzero => x != 0.0,
+            Keep::Even => x.fract() == 0.0 && x.rem_euclid(2.0) == 0.0,
+        }
+    }
+}
+
+/// `out` must hold the elements of `input` that `keep` keeps, in their order (a stable
+/// compaction), bit for bit, and nothing after them: the rest of `out` is still poison.
+pub fn check_compact(elem: ElemType, input: &HostData, out: &HostData, keep: Keep) -> Correctness {
+    let mut t = Tally::new(elem);
+    let mut k = 0usize;
+    for i in 0..input.len() {
+        let x = input.word(i);
+        if !keep.keeps(value(elem, x)) {
+            continue;
+        }
+        if k >= out.len() {
+            t.checked += 1;
+            t.mismatches += 1;
+            t.first.get_or_insert_with(|| format!("the output holds {} elements, fewer than the input keeps", out.len()));
+            break;
+        }
+        t.exact(out.word(k), x, || format!("out[{k}] (in[{i}])"));
+        k += 1;
+    }
+    // Past the kept elements nothing may be written: a count that is too large shows here.
+    for i in k..out.len() {
+        t.checked += 1;
+        if !is_poison(elem, out.word(i)) {
+            t.mismatches += 1;
+            t.first.get_or_insert_with(|| format!("out[{i}] = {} is past the {k} kept elements and should be untouched", value(elem, out.word(i))));
+        }
+    }
+    t.outcome()
+}
+
+/// `out[0..n]` must be `input[0..n]` in ascending order (a permutation of it, sorted): the CPU
+/// sorts a copy and compares value for value.
+pub fn check_sort(elem: ElemType, input: &HostData, out: &HostData) -> Correctness {
+    let n = input.len().min(out.len());
+    let mut want: Vec<(f64, u64)> = (0..n).map(|i| (value(elem, input.word(i)), input.word(i))).collect();
+    want.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut t = Tally::new(elem);
+    for (i, (_, bits)) in want.iter().enumerate() {
+        t.exact(out.word(i), *bits, || format!("out[{i}]"));
+    }
+    t.outcome()
+}
+
+/// `out[b]` must count the elements `x` of `input` with `x mod bins == b` (whole numbers; the
+/// remainder taken non-negative), exactly.
+pub fn check_histogram(elem: ElemType, input: &HostData, out_elem: ElemType, out: &HostData, bins: usize) -> Correctness {
+    let mut want = vec![0u64; bins];
+    for i in 0..input.len() {
+        let x = value(elem, input.word(i));
+        want[(x.rem_euclid(bins as f64)) as usize % bins] += 1;
+    }
+    let mut t = Tally::new(out_elem);
+    let mask = int_mask(out_elem);
+    for (b, w) in want.iter().enumerate() {
+        t.exact(out.word(b), w & mask, || format!("bin {b}"));
+    }
+    t.outcome()
+}
+
 fn epsilon(elem: ElemType) -> f64 {
     elem.epsilon()
 }
@@ -526,5 +665,63 @@ mod tests {
         let wide = HostData::W4(vec![5, (-6i32) as u32]);
         assert!(check_same(ElemType::I32, &wide, ElemType::I8, &small, 0.0).passed);
         assert!(!check_same(ElemType::I32, &wide, ElemType::U8, &small, 0.0).passed);
+    }
+
+    #[test]
+    fn scans_inclusive_and_exclusive_integers_exact_floats_by_tolerance() {
+        let x = HostData::W4([3i32, -1, 4, 1, -5].iter().map(|&v| v as u32).collect());
+        let inclusive = HostData::W4([3i32, 2, 6, 7, 2].iter().map(|&v| v as u32).collect());
+        let exclusive = HostData::W4([0i32, 3, 2, 6, 7].iter().map(|&v| v as u32).collect());
+        assert!(check_scan(ElemType::I32, &x, &inclusive, 5, false, 0.0).passed);
+        assert!(check_scan(ElemType::I32, &x, &exclusive, 5, true, 0.0).passed);
+        let o = check_scan(ElemType::I32, &x, &exclusive, 5, false, 0.0);
+        assert!(!o.passed && o.first_mismatch.unwrap().starts_with("out[0]"));
+        // Only `count` elements are checked: a partial scan of a longer buffer.
+        assert!(check_scan(ElemType::I32, &x, &inclusive, 3, false, 0.0).passed);
+        // u8 prefixes wrap at 256, as the GPU's adds do.
+        let bytes = HostData::W1(vec![200, 100]);
+        assert!(check_scan(ElemType::U8, &bytes, &HostData::W1(vec![200, 44]), 2, false, 0.0).passed);
+        let fx = floats(&[0.1, 0.2, 0.3]);
+        let near = floats(&[0.1, 0.3000001, 0.6]);
+        assert!(check_scan(ElemType::F32, &fx, &near, 3, false, 1e-6).passed);
+        assert!(!check_scan(ElemType::F32, &fx, &floats(&[0.1, 0.3, 0.7]), 3, false, 1e-6).passed);
+        // An unwritten (NaN) element never passes a tolerance.
+        let o = check_scan(ElemType::F32, &fx, &HostData::W4(vec![0.1f32.to_bits(), u32::MAX, 0.6f32.to_bits()]), 3, false, 1.0);
+        assert_eq!((o.passed, o.unwritten), (false, 1));
+    }
+
+    #[test]
+    fn compaction_is_stable_and_writes_nothing_past_the_kept_elements() {
+        let x = HostData::W4([5i32, -2, 0, 7, 3, -1].iter().map(|&v| v as u32).collect());
+        let mut out = HostData::W4(vec![u32::MAX; 6]);
+        if let HostData::W4(v) = &mut out {
+            v[..3].copy_from_slice(&[5, 7, 3]);
+        }
+        assert!(check_compact(ElemType::I32, &x, &out, Keep::Positive).passed);
+        let mut reordered = out.clone();
+        if let HostData::W4(v) = &mut reordered {
+            v[..3].copy_from_slice(&[7, 5, 3]);
+        }
+        assert!(!check_compact(ElemType::I32, &x, &reordered, Keep::Positive).passed, "order matters");
+        let mut too_many = out.clone();
+        if let HostData::W4(v) = &mut too_many {
+            v[3] = 0;
+        }
+        let o = check_compact(ElemType::I32, &x, &too_many, Keep::Positive);
+        assert!(!o.passed && o.first_mismatch.unwrap().contains("past the 3 kept"));
+        assert_eq!(Keep::parse("even"), Some(Keep::Even));
+        assert!(Keep::Even.keeps(-4.0) && !Keep::Even.keeps(3.0) && Keep::Nonzero.keeps(-1.0));
+    }
+
+    #[test]
+    fn sorts_and_histograms() {
+        let x = HostData::W4([3i32, -1, 4, 1, -5].iter().map(|&v| v as u32).collect());
+        let sorted = HostData::W4([-5i32, -1, 1, 3, 4].iter().map(|&v| v as u32).collect());
+        assert!(check_sort(ElemType::I32, &x, &sorted).passed);
+        assert!(!check_sort(ElemType::I32, &x, &x).passed);
+        // Bins of x mod 3 (non-negative remainder): 3 -> 0, -1 -> 2, 4 -> 1, 1 -> 1, -5 -> 1.
+        let h = HostData::W4(vec![1, 3, 1]);
+        assert!(check_histogram(ElemType::I32, &x, ElemType::U32, &h, 3).passed);
+        assert!(!check_histogram(ElemType::I32, &x, ElemType::U32, &HostData::W4(vec![1, 2, 2]), 3).passed);
     }
 }
