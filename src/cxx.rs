@@ -76,12 +76,8 @@ pub fn global_functions(src: &str) -> Vec<String> {
                         last_ident = None;
                         continue;
                     }
-                    Some(name) => {
-                        if !out.iter().any(|n| n == name) {
-                            out.push(name.to_string());
-                        }
-                    }
-                    None => {}
+                    Some(name) if !out.iter().any(|n| n == name) => out.push(name.to_string()),
+                    _ => {}
                 }
                 break;
             }

@@ -405,7 +405,7 @@ impl SamplingClock {
 
     /// `--verify-every K`: after every K-th sample, the check runs (its time not counted).
     fn verify_every(&mut self, cfg: &TimingConfig, samples: usize, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<(), RunError> {
-        if cfg.verify_every > 0 && samples % cfg.verify_every as usize == 0 {
+        if cfg.verify_every > 0 && samples.is_multiple_of(cfg.verify_every as usize) {
             let t = Instant::now();
             check()?;
             self.paused += t.elapsed();
