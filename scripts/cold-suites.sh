@@ -6,6 +6,8 @@ set -uo pipefail
 OUT=${OUT:-/tmp/gpu-lab-out}
 BIN=$(realpath "${GPU_LAB:-target/release/gpu-lab}")
 SUITES=${SUITES:-"shared-memory reduction"}
+MODE=${MODE:-profile}          # or run: no ncu, for a quick first look at new suites
+ARGS=${ARGS:-}                 # more options for every suite, e.g. "--max-seconds 0.3"
 EXTRA=${EXTRA:-}
 WORK=$(mktemp -d /tmp/gpu-lab-suites.XXXXXX)
 mkdir -p "$OUT" "$WORK/runs"
@@ -14,8 +16,8 @@ mkdir -p "$OUT" "$WORK/runs"
   nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
   for s in $SUITES; do
     start=$(date +%s)
-    echo "== gpu-lab profile --suite $s"
-    "$BIN" profile --suite "$s" --out "$WORK/runs" --quiet
+    echo "== gpu-lab $MODE --suite $s $ARGS"
+    "$BIN" "$MODE" --suite "$s" $ARGS --out "$WORK/runs" --quiet
     echo "exit $? after $(( $(date +%s) - start )) s"
   done
   if [ -n "$EXTRA" ]; then
@@ -36,7 +38,8 @@ for l in open(sys.argv[1], errors="replace"):
     if v.get("kind") == "job":
         s = v.get("summary") or {}
         m = "graph" if v.get("timing_method", "").startswith("CUDA graph") else "events"
-        print(f'{v["id"][:60]:60} {v["status"]:7} {s.get("median", float("nan")):9.4f} ms {m}')
+        err = " | ".join((v.get("error") or "").splitlines()[:8])
+        print(f'{v["id"][:60]:60} {v["status"]:7} {s.get("median", float("nan")):9.4f} ms {m} {err}')
 PY
 done
 tar -C "$WORK/runs" --exclude='*.ncu-rep' -czf "$OUT/runs.tar.gz" .
