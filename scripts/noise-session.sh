@@ -8,12 +8,14 @@ OUT=${OUT:-/tmp/gpu-lab-out}
 BIN=$(realpath "${GPU_LAB:-target/release/gpu-lab}")
 SUITE=${SUITE:-transpose}
 RUN_ARGS=${RUN_ARGS:-}
+# The first run: profiled (for the agreement with ncu), or A="run --rounds 3" to compare two multi-round runs.
+A=${A:-profile}
 WORK=$(mktemp -d /tmp/gpu-lab-noise.XXXXXX)
 mkdir -p "$OUT"
 {
   echo "== $(date -u +%FT%TZ) $(hostname)"
   nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-  for step in "a profile" "b run $RUN_ARGS"; do
+  for step in "a $A" "b run $RUN_ARGS"; do
     set -- $step
     tag=$1; shift
     echo "== gpu-lab $* --suite $SUITE"
