@@ -288,6 +288,8 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         correctness_during: None,
         verified_during: 0,
         excluded_samples: Vec::new(),
+        warmup_ms: 0.0,
+        sample_clock_mhz: None,
         rounds: Vec::new(),
     };
     match outcome {
@@ -304,6 +306,8 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.correctness_during = o.correctness_during;
             record.verified_during = o.verified_during;
             record.excluded_samples = o.excluded_samples;
+            record.warmup_ms = o.warmup_ms;
+            record.sample_clock_mhz = o.sample_clock_mhz;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }

@@ -144,6 +144,8 @@ mod tests {
             correctness_during: None,
             verified_during: 0,
             excluded_samples: Vec::new(),
+            warmup_ms: 0.0,
+            sample_clock_mhz: None,
             rounds: Vec::new(),
         }
     }

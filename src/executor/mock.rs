@@ -110,6 +110,7 @@ impl Executor for MockExecutor {
             verified_during: 0,
             excluded_samples: Vec::new(),
             warmup_ms: 0.0,
+            sample_clock_mhz: None,
         })
     }
 

@@ -170,6 +170,12 @@ pub struct JobRecord {
     /// Samples left out of the median (throttled, or below the clock floor), with their clocks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_samples: Vec<ExcludedSample>,
+    /// How long the warm-up ran until the SM clock was steady, in ms (0 in runs before it was recorded).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub warmup_ms: f64,
+    /// The lowest and highest SM clock NVML read after the job's samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_clock_mhz: Option<[u32; 2]>,
     /// For a run of several rounds (`--rounds`): each round's own samples. `samples_ms` then holds
     /// one median per timed round, so the summary's interval is across rounds (run-to-run drift
     /// included), not within one.
@@ -179,6 +185,10 @@ pub struct JobRecord {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// One round of a job in a multi-round run.
@@ -621,6 +631,8 @@ mod round_tests {
             correctness_during: None,
             verified_during: 0,
             excluded_samples: Vec::new(),
+            warmup_ms: 0.0,
+            sample_clock_mhz: None,
             rounds: Vec::new(),
         }
     }

@@ -98,6 +98,9 @@ pub struct JobOutcome {
     /// How long the warm-up ran (it goes on until the SM clock is steady), in ms.
     #[serde(default)]
     pub warmup_ms: f64,
+    /// The lowest and highest SM clock NVML read after the samples (None without NVML).
+    #[serde(default)]
+    pub sample_clock_mhz: Option<[u32; 2]>,
 }
 
 /// The SM clock and throttling NVML read right after one sample.

@@ -540,6 +540,10 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         samples_ms,
         excluded_samples,
         warmup_ms: timed.warmup_ms,
+        sample_clock_mhz: {
+            let mhz = timed.clocks.iter().flatten().map(|c| c.sm_mhz);
+            mhz.clone().min().zip(mhz.max()).map(|(lo, hi)| [lo, hi])
+        },
         runs_per_sample: timed.runs_per_sample,
         warmup_runs: timed.warmup_runs,
         stopped_by: timed.stopped_by,
