@@ -265,32 +265,17 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
     let outcome = executor.job(ctx, tag, job);
     let nvml_after = executor.snapshot();
     let description = suite.manifest.variants.iter().find(|v| v.name == job.key.variant).map(|v| v.description.clone()).unwrap_or_default();
+    // Failed until the outcome says otherwise.
     let mut record = JobRecord {
         key: job.key.clone(),
         label: job.label(),
         description,
-        status: JobStatus::Failed,
-        error: None,
-        correctness: None,
-        correctness_after: None,
-        samples_ms: Vec::new(),
-        runs_per_sample: 0,
-        stopped_by: String::new(),
-        summary: None,
         work: job.work,
         bound: job.bound.clone(),
         launches: job.launches.len(),
         nvml_before,
         nvml_after,
-        wall_seconds: 0.0,
-        compilers: Vec::new(),
-        timing_method: String::new(),
-        correctness_during: None,
-        verified_during: 0,
-        excluded_samples: Vec::new(),
-        warmup_ms: 0.0,
-        sample_clock_mhz: None,
-        rounds: Vec::new(),
+        ..Default::default()
     };
     match outcome {
         Ok(o) => {

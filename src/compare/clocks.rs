@@ -124,29 +124,13 @@ mod tests {
         JobRecord {
             key: crate::records::JobKey { id: "j".into(), variant: "v".into(), group: "g".into(), ..Default::default() },
             label: "v".into(),
-            description: String::new(),
             status: crate::records::JobStatus::Ok,
-            error: None,
-            correctness: None,
-            correctness_after: None,
-            samples_ms: vec![],
             runs_per_sample: 1,
-            stopped_by: String::new(),
-            summary: None,
             work: crate::records::Work { bytes, flops },
-            bound: Default::default(),
             launches: 1,
             nvml_before: before.map(snap),
             nvml_after: after.map(snap),
-            wall_seconds: 0.0,
-            compilers: Vec::new(),
-            timing_method: String::new(),
-            correctness_during: None,
-            verified_during: 0,
-            excluded_samples: Vec::new(),
-            warmup_ms: 0.0,
-            sample_clock_mhz: None,
-            rounds: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -47,12 +47,14 @@ pub struct RunInfo {
     pub mock: bool,
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     Ok,
     /// Ran, but its output is wrong: shown, never ranked or baselined.
     Wrong,
+    /// Also a record's state until an outcome says otherwise.
+    #[default]
     Failed,
     TimedOut,
 }
@@ -129,7 +131,7 @@ pub struct Work {
     pub flops: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct JobRecord {
     #[serde(flatten)]
     pub key: JobKey,
@@ -611,29 +613,15 @@ mod round_tests {
         JobRecord {
             key: JobKey { id: "j".into(), variant: "v".into(), ..Default::default() },
             label: "v".into(),
-            description: String::new(),
             status,
             error: (status == JobStatus::Failed).then(|| "boom".to_string()),
-            correctness: None,
-            correctness_after: None,
             samples_ms: samples.to_vec(),
             runs_per_sample: 1,
             stopped_by: "noise target".into(),
             summary: crate::stats::summarize(samples),
-            work: Work::default(),
-            bound: BoundSpec::Copy,
             launches: 1,
-            nvml_before: None,
-            nvml_after: None,
             wall_seconds: 1.0,
-            compilers: Vec::new(),
-            timing_method: String::new(),
-            correctness_during: None,
-            verified_during: 0,
-            excluded_samples: Vec::new(),
-            warmup_ms: 0.0,
-            sample_clock_mhz: None,
-            rounds: Vec::new(),
+            ..Default::default()
         }
     }
 
