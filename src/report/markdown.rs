@@ -316,6 +316,9 @@ fn readings(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], metrics: &[Met
             let more = if e.lines().count() > lines.len() { "\n  …(the rest is in results.jsonl and the job's log under logs/)" } else { "" };
             readings.push(format!("- `{}` {}:\n\n  ```\n  {}{more}\n  ```", j.label, status_cell(imp, j), lines.join("\n  ")));
         }
+        if let Some(ulp) = j.correctness.as_ref().filter(|c| c.passed).and_then(|c| c.max_ulp) {
+            readings.push(format!("- `{}` largest error against float64: {ulp:.2} ulp", j.label));
+        }
         if let Some(c) = j.correctness.as_ref().filter(|c| c.passed)
             && let (Some(in_eps), Some(elem), Some(max)) = (c.error_in_eps(), c.elem, c.max_error) {
                 readings.push(format!("- `{}` error against its reference: relative L2 {:.2e} = {in_eps:.2} eps of {}, worst element {max:.2e} of max|ref|", j.label, c.rel_error, elem.name()));

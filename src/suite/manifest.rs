@@ -175,6 +175,13 @@ pub struct CorrectnessDecl {
     pub keep: Option<String>,
     /// For `histogram`: the number of bins (an expression); element x counts in bin x mod bins.
     pub bins: Option<String>,
+    /// For `function`: `sin`, `cos`, `exp`, `log`, `sqrt`, `tanh` or `pow` (with `exponent`).
+    #[serde(rename = "fn")]
+    pub function: Option<String>,
+    /// For `function` with `fn = "pow"`: the exponent (an expression).
+    pub exponent: Option<String>,
+    /// For `function`: the largest error accepted, in units in the last place of the output type.
+    pub max_ulp: Option<f64>,
     /// For `same_as`: the reference variant's output buffer, when it is not `output` (an f32
     /// variant writing `y` is the reference of an f16 one writing `y_half`).
     pub reference_output: Option<String>,

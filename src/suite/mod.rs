@@ -714,7 +714,18 @@ fn resolve_job(
                     }
                     CorrectnessSpec::Histogram { input, output, bins }
                 }
-                Some(other) => return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\", \"scan\", \"compact\", \"sort\", \"histogram\" or \"none\", or same_as = \"variant\"")),
+                Some("function") => {
+                    let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
+                    let exponent = c.exponent.as_ref().map(|e| expr::eval(e, env).map_err(|err| ctx.err(ctx.check_key(v, "exponent"), format!("variant `{}`, check exponent: {err}", v.name), "write a number or an expression of the suite's axes"))).transpose()?;
+                    let name = c.function.as_deref().unwrap_or("");
+                    let f = crate::verify::MathFn::parse(name, exponent).ok_or_else(|| ctx.err(ctx.check_key(v, "fn"), format!("variant `{}`: a function check needs fn = \"sin\", \"cos\", \"exp\", \"log\", \"sqrt\", \"tanh\" or \"pow\" (with exponent = \"...\"); got `{name}`", v.name), "name the function the kernel computes of each input element"))?;
+                    let max_ulp = c.max_ulp.unwrap_or(0.0);
+                    if !buffers[input].elem.is_float() || !buffers[output].elem.is_float() || !(max_ulp.is_finite() && max_ulp >= 0.0) {
+                        return Err(ctx.err(ctx.check_key(v, "max_ulp"), format!("variant `{}`: a function check needs float input and output and a max_ulp >= 0", v.name), "use float buffers and, e.g., max_ulp = 2"));
+                    }
+                    CorrectnessSpec::Function { input, output, f, max_ulp }
+                }
+                Some(other) => return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\", \"scan\", \"compact\", \"sort\", \"histogram\", \"function\" or \"none\", or same_as = \"variant\"")),
             }
         }
     };

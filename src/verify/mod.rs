@@ -9,7 +9,7 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 pub use data::HostData;
-pub use reference::{check_compact, check_copy, check_copy_mapped, check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum, check_transpose, Keep};
+pub use reference::{check_compact, check_copy, check_copy_mapped, check_function, check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum, check_transpose, Keep, MathFn};
 
 /// Element type of a buffer.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -133,6 +133,8 @@ pub enum CorrectnessSpec {
     Sort { input: usize, output: usize },
     /// `output[b]` counts the elements of `input` equal to b modulo `bins`.
     Histogram { input: usize, output: usize, bins: u64 },
+    /// `output[i] = f(input[i])` within `max_ulp` units in the last place (f in float64).
+    Function { input: usize, output: usize, f: MathFn, max_ulp: f64 },
 }
 
 /// A matrix product `C = alpha * op(A) * op(B) + beta * C`, row-major: op(A) is m x k, op(B) k x n,
@@ -178,7 +180,8 @@ impl CorrectnessSpec {
             | CorrectnessSpec::Scan { input, .. }
             | CorrectnessSpec::Compact { input, .. }
             | CorrectnessSpec::Sort { input, .. }
-            | CorrectnessSpec::Histogram { input, .. } => vec![*input],
+            | CorrectnessSpec::Histogram { input, .. }
+            | CorrectnessSpec::Function { input, .. } => vec![*input],
             CorrectnessSpec::Matmul { a, b, .. } => vec![*a, *b],
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => Vec::new(),
         }
@@ -199,6 +202,7 @@ impl CorrectnessSpec {
             CorrectnessSpec::Compact { input: i, keep, .. } => check_compact(elem, input(*i)?, output, *keep),
             CorrectnessSpec::Sort { input: i, .. } => check_sort(elem, input(*i)?, output),
             CorrectnessSpec::Histogram { input: i, bins, .. } => check_histogram(input_elem, input(*i)?, elem, output, *bins as usize),
+            CorrectnessSpec::Function { input: i, f, max_ulp, .. } => check_function(input_elem, input(*i)?, elem, output, *f, *max_ulp),
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => return None,
         })
     }
@@ -222,6 +226,9 @@ pub struct Correctness {
     /// The output type the errors are measured in, so a report can say them in units of its epsilon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elem: Option<ElemType>,
+    /// For `function` checks: the largest error found, in units in the last place of the output type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ulp: Option<f64>,
 }
 
 impl Correctness {

@@ -49,6 +49,7 @@ impl Tally {
             first_mismatch: self.first,
             max_error: None,
             elem: None,
+            max_ulp: None,
         }
     }
 }
@@ -163,7 +164,7 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
     let stride = input_stride.max(1);
     // For integers the poison pattern is -1 (or the maximum), a legitimate partial sum: only a float's NaN says "never written".
     let unwritten = if elem.is_float() { (0..count).filter(|&i| is_poison(elem, out.word(i))).count() as u64 } else { 0 };
-    let mut o = Correctness { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None, max_error: None, elem: None };
+    let mut o = Correctness { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None, max_error: None, elem: None, max_ulp: None };
     if elem.is_float() {
         let (mut want, mut scale) = (0.0f64, 0.0f64);
         for i in (0..input.len()).step_by(stride) {
@@ -371,6 +372,96 @@ pub fn check_histogram(elem: ElemType, input: &HostData, out_elem: ElemType, out
     t.outcome()
 }
 
+/// A function the `function` check computes in float64.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MathFn {
+    Sin,
+    Cos,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    /// x^exponent
+    Pow(f64),
+}
+
+impl MathFn {
+    pub fn parse(name: &str, exponent: Option<f64>) -> Option<MathFn> {
+        Some(match name.trim() {
+            "sin" => MathFn::Sin,
+            "cos" => MathFn::Cos,
+            "exp" => MathFn::Exp,
+            "log" => MathFn::Log,
+            "sqrt" => MathFn::Sqrt,
+            "tanh" => MathFn::Tanh,
+            "pow" => MathFn::Pow(exponent?),
+            _ => return None,
+        })
+    }
+
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            MathFn::Sin => x.sin(),
+            MathFn::Cos => x.cos(),
+            MathFn::Exp => x.exp(),
+            MathFn::Log => x.ln(),
+            MathFn::Sqrt => x.sqrt(),
+            MathFn::Tanh => x.tanh(),
+            MathFn::Pow(p) => x.powf(p),
+        }
+    }
+}
+
+/// One unit in the last place of the type at `r`: the gap between adjacent values near r
+/// (the smallest subnormal gap at and below the normal range).
+fn ulp_at(elem: ElemType, r: f64) -> f64 {
+    let (mantissa, min_exp) = match elem {
+        ElemType::F16 => (10, -14),
+        ElemType::Bf16 => (7, -126),
+        ElemType::F32 => (23, -126),
+        _ => (52, -1022),
+    };
+    let e = if r == 0.0 { min_exp } else { (r.abs().log2().floor() as i32).max(min_exp) };
+    2f64.powi(e - mantissa)
+}
+
+/// `out[i]` must be `f(input[i])` within `max_ulp` units in the last place of the output type,
+/// against f computed in float64; NaN must match NaN and infinities their sign. The largest error
+/// found, in ULP, is the outcome's `rel_error`.
+pub fn check_function(in_elem: ElemType, input: &HostData, elem: ElemType, out: &HostData, f: MathFn, max_ulp: f64) -> Correctness {
+    let mut t = Tally::new(elem);
+    let mut worst = 0.0f64;
+    for i in 0..input.len().min(out.len()) {
+        let x = value(in_elem, input.word(i));
+        let want = f.apply(x);
+        let got_bits = out.word(i);
+        let got = value(elem, got_bits);
+        t.checked += 1;
+        let ulps = if want.is_nan() || got.is_nan() {
+            if want.is_nan() && got.is_nan() { 0.0 } else { f64::INFINITY }
+        } else if want.is_infinite() || got.is_infinite() {
+            if want == got { 0.0 } else { f64::INFINITY }
+        } else {
+            (got - want).abs() / ulp_at(elem, want)
+        };
+        if ulps > max_ulp {
+            t.mismatches += 1;
+            if is_poison(elem, got_bits) && !want.is_nan() {
+                t.unwritten += 1;
+            }
+            t.first.get_or_insert_with(|| format!("out[{i}] = {got} for x = {x}: float64 gives {want}, {ulps:.1} ulp off (at most {max_ulp} allowed)"));
+        }
+        if ulps.is_finite() {
+            worst = worst.max(ulps);
+        }
+    }
+    let mut o = t.outcome();
+    o.rel_error = worst;
+    o.max_ulp = Some(worst);
+    o
+}
+
 fn epsilon(elem: ElemType) -> f64 {
     elem.epsilon()
 }
@@ -385,7 +476,7 @@ pub fn check_matmul(elem: ElemType, a: &HostData, b: &HostData, c0: Option<&Host
     let bound = if tolerance > 0.0 { tolerance } else { 2.0 * k as f64 * epsilon(elem) };
     let needed = (a.len() as u64 >= m * k) && (b.len() as u64 >= k * n) && (out.len() as u64 >= m * n) && c0.is_none_or(|c| c.len() as u64 >= m * n);
     if !needed || m == 0 || n == 0 {
-        return Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: Some(format!("the buffers are smaller than a {} product needs", shape.label())), max_error: None, elem: None };
+        return Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: Some(format!("the buffers are smaller than a {} product needs", shape.label())), max_error: None, elem: None, max_ulp: None };
     }
     let positions = matmul_positions(m, n);
     let step = positions.len().div_ceil(threads()).max(1);
@@ -424,7 +515,7 @@ pub fn check_matmul(elem: ElemType, a: &HostData, b: &HostData, c0: Option<&Host
             .collect();
         handles.into_iter().map(|h| h.join().expect("matmul check thread panicked")).collect()
     });
-    let mut o = Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: None, max_error: None, elem: None };
+    let mut o = Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: None, max_error: None, elem: None, max_ulp: None };
     for (checked, bad, unwritten, worst, first) in parts {
         o.checked += checked;
         o.mismatches += bad;
@@ -724,5 +815,31 @@ mod tests {
         let h = HostData::W4(vec![1, 3, 1]);
         assert!(check_histogram(ElemType::I32, &x, ElemType::U32, &h, 3).passed);
         assert!(!check_histogram(ElemType::I32, &x, ElemType::U32, &HostData::W4(vec![1, 2, 2]), 3).passed);
+    }
+
+    #[test]
+    fn functions_are_checked_in_ulp_of_the_output_type() {
+        let xs = floats(&[0.5, -0.25, 1.0, 0.0]);
+        let exact = HostData::W4([0.5f64, -0.25, 1.0, 0.0].iter().map(|&x| (x.sin() as f32).to_bits()).collect());
+        let o = check_function(ElemType::F32, &xs, ElemType::F32, &exact, MathFn::Sin, 0.5);
+        assert!(o.passed && o.max_ulp.unwrap() <= 0.5, "{o:?}");
+        // Three ULP off at sin(0.5): allowed with max_ulp 4, not with 2.
+        let mut off = exact.clone();
+        if let HostData::W4(v) = &mut off {
+            v[0] += 3;
+        }
+        assert!(check_function(ElemType::F32, &xs, ElemType::F32, &off, MathFn::Sin, 4.0).passed);
+        let o = check_function(ElemType::F32, &xs, ElemType::F32, &off, MathFn::Sin, 2.0);
+        assert!(!o.passed && o.first_mismatch.unwrap().contains("ulp off"));
+        // pow with an odd exponent is defined for negative x; log of a negative is NaN on both sides.
+        let cubes = HostData::W4([0.125f32, -0.015625, 1.0, 0.0].iter().map(|x| x.to_bits()).collect());
+        assert!(check_function(ElemType::F32, &xs, ElemType::F32, &cubes, MathFn::Pow(3.0), 0.0).passed);
+        let logs = HostData::W4([0.5f64.ln() as f32, f32::NAN, 0.0, f32::NEG_INFINITY].iter().map(|x| x.to_bits()).collect());
+        assert!(check_function(ElemType::F32, &xs, ElemType::F32, &logs, MathFn::Log, 1.0).passed);
+        // A double output is held to double's ULP: a float-accurate result fails.
+        let d = HostData::W8(vec![(0.5f64.sin() as f32 as f64).to_bits()]);
+        assert!(!check_function(ElemType::F64, &HostData::W8(vec![0.5f64.to_bits()]), ElemType::F64, &d, MathFn::Sin, 2.0).passed);
+        assert_eq!(MathFn::parse("pow", Some(2.5)), Some(MathFn::Pow(2.5)));
+        assert_eq!(MathFn::parse("pow", None), None);
     }
 }
