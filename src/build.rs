@@ -150,6 +150,10 @@ pub fn compile(program: &Program, kernels: &[String], arch: &str, toolkit: &Tool
     let start = Instant::now();
     let path = &program.source_path;
     let source = std::fs::read_to_string(path).map_err(|source| BuildError::Source { path: path.clone(), source })?;
+    // The project's headers, for the cache key: found through its own directories only (the
+    // toolkit's are versioned with the compiler, and reading CUB on every build would be slow).
+    let own_options: Vec<String> = program.include_dirs.iter().map(|d| format!("-I{}", d.display())).chain(program.options.iter().cloned()).collect();
+    let headers = local_includes(path, &source, &own_options);
     // The toolkit's headers come last: a project's own directories win.
     let mut program = program.clone();
     program.include_dirs.extend(toolkit.include_dirs());
@@ -163,7 +167,6 @@ pub fn compile(program: &Program, kernels: &[String], arch: &str, toolkit: &Tool
             (nvcc_options(&program, arch), nvcc_version(nvcc).map_err(|error| BuildError::Nvcc { path: path.clone(), error })?)
         }
     };
-    let headers = local_includes(path, &source, &options);
     let key = cache_key(&format!("{source}{headers}"), &options, kernels, &compiler);
     let cached = cache_dir.map(|d| d.join("modules").join(&key));
     if let Some(entry) = cached.as_ref().and_then(|p| read_cache(p)) {
@@ -233,6 +236,10 @@ fn nvrtc_compile(source: &str, path: &Path, options: &[String], kernels: &[Strin
     use cudarc::nvrtc::{result, sys};
     let program = result::create_program(&cstring("source", source)?, Some(&cstring("path", &path.display().to_string())?)).map_err(|e| format!("{e:?}"))?;
     let names: Vec<CString> = kernels.iter().map(|k| cstring("kernel name", k)).collect::<Result<_, _>>()?;
+    // cudarc turns each option into a C string and panics on a NUL byte: refuse it here.
+    for o in options {
+        cstring("compiler option", o)?;
+    }
     // SAFETY: `program` is a live NVRTC program until the destroy at the end; every string passed
     // is a NUL-terminated CString that outlives the call; lowered names are copied out before destroy.
     unsafe {

@@ -11,6 +11,10 @@ pub fn check_expression(expr: &str) -> Result<(), String> {
     if let Some(c) = expr.chars().find(|c| !(c.is_ascii_alphanumeric() || " _:<>,*&()+-/.%".contains(*c))) {
         return Err(format!("kernel name `{expr}` holds `{c}`, which no C++ function name or template argument list here may"));
     }
+    // Digraphs (`<%` is `{`, `%:` is `#`) and comments could still add code to nvcc's wrapper.
+    if let Some(pair) = ["<%", "%>", "%:", "<:", ":>", "//", "/*"].iter().find(|p| expr.contains(*p)) {
+        return Err(format!("kernel name `{expr}` holds `{pair}`, which no C++ function name or template argument list here may"));
+    }
     let (mut angle, mut paren) = (0i32, 0i32);
     for c in expr.chars() {
         match c {

@@ -333,3 +333,18 @@ fn a_header_included_from_outside_the_suite_needs_allow_outside() {
     std::fs::write(&manifest, SMALL.replace("source = \"k.cu\"", "source = \"k.cu\"\nallow_outside = true")).unwrap();
     gpu_lab(d.path()).args(["--mock-gpu", "run", "--suite", "mine", "--suite-dir", ".", "--out", "runs", "--quiet"]).assert().code(0);
 }
+
+#[test]
+fn include_directories_in_split_form_and_empty_buffers_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    for (manifest, want) in [
+        (SMALL.replace("source = \"k.cu\"", "source = \"k.cu\"\noptions = [\"-I\", \"/etc\"]"), "names an include directory in a form gpu-lab cannot check"),
+        (SMALL.replace("source = \"k.cu\"", "source = \"k.cu\"\noptions = [\"-isystem/etc\"]"), "-isystem/etc"),
+        (SMALL.replace("len = \"N\"", "len = \"N - 1024\""), "has len 0"),
+    ] {
+        suite(d.path(), &manifest);
+        let err = gpu_lab(d.path()).args(["--mock-gpu", "run", "--suite", "mine", "--suite-dir", "."]).assert().code(1).get_output().stderr.clone();
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains(want) && err.contains("fix:"), "{err}");
+    }
+}

@@ -83,24 +83,30 @@ fn load(gpu: &Gpu, program: &Program, launches: &[LaunchSpec], buffers: &[Buffer
         build::Image::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
     };
     let module = gpu.ctx.load_module(image).doing("loading the compiled module")?;
-    let mut functions = HashMap::new();
+    let mut functions: HashMap<String, (CudaFunction, Vec<usize>)> = HashMap::new();
     for l in launches {
-        if functions.contains_key(&l.kernel) {
-            continue;
+        if !functions.contains_key(&l.kernel) {
+            let symbol = compiled.symbols.get(&l.kernel).map_or(l.kernel.as_str(), String::as_str);
+            let f = module.load_function(symbol).doing(format!("finding kernel `{}` (symbol `{symbol}`)", l.kernel))?;
+            let sizes = param_sizes(&f)?;
+            functions.insert(l.kernel.clone(), (f, sizes));
         }
-        let symbol = compiled.symbols.get(&l.kernel).map_or(l.kernel.as_str(), String::as_str);
-        let f = module.load_function(symbol).doing(format!("finding kernel `{}` (symbol `{symbol}`)", l.kernel))?;
-        // A wrong argument list faults or computes garbage; refuse it before the first launch.
-        if let Some(mismatch) = l.signature_mismatch(buffers, &param_sizes(&f)?) {
+        let (_, sizes) = &functions[&l.kernel];
+        // Every launch, not only a kernel's first: a wrong argument list faults or computes
+        // garbage; refuse it before anything runs.
+        if let Some(mismatch) = l.signature_mismatch(buffers, sizes) {
             return Err(RunError::Signature(mismatch));
         }
-        if l.shared_bytes > 48 * 1024 {
-            f.set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l.shared_bytes as i32)
-                .doing(format!("allowing {} bytes of dynamic shared memory", l.shared_bytes))?;
-        }
-        functions.insert(l.kernel.clone(), f);
     }
-    Ok(Loaded { _module: module, functions })
+    // Each kernel may use as much dynamic shared memory as its largest launch asks for.
+    for (name, (f, _)) in &functions {
+        let most = launches.iter().filter(|l| &l.kernel == name).map(|l| l.shared_bytes).max().unwrap_or(0);
+        if most > 48 * 1024 {
+            f.set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, most as i32)
+                .doing(format!("allowing {most} bytes of dynamic shared memory for `{name}`"))?;
+        }
+    }
+    Ok(Loaded { _module: module, functions: functions.into_iter().map(|(k, (f, _))| (k, f)).collect() })
 }
 
 /// The kernel's parameter sizes in order, from the driver (`cuFuncGetParamInfo`, CUDA 12.4+).
@@ -355,8 +361,10 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     if let (Some(f), Capture::Allowed, true) = (&flush, capture, per_run < GRAPH_BELOW_MS) {
         match time_graphs(gpu, cfg, f, per_run, &mut run, check) {
             Ok(timed) => return Ok(Timed { warmup_runs, warmup_ms, ..timed }),
-            // A kernel that cannot be captured is still timed, the plain way, and says why.
-            Err(e) => method = format!("{method} (a CUDA graph could not be captured: {})", e.to_string().lines().next().unwrap_or_default()),
+            // A kernel that cannot be captured is still timed, the plain way, and says why;
+            // any other error (a fault, a failed verification) is the job's.
+            Err(GraphError::Capture(e)) => method = format!("{method} (a CUDA graph could not be captured: {})", e.to_string().lines().next().unwrap_or_default()),
+            Err(GraphError::Run(e)) => return Err(e),
         }
     }
     // Cold: one run a sample (a second run would find the first one's data in L2).
@@ -443,9 +451,28 @@ impl Flush {
     }
 }
 
+/// Why graph timing stopped: the capture failed (time the plain way) or the run did.
+enum GraphError {
+    Capture(RunError),
+    Run(RunError),
+}
+
 /// Cold timing of a short kernel: a sample is a CUDA graph of `n` (flush, run) pairs, minus a
 /// graph of `n` flushes alone, over `n`: no launch gap or event overhead between the runs.
-fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
+fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, GraphError> {
+    let graphs = capture_graphs(gpu, flush, per_run, run).map_err(GraphError::Capture)?;
+    sample_graphs(gpu, cfg, graphs, check).map_err(GraphError::Run)
+}
+
+/// The two graphs of a graph sample and their length, on the stream they were captured on.
+struct Graphs {
+    stream: Arc<CudaStream>,
+    runs: cudarc::driver::CudaGraph,
+    flushes: cudarc::driver::CudaGraph,
+    n: usize,
+}
+
+fn capture_graphs(gpu: &Gpu, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Graphs, RunError> {
     use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
     // The default (legacy) stream cannot be captured: a stream of its own, after the uploads.
     gpu.stream.synchronize().doing("finishing the uploads")?;
@@ -463,6 +490,11 @@ fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: 
         graph?.ok_or_else(|| RunError::Invalid("the captured graph is empty".into()))
     };
     let (runs, flushes) = (capture(true)?, capture(false)?);
+    Ok(Graphs { stream, runs, flushes, n })
+}
+
+fn sample_graphs(gpu: &Gpu, cfg: &TimingConfig, graphs: Graphs, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
+    let Graphs { stream, runs, flushes, n } = graphs;
     let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
     let (start, stop) = (event()?, event()?);
     let time = |graph: &cudarc::driver::CudaGraph| -> Result<f64, RunError> {
@@ -485,6 +517,8 @@ fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: 
         samples.push((with_runs - alone) / n as f64);
         clocks.push(gpu.clock());
         clock.verify_every(cfg, samples.len(), check)?;
+        // The check resets the buffers on the default stream; the capture stream does not wait for it.
+        gpu.stream.synchronize().doing("finishing a verification")?;
         if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
             break why;
         }

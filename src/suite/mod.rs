@@ -221,6 +221,14 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     // `-I` directories are paths like sources: relative to suite.toml, and inside its directory
     // unless the manifest says otherwise (their headers are read and hashed at load).
     let option_lists = std::iter::once((at!["suite", "options"], &manifest.suite.options)).chain(manifest.variants.iter().enumerate().map(|(i, v)| (at!["variants", i, "options"], &v.options)));
+    for (list_at, options) in option_lists.clone() {
+        // The split forms would name a directory gpu-lab cannot confine or hash.
+        if let Some((j, o)) = options.iter().enumerate().find(|(_, o)| matches!(o.as_str(), "-I" | "--include-path" | "-isystem" | "--system-include") || o.starts_with("-isystem") || o.starts_with("--system-include")) {
+            let mut named_at = list_at.clone();
+            named_at.push(j.into());
+            return Err(ctx.err(named_at, format!("option `{o}` names an include directory in a form gpu-lab cannot check"), "write it joined, `-Idir` or `--include-path=dir` (relative to suite.toml), or use include_dirs"));
+        }
+    }
     for (list_at, options) in option_lists {
         for (j, o) in options.iter().enumerate() {
             let Some(d) = include_dir(o) else { continue };
@@ -548,6 +556,9 @@ fn resolve_job(
     let mut buffers = Vec::new();
     for (bi, b) in m.buffers.iter().enumerate() {
         let len = expr::eval_count(&b.len, env).map_err(|err| ctx.err(at!["buffers", bi, "len"], format!("buffer `{}` len: {err}", b.name), "use the suite's axes and params in `len`"))?;
+        if len == 0 {
+            return Err(ctx.err(at!["buffers", bi, "len"], format!("buffer `{}` has len 0 at {}", b.name, format_params(group_all)), "give every buffer at least one element (check the len expression against the sweep)"));
+        }
         let (init, from) = match (&b.init, &b.from) {
             (Some(init), None) => (*init, None),
             (None, Some(source)) => {
@@ -591,6 +602,10 @@ fn resolve_job(
                 Some(name) => Some(buffer_index(Some(name), "reference_output")?).filter(|&r| r != output),
                 None => None,
             };
+            if let Some(r) = reference_output
+                && buffers[r].len < buffers[output].len {
+                    return Err(ctx.err(ctx.check_key(v, "reference_output"), format!("variant `{}`: reference_output `{}` holds {} elements, fewer than output `{}` ({}): the rest would go unchecked", v.name, buffers[r].name, buffers[r].len, buffers[output].name, buffers[output].len), "compare buffers of the same length"));
+                }
             if let Some(r) = reference_output
                 && buffers[r].elem.is_float() != buffers[output].elem.is_float() {
                     return Err(ctx.err(ctx.check_key(v, "reference_output"), format!("variant `{}`: output `{}` ({}) and reference_output `{}` ({}) are not both floats or both integers", v.name, buffers[output].name, buffers[output].elem.name(), buffers[r].name, buffers[r].elem.name()), "compare floats with floats (f16 against f32) and integers with integers"));

@@ -16,7 +16,8 @@ pub struct Header {
 /// The largest header read (as for sources: far past any real one).
 const MAX_HEADER_BYTES: u64 = 16 << 20;
 
-/// Every `#include "…"` a source pulls in from its own directory or an `-I` directory,
+/// Every `#include "…"` a source pulls in from its own directory or an `-I` directory (and every
+/// `#include <…>` found in an `-I` directory),
 /// recursively, in order. Headers the compiler provides (`<…>`) are not files of ours; a header
 /// that cannot be found (or is not a regular file of at most 16 MiB) is left for the compiler to report.
 pub fn headers(source_path: &Path, source: &str, options: &[String]) -> Vec<Header> {
@@ -41,8 +42,19 @@ fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTree
     for line in text.lines() {
         let Some(rest) = line.trim_start().strip_prefix('#') else { continue };
         let Some(rest) = rest.trim_start().strip_prefix("include") else { continue };
-        let Some(name) = rest.trim_start().strip_prefix('"').and_then(|r| r.split('"').next()) else { continue };
-        let Some(path) = std::iter::once(dir.to_path_buf()).chain(search.iter().cloned()).map(|d| d.join(name)).find(|p| p.is_file()) else { continue };
+        let rest = rest.trim_start();
+        // `"x.h"` is looked for beside the including file, then in the -I directories; `<x.h>`
+        // only in the -I directories (a toolkit or system header is not ours).
+        let (name, own_dir) = if let Some(r) = rest.strip_prefix('"') {
+            (r.split('"').next(), true)
+        } else if let Some(r) = rest.strip_prefix('<') {
+            (r.split('>').next(), false)
+        } else {
+            (None, false)
+        };
+        let Some(name) = name.filter(|n| !n.is_empty()) else { continue };
+        let dirs = own_dir.then(|| dir.to_path_buf()).into_iter().chain(search.iter().cloned());
+        let Some(path) = dirs.map(|d| d.join(name)).find(|p| p.is_file()) else { continue };
         if std::fs::metadata(&path).map_or(true, |m| m.len() > MAX_HEADER_BYTES) {
             continue;
         }

@@ -65,7 +65,9 @@ impl HostData {
         match init {
             Init::Zero => {}
             Init::Poison => data.fill_with(|_| u64::MAX),
-            Init::Iota => data.fill_with(|i| from_value(elem, i as f64)),
+            // Integers wrap at their width (a saturated tail would hide wrong indexing); floats round.
+            Init::Iota if elem.is_float() => data.fill_with(|i| from_value(elem, i as f64)),
+            Init::Iota => data.fill_with(|i| i as u64),
             Init::Random | Init::RandomInt => unreachable!("handled above"),
         }
         data
@@ -266,6 +268,9 @@ mod tests {
         }
         assert!(value(ElemType::F16, u16::MAX as u64).is_nan() && value(ElemType::Bf16, u16::MAX as u64).is_nan());
         assert_eq!(values(ElemType::F16, &HostData::init(ElemType::F16, 4, Init::Iota, 0)), vec![0.0, 1.0, 2.0, 3.0]);
+        // Integer iota wraps at the width, never saturates: index 300 of a u8 buffer is 44.
+        let bytes = HostData::init(ElemType::U8, 301, Init::Iota, 0);
+        assert_eq!((bytes.word(255), bytes.word(256), bytes.word(300)), (255, 0, 44));
         let f = HostData::W4([0.1f32, -2.5, 70000.0, 1e-9].iter().map(|x| x.to_bits()).collect());
         let h = f.converted(ElemType::F32, ElemType::F16);
         let hv = values(ElemType::F16, &h);
