@@ -735,7 +735,7 @@ fn resolve_job(
                     let name = c.function.as_deref().unwrap_or("");
                     let f = crate::verify::MathFn::parse(name, exponent).ok_or_else(|| ctx.err(ctx.check_key(v, "fn"), format!("variant `{}`: a function check needs fn = \"sin\", \"cos\", \"exp\", \"log\", \"sqrt\", \"tanh\" or \"pow\" (with exponent = \"...\"); got `{name}`", v.name), "name the function the kernel computes of each input element"))?;
                     let max_ulp = c.max_ulp.unwrap_or(0.0);
-                    if !buffers[input].elem.is_float() || !buffers[output].elem.is_float() || !(max_ulp.is_finite() && max_ulp >= 0.0) {
+                    if !(buffers[input].elem.is_float() && buffers[output].elem.is_float() && max_ulp.is_finite() && max_ulp >= 0.0) {
                         return Err(ctx.err(ctx.check_key(v, "max_ulp"), format!("variant `{}`: a function check needs float input and output and a max_ulp >= 0", v.name), "use float buffers and, e.g., max_ulp = 2"));
                     }
                     CorrectnessSpec::Function { input, output, f, max_ulp }
