@@ -321,3 +321,20 @@ fn a_baseline_whose_stored_name_is_a_path_is_refused() {
     lab.check("runs/base").code(1).stderr(predicate::str::contains("names itself").and(predicate::str::contains("not a usable baseline name")));
     assert!(!lab.path("runs/base/check-x").exists());
 }
+
+#[test]
+fn junit_output_has_one_case_per_job_and_the_regression_as_its_only_failure() {
+    let lab = Lab::new();
+    lab.copy_run(RUN, "slow", scale_samples(SLOWED, 1.2));
+    lab.save_base();
+    let a = lab.cmd().args(["check", "--baseline", "h200", "--from", "runs/slow", "--format", "junit"]).assert().code(3);
+    let xml = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpu-lab check\""), "{xml}");
+    let cases = xml.matches("<testcase ").count();
+    assert!(cases > 20, "one test case per job: {cases}");
+    assert_eq!(xml.matches("<failure ").count(), 1, "{xml}");
+    assert!(xml.contains("failures=\"1\""));
+    let failing = xml.split("<testcase ").find(|c| c.contains("<failure")).unwrap();
+    assert!(failing.contains("name=\"smem_pad_32\"") && failing.contains("+20.0%") && failing.contains("type=\"regression\""), "{failing}");
+    assert!(lab.path("runs/slow/check-h200.xml").is_file(), "the verdict file is saved beside the run in the same format");
+}

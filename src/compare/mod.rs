@@ -9,6 +9,7 @@
 pub mod clocks;
 pub mod counters;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod timing;
 
@@ -435,12 +436,15 @@ pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str,
 pub enum Format {
     Md,
     Json,
+    /// JUnit XML: one test case per job, a regression a failure (for CI systems).
+    Junit,
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter<Comparison>> {
     match format {
         Format::Md => Box::new(markdown::Markdown),
         Format::Json => Box::new(json::Json),
+        Format::Junit => Box::new(junit::Junit),
     }
 }
 
