@@ -94,6 +94,14 @@ pub struct SuiteArgs {
     /// a kernel that goes wrong while being timed is caught. 0: only before and after timing.
     #[arg(long, default_value_t = 0)]
     pub verify_every: u32,
+    /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
+    /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<crate::scheduler::Shard>,
+}
+
+fn parse_shard(text: &str) -> Result<crate::scheduler::Shard, String> {
+    crate::scheduler::Shard::parse(text)
 }
 
 fn positive(s: &str) -> Result<f64, String> {
@@ -118,6 +126,19 @@ pub enum Command {
         /// Only these suites (comma-separated), for `suites` and `variants`.
         #[arg(long, short, value_delimiter = ',')]
         suite: Vec<String>,
+    },
+    /// How the jobs of the suites split into N shards (for `run --shard I/N` on N machines, e.g. a
+    /// Slurm job array): one line a job, `shard<TAB>expected cost<TAB>suite<TAB>job`, then each shard's total.
+    Plan {
+        #[arg(long, short, value_delimiter = ',', required = true)]
+        suite: Vec<String>,
+        #[arg(long, value_delimiter = ',')]
+        variant: Vec<String>,
+        #[arg(long)]
+        suite_dir: Vec<PathBuf>,
+        /// Number of shards.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        shards: u32,
     },
     /// Check and time every variant (no ncu).
     Run(SuiteArgs),

@@ -44,6 +44,56 @@ pub struct RunSettings {
     pub quiet: bool,
 }
 
+/// One shard of a plan: `index` of `count`, counted from 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// `I/N` with 0 <= I < N.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (i, n) = text.split_once('/').ok_or_else(|| format!("`{text}` is not a shard: write I/N, for example 0/4 (shards count from 0, as SLURM_ARRAY_TASK_ID does)"))?;
+        let (index, count): (usize, usize) = (i.trim().parse().map_err(|_| format!("shard index `{i}` is not a whole number"))?, n.trim().parse().map_err(|_| format!("shard count `{n}` is not a whole number"))?);
+        if count == 0 || index >= count {
+            return Err(format!("shard {index}/{count}: the index must be below the count (0/{count} to {}/{count})", count.max(1) - 1));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// What a job is expected to cost, for balancing shards: its declared bytes and flops (a memory
+/// pass or a multiply-add is cheap; the child process and its checks are not, hence the constant).
+pub fn expected_cost(job: &JobSpec) -> f64 {
+    1e9 + job.work.bytes.unwrap_or(0.0).max(0.0) + job.work.flops.unwrap_or(0.0).max(0.0) / 16.0
+}
+
+/// Which shard each job goes to: the most expensive first, each to the shard with the least
+/// cost so far (ties by suite and job id, so the split depends only on the jobs, not their order).
+pub fn shard_of(jobs: &[&JobSpec], count: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by(|&a, &b| expected_cost(jobs[b]).total_cmp(&expected_cost(jobs[a])).then_with(|| (&jobs[a].suite, jobs[a].id()).cmp(&(&jobs[b].suite, jobs[b].id()))));
+    let mut load = vec![0.0f64; count.max(1)];
+    let mut shard = vec![0usize; jobs.len()];
+    for j in order {
+        let lightest = (0..load.len()).min_by(|&a, &b| load[a].total_cmp(&load[b])).unwrap_or(0);
+        shard[j] = lightest;
+        load[lightest] += expected_cost(jobs[j]);
+    }
+    shard
+}
+
+/// Keeps in each plan only the jobs of `shard`.
+pub fn keep_shard(plans: &mut [SuitePlan], shard: Shard) {
+    let all: Vec<&JobSpec> = plans.iter().flat_map(|p| p.jobs.iter()).collect();
+    let assigned = shard_of(&all, shard.count);
+    let mut keep = assigned.iter().map(|&s| s == shard.index);
+    for plan in plans.iter_mut() {
+        plan.jobs = std::mem::take(&mut plan.jobs).into_iter().filter(|_| keep.next().unwrap_or(false)).collect();
+    }
+}
+
 /// Plans every suite before the first one starts: a typo must not stop `--suite all` halfway.
 pub fn plan<'a>(suites: &'a [Suite], variants: &[String], profile: Option<&ProfileRequest>, catalog: &Catalog) -> anyhow::Result<Vec<SuitePlan<'a>>> {
     let mut plans = Vec::new();

@@ -141,3 +141,36 @@ fn rounds_interleave_the_variants_and_the_interval_is_across_rounds() {
     let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
     assert!(report.contains("3 rounds, variants interleaved"), "{report}");
 }
+
+#[test]
+fn shards_split_the_jobs_exactly_once_whatever_the_order_and_balance_them() {
+    let d = tempfile::tempdir().unwrap();
+    let plan = |suites: &str, shards: &str| -> Vec<(String, String)> {
+        let out = stdout(&lab(d.path()).args(["plan", "--suite", suites, "--shards", shards]).assert().code(0));
+        let mut rows: Vec<(String, String)> = out.lines().map(|l| { let f: Vec<&str> = l.split('\t').collect(); (f[0].to_string(), format!("{}/{}", f[2], f[3])) }).collect();
+        rows.sort_by(|a, b| a.1.cmp(&b.1));
+        rows
+    };
+    let a = plan("transpose,reduction", "3");
+    let b = plan("reduction,transpose", "3");
+    assert_eq!(a, b, "the split depends on the jobs, not the order the suites are named in");
+    let mut ids: Vec<&String> = a.iter().map(|(_, id)| id).collect();
+    let all = ids.len();
+    ids.dedup();
+    assert_eq!(ids.len(), all, "every job once");
+    let per: Vec<usize> = (0..3).map(|s| a.iter().filter(|(x, _)| x == &s.to_string()).count()).collect();
+    assert!(per.iter().max().unwrap() - per.iter().min().unwrap() <= 2, "balanced: {per:?}");
+    // Running the shards runs each job exactly once.
+    let mut ran = Vec::new();
+    for s in 0..3 {
+        let dirs = stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose,reduction", "--shard", &format!("{s}/3"), "--out", "runs", "--quiet"]).assert().code(0));
+        for dir in dirs.lines() {
+            let results = std::fs::read_to_string(d.path().join(dir).join("results.jsonl")).unwrap();
+            for v in results.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|v| v["kind"] == "job") {
+                ran.push(format!("{}/{}", dir.split('-').nth(1).unwrap_or(""), v["id"].as_str().unwrap()));
+            }
+        }
+    }
+    assert_eq!(ran.len(), all, "{} jobs run across the shards, {all} planned", ran.len());
+    lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--shard", "3/3"]).assert().code(2).stderr(predicate::str::contains("below the count"));
+}

@@ -31,6 +31,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Doctor => info::doctor(&config),
         Command::List { what, suite_dir, suite } => info::list(&config, what, &suite_dir, &suite),
         Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
+        Command::Plan { suite, variant, suite_dir, shards } => run::plan(&config, &suite, &variant, &suite_dir, shards as usize),
         Command::Profile { suite, set, metrics, clock_control } => {
             let names = set.into_iter().chain(metrics).collect();
             run::run(&config, &suite, Some(ProfileRequest { names, clock_control }), &mock, command_line)
