@@ -140,6 +140,16 @@ pub enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         shards: u32,
     },
+    /// Join the shard runs of one plan (`run --shard I/N` on several machines) into one run
+    /// directory, its reports rendered; it can be baselined and checked like any run.
+    Merge {
+        /// Every shard run directory of the plan.
+        #[arg(required = true)]
+        runs: Vec<PathBuf>,
+        /// Root directory for the merged run directory.
+        #[arg(long, default_value = "reports/runs")]
+        out: PathBuf,
+    },
     /// Check and time every variant (no ncu).
     Run(SuiteArgs),
     /// Check, time and profile every variant with ncu, then write the report.

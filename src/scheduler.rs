@@ -10,7 +10,7 @@ use crate::executor::{Executor, Failure, RunContext};
 use crate::exit;
 use crate::metrics::{Catalog, MetricDef};
 use crate::profiler::ClockControl;
-use crate::records::{groups_in_order, BoundSpec, CacheState, BoundsRecord, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
+use crate::records::{groups_in_order, ShardInfo, BoundSpec, CacheState, BoundsRecord, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
 use crate::report;
 use crate::stats;
 use crate::store;
@@ -42,6 +42,8 @@ pub struct RunSettings {
     pub profile: Option<ProfileRequest>,
     pub command_line: String,
     pub quiet: bool,
+    /// `--shard I/N`: recorded in each run, for `merge`.
+    pub shard: Option<ShardInfo>,
 }
 
 /// One shard of a plan: `index` of `count`, counted from 0.
@@ -84,14 +86,25 @@ pub fn shard_of(jobs: &[&JobSpec], count: usize) -> Vec<usize> {
     shard
 }
 
-/// Keeps in each plan only the jobs of `shard`.
-pub fn keep_shard(plans: &mut [SuitePlan], shard: Shard) {
+/// Keeps in each plan only the jobs of `shard`; returns what the runs record of it (the plan's
+/// identity: a hash over every job of every plan, before the split).
+pub fn keep_shard(plans: &mut [SuitePlan], shard: Shard) -> ShardInfo {
+    use sha2::{Digest, Sha256};
     let all: Vec<&JobSpec> = plans.iter().flat_map(|p| p.jobs.iter()).collect();
+    let mut ids: Vec<String> = plans.iter().flat_map(|p| p.jobs.iter().map(move |j| format!("{}\u{0}{}\u{0}{}", p.suite.source_hash, j.suite, j.id()))).collect();
+    ids.sort();
+    let mut h = Sha256::new();
+    for id in &ids {
+        h.update(id.as_bytes());
+        h.update([1u8]);
+    }
+    let info = ShardInfo { index: shard.index, count: shard.count, plan: crate::suite::sources::hex(&h.finalize()) };
     let assigned = shard_of(&all, shard.count);
     let mut keep = assigned.iter().map(|&s| s == shard.index);
     for plan in plans.iter_mut() {
         plan.jobs = std::mem::take(&mut plan.jobs).into_iter().filter(|_| keep.next().unwrap_or(false)).collect();
     }
+    info
 }
 
 /// Plans every suite before the first one starts: a typo must not stop `--suite all` halfway.
@@ -192,6 +205,7 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
         metrics: plan.metrics.clone(),
         unavailable_metrics: plan.unavailable_metrics.clone(),
         mock: env.mock,
+        shard: settings.shard.clone(),
         ..Default::default()
     };
     store::save_info(dir, &info)?;
@@ -381,6 +395,7 @@ mod tests {
             profile: profile.then(|| ProfileRequest { names: vec![], clock_control: ClockControl::None }),
             command_line: "test".into(),
             quiet: true,
+            shard: None,
         }
     }
 

@@ -174,3 +174,33 @@ fn shards_split_the_jobs_exactly_once_whatever_the_order_and_balance_them() {
     assert_eq!(ran.len(), all, "{} jobs run across the shards, {all} planned", ran.len());
     lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--shard", "3/3"]).assert().code(2).stderr(predicate::str::contains("below the count"));
 }
+
+#[test]
+fn shard_runs_merge_into_one_run_and_mismatched_shards_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let shard = |s: &str, variant: Option<&str>| {
+        let mut args = vec!["--mock-gpu", "run", "--suite", "reduction", "--shard", s, "--out", "runs", "--quiet"];
+        if let Some(v) = variant {
+            args.extend(["--variant", v]);
+        }
+        stdout(&lab(d.path()).args(&args).assert().code(0)).trim().to_string()
+    };
+    let (a, b) = (shard("0/2", None), shard("1/2", None));
+    let merged = stdout(&lab(d.path()).args(["merge", &a, &b, "--out", "merged"]).assert().code(0)).trim().to_string();
+    let dir = d.path().join(&merged);
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(info["merged_from"].as_array().unwrap().len(), 2);
+    assert!(info.get("shard").is_none(), "the merged run is whole");
+    let jobs = std::fs::read_to_string(dir.join("results.jsonl")).unwrap().lines().filter(|l| l.contains("\"kind\":\"job\"")).count();
+    let planned = stdout(&lab(d.path()).args(["plan", "--suite", "reduction"]).assert().code(0)).lines().count();
+    assert_eq!(jobs, planned, "every job of the plan, once");
+    assert!(dir.join("report.md").is_file());
+    // It is a run like any other (a MOCK one here, so never a baseline): reports re-render from it.
+    let report = stdout(&lab(d.path()).args(["report", &merged]).assert().code(0));
+    assert!(report.contains("(MOCK)") && report.contains("`smem"), "{report}");
+    // Refusals: a shard missing, a shard twice, a shard of another plan.
+    lab(d.path()).args(["merge", &a, "--out", "merged"]).assert().code(1).stderr(predicate::str::contains("1/2 of the plan are missing"));
+    lab(d.path()).args(["merge", &a, &a, "--out", "merged"]).assert().code(1).stderr(predicate::str::contains("given twice"));
+    let other = shard("1/2", Some("smem"));
+    lab(d.path()).args(["merge", &a, &other, "--out", "merged"]).assert().code(1).stderr(predicate::str::contains("another plan"));
+}

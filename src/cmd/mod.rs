@@ -6,6 +6,7 @@ pub mod child;
 pub mod compare;
 pub mod import;
 pub mod info;
+pub mod merge;
 pub mod ncu;
 pub mod report;
 pub mod run;
@@ -31,6 +32,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Doctor => info::doctor(&config),
         Command::List { what, suite_dir, suite } => info::list(&config, what, &suite_dir, &suite),
         Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
+        Command::Merge { runs, out } => merge::merge(&runs, &out),
         Command::Plan { suite, variant, suite_dir, shards } => run::plan(&config, &suite, &variant, &suite_dir, shards as usize),
         Command::Profile { suite, set, metrics, clock_control } => {
             let names = set.into_iter().chain(metrics).collect();

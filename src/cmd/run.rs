@@ -39,6 +39,7 @@ pub fn settings(config: &Config, args: &SuiteArgs, profile: Option<ProfileReques
         profile,
         command_line,
         quiet: config.quiet,
+        shard: None,
     }
 }
 
@@ -70,10 +71,9 @@ pub fn run(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, m
 pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
     let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
     let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
-    if let Some(shard) = args.shard {
-        scheduler::keep_shard(&mut plans, shard);
-    }
+    let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
     let executor = executor(config, args.gpu, profile.is_some(), mock)?;
     scheduler::screen(&mut plans, executor.as_ref())?;
-    scheduler::run(executor.as_ref(), &plans, &settings(config, args, profile, command_line), finished)
+    let settings = RunSettings { shard, ..settings(config, args, profile, command_line) };
+    scheduler::run(executor.as_ref(), &plans, &settings, finished)
 }

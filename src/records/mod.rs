@@ -45,6 +45,52 @@ pub struct RunInfo {
     /// Made by the mock executor (`--mock-gpu`): no GPU ran, every number is a stand-in.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mock: bool,
+    /// The shard of a plan this run holds (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// For a run made by `gpu-lab merge`: the shard runs it joins (directory names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
+}
+
+/// Which shard of which plan a run is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShardInfo {
+    pub index: usize,
+    pub count: usize,
+    /// sha256 over every job of the plan before it was split: shards of one plan share it.
+    pub plan: String,
+}
+
+/// Why shard runs cannot be merged into one run, if they cannot (pure): they must be shards of
+/// one plan, each once, all of them, of one suite source and cache state, all mock or none.
+pub fn merge_refusal(runs: &[(String, RunInfo)]) -> Option<String> {
+    let (first_name, first) = runs.first()?;
+    let Some(shard) = &first.shard else { return Some(format!("{first_name} is not a shard (it was not run with --shard I/N)")) };
+    let mut seen = vec![false; shard.count];
+    for (name, info) in runs {
+        let Some(s) = &info.shard else { return Some(format!("{name} is not a shard (it was not run with --shard I/N)")) };
+        if s.plan != shard.plan || s.count != shard.count {
+            return Some(format!("{name} is shard {}/{} of another plan than {first_name} ({}/{}): the suites, variants or suite sources differ", s.index, s.count, shard.index, shard.count));
+        }
+        if info.suite != first.suite {
+            return Some(format!("{name} holds suite `{}`, {first_name} suite `{}`: merge the shards of one suite at a time", info.suite, first.suite));
+        }
+        if info.suite_source_hash != first.suite_source_hash {
+            return Some(format!("{name} measured another version of suite `{}` than {first_name} (suite source hash differs)", info.suite));
+        }
+        if info.timing.cache != first.timing.cache {
+            return Some(format!("{name} was timed with the L2 {:?} and {first_name} with it {:?}: their times do not belong in one report", info.timing.cache, first.timing.cache));
+        }
+        if info.mock != first.mock {
+            return Some(format!("{name} and {first_name}: one is a MOCK run and the other measured"));
+        }
+        if std::mem::replace(&mut seen[s.index.min(shard.count - 1)], true) {
+            return Some(format!("shard {}/{} is given twice ({name})", s.index, s.count));
+        }
+    }
+    let missing: Vec<String> = seen.iter().enumerate().filter(|(_, s)| !**s).map(|(i, _)| format!("{i}/{}", shard.count)).collect();
+    (!missing.is_empty()).then(|| format!("shard(s) {} of the plan are missing: a merged run would silently lack their jobs", missing.join(", ")))
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
