@@ -278,6 +278,19 @@ pub enum BaselineAction {
         #[arg(long, default_value = crate::store::baseline::DEFAULT_DIR)]
         dir: PathBuf,
     },
+    /// A baseline as ReFrame performance references (a Python module on stdout): per GPU model,
+    /// each job's median time with the bounds `check`'s noise threshold allows.
+    Export {
+        name: String,
+        #[arg(long, default_value = crate::store::baseline::DEFAULT_DIR)]
+        dir: PathBuf,
+        /// Noise threshold in percent (as `check --noise-threshold`).
+        #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_THRESHOLD_PCT, value_parser = positive)]
+        noise_threshold: f64,
+        /// Noise floor in microseconds (as `check --noise-floor-us`).
+        #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = non_negative)]
+        noise_floor_us: f64,
+    },
     /// The stored baselines: suite, GPU, jobs, when and from which run.
     List {
         #[arg(long, default_value = crate::store::baseline::DEFAULT_DIR)]

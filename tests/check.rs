@@ -338,3 +338,14 @@ fn junit_output_has_one_case_per_job_and_the_regression_as_its_only_failure() {
     assert!(failing.contains("name=\"smem_pad_32\"") && failing.contains("+20.0%") && failing.contains("type=\"regression\""), "{failing}");
     assert!(lab.path("runs/slow/check-h200.xml").is_file(), "the verdict file is saved beside the run in the same format");
 }
+
+#[test]
+fn a_baseline_exports_as_reframe_references_keyed_by_gpu_model() {
+    let lab = Lab::new();
+    lab.save_base();
+    let out = stdout(&lab.cmd().args(["baseline", "export", "h200"]).assert().code(0));
+    assert!(out.contains("GPU_LAB_REFERENCES = {\n    'NVIDIA H200': {"), "{out}");
+    let rows = out.lines().filter(|l| l.trim_start().starts_with("'transpose/")).count();
+    assert!(rows > 20 && out.contains(", -0.0700, 0.0700, 'ms'),"), "{rows} rows:\n{out}");
+    lab.cmd().args(["baseline", "export", "../x"]).assert().code(1);
+}

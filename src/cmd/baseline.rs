@@ -15,6 +15,7 @@ pub fn baseline(action: BaselineAction) -> anyhow::Result<i32> {
     match action {
         BaselineAction::Save { name, from, runs, force, allow_mock, dir } => save(&name, from, &runs, force, allow_mock, &dir),
         BaselineAction::List { dir } => list(&dir),
+        BaselineAction::Export { name, dir, noise_threshold, noise_floor_us } => export(&name, &dir, noise_threshold / 100.0, noise_floor_us / 1000.0),
     }
 }
 
@@ -50,6 +51,21 @@ fn save(name: &str, from: Option<PathBuf>, runs: &Path, force: bool, allow_mock:
         b.jobs.len(),
         b.fingerprint.gpu.as_deref().unwrap_or("unknown GPU")
     );
+    Ok(exit::OK)
+}
+
+/// Prints the baseline as ReFrame references.
+fn export(name: &str, dir: &Path, threshold: f64, floor_ms: f64) -> anyhow::Result<i32> {
+    baseline::validate_name(name)?;
+    let b = baseline::load(&baseline::resolve(dir, name))?;
+    let jobs: Vec<crate::compare::reframe::Reference> = b
+        .jobs
+        .iter()
+        .filter(|j| j.job.status == JobStatus::Ok)
+        .filter_map(|j| j.job.summary.map(|s| crate::compare::reframe::Reference { id: &j.job.key.id, median_ms: s.median }))
+        .collect();
+    let gpu = b.fingerprint.gpu.clone().unwrap_or_else(|| "unknown GPU".into());
+    print!("{}", crate::compare::reframe::references(name, &gpu, &b.run.suite, &jobs, threshold, floor_ms));
     Ok(exit::OK)
 }
 

@@ -10,6 +10,7 @@ pub mod clocks;
 pub mod counters;
 pub mod json;
 pub mod junit;
+pub mod reframe;
 pub mod markdown;
 pub mod timing;
 
