@@ -41,6 +41,8 @@ pub enum CompareFormat {
     Json,
     /// The runs' frame.
     Csv,
+    /// A chart: per job, one bar per run of its % of that run's own copy bound.
+    Svg,
 }
 
 /// What `gpu-lab list` shows.

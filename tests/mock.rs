@@ -204,3 +204,18 @@ fn shard_runs_merge_into_one_run_and_mismatched_shards_are_refused() {
     let other = shard("1/2", Some("smem"));
     lab(d.path()).args(["merge", &a, &other, "--out", "merged"]).assert().code(1).stderr(predicate::str::contains("another plan"));
 }
+
+#[test]
+fn several_runs_compare_as_one_chart_of_each_runs_own_bound() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |variant: &str| stdout(&lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--variant", variant, "--out", "runs", "--quiet"]).assert().code(0)).trim().to_string();
+    let (a, b, c) = (run("copy_row,naive_row"), run("copy_row"), run("naive_row"));
+    let svg = stdout(&lab(d.path()).args(["compare", &a, &b, &c, "--format", "svg"]).assert().code(0));
+    assert!(svg.starts_with("<svg") && svg.contains("% of each run&apos;s own bound"), "{}", &svg[..400.min(svg.len())]);
+    for dir in [&a, &b, &c] {
+        assert!(svg.contains(dir.as_str()), "every run is in the legend: {dir}");
+    }
+    assert!(svg.contains("not in this run"), "a job one run lacks is said so");
+    let percentages = svg.split("</text>").filter(|t| t.trim_end().ends_with('%')).count();
+    assert!(percentages >= 4, "bars carry their percentage: {percentages}");
+}

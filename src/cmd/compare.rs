@@ -35,6 +35,10 @@ pub fn compare(config: &Config, dirs: &[PathBuf], format: CompareFormat) -> anyh
             let c = compare::compare(base, &labels[0], new, &labels[1], &definitions(config, base, new)?, &s, false);
             render(&c, if format == CompareFormat::Md { compare::Format::Md } else { compare::Format::Json })?.0
         }
+        (CompareFormat::Svg, _) => {
+            let pairs: Vec<(&str, &RunData)> = labels.iter().map(String::as_str).zip(&runs).collect();
+            report::runs_svg::render(&pairs)?
+        }
         (CompareFormat::Json, _) => bail!("--format json compares two runs; {} were given\n  fix: use --format md or csv for more runs", runs.len()),
         (CompareFormat::Md | CompareFormat::Csv, _) => {
             let pairs: Vec<(&str, &RunData)> = labels.iter().map(String::as_str).zip(&runs).collect();

@@ -6,6 +6,7 @@ pub mod json;
 pub mod markdown;
 pub mod nvprof;
 pub mod roofline;
+pub mod runs_svg;
 pub mod svg;
 
 use crate::records::RunData;
