@@ -5,18 +5,13 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::exit;
-use crate::records::{merge_refusal, Record, RunInfo};
+use crate::records::{merge_refusal, RunInfo};
 use crate::scheduler;
 use crate::store;
 
 /// Joins `runs` (every shard of one plan) into a new run under `out`; prints its directory.
 pub fn merge(runs: &[PathBuf], out: &Path) -> anyhow::Result<i32> {
-    let mut infos: Vec<(String, RunInfo)> = Vec::new();
-    for dir in runs {
-        let text = std::fs::read_to_string(dir.join(store::RUN_JSON)).with_context(|| format!("{} is not a gpu-lab run directory (no readable {})", dir.display(), store::RUN_JSON))?;
-        let info: RunInfo = serde_json::from_str(&text).with_context(|| format!("{} holds no valid run information", dir.join(store::RUN_JSON).display()))?;
-        infos.push((dir.display().to_string(), info));
-    }
+    let infos: Vec<(String, RunInfo)> = runs.iter().map(|dir| Ok((dir.display().to_string(), store::load_info(dir)?))).collect::<anyhow::Result<_>>()?;
     if let Some(why) = merge_refusal(&infos) {
         anyhow::bail!("cannot merge: {why}\n  fix: give every shard run of one plan (`gpu-lab plan --suite S --shards N` shows it), each once");
     }
@@ -36,13 +31,12 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> anyhow::Result<i32> {
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by_key(|&i| infos[i].1.shard.as_ref().map_or(0, |s| s.index));
     for i in order {
-        let path = runs[i].join(store::RESULTS);
-        let body = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        for (n, line) in body.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace)) {
-            match serde_json::from_slice::<Record>(line) {
-                Ok(record) => store::append_jsonl(&results, &record).with_context(|| format!("appending to {}", results.display()))?,
-                Err(e) => eprintln!("warning: {}:{}: skipped an unreadable record ({e})", path.display(), n + 1),
-            }
+        let (records, warnings) = store::load_records(&runs[i])?;
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+        for record in &records {
+            store::append_jsonl(&results, record).with_context(|| format!("appending to {}", results.display()))?;
         }
     }
     scheduler::render_reports(&dir)?;

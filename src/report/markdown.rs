@@ -82,33 +82,18 @@ fn header(run: &RunData, out: &mut String) {
     kv("date", i.started.clone());
     kv("command", format!("`{}`", i.command));
     kv("suite source sha256", i.suite_source_hash.chars().take(16).collect());
-    // Which compiler built which variants (runs before this was recorded have none).
-    let mut compilers: Vec<(&str, Vec<&str>)> = Vec::new();
-    for j in &run.jobs {
-        for c in &j.compilers {
-            match compilers.iter_mut().find(|(name, _)| name == c) {
-                Some((_, variants)) if !variants.contains(&j.key.variant.as_str()) => variants.push(&j.key.variant),
-                Some(_) => {}
-                None => compilers.push((c, vec![&j.key.variant])),
-            }
-        }
-    }
+    // Which compiler built which variants, and how the jobs were timed (runs before these were
+    // recorded have neither).
+    let compilers = grouped(run.jobs.iter().flat_map(|j| j.compilers.iter().map(move |c| (c.as_str(), j.key.variant.as_str()))), true);
     if !compilers.is_empty() {
         kv("compilers", compilers.iter().map(|(c, v)| format!("{c}: {}", v.join(", "))).collect::<Vec<_>>().join("; "));
-    }
-    // How the jobs were timed, when not all alike (runs before this was recorded have none).
-    let mut methods: Vec<(&str, Vec<&str>)> = Vec::new();
-    for j in run.jobs.iter().filter(|j| !j.timing_method.is_empty()) {
-        match methods.iter_mut().find(|(m, _)| *m == j.timing_method) {
-            Some((_, labels)) => labels.push(&j.label),
-            None => methods.push((&j.timing_method, vec![&j.label])),
-        }
     }
     let excluded: usize = run.jobs.iter().map(|j| j.excluded_samples.len()).sum();
     if excluded > 0 {
         let jobs = run.jobs.iter().filter(|j| !j.excluded_samples.is_empty()).count();
         kv("samples left out", format!("{excluded} samples of {jobs} jobs, taken while the GPU throttled or below {:.0}% of the job's highest SM clock (NVML after every sample), are not in the medians", crate::records::CLOCK_FLOOR * 100.0));
     }
+    let methods = grouped(run.jobs.iter().filter(|j| !j.timing_method.is_empty()).map(|j| (j.timing_method.as_str(), j.label.as_str())), false);
     match methods.as_slice() {
         [] => {}
         [(m, _)] => kv("timing method", format!("{m} (every job)")),
@@ -127,6 +112,20 @@ fn header(run: &RunData, out: &mut String) {
     if run.jobs.iter().any(is_compute) {
         out.push_str("Roofline of the jobs that declare flops (FP32 peak and copy bound measured in this run): [roofline.svg](roofline.svg).\n\n");
     }
+}
+
+/// (key, member) pairs gathered by key, keys and members in first-seen order; with `once`, each
+/// member once per key.
+fn grouped<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>, once: bool) -> Vec<(&'a str, Vec<&'a str>)> {
+    let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (key, member) in pairs {
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) if !(once && members.contains(&member)) => members.push(member),
+            Some(_) => {}
+            None => out.push((key, vec![member])),
+        }
+    }
+    out
 }
 
 /// The speedup reference of a table: its first ranked job with a timing.

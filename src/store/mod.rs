@@ -67,9 +67,21 @@ pub fn save_info(dir: &Path, info: &RunInfo) -> anyhow::Result<()> {
 
 /// Reads a run directory back. A truncated last line (a run killed mid-write) is skipped with a warning.
 pub fn load_run(dir: &Path) -> anyhow::Result<(RunData, Vec<String>)> {
+    let info = load_info(dir)?;
+    let (records, warnings) = load_records(dir)?;
+    Ok((RunData::from_records(info, records), warnings))
+}
+
+/// A run directory's `run.json`.
+pub fn load_info(dir: &Path) -> anyhow::Result<RunInfo> {
     let info_path = dir.join(RUN_JSON);
     let text = fs::read_to_string(&info_path).with_context(|| format!("{} is not a gpu-lab run directory (no readable {RUN_JSON})", dir.display()))?;
-    let info: RunInfo = serde_json::from_str(&text).with_context(|| format!("{} is not valid gpu-lab run information", info_path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not valid gpu-lab run information", info_path.display()))
+}
+
+/// A run directory's records, read line by line: one that cannot be read costs that line only,
+/// with a warning naming file and line.
+pub fn load_records(dir: &Path) -> anyhow::Result<(Vec<Record>, Vec<String>)> {
     let mut warnings = Vec::new();
     let mut records = Vec::new();
     let results = dir.join(RESULTS);
@@ -93,7 +105,7 @@ pub fn load_run(dir: &Path) -> anyhow::Result<(RunData, Vec<String>)> {
             Err(e) => warnings.push(format!("{}:{}: skipped an unreadable record ({e})", results.display(), i + 1)),
         }
     }
-    Ok((RunData::from_records(info, records), warnings))
+    Ok((records, warnings))
 }
 
 #[cfg(test)]

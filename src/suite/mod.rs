@@ -218,29 +218,22 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         }
     }
     let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-    // `-I` directories are paths like sources: relative to suite.toml, and inside its directory
-    // unless the manifest says otherwise (their headers are read and hashed at load).
+    // Paths (sources, include directories, headers) are relative to suite.toml and stay under
+    // it, unless the manifest says otherwise.
+    let outside = |p: &Path| !manifest.suite.allow_outside && p.exists() && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir));
+    let outside_headers = "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers";
+    // `-I` directories are paths like sources (their headers are read and hashed at load).
     let option_lists = std::iter::once((at!["suite", "options"], &manifest.suite.options)).chain(manifest.variants.iter().enumerate().map(|(i, v)| (at!["variants", i, "options"], &v.options)));
-    for (list_at, options) in option_lists.clone() {
-        // The split forms would name a directory gpu-lab cannot confine or hash.
-        if let Some((j, o)) = options.iter().enumerate().find(|(_, o)| matches!(o.as_str(), "-I" | "--include-path" | "-isystem" | "--system-include") || o.starts_with("-isystem") || o.starts_with("--system-include")) {
-            let mut named_at = list_at.clone();
-            named_at.push(j.into());
-            return Err(ctx.err(named_at, format!("option `{o}` names an include directory in a form gpu-lab cannot check"), "write it joined, `-Idir` or `--include-path=dir` (relative to suite.toml), or use include_dirs"));
-        }
-    }
     for (list_at, options) in option_lists {
         for (j, o) in options.iter().enumerate() {
-            let Some(d) = include_dir(o) else { continue };
-            let p = dir.join(d);
-            if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
-                let mut named_at = list_at.clone();
-                named_at.push(j.into());
-                return Err(ctx.err(
-                    named_at,
-                    format!("include directory `{d}` (option `{o}`) lies outside the suite's directory {}", dir.display()),
-                    "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers",
-                ));
+            let mut named_at = list_at.clone();
+            named_at.push(j.into());
+            // The split forms would name a directory gpu-lab cannot confine or hash.
+            if matches!(o.as_str(), "-I" | "--include-path") || o.starts_with("-isystem") || o.starts_with("--system-include") {
+                return Err(ctx.err(named_at, format!("option `{o}` names an include directory in a form gpu-lab cannot check"), "write it joined, `-Idir` or `--include-path=dir` (relative to suite.toml), or use include_dirs"));
+            }
+            if let Some(d) = include_dir(o).filter(|d| outside(&dir.join(d))) {
+                return Err(ctx.err(named_at, format!("include directory `{d}` (option `{o}`) lies outside the suite's directory {}", dir.display()), outside_headers));
             }
         }
     }
@@ -250,8 +243,8 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         .chain(manifest.variants.iter().enumerate().flat_map(|(i, v)| v.include_dirs.iter().enumerate().map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))));
     for (d, named_at) in include_dirs {
         let p = dir.join(d);
-        if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
-            return Err(ctx.err(named_at, format!("include directory `{d}` lies outside the suite's directory {}", dir.display()), "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers"));
+        if outside(&p) {
+            return Err(ctx.err(named_at, format!("include directory `{d}` lies outside the suite's directory {}", dir.display()), outside_headers));
         }
         if !p.is_dir() {
             return Err(ctx.err(named_at, format!("include directory `{d}` is not a directory ({})", p.display()), "name a directory of headers, relative to suite.toml"));
@@ -262,8 +255,7 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     let mut source_texts = BTreeMap::new();
     for (s, named_at) in &sources {
         let p = dir.join(s);
-        // Paths are relative to suite.toml and stay under it, unless the manifest says otherwise.
-        if !manifest.suite.allow_outside && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir)) && p.exists() {
+        if outside(&p) {
             return Err(ctx.err(
                 named_at.clone(),
                 format!("source `{s}` lies outside the suite's directory {}", dir.display()),
@@ -275,10 +267,10 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         // Headers count too: a report must say which code it measured. They are paths like
         // sources: inside the suite's directory unless the manifest says otherwise.
         let found = sources::headers(&p, &src, &include_options);
-        if let Some(h) = found.iter().find(|h| !manifest.suite.allow_outside && !h.path.starts_with(&canonical_dir)) {
-            return Err(ctx.err(named_at.clone(), format!("source `{s}` includes header `{}` ({}), which lies outside the suite's directory {}", h.name, h.path.display(), dir.display()), "move the header into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers"));
+        if let Some(h) = found.iter().find(|h| outside(&h.path)) {
+            return Err(ctx.err(named_at.clone(), format!("source `{s}` includes header `{}` ({}), which lies outside the suite's directory {}", h.name, h.path.display(), dir.display()), outside_headers));
         }
-        let headers: String = found.iter().map(|h| format!("\0{}\0{}", h.name, h.text)).collect();
+        let headers = sources::headers_text(&found);
         hasher.update(headers.as_bytes());
         source_texts.insert(s.clone(), format!("{src}\n{headers}"));
     }

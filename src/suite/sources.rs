@@ -31,7 +31,12 @@ pub fn headers(source_path: &Path, source: &str, options: &[String]) -> Vec<Head
 /// The text of every local header (see `headers`): part of the cache key and of the suite hash,
 /// so that editing a header recompiles and shows in the report.
 pub fn local_includes(source_path: &Path, source: &str, options: &[String]) -> String {
-    headers(source_path, source, options).iter().map(|h| format!("\0{}\0{}", h.name, h.text)).collect()
+    headers_text(&headers(source_path, source, options))
+}
+
+/// The headers as one text for a hash: each name, then its text.
+pub fn headers_text(headers: &[Header]) -> String {
+    headers.iter().map(|h| format!("\0{}\0{}", h.name, h.text)).collect()
 }
 
 fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTreeSet<PathBuf>, out: &mut Vec<Header>, depth: usize) {
