@@ -21,11 +21,38 @@ pub struct Cli {
     pub metrics_file: Vec<PathBuf>,
     /// Run without a GPU: a mock executor with deterministic stand-in timings and counters, for
     /// testing gpu-lab itself. Every output says MOCK; nothing it makes is a measurement.
-    #[arg(long, global = true, hide = true)]
+    /// Also set by GPU_LAB_MOCK_GPU=1, so that a script run as written (docs/fleet.md under the
+    /// Slurm test) runs on the mock.
+    #[arg(long, global = true, hide = true, env = "GPU_LAB_MOCK_GPU")]
     pub mock_gpu: bool,
+    /// With --mock-gpu: the mock host's GPUs, one model name each (`A,A,B`); without it, two of one model.
+    #[arg(long, global = true, hide = true, value_delimiter = ',', requires = "mock_gpu")]
+    pub mock_gpus: Vec<String>,
     /// With --mock-gpu: multiply the stand-in time of a variant (`VARIANT=FACTOR`, repeatable), to test the regression gate.
     #[arg(long, global = true, hide = true, value_parser = slowdown, requires = "mock_gpu")]
     pub mock_slow: Vec<(String, f64)>,
+}
+
+/// `--gpus`: every GPU of the host, or these indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuSelection {
+    All,
+    Indices(Vec<u32>),
+}
+
+fn gpu_selection(s: &str) -> Result<GpuSelection, String> {
+    if s.trim() == "all" {
+        return Ok(GpuSelection::All);
+    }
+    let mut indices: Vec<u32> = Vec::new();
+    for part in s.split(',') {
+        let i: u32 = part.trim().parse().map_err(|_| format!("`{part}` is not a GPU index: write `all` or indices such as 0,2 (as nvidia-smi numbers them)"))?;
+        if indices.contains(&i) {
+            return Err(format!("GPU {i} is named twice: a GPU runs one job at a time"));
+        }
+        indices.push(i);
+    }
+    Ok(GpuSelection::Indices(indices))
 }
 
 fn slowdown(s: &str) -> Result<(String, f64), String> {
@@ -70,6 +97,11 @@ pub struct SuiteArgs {
     /// GPU index (PCI bus order, as nvidia-smi numbers them).
     #[arg(long, default_value_t = 0)]
     pub gpu: u32,
+    /// Several GPUs of this host: `all` or indices (`0,2`). Jobs go to whichever GPU is free, one
+    /// at a time per GPU; each GPU measures its own bounds; ncu passes run side by side. GPUs of
+    /// different models each run every job, one run directory per model.
+    #[arg(long, conflicts_with = "gpu", value_parser = gpu_selection)]
+    pub gpus: Option<GpuSelection>,
     /// Root directory for run directories.
     #[arg(long, default_value = "reports/runs")]
     pub out: PathBuf,

@@ -1,16 +1,18 @@
 //! The only place that knows every stage: suites -> plans -> jobs through an executor -> records, saved after every job, and the reports re-rendered from disk.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::executor::{Executor, Failure, RunContext};
+use crate::executor::{Environment, Executor, Failure, RunContext};
 use crate::exit;
 use crate::metrics::{Catalog, MetricDef};
 use crate::profiler::ClockControl;
-use crate::records::{groups_in_order, ShardInfo, BoundSpec, CacheState, BoundsRecord, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, Record, RunInfo, TimingConfig};
+use crate::records::{groups_in_order, BoundSpec, BoundsRecord, CacheState, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, ProfileRecord, Record, RunInfo, ShardInfo, TimingConfig};
 use crate::report;
 use crate::stats;
 use crate::store;
@@ -26,6 +28,7 @@ pub struct SuitePlan<'a> {
 }
 
 /// What to profile with, when profiling: metric names (a set, metrics, or empty for the suite's own set).
+#[derive(Debug, Clone)]
 pub struct ProfileRequest {
     pub names: Vec<String>,
     pub clock_control: ClockControl,
@@ -86,6 +89,19 @@ pub fn shard_of(jobs: &[&JobSpec], count: usize) -> Vec<usize> {
     shard
 }
 
+/// The GPUs of a host grouped by model, in the order first seen (`models[i]` is GPU i's model):
+/// GPUs of one model share a run's jobs; each model runs every job.
+pub fn pools_by_model(models: &[String]) -> Vec<Vec<usize>> {
+    let mut pools: Vec<(&String, Vec<usize>)> = Vec::new();
+    for (i, m) in models.iter().enumerate() {
+        match pools.iter_mut().find(|(name, _)| *name == m) {
+            Some((_, pool)) => pool.push(i),
+            None => pools.push((m, vec![i])),
+        }
+    }
+    pools.into_iter().map(|(_, pool)| pool).collect()
+}
+
 /// Keeps in each plan only the jobs of `shard`; returns what the runs record of it (the plan's
 /// identity: a hash over every job of every plan, before the split).
 pub fn keep_shard(plans: &mut [SuitePlan], shard: Shard) -> ShardInfo {
@@ -144,13 +160,15 @@ pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Resul
     Ok(())
 }
 
-/// Runs every plan with a job in it; hands each finished run directory to `finished`. Returns
-/// the exit code: 0, or `exit::JOBS_FAILED` when some job failed, was wrong or went unprofiled.
-pub fn run(executor: &dyn Executor, plans: &[SuitePlan], settings: &RunSettings, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
+/// Runs every plan with a job in it on `lanes`, the executors of one GPU each (one for a plain
+/// run; every GPU of one model for `--gpus`); hands each finished run directory to `finished`.
+/// Returns the exit code: 0, or `exit::JOBS_FAILED` when some job failed, was wrong or went unprofiled.
+pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
+    let Some(first) = lanes.first() else { bail!("no GPU to run on") };
     let mut code = exit::OK;
     for plan in plans.iter().filter(|p| !p.jobs.is_empty()) {
-        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &executor.environment().label).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
-        code = code.max(run_suite(executor, plan, settings, &dir)?);
+        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &first.environment().label).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
+        code = code.max(run_suite(lanes, plan, settings, &dir)?);
         if !settings.quiet {
             eprintln!("report: {}", dir.join("report.md").display());
         }
@@ -182,9 +200,10 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, dir: &Path) -> anyhow::Result<i32> {
+fn run_suite(lanes: &[&dyn Executor], plan: &SuitePlan, settings: &RunSettings, dir: &Path) -> anyhow::Result<i32> {
     let started = Instant::now();
-    let env = executor.environment();
+    let envs: Vec<Environment> = lanes.iter().map(|l| l.environment()).collect();
+    let env = envs[0].clone();
     // The run's cache state: the command line's, else the suite's, else warm.
     let timing = TimingConfig { cache: settings.cache.or(plan.suite.manifest.suite.cache).unwrap_or_default(), ..settings.timing.clone() };
     let clock_control = settings.profile.as_ref().map(|p| p.clock_control).unwrap_or_default();
@@ -206,6 +225,7 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
         unavailable_metrics: plan.unavailable_metrics.clone(),
         mock: env.mock,
         shard: settings.shard.clone(),
+        gpus: if lanes.len() > 1 { envs.iter().filter_map(|e| e.device.clone()).collect() } else { Vec::new() },
         ..Default::default()
     };
     store::save_info(dir, &info)?;
@@ -213,44 +233,73 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
     let ctx = RunContext { dir, work: &work, timing: &timing, seed: settings.seed, timeout: settings.timeout, metrics: &plan.metrics, clock_control, fma };
-    let results = dir.join(store::RESULTS);
-    let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
 
     let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
-    let steps = plan.jobs.len() as u64 * timing.rounds.max(1) as u64 + groups.len() as u64 * if settings.profile.is_some() { 2 } else { 1 };
+    let group_jobs: Vec<Vec<&JobSpec>> = groups.iter().map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect()).collect();
+    let rounds = timing.rounds.max(1);
+    let steps = plan.jobs.len() as u64 * rounds as u64 + groups.len() as u64 * if settings.profile.is_some() { 2 } else { 1 };
     let bar = if settings.quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
-    let mut code = exit::OK;
 
-    let mut to_profile: Vec<(usize, &String, Vec<&JobSpec>)> = Vec::new();
-    for (gi, group) in groups.iter().enumerate() {
-        let group_jobs: Vec<&JobSpec> = plan.jobs.iter().filter(|j| &j.key.group == group).collect();
-        bar.set_message(format!("{group}: copy bounds"));
-        append(&Record::Bounds(bounds(executor, &ctx, gi, group, &group_jobs)?))?;
-        for (bi, record) in compute_bounds(executor, &ctx, gi, group, &group_jobs)?.into_iter().enumerate() {
-            bar.set_message(format!("{group}: compute bound {}", bi + 1));
-            append(&Record::Compute(record))?;
+    // Timing: one task per (group, round, job), in that order, so rounds interleave the variants
+    // (A B C A B C …) and drift hits all of them alike. Every lane takes the next task when its
+    // GPU is free, so no two jobs ever share a card; before its first job of a group a lane
+    // measures that group's bounds on its own GPU. After every job its record so far is saved
+    // (a later record of a job replaces it).
+    let mut tasks: Vec<(usize, u32, usize)> = Vec::new();
+    for (gi, jobs) in group_jobs.iter().enumerate() {
+        for round in 0..rounds {
+            tasks.extend((0..jobs.len()).map(|ji| (gi, round, ji)));
         }
-        bar.inc(1);
-
-        // Rounds interleave the variants (A B C A B C …) so drift hits all of them alike; after
-        // every round each job's record so far is saved (a later record of a job replaces it).
-        let mut so_far: Vec<Option<JobRecord>> = vec![None; group_jobs.len()];
-        for round in 0..timing.rounds.max(1) {
+    }
+    let shared = Mutex::new(Progress { so_far: group_jobs.iter().map(|g| vec![None; g.len()]).collect(), left: group_jobs.iter().map(|g| g.len() * rounds as usize).collect() });
+    let results = dir.join(store::RESULTS);
+    let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let time_on = |lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
+        let mut measured = vec![false; groups.len()];
+        while let Some(&(gi, round, ji)) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let group = &groups[gi];
+            if !measured[gi] {
+                bar.set_message(format!("{group}: copy bounds"));
+                let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, gi, group, &group_jobs[gi])? };
+                let computes = compute_bounds(lane, &ctx, gi, group, &group_jobs[gi])?;
+                let _saving = shared.lock().unwrap_or_else(|e| e.into_inner());
+                append(&Record::Bounds(bounds))?;
+                for record in computes {
+                    append(&Record::Compute(ComputeBoundRecord { gpu: gpu.clone(), ..record }))?;
+                }
+                measured[gi] = true;
+            }
+            let job = group_jobs[gi][ji];
+            bar.set_message(format!("{group}: {}{}", job.label(), if rounds > 1 { format!(" (round {}/{rounds})", round + 1) } else { String::new() }));
             // Each round draws its own inputs: seed, seed + 1 (the second check), seed + 2, …
             let ctx = RunContext { seed: settings.seed.wrapping_add(2 * round as u64), ..ctx };
-            for (ji, job) in group_jobs.iter().enumerate() {
-                bar.set_message(format!("{group}: {}{}", job.label(), if timing.rounds > 1 { format!(" (round {}/{})", round + 1, timing.rounds) } else { String::new() }));
-                let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
-                let record = run_job(executor, &ctx, plan.suite, job, &tag)?;
-                let record = if timing.rounds > 1 { JobRecord::with_round(so_far[ji].take(), record) } else { record };
-                append(&Record::Job(record.clone()))?;
-                so_far[ji] = Some(record);
-                bar.inc(1);
+            let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
+            let record = JobRecord { gpu: gpu.clone(), ..run_job(lane, &ctx, plan.suite, job, &tag)? };
+            let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let record = if rounds > 1 { JobRecord::with_round(p.so_far[gi][ji].take(), record) } else { record };
+            append(&Record::Job(record.clone()))?;
+            p.so_far[gi][ji] = Some(record);
+            p.left[gi] -= 1;
+            bar.inc(1);
+            if p.left[gi] == 0 {
+                warn_on_error(render_reports(dir));
             }
         }
+        Ok(())
+    };
+    on_every_lane(lanes, &envs, &stop, &time_on)?;
+    let progress = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut code = exit::OK;
+    let mut to_profile: Vec<(usize, Vec<&JobSpec>)> = Vec::new();
+    for (gi, records) in progress.so_far.iter().enumerate() {
         let mut ran: Vec<&JobSpec> = Vec::new();
-        for (job, record) in group_jobs.iter().zip(so_far.iter().flatten()) {
+        for (job, record) in group_jobs[gi].iter().zip(records.iter().flatten()) {
             if record.status != JobStatus::Failed && record.status != JobStatus::TimedOut {
                 ran.push(job);
             }
@@ -258,23 +307,46 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
                 code = exit::JOBS_FAILED;
             }
         }
-        to_profile.push((gi, group, ran));
-        warn_on_error(render_reports(dir));
+        to_profile.push((gi, ran));
     }
+    warn_on_error(render_reports(dir));
+
     // ncu runs after every group is timed: jobs timed right after a profile pass drifted by up
     // to 6% against a run without ncu, while the group timed before any pass agreed within 0.4%
     // (transpose, H100: reports/noise-h100 against reports/rounds-h100, docs/design-notes.md).
+    // With several GPUs each group's jobs are cut into one pass per GPU, run side by side.
     if settings.profile.is_some() {
-        for (gi, group, ran) in to_profile {
-            bar.set_message(format!("{group}: ncu ({} variants)", ran.len()));
-            for r in executor.profile(&ctx, &format!("profile-{gi}"), &ran) {
-                if r.error.is_some() || !r.missing.is_empty() {
-                    code = exit::JOBS_FAILED;
+        let mut passes: Vec<(&String, String, Vec<&JobSpec>)> = Vec::new();
+        for (gi, ran) in &to_profile {
+            let pieces = split_evenly(ran, lanes.len());
+            let several = pieces.len() > 1;
+            passes.extend(pieces.into_iter().enumerate().map(|(pi, jobs)| (&groups[*gi], if several { format!("profile-{gi}-{pi}") } else { format!("profile-{gi}") }, jobs)));
+        }
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let saving = Mutex::new(());
+        let profile_on = |lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
+            while let Some((group, tag, jobs)) = passes.get(next.fetch_add(1, Ordering::SeqCst)) {
+                if stop.load(Ordering::SeqCst) {
+                    break;
                 }
-                append(&Record::Profile(r))?;
+                bar.set_message(format!("{group}: ncu ({} variants)", jobs.len()));
+                let records = lane.profile(&ctx, tag, jobs);
+                let _saving = saving.lock().unwrap_or_else(|e| e.into_inner());
+                for r in records {
+                    if r.error.is_some() || !r.missing.is_empty() {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    append(&Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
+                }
+                warn_on_error(render_reports(dir));
             }
-            bar.inc(1);
-            warn_on_error(render_reports(dir));
+            Ok(())
+        };
+        on_every_lane(lanes, &envs, &stop, &profile_on)?;
+        bar.inc(groups.len() as u64);
+        if failed.load(Ordering::SeqCst) {
+            code = exit::JOBS_FAILED;
         }
     }
     bar.finish_and_clear();
@@ -286,10 +358,56 @@ fn run_suite(executor: &dyn Executor, plan: &SuitePlan, settings: &RunSettings, 
     Ok(code)
 }
 
+/// What the lanes of one suite share while timing: each job's record so far and how many tasks
+/// of each group are left.
+struct Progress {
+    so_far: Vec<Vec<Option<JobRecord>>>,
+    left: Vec<usize>,
+}
+
+/// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
+/// the first error stops the others before their next task and is returned.
+fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &(dyn Fn(&dyn Executor, Option<String>) -> anyhow::Result<()> + Sync)) -> anyhow::Result<()> {
+    let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = lanes
+            .iter()
+            .zip(envs)
+            .map(|(lane, env)| {
+                let gpu = env.device.as_ref().map(|d| d.uuid.clone());
+                s.spawn(move || {
+                    let result = work(*lane, gpu);
+                    if result.is_err() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                    result
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a lane's thread panicked")))).collect()
+    });
+    results.into_iter().collect()
+}
+
+/// `items` cut into at most `pieces` runs of consecutive items whose lengths differ by at most one.
+pub fn split_evenly<T: Clone>(items: &[T], pieces: usize) -> Vec<Vec<T>> {
+    let pieces = pieces.clamp(1, items.len().max(1));
+    let (base, extra) = (items.len() / pieces, items.len() % pieces);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for p in 0..pieces {
+        let n = base + usize::from(p < extra);
+        if n > 0 {
+            out.push(items[at..at + n].to_vec());
+        }
+        at += n;
+    }
+    out
+}
+
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
 fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<BoundsRecord> {
     let bytes = jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
-    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e), fma: None };
+    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e), fma: None, gpu: None };
     if bytes == 0 {
         return Ok(failed("the group has no buffers to copy".into()));
     }
@@ -301,6 +419,7 @@ fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, job
             copy_kernel: stats::summarize(&o.kernel_samples_ms),
             error: None,
             fma: o.fma.and_then(|(samples, flops, sm_count)| Some(FmaRate { flops, summary: stats::summarize(&samples)?, sm_count })),
+            gpu: None,
         },
         Err(Failure::Fatal(why)) => bail!("{why}"),
         Err(f) => failed(f.message()),
@@ -319,7 +438,7 @@ fn compute_bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &
     }
     let mut out = Vec::new();
     for (bi, (bound, key, flops)) in wanted.into_iter().enumerate() {
-        let record = |summary, samples_ms, math_mode, error| ComputeBoundRecord { group: group.to_string(), key: key.clone(), math_mode, flops, summary, samples_ms, error };
+        let record = |summary, samples_ms, math_mode, error| ComputeBoundRecord { group: group.to_string(), key: key.clone(), math_mode, flops, summary, samples_ms, error, gpu: None };
         out.push(match executor.compute_bound(ctx, &format!("compute-{gi}-{bi}"), bound) {
             Ok(o) => record(stats::summarize(&o.samples_ms), o.samples_ms, o.math_mode, None),
             Err(Failure::Fatal(why)) => bail!("{why}"),
@@ -417,7 +536,7 @@ mod tests {
         let mut plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
         screen(&mut plans, &mock).unwrap();
         let mut dirs = Vec::new();
-        let code = run(&mock, &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap();
+        let code = run(&[&mock], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap();
         assert_eq!(code, exit::OK);
         let (run, warnings) = store::load_run(&dirs[0]).unwrap();
         assert!(warnings.is_empty());
@@ -429,6 +548,110 @@ mod tests {
         let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
         assert!(md.contains("MOCK"), "{md}");
         assert!(!dirs[0].join("work").exists());
+    }
+
+    /// The mock of GPU `index`, whose jobs take `job_ms` of wall time and count how many run at
+    /// once on all lanes; a lane's first job waits (up to 5 s) until another lane has started one.
+    struct Busy {
+        mock: MockExecutor,
+        job_ms: u64,
+        running: &'static std::sync::atomic::AtomicUsize,
+        most: &'static std::sync::atomic::AtomicUsize,
+        started: &'static std::sync::atomic::AtomicUsize,
+        mine: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Executor for Busy {
+        fn environment(&self) -> crate::executor::Environment {
+            self.mock.environment()
+        }
+        fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<crate::parse::query_metrics::Screened> {
+            self.mock.screen(defs)
+        }
+        fn snapshot(&self) -> Option<crate::records::Snapshot> {
+            None
+        }
+        fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
+            self.mock.bounds(ctx, tag, bytes)
+        }
+        fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
+            self.mock.compute_bound(ctx, tag, bound)
+        }
+        fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            if self.mine.fetch_add(1, Ordering::SeqCst) == 0 {
+                self.started.fetch_add(1, Ordering::SeqCst);
+                let t0 = Instant::now();
+                while self.started.load(Ordering::SeqCst) < 2 && t0.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(self.job_ms));
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            self.mock.job(ctx, tag, job)
+        }
+        fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
+            self.mock.profile(ctx, tag, jobs)
+        }
+    }
+
+    #[test]
+    fn two_gpus_share_a_suites_jobs_one_job_per_gpu_at_a_time_each_with_its_own_bounds() {
+        use std::sync::atomic::AtomicUsize;
+        static RUNNING: AtomicUsize = AtomicUsize::new(0);
+        static MOST: AtomicUsize = AtomicUsize::new(0);
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let d = tempfile::tempdir().unwrap();
+        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
+        let suites = [suite];
+        let lane = |index| Busy { mock: MockExecutor { index, ..Default::default() }, job_ms: 5, running: &RUNNING, most: &MOST, started: &STARTED, mine: AtomicUsize::new(0) };
+        let (a, b) = (lane(0), lane(1));
+        let s = settings(d.path(), true);
+        let mut plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        screen(&mut plans, &a).unwrap();
+        let mut dirs = Vec::new();
+        assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        assert_eq!(MOST.load(Ordering::SeqCst), 2, "both GPUs ran jobs at once, and never more than one each");
+        let (run, warnings) = store::load_run(&dirs[0]).unwrap();
+        assert!(warnings.is_empty());
+        let uuids: Vec<String> = run.info.gpus.iter().map(|g| g.uuid.clone()).collect();
+        assert_eq!(uuids, ["MOCK-GPU-0", "MOCK-GPU-1"]);
+        // Every job once, tagged with the GPU that ran it; both GPUs ran some.
+        let mut ids: Vec<&str> = run.jobs.iter().map(|j| j.id()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), suites[0].jobs.len());
+        assert_eq!(run.jobs.len(), suites[0].jobs.len());
+        for uuid in &uuids {
+            assert!(run.jobs.iter().any(|j| j.gpu.as_ref() == Some(uuid)), "GPU {uuid} ran no job");
+        }
+        // Each GPU measured the bounds of every group it ran a job of, and each job is compared with its own GPU's.
+        for j in &run.jobs {
+            let gpu = j.gpu.clone().unwrap();
+            let own = run.gpu_bounds.get(&(j.key.group.clone(), gpu.clone())).unwrap_or_else(|| panic!("no bound of {} on {gpu}", j.key.group));
+            assert_eq!(run.bound_of(j), Some(own));
+        }
+        assert_eq!(run.profiles.len(), run.jobs.len());
+        assert!(run.profiles.values().all(|p| p.gpu.as_ref().is_some_and(|g| uuids.contains(g))));
+        let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
+        assert!(md.contains("GPU 1: MOCK GPU") && md.contains("Copy bound measured on each GPU"), "{md}");
+        assert!(md.lines().any(|l| l.starts_with("| variant") && l.contains("| GPU ")), "a column says which GPU timed each job: {md}");
+    }
+
+    #[test]
+    fn gpus_are_pooled_by_model_in_the_order_first_seen() {
+        let models: Vec<String> = ["H100", "H200", "H100", "H200", "L4"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(pools_by_model(&models), vec![vec![0, 2], vec![1, 3], vec![4]]);
+        assert!(pools_by_model(&[]).is_empty());
+    }
+
+    #[test]
+    fn split_evenly_keeps_order_and_never_makes_an_empty_piece() {
+        assert_eq!(split_evenly(&[1, 2, 3, 4, 5], 2), vec![vec![1, 2, 3], vec![4, 5]]);
+        assert_eq!(split_evenly(&[1], 4), vec![vec![1]]);
+        assert_eq!(split_evenly(&[1, 2, 3], 1), vec![vec![1, 2, 3]]);
+        assert!(split_evenly::<u8>(&[], 3).is_empty());
     }
 
     /// The mock, except that its jobs end as `failure` says (orchestration only, no numbers).
@@ -470,14 +693,14 @@ mod tests {
         std::fs::write(&log, "started, then nothing").unwrap();
         let hung = Failing { failure: Failure::TimedOut { after: Duration::from_secs(20), log: Some(log) } };
         let mut dirs = Vec::new();
-        assert_eq!(run(&hung, &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::JOBS_FAILED);
+        assert_eq!(run(&[&hung], &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::JOBS_FAILED);
         let (data, _) = store::load_run(&dirs[0]).unwrap();
         assert!(data.jobs.iter().all(|j| j.status == JobStatus::TimedOut && j.error.as_deref().unwrap().contains("(full log: logs/job-")));
         assert_eq!(std::fs::read_dir(dirs[0].join("logs")).unwrap().count(), data.jobs.len());
 
         let fatal = Failing { failure: Failure::Fatal("could not start gpu-lab".into()) };
         let out = d.path().join("fatal");
-        let e = run(&fatal, &plans, &settings(&out, false), &mut |_| {}).unwrap_err();
+        let e = run(&[&fatal], &plans, &settings(&out, false), &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("could not start gpu-lab"));
         let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
         let (data, _) = store::load_run(&dir).unwrap();

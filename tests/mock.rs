@@ -219,3 +219,54 @@ fn several_runs_compare_as_one_chart_of_each_runs_own_bound() {
     let percentages = svg.split("</text>").filter(|t| t.trim_end().ends_with('%')).count();
     assert!(percentages >= 4, "bars carry their percentage: {percentages}");
 }
+
+#[test]
+fn gpus_all_spreads_one_run_over_the_hosts_gpus_and_tags_every_record() {
+    let d = tempfile::tempdir().unwrap();
+    let out = stdout(&lab(d.path()).args(["--mock-gpu", "profile", "--suite", "transpose", "--gpus", "all", "--out", "runs", "--quiet"]).assert().code(0));
+    let dirs: Vec<&str> = out.lines().collect();
+    assert_eq!(dirs.len(), 1, "GPUs of one model make one run: {out}");
+    let dir = d.path().join(dirs[0]);
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let uuids: Vec<&str> = info["gpus"].as_array().unwrap().iter().map(|g| g["uuid"].as_str().unwrap()).collect();
+    assert_eq!(uuids, ["MOCK-GPU-0", "MOCK-GPU-1"]);
+    let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    for line in results.lines() {
+        let r: Value = serde_json::from_str(line).unwrap();
+        assert!(uuids.contains(&r["gpu"].as_str().unwrap_or("none")), "every record names its GPU: {line}");
+    }
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("GPU 0: MOCK GPU") && report.contains("GPU 1: MOCK GPU"), "{report}");
+    // The merged-looking run re-renders and baselines like any other.
+    lab(d.path()).args(["report", dirs[0]]).assert().code(0);
+}
+
+#[test]
+fn gpus_of_different_models_each_run_every_job_into_a_run_of_their_own() {
+    let d = tempfile::tempdir().unwrap();
+    let out = stdout(&lab(d.path()).args(["--mock-gpu", "--mock-gpus", "A,B,A", "run", "--suite", "warp-divergence", "--gpus", "all", "--out", "runs", "--quiet"]).assert().code(0));
+    let mut dirs: Vec<&str> = out.lines().collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 2, "{out}");
+    assert!(dirs[0].ends_with("-mock-a") && dirs[1].ends_with("-mock-b"), "{dirs:?}");
+    let jobs = |dir: &str| std::fs::read_to_string(d.path().join(dir).join("results.jsonl")).unwrap().lines().filter(|l| l.contains("\"kind\":\"job\"")).count();
+    assert!(jobs(dirs[0]) > 0 && jobs(dirs[0]) == jobs(dirs[1]), "each model runs every job");
+    let info: Value = serde_json::from_str(&std::fs::read_to_string(d.path().join(dirs[0]).join("run.json")).unwrap()).unwrap();
+    let indices: Vec<u64> = info["gpus"].as_array().unwrap().iter().map(|g| g["index"].as_u64().unwrap()).collect();
+    assert_eq!(indices, [0, 2], "the two GPUs of model A share its run");
+    // And one command compares the models.
+    let compared = stdout(&lab(d.path()).args(["compare", dirs[0], dirs[1]]).assert().code(0));
+    assert!(compared.contains("model A") && compared.contains("model B"), "{compared}");
+}
+
+#[test]
+fn a_bad_gpu_list_is_a_usage_error_that_says_what_to_write() {
+    let d = tempfile::tempdir().unwrap();
+    let err = lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "0,0"]).assert().code(2).get_output().stderr.clone();
+    assert!(String::from_utf8_lossy(&err).contains("named twice"));
+    let err = lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "zero"]).assert().code(2).get_output().stderr.clone();
+    assert!(String::from_utf8_lossy(&err).contains("write `all` or indices"));
+    let err = lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "0,7"]).assert().code(1).get_output().stderr.clone();
+    assert!(String::from_utf8_lossy(&err).contains("there is no GPU 7"));
+    lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "0", "--gpu", "1"]).assert().code(2);
+}

@@ -26,7 +26,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         _ => {}
     }
     let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
-    let mock = run::Mock { on: cli.mock_gpu, slowdown: cli.mock_slow.into_iter().collect() };
+    let mock = run::Mock { on: cli.mock_gpu, slowdown: cli.mock_slow.into_iter().collect(), models: cli.mock_gpus };
     match cli.command {
         Command::Devices => info::devices(&config),
         Command::Doctor => info::doctor(&config),

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::SuiteArgs;
+use crate::cli::{GpuSelection, SuiteArgs};
 use crate::config::Config;
 use crate::exit;
 use crate::executor::{ChildExecutor, Executor, MockExecutor};
@@ -13,20 +13,56 @@ use crate::records::TimingConfig;
 use crate::scheduler::{self, ProfileRequest, RunSettings};
 use crate::suite;
 
-/// The hidden `--mock-gpu` choice and its stand-in slowdowns.
+/// The hidden `--mock-gpu` choice, its stand-in slowdowns and the mock host's GPU models.
 #[derive(Debug, Clone, Default)]
 pub struct Mock {
     pub on: bool,
     pub slowdown: BTreeMap<String, f64>,
+    /// One model name per mock GPU (`--mock-gpus`); empty: two GPUs of the one mock model.
+    pub models: Vec<String>,
 }
 
-/// The executor the command line asks for: the mock, or children on GPU `gpu` (with ncu when profiling).
-pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock) -> anyhow::Result<Box<dyn Executor>> {
+impl Mock {
+    fn gpu_count(&self) -> u32 {
+        if self.models.is_empty() { 2 } else { self.models.len() as u32 }
+    }
+}
+
+/// The executor the command line asks for: the mock, or children on GPU `gpu` (with ncu when
+/// profiling; `shared_host`: other GPUs of this host profile at the same time).
+pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock, shared_host: bool) -> anyhow::Result<Box<dyn Executor>> {
     if mock.on {
-        return Ok(Box::new(MockExecutor { slowdown: mock.slowdown.clone() }));
+        if gpu >= mock.gpu_count() {
+            anyhow::bail!("the mock host has {} GPUs (0 to {}); there is no GPU {gpu}", mock.gpu_count(), mock.gpu_count() - 1);
+        }
+        return Ok(Box::new(MockExecutor { slowdown: mock.slowdown.clone(), index: gpu, model: mock.models.get(gpu as usize).cloned() }));
     }
     let children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
-    Ok(Box::new(if profile { children.with_ncu(profiler::find(&config.ncu)?) } else { children }))
+    if !profile {
+        return Ok(Box::new(children));
+    }
+    let ncu = profiler::find(&config.ncu)?;
+    let ncu = match children.environment().device {
+        Some(d) if shared_host => ncu.locking_per_gpu(&std::env::temp_dir(), &d.uuid).map_err(|e| anyhow::anyhow!("creating ncu's lock directory for GPU {gpu}: {e}"))?,
+        _ => ncu,
+    };
+    Ok(Box::new(children.with_ncu(ncu)))
+}
+
+/// The GPUs a run uses: `--gpus` (all of the host's, or those named), else `--gpu`.
+fn selected_gpus(args: &SuiteArgs, mock: &Mock) -> anyhow::Result<Vec<u32>> {
+    Ok(match &args.gpus {
+        None => vec![args.gpu],
+        Some(GpuSelection::Indices(list)) => list.clone(),
+        Some(GpuSelection::All) if mock.on => (0..mock.gpu_count()).collect(),
+        Some(GpuSelection::All) => {
+            let n = crate::device::cuda_device_count()?;
+            if n == 0 {
+                anyhow::bail!("--gpus all: CUDA sees no GPU on this host\n  fix: `gpu-lab doctor` says why");
+            }
+            (0..n as u32).collect()
+        }
+    })
 }
 
 pub fn settings(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, command_line: String) -> RunSettings {
@@ -67,13 +103,34 @@ pub fn run(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, m
     run_with(config, args, profile, mock, command_line, &mut |dir| println!("{}", dir.display()))
 }
 
-/// As `run`, handing each finished run directory to `finished`.
-pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
+/// As `run`, handing each finished run directory to `finished`. The GPUs of one model share
+/// each suite's jobs (one run directory); GPUs of different models each run every job, side by
+/// side (one run directory per model: `gpu-lab compare` puts them in one table).
+pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
     let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
-    let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
-    let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
-    let executor = executor(config, args.gpu, profile.is_some(), mock)?;
-    scheduler::screen(&mut plans, executor.as_ref())?;
-    let settings = RunSettings { shard, ..settings(config, args, profile, command_line) };
-    scheduler::run(executor.as_ref(), &plans, &settings, finished)
+    let catalog = config.catalog()?;
+    // Planned once before any GPU starts: a typo in a variant name fails here.
+    scheduler::plan(&suites, &args.variant, profile.as_ref(), catalog)?;
+    let gpus = selected_gpus(args, mock)?;
+    let executors = gpus.iter().map(|&g| executor(config, g, profile.is_some(), mock, gpus.len() > 1)).collect::<anyhow::Result<Vec<_>>>()?;
+    let models: Vec<String> = executors.iter().map(|e| { let env = e.environment(); env.device.map(|d| d.name).unwrap_or(env.label) }).collect();
+    let finished = std::sync::Mutex::new(finished);
+    let run_pool = |pool: &[usize]| -> anyhow::Result<i32> {
+        let lanes: Vec<&dyn Executor> = pool.iter().map(|&i| executors[i].as_ref()).collect();
+        let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), catalog)?;
+        let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
+        scheduler::screen(&mut plans, lanes[0])?;
+        let settings = RunSettings { shard, ..settings(config, args, profile.clone(), command_line.clone()) };
+        scheduler::run(&lanes, &plans, &settings, &mut |dir| (finished.lock().unwrap_or_else(|e| e.into_inner()))(dir))
+    };
+    let pools = scheduler::pools_by_model(&models);
+    let codes: Vec<anyhow::Result<i32>> = std::thread::scope(|s| {
+        let handles: Vec<_> = pools.iter().map(|pool| s.spawn(|| run_pool(pool))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the run of one GPU model panicked")))).collect()
+    });
+    let mut code = exit::OK;
+    for c in codes {
+        code = code.max(c?);
+    }
+    Ok(code)
 }

@@ -127,6 +127,7 @@ mod tests {
             report_file: None,
             error: None,
             not_applicable: Default::default(),
+            gpu: None,
         }
     }
 

@@ -149,12 +149,12 @@ fn status_word(s: JobStatus) -> &'static str {
 
 /// The copy bound of a job's group in GB/s and the relative half-width of its interval.
 fn copy_bound(run: &RunData, job: &JobRecord) -> Option<(f64, f64)> {
-    let b = run.bounds.get(job.group())?;
+    let b = run.bound_of(job)?;
     Some((b.copy_gbs()?, b.best_copy()?.relative_half_width()))
 }
 
 fn pct_of_copy(run: &RunData, job: &JobRecord) -> Option<f64> {
-    Some(100.0 * job.gbs()? / run.bounds.get(job.group())?.copy_gbs()?)
+    Some(100.0 * job.gbs()? / run.bound_of(job)?.copy_gbs()?)
 }
 
 /// Why a job's samples cannot be compared, if they cannot.

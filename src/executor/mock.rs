@@ -25,6 +25,10 @@ const SAMPLES: usize = 30;
 pub struct MockExecutor {
     /// Variant name -> factor its stand-in time is multiplied by (to test the regression gate).
     pub slowdown: BTreeMap<String, f64>,
+    /// Which mock GPU of the mock host it stands for (`--gpus`).
+    pub index: u32,
+    /// A model name, for a mock host with GPUs of several models (`--mock-gpus`).
+    pub model: Option<String>,
 }
 
 /// A deterministic pseudo-random number in [0, 1) from a text and an index (FNV-1a, then a mix).
@@ -57,9 +61,12 @@ impl MockExecutor {
 impl Executor for MockExecutor {
     fn environment(&self) -> Environment {
         let device = DeviceInfo {
-            index: 0,
-            name: MOCK_DEVICE.into(),
-            uuid: "MOCK".into(),
+            index: self.index,
+            name: match &self.model {
+                Some(m) => format!("{MOCK_DEVICE} [model {m}]"),
+                None => MOCK_DEVICE.into(),
+            },
+            uuid: format!("MOCK-GPU-{}", self.index),
             driver: "MOCK".into(),
             cuda_driver: "MOCK".into(),
             compute_capability: "MOCK".into(),
@@ -67,7 +74,11 @@ impl Executor for MockExecutor {
             max_sm_clock_mhz: 1953,
             ..Default::default()
         };
-        Environment { label: "mock".into(), device: Some(device), nvml_error: None, ncu_version: Some("MOCK (ncu was not run)".into()), mock: true }
+        let label = match &self.model {
+            Some(m) => format!("mock-{}", m.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect::<String>()),
+            None => "mock".into(),
+        };
+        Environment { label, device: Some(device), nvml_error: None, ncu_version: Some("MOCK (ncu was not run)".into()), mock: true }
     }
 
     fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
@@ -162,7 +173,7 @@ mod tests {
         }))
         .unwrap();
         let plain = MockExecutor::default();
-        let slow = MockExecutor { slowdown: BTreeMap::from([("v".to_string(), 1.5)]) };
+        let slow = MockExecutor { slowdown: BTreeMap::from([("v".to_string(), 1.5)]), ..Default::default() };
         assert!((slow.stand_in_ms(&job) / plain.stand_in_ms(&job) - 1.5).abs() < 1e-12);
         assert!(plain.environment().mock && plain.environment().device.unwrap().name.contains("MOCK"));
     }

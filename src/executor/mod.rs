@@ -75,7 +75,8 @@ impl Failure {
     }
 }
 
-pub trait Executor {
+/// `Send + Sync`: the lanes of a `--gpus` run call their executors from one thread each.
+pub trait Executor: Send + Sync {
     fn environment(&self) -> Environment;
     /// The requested metrics this GPU can collect, and why the others cannot be.
     fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened>;

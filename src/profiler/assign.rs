@@ -98,6 +98,7 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
         passes,
         report_file,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
+        gpu: None,
         not_applicable,
     }
 }

@@ -51,6 +51,9 @@ pub struct RunInfo {
     /// For a run made by `gpu-lab merge`: the shard runs it joins (directory names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,
+    /// For a run over several GPUs of one host (`--gpus`): each of them; `device` is the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<DeviceInfo>,
 }
 
 /// Which shard of which plan a run is.
@@ -229,6 +232,9 @@ pub struct JobRecord {
     /// included), not within one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<RoundRecord>,
+    /// The UUID of the GPU that timed it (absent in runs made before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -246,6 +252,9 @@ pub struct RoundRecord {
     pub samples_ms: Vec<f64>,
     pub runs_per_sample: u32,
     pub stopped_by: String,
+    /// The UUID of the GPU that timed this round (rounds of a `--gpus` run may differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 impl JobStatus {
@@ -264,7 +273,7 @@ impl JobRecord {
     /// Adds one more round's record of the same job to the rounds so far (`None` before the
     /// first). The combined record's samples are the round medians, its status the worst round's.
     pub fn with_round(so_far: Option<JobRecord>, round: JobRecord) -> JobRecord {
-        let this = RoundRecord { status: round.status, samples_ms: round.samples_ms.clone(), runs_per_sample: round.runs_per_sample, stopped_by: round.stopped_by.clone() };
+        let this = RoundRecord { status: round.status, samples_ms: round.samples_ms.clone(), runs_per_sample: round.runs_per_sample, stopped_by: round.stopped_by.clone(), gpu: round.gpu.clone() };
         let mut merged = match so_far {
             None => JobRecord { rounds: Vec::new(), ..round.clone() },
             Some(mut m) => {
@@ -336,6 +345,9 @@ pub struct BoundsRecord {
     /// chains over every SM, `fma_flops` per launch (absent for data-movement suites).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fma: Option<FmaRate>,
+    /// The UUID of the GPU it was measured on: each GPU of a `--gpus` run has its own bounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 /// The measured FP32 FMA rate of the card and what it says about its peak.
@@ -393,6 +405,9 @@ pub struct ComputeBoundRecord {
     pub summary: Option<Summary>,
     pub samples_ms: Vec<f64>,
     pub error: Option<String>,
+    /// The UUID of the GPU it was measured on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 impl ComputeBoundRecord {
@@ -438,12 +453,15 @@ pub struct ProfileRecord {
     /// Metric name -> why it is n/a, where its definition says (`loads via cp.async/TMA`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub not_applicable: BTreeMap<String, String>,
+    /// The UUID of the GPU ncu profiled it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 impl ProfileRecord {
     /// A job ncu could not give numbers for, and why.
     pub fn failed(job_id: &str, error: String, report_file: Option<String>) -> Self {
-        ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error), not_applicable: BTreeMap::new() }
+        ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error), not_applicable: BTreeMap::new(), gpu: None }
     }
 }
 
@@ -467,10 +485,15 @@ pub type Impossible = HashMap<String, String>;
 pub struct RunData {
     pub info: RunInfo,
     pub jobs: Vec<JobRecord>,
+    /// Each group's copy bound (in a run over several GPUs, the one recorded last).
     pub bounds: BTreeMap<String, BoundsRecord>,
+    /// Each group's copy bound on each GPU, by (group, GPU UUID): a job is compared with its own GPU's.
+    pub gpu_bounds: BTreeMap<(String, String), BoundsRecord>,
     pub profiles: BTreeMap<String, ProfileRecord>,
     /// Compute bounds by (group, bound key).
     pub compute_bounds: BTreeMap<(String, String), ComputeBoundRecord>,
+    /// Compute bounds by (group, bound key, GPU UUID).
+    pub gpu_compute_bounds: BTreeMap<(String, String, String), ComputeBoundRecord>,
 }
 
 impl RunData {
@@ -489,12 +512,18 @@ impl RunData {
                     jobs.push(Some(j));
                 }
                 Record::Bounds(b) => {
+                    if let Some(gpu) = &b.gpu {
+                        run.gpu_bounds.insert((b.group.clone(), gpu.clone()), b.clone());
+                    }
                     run.bounds.insert(b.group.clone(), b);
                 }
                 Record::Profile(p) => {
                     run.profiles.insert(p.job_id.clone(), p);
                 }
                 Record::Compute(c) => {
+                    if let Some(gpu) = &c.gpu {
+                        run.gpu_compute_bounds.insert((c.group.clone(), c.key.clone(), gpu.clone()), c.clone());
+                    }
                     run.compute_bounds.insert((c.group.clone(), c.key.clone()), c);
                 }
             }
@@ -508,12 +537,21 @@ impl RunData {
     pub fn compute_bound_gflops(&self, job: &JobRecord) -> Option<(String, Option<f64>)> {
         match &job.bound {
             BoundSpec::Copy => None,
-            b @ BoundSpec::Cublas { .. } => Some((b.name(), self.compute_bounds.get(&(job.key.group.clone(), b.key()?))?.gflops())),
+            b @ BoundSpec::Cublas { .. } => {
+                let key = (job.key.group.clone(), b.key()?);
+                let own_gpu = job.gpu.as_ref().and_then(|g| self.gpu_compute_bounds.get(&(key.0.clone(), key.1.clone(), g.clone())));
+                Some((b.name(), own_gpu.or_else(|| self.compute_bounds.get(&key))?.gflops()))
+            }
             b @ BoundSpec::Variant { name } => {
                 let other = self.jobs.iter().find(|o| o.key.variant == *name && o.key.group == job.key.group && o.status == JobStatus::Ok);
                 Some((b.name(), other.and_then(|o| o.gflops())))
             }
         }
+    }
+
+    /// The copy bound a job is compared with: its own GPU's, measured in the same run, else its group's.
+    pub fn bound_of(&self, job: &JobRecord) -> Option<&BoundsRecord> {
+        job.gpu.as_ref().and_then(|g| self.gpu_bounds.get(&(job.key.group.clone(), g.clone()))).or_else(|| self.bounds.get(&job.key.group))
     }
 
     /// The SM clock a group's jobs ran at: the median of NVML's readings after them, else the card's maximum.
@@ -546,7 +584,7 @@ impl RunData {
     pub fn roofline_under(&self, job: &JobRecord, peak: Option<f64>) -> Option<Roofline> {
         let intensity = job.work.flops.filter(|f| *f > 0.0)? / job.work.bytes.filter(|b| *b > 0.0)?;
         let peak = peak?;
-        let copy = self.bounds.get(&job.key.group)?.copy_gbs()?;
+        let copy = self.bound_of(job)?.copy_gbs()?;
         let memory_roof = intensity * copy;
         Some(Roofline { intensity, attainable_gflops: peak.min(memory_roof), compute_bound: peak <= memory_roof })
     }
@@ -562,7 +600,7 @@ impl RunData {
         if job.status != JobStatus::Ok {
             return None;
         }
-        let copy = self.bounds.get(&job.key.group).and_then(|b| b.copy_gbs());
+        let copy = self.bound_of(job).and_then(|b| b.copy_gbs());
         if let (Some(g), Some(c)) = (job.gbs(), copy)
             && g > IMPOSSIBLE_COPY * c
         {

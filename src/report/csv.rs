@@ -36,7 +36,7 @@ impl Exporter<RunData> for Csv {
                 num(s.map(|s| s.ci_high)),
                 s.map(|s| s.n.to_string()).unwrap_or_default(),
                 num(j.gbs()),
-                num(run.bounds.get(j.group()).and_then(|b| b.copy_gbs())),
+                num(run.bound_of(j).and_then(|b| b.copy_gbs())),
             ];
             let profile = run.profiles.get(j.id());
             for m in &metric_names {

@@ -20,7 +20,7 @@ impl Exporter<RunData> for Json {
                 json!({
                     "job": j,
                     "gbs": j.gbs(),
-                    "copy_bound_gbs": run.bounds.get(j.group()).and_then(|b| b.copy_gbs()),
+                    "copy_bound_gbs": run.bound_of(j).and_then(|b| b.copy_gbs()),
                     "profile": run.profiles.get(j.id()),
                 })
             })

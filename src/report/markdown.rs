@@ -66,6 +66,10 @@ fn header(run: &RunData, out: &mut String) {
         Some(d) => {
             kv("GPU", format!("{} (CC {}, {} GiB, {}-bit bus)", d.name, d.compute_capability, d.memory_total_bytes >> 30, d.bus_width_bits));
             kv("UUID", d.uuid.clone());
+            if i.gpus.len() > 1 {
+                let each: Vec<String> = i.gpus.iter().map(|g| format!("GPU {}: {} ({})", g.index, g.name, g.uuid)).collect();
+                kv("GPUs (`--gpus`: jobs spread over them, one at a time per GPU)", each.join("; "));
+            }
             kv("driver / CUDA", format!("{} / {}", d.driver, d.cuda_driver));
             kv("peak DRAM bandwidth (NVML: 2 × memory clock × bus width)", format!("{:.0} GB/s", d.peak_bandwidth_gbs));
             kv("max clocks", format!("SM {} MHz, memory {} MHz", d.max_sm_clock_mhz, d.max_mem_clock_mhz));
@@ -269,11 +273,16 @@ fn group_section(run: &RunData, imp: &Impossible, group: &str, metrics: &[Metric
             let _ = writeln!(out, "Bounds could not be measured: {e}\n");
         }
     }
+    per_gpu_bounds(run, group, out);
     let first = reference(run, imp, &jobs);
     let mut head = vec!["variant", "median ms [95% CI]", "GB/s", "% of copy", "% of peak", "speedup", "correct"]
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
+    let several_gpus = run.info.gpus.len() > 1;
+    if several_gpus {
+        head.push("GPU".into());
+    }
     head.extend(metrics.iter().map(metric_header));
     let mut rows = vec![head];
     for j in &jobs {
@@ -282,17 +291,45 @@ fn group_section(run: &RunData, imp: &Impossible, group: &str, metrics: &[Metric
             format!("`{}`", j.label),
             timing_cell(j),
             gbs.map(|g| format!("{g:.0}")).unwrap_or("–".into()),
-            pct(gbs, copy),
+            pct(gbs, run.bound_of(j).and_then(|b| b.copy_gbs()).or(copy)),
             pct(gbs, peak),
             speedup_cell(run, imp, first, j),
             status_cell(imp, j),
         ];
+        if several_gpus {
+            row.push(gpu_cell(run, j));
+        }
         row.extend(metric_cells(run, j, metrics));
         rows.push(row);
     }
     out.push_str(&table(rows));
     out.push_str("\n\n");
     readings(run, imp, &jobs, metrics, out);
+}
+
+/// In a run over several GPUs: each GPU's own copy bound of the group (its jobs are compared with it).
+fn per_gpu_bounds(run: &RunData, group: &str, out: &mut String) {
+    let each: Vec<String> = run
+        .gpu_bounds
+        .iter()
+        .filter(|((g, _), _)| g == group)
+        .map(|((_, uuid), b)| format!("{} {}", gpu_name(run, uuid), b.copy_gbs().map(|g| format!("{g:.0} GB/s")).unwrap_or("–".into())))
+        .collect();
+    if each.len() > 1 {
+        let _ = writeln!(out, "Copy bound measured on each GPU: {}; each job's % of copy is against the bound of the GPU that timed it.\n", each.join(", "));
+    }
+}
+
+/// `GPU N` for a GPU UUID of the run, else the UUID.
+fn gpu_name(run: &RunData, uuid: &str) -> String {
+    run.info.gpus.iter().find(|g| g.uuid == uuid).map(|g| format!("GPU {}", g.index)).unwrap_or_else(|| uuid.to_string())
+}
+
+fn gpu_cell(run: &RunData, j: &JobRecord) -> String {
+    let mut gpus: Vec<String> = j.rounds.iter().filter_map(|r| r.gpu.as_deref()).chain(j.gpu.as_deref()).map(|u| gpu_name(run, u)).collect();
+    gpus.sort();
+    gpus.dedup();
+    if gpus.is_empty() { "–".into() } else { gpus.join(", ") }
 }
 
 /// One line per notable metric, error and wrong output of the jobs.

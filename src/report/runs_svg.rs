@@ -36,7 +36,7 @@ fn rows(runs: &[(&str, &RunData)]) -> Vec<(String, Vec<(String, String)>)> {
 fn percent_of_bound(run: &RunData, j: &crate::records::JobRecord) -> Option<f64> {
     match run.compute_bound_gflops(j) {
         Some((_, bound)) => Some(j.gflops()? / bound? * 100.0),
-        None => Some(j.gbs()? / run.bounds.get(j.group())?.copy_gbs()? * 100.0),
+        None => Some(j.gbs()? / run.bound_of(j)?.copy_gbs()? * 100.0),
     }
 }
 

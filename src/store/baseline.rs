@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 
-use crate::records::{BoundsRecord, ComputeBoundRecord, Fingerprint, JobRecord, ProfileRecord, RunData, RunInfo};
+use crate::records::{BoundsRecord, ComputeBoundRecord, Fingerprint, JobRecord, ProfileRecord, Record, RunData, RunInfo};
 use crate::store;
 
 pub const FORMAT: &str = "gpu-lab baseline";
@@ -48,20 +48,20 @@ impl Baseline {
             source_run: source_run.into(),
             fingerprint: Fingerprint::of(source_run, run),
             run: run.info.clone(),
-            bounds: run.bounds.values().cloned().collect(),
-            compute_bounds: run.compute_bounds.values().cloned().collect(),
+            // Every GPU's bounds, where a run had several (`--gpus`), else each group's.
+            bounds: if run.gpu_bounds.is_empty() { run.bounds.values().cloned().collect() } else { run.gpu_bounds.values().cloned().collect() },
+            compute_bounds: if run.gpu_compute_bounds.is_empty() { run.compute_bounds.values().cloned().collect() } else { run.gpu_compute_bounds.values().cloned().collect() },
             jobs: run.jobs.iter().map(|j| BaselineJob { job: j.clone(), profile: run.profiles.get(j.id()).cloned() }).collect(),
         }
     }
 
     pub fn to_run(&self) -> RunData {
-        RunData {
-            info: self.run.clone(),
-            jobs: self.jobs.iter().map(|j| j.job.clone()).collect(),
-            bounds: self.bounds.iter().map(|b| (b.group.clone(), b.clone())).collect(),
-            profiles: self.jobs.iter().filter_map(|j| j.profile.clone()).map(|p| (p.job_id.clone(), p)).collect(),
-            compute_bounds: self.compute_bounds.iter().map(|c| ((c.group.clone(), c.key.clone()), c.clone())).collect(),
-        }
+        let records = (self.bounds.iter().cloned().map(Record::Bounds))
+            .chain(self.compute_bounds.iter().cloned().map(Record::Compute))
+            .chain(self.jobs.iter().map(|j| Record::Job(j.job.clone())))
+            .chain(self.jobs.iter().filter_map(|j| j.profile.clone()).map(Record::Profile))
+            .collect();
+        RunData::from_records(self.run.clone(), records)
     }
 }
 
