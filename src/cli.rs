@@ -23,7 +23,7 @@ pub struct Cli {
     /// testing gpu-lab itself. Every output says MOCK; nothing it makes is a measurement.
     /// Also set by GPU_LAB_MOCK_GPU=1, so that a script run as written (docs/fleet.md under the
     /// Slurm test) runs on the mock.
-    #[arg(long, global = true, hide = true, env = "GPU_LAB_MOCK_GPU")]
+    #[arg(long, global = true, hide = true, env = "GPU_LAB_MOCK_GPU", value_parser = clap::builder::FalseyValueParser::new())]
     pub mock_gpu: bool,
     /// With --mock-gpu: the mock host's GPUs, one model name each (`A,A,B`); without it, two of one model.
     #[arg(long, global = true, hide = true, value_delimiter = ',', requires = "mock_gpu")]
