@@ -28,11 +28,12 @@ import json, os, sys, statistics
 def medians(root):
     out, gpus = {}, {}
     for d in sorted(os.listdir(root)):
+        suite = json.load(open(os.path.join(root, d, "run.json")))["suite"]
         for l in open(os.path.join(root, d, "results.jsonl"), errors="replace"):
             v = json.loads(l)
             if v.get("kind") == "job" and v.get("summary"):
-                out[(v["suite"], v["id"])] = v["summary"]["median"]
-                gpus[(v["suite"], v["id"])] = v.get("gpu")
+                out[(suite, v["id"])] = v["summary"]["median"]
+                gpus[(suite, v["id"])] = v.get("gpu")
     return out, gpus
 one, _ = medians(sys.argv[1])
 both, gpus = medians(sys.argv[2])

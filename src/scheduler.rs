@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -237,7 +238,8 @@ fn run_suite(lanes: &[&dyn Executor], plan: &SuitePlan, settings: &RunSettings, 
     let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
     let group_jobs: Vec<Vec<&JobSpec>> = groups.iter().map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect()).collect();
     let rounds = timing.rounds.max(1);
-    let steps = plan.jobs.len() as u64 * rounds as u64 + groups.len() as u64 * if settings.profile.is_some() { 2 } else { 1 };
+    let profiling = settings.profile.is_some();
+    let steps = plan.jobs.len() as u64 * (rounds as u64 + u64::from(profiling));
     let bar = if settings.quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
 
@@ -252,23 +254,33 @@ fn run_suite(lanes: &[&dyn Executor], plan: &SuitePlan, settings: &RunSettings, 
             tasks.extend((0..jobs.len()).map(|ji| (gi, round, ji)));
         }
     }
-    let shared = Mutex::new(Progress { so_far: group_jobs.iter().map(|g| vec![None; g.len()]).collect(), left: group_jobs.iter().map(|g| g.len() * rounds as usize).collect() });
+    let shared = Mutex::new(Progress {
+        so_far: group_jobs.iter().map(|g| vec![None; g.len()]).collect(),
+        left: group_jobs.iter().map(|g| g.len() * rounds as usize).collect(),
+        passes: VecDeque::new(),
+        groups_timing: groups.len(),
+        failed: false,
+    });
+    let pass_ready = Condvar::new();
     let results = dir.join(store::RESULTS);
     let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let time_on = |lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
+    let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
+    let lane_work = |li: usize, lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
         let mut measured = vec![false; groups.len()];
         while let Some(&(gi, round, ji)) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
             if stop.load(Ordering::SeqCst) {
-                break;
+                return Ok(());
             }
             let group = &groups[gi];
             if !measured[gi] {
                 bar.set_message(format!("{group}: copy bounds"));
-                let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, gi, group, &group_jobs[gi])? };
-                let computes = compute_bounds(lane, &ctx, gi, group, &group_jobs[gi])?;
-                let _saving = shared.lock().unwrap_or_else(|e| e.into_inner());
+                // Each lane's own file names in the shared work directory.
+                let tag = if lanes.len() > 1 { format!("{gi}-gpu{li}") } else { gi.to_string() };
+                let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, &tag, group, &group_jobs[gi])? };
+                let computes = compute_bounds(lane, &ctx, &tag, group, &group_jobs[gi])?;
+                let _saving = lock();
                 append(&Record::Bounds(bounds))?;
                 for record in computes {
                     append(&Record::Compute(ComputeBoundRecord { gpu: gpu.clone(), ..record }))?;
@@ -281,74 +293,60 @@ fn run_suite(lanes: &[&dyn Executor], plan: &SuitePlan, settings: &RunSettings, 
             let ctx = RunContext { seed: settings.seed.wrapping_add(2 * round as u64), ..ctx };
             let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
             let record = JobRecord { gpu: gpu.clone(), ..run_job(lane, &ctx, plan.suite, job, &tag)? };
-            let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = lock();
             let record = if rounds > 1 { JobRecord::with_round(p.so_far[gi][ji].take(), record) } else { record };
             append(&Record::Job(record.clone()))?;
             p.so_far[gi][ji] = Some(record);
             p.left[gi] -= 1;
             bar.inc(1);
             if p.left[gi] == 0 {
+                // The group is timed: its ncu passes (one per lane) may start, on any lane whose
+                // timing is over.
+                if profiling {
+                    let ran: Vec<&JobSpec> = group_jobs[gi].iter().zip(p.so_far[gi].iter().flatten()).filter(|(_, r)| r.status != JobStatus::Failed && r.status != JobStatus::TimedOut).map(|(j, _)| *j).collect();
+                    let pieces = split_evenly(&ran, lanes.len());
+                    let several = pieces.len() > 1;
+                    p.passes.extend(pieces.into_iter().enumerate().map(|(pi, jobs)| (gi, if several { format!("profile-{gi}-{pi}") } else { format!("profile-{gi}") }, jobs)));
+                }
+                p.groups_timing -= 1;
+                pass_ready.notify_all();
                 warn_on_error(render_reports(dir));
             }
         }
-        Ok(())
-    };
-    on_every_lane(lanes, &envs, &stop, &time_on)?;
-    let progress = shared.into_inner().unwrap_or_else(|e| e.into_inner());
-    let mut code = exit::OK;
-    let mut to_profile: Vec<(usize, Vec<&JobSpec>)> = Vec::new();
-    for (gi, records) in progress.so_far.iter().enumerate() {
-        let mut ran: Vec<&JobSpec> = Vec::new();
-        for (job, record) in group_jobs[gi].iter().zip(records.iter().flatten()) {
-            if record.status != JobStatus::Failed && record.status != JobStatus::TimedOut {
-                ran.push(job);
-            }
-            if record.status != JobStatus::Ok {
-                code = exit::JOBS_FAILED;
-            }
-        }
-        to_profile.push((gi, ran));
-    }
-    warn_on_error(render_reports(dir));
-
-    // ncu runs after every group is timed: jobs timed right after a profile pass drifted by up
-    // to 6% against a run without ncu, while the group timed before any pass agreed within 0.4%
-    // (transpose, H100: reports/noise-h100 against reports/rounds-h100, docs/design-notes.md).
-    // With several GPUs each group's jobs are cut into one pass per GPU, run side by side.
-    if settings.profile.is_some() {
-        let mut passes: Vec<(&String, String, Vec<&JobSpec>)> = Vec::new();
-        for (gi, ran) in &to_profile {
-            let pieces = split_evenly(ran, lanes.len());
-            let several = pieces.len() > 1;
-            passes.extend(pieces.into_iter().enumerate().map(|(pi, jobs)| (&groups[*gi], if several { format!("profile-{gi}-{pi}") } else { format!("profile-{gi}") }, jobs)));
-        }
-        let next = AtomicUsize::new(0);
-        let failed = AtomicBool::new(false);
-        let saving = Mutex::new(());
-        let profile_on = |lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
-            while let Some((group, tag, jobs)) = passes.get(next.fetch_add(1, Ordering::SeqCst)) {
+        // ncu runs on a GPU only after its last timed job: jobs timed right after a profile pass
+        // drifted by up to 6% against a run without ncu, while the group timed before any pass
+        // agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
+        // docs/design-notes.md). Another GPU may still be timing meanwhile.
+        loop {
+            let mut p = lock();
+            let (gi, tag, jobs) = loop {
                 if stop.load(Ordering::SeqCst) {
-                    break;
+                    return Ok(());
                 }
-                bar.set_message(format!("{group}: ncu ({} variants)", jobs.len()));
-                let records = lane.profile(&ctx, tag, jobs);
-                let _saving = saving.lock().unwrap_or_else(|e| e.into_inner());
-                for r in records {
-                    if r.error.is_some() || !r.missing.is_empty() {
-                        failed.store(true, Ordering::SeqCst);
-                    }
-                    append(&Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
+                if let Some(pass) = p.passes.pop_front() {
+                    break pass;
                 }
-                warn_on_error(render_reports(dir));
+                if p.groups_timing == 0 {
+                    return Ok(());
+                }
+                p = pass_ready.wait_timeout(p, Duration::from_millis(200)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+            };
+            drop(p);
+            bar.set_message(format!("{}: ncu ({} variants)", groups[gi], jobs.len()));
+            let records = lane.profile(&ctx, &tag, &jobs);
+            let mut p = lock();
+            for r in records {
+                p.failed |= r.error.is_some() || !r.missing.is_empty();
+                append(&Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
             }
-            Ok(())
-        };
-        on_every_lane(lanes, &envs, &stop, &profile_on)?;
-        bar.inc(groups.len() as u64);
-        if failed.load(Ordering::SeqCst) {
-            code = exit::JOBS_FAILED;
+            bar.inc(jobs.len() as u64);
+            warn_on_error(render_reports(dir));
         }
-    }
+    };
+    on_every_lane(lanes, &envs, &stop, &lane_work)?;
+    let progress = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    let timed_wrong = progress.so_far.iter().flatten().flatten().any(|r| r.status != JobStatus::Ok);
+    let code = if timed_wrong || progress.failed { exit::JOBS_FAILED } else { exit::OK };
     bar.finish_and_clear();
     info.finished = Some(now());
     info.wall_seconds = Some(started.elapsed().as_secs_f64());
@@ -358,24 +356,30 @@ fn run_suite(lanes: &[&dyn Executor], plan: &SuitePlan, settings: &RunSettings, 
     Ok(code)
 }
 
-/// What the lanes of one suite share while timing: each job's record so far and how many tasks
-/// of each group are left.
-struct Progress {
+/// What the lanes of one suite share: each job's record so far, how many timing tasks of each
+/// group are left, the ncu passes of the groups already timed, and whether a pass failed.
+struct Progress<'a> {
     so_far: Vec<Vec<Option<JobRecord>>>,
     left: Vec<usize>,
+    /// (group, tag, jobs) of each pass ready to run.
+    passes: VecDeque<(usize, String, Vec<&'a JobSpec>)>,
+    /// Groups not yet fully timed: until none is, a lane without a pass waits for one.
+    groups_timing: usize,
+    failed: bool,
 }
 
 /// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
 /// the first error stops the others before their next task and is returned.
-fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &(dyn Fn(&dyn Executor, Option<String>) -> anyhow::Result<()> + Sync)) -> anyhow::Result<()> {
+fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &(dyn Fn(usize, &dyn Executor, Option<String>) -> anyhow::Result<()> + Sync)) -> anyhow::Result<()> {
     let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = lanes
             .iter()
             .zip(envs)
-            .map(|(lane, env)| {
+            .enumerate()
+            .map(|(li, (lane, env))| {
                 let gpu = env.device.as_ref().map(|d| d.uuid.clone());
                 s.spawn(move || {
-                    let result = work(*lane, gpu);
+                    let result = work(li, *lane, gpu);
                     if result.is_err() {
                         stop.store(true, Ordering::SeqCst);
                     }
@@ -405,13 +409,13 @@ pub fn split_evenly<T: Clone>(items: &[T], pieces: usize) -> Vec<Vec<T>> {
 }
 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
-fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<BoundsRecord> {
+fn bounds(executor: &dyn Executor, ctx: &RunContext, tag: &str, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<BoundsRecord> {
     let bytes = jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
     let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e), fma: None, gpu: None };
     if bytes == 0 {
         return Ok(failed("the group has no buffers to copy".into()));
     }
-    Ok(match executor.bounds(ctx, &format!("bounds-{gi}"), bytes) {
+    Ok(match executor.bounds(ctx, &format!("bounds-{tag}"), bytes) {
         Ok(o) => BoundsRecord {
             group: group.to_string(),
             bytes: o.bytes,
@@ -427,7 +431,7 @@ fn bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, job
 }
 
 /// The vendor compute bounds of a group: cuBLAS once per distinct shape its jobs ask for.
-fn compute_bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<Vec<ComputeBoundRecord>> {
+fn compute_bounds(executor: &dyn Executor, ctx: &RunContext, tag: &str, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<Vec<ComputeBoundRecord>> {
     let mut wanted: Vec<(&BoundSpec, String, f64)> = Vec::new();
     for j in jobs {
         if let (BoundSpec::Cublas { shape, .. }, Some(key)) = (&j.bound, j.bound.key())
@@ -439,7 +443,7 @@ fn compute_bounds(executor: &dyn Executor, ctx: &RunContext, gi: usize, group: &
     let mut out = Vec::new();
     for (bi, (bound, key, flops)) in wanted.into_iter().enumerate() {
         let record = |summary, samples_ms, math_mode, error| ComputeBoundRecord { group: group.to_string(), key: key.clone(), math_mode, flops, summary, samples_ms, error, gpu: None };
-        out.push(match executor.compute_bound(ctx, &format!("compute-{gi}-{bi}"), bound) {
+        out.push(match executor.compute_bound(ctx, &format!("compute-{tag}-{bi}"), bound) {
             Ok(o) => record(stats::summarize(&o.samples_ms), o.samples_ms, o.math_mode, None),
             Err(Failure::Fatal(why)) => bail!("{why}"),
             Err(f) => record(None, Vec::new(), String::new(), Some(f.message())),
@@ -559,6 +563,10 @@ mod tests {
         most: &'static std::sync::atomic::AtomicUsize,
         started: &'static std::sync::atomic::AtomicUsize,
         mine: std::sync::atomic::AtomicUsize,
+        /// Every tag any lane used (they name files in the one work directory), in call order.
+        tags: &'static Mutex<Vec<String>>,
+        /// How many lanes the first job waits to see started.
+        lanes: usize,
     }
 
     impl Executor for Busy {
@@ -572,18 +580,21 @@ mod tests {
             None
         }
         fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
+            self.tags.lock().unwrap().push(tag.to_string());
             self.mock.bounds(ctx, tag, bytes)
         }
         fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
+            self.tags.lock().unwrap().push(tag.to_string());
             self.mock.compute_bound(ctx, tag, bound)
         }
         fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
+            self.tags.lock().unwrap().push(tag.to_string());
             let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(now, Ordering::SeqCst);
             if self.mine.fetch_add(1, Ordering::SeqCst) == 0 {
                 self.started.fetch_add(1, Ordering::SeqCst);
                 let t0 = Instant::now();
-                while self.started.load(Ordering::SeqCst) < 2 && t0.elapsed() < Duration::from_secs(5) {
+                while self.started.load(Ordering::SeqCst) < self.lanes && t0.elapsed() < Duration::from_secs(5) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
@@ -592,6 +603,7 @@ mod tests {
             self.mock.job(ctx, tag, job)
         }
         fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
+            self.tags.lock().unwrap().push(tag.to_string());
             self.mock.profile(ctx, tag, jobs)
         }
     }
@@ -602,10 +614,11 @@ mod tests {
         static RUNNING: AtomicUsize = AtomicUsize::new(0);
         static MOST: AtomicUsize = AtomicUsize::new(0);
         static STARTED: AtomicUsize = AtomicUsize::new(0);
+        static TAGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let d = tempfile::tempdir().unwrap();
         let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
         let suites = [suite];
-        let lane = |index| Busy { mock: MockExecutor { index, ..Default::default() }, job_ms: 5, running: &RUNNING, most: &MOST, started: &STARTED, mine: AtomicUsize::new(0) };
+        let lane = |index| Busy { mock: MockExecutor { index, ..Default::default() }, job_ms: 5, running: &RUNNING, most: &MOST, started: &STARTED, mine: AtomicUsize::new(0), tags: &TAGS, lanes: 2 };
         let (a, b) = (lane(0), lane(1));
         let s = settings(d.path(), true);
         let mut plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
@@ -613,6 +626,11 @@ mod tests {
         let mut dirs = Vec::new();
         assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
         assert_eq!(MOST.load(Ordering::SeqCst), 2, "both GPUs ran jobs at once, and never more than one each");
+        let mut tags = TAGS.lock().unwrap().clone();
+        let all = tags.len();
+        tags.sort();
+        tags.dedup();
+        assert_eq!(tags.len(), all, "no two steps share a tag (their files in the work directory): {tags:?}");
         let (run, warnings) = store::load_run(&dirs[0]).unwrap();
         assert!(warnings.is_empty());
         let uuids: Vec<String> = run.info.gpus.iter().map(|g| g.uuid.clone()).collect();
@@ -637,6 +655,27 @@ mod tests {
         let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
         assert!(md.contains("GPU 1: MOCK GPU") && md.contains("Copy bound measured on each GPU"), "{md}");
         assert!(md.lines().any(|l| l.starts_with("| variant") && l.contains("| GPU ")), "a column says which GPU timed each job: {md}");
+    }
+
+    #[test]
+    fn one_gpu_times_every_job_before_its_first_ncu_pass() {
+        use std::sync::atomic::AtomicUsize;
+        static RUNNING: AtomicUsize = AtomicUsize::new(0);
+        static MOST: AtomicUsize = AtomicUsize::new(0);
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        static TAGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let d = tempfile::tempdir().unwrap();
+        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
+        let suites = [suite];
+        let lane = Busy { mock: MockExecutor::default(), job_ms: 0, running: &RUNNING, most: &MOST, started: &STARTED, mine: AtomicUsize::new(0), tags: &TAGS, lanes: 1 };
+        let s = settings(d.path(), true);
+        let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        assert_eq!(run(&[&lane], &plans, &s, &mut |_| {}).unwrap(), exit::OK);
+        let tags = TAGS.lock().unwrap().clone();
+        let last_job = tags.iter().rposition(|t| t.starts_with("job-")).unwrap();
+        let first_pass = tags.iter().position(|t| t.starts_with("profile-")).unwrap();
+        assert!(last_job < first_pass, "{tags:?}");
+        assert_eq!(MOST.load(Ordering::SeqCst), 1);
     }
 
     #[test]
