@@ -229,9 +229,13 @@ fn check_needs_a_run_to_check_and_a_gpu_to_run_one() {
     lab.save_base();
     lab.cmd().args(["check", "--baseline", "h200"]).assert().code(2);
     lab.cmd().args(["check", "--baseline", "h200", "--from", "runs/base", "--suite", "transpose"]).assert().code(2);
-    // Without a driver: there is none; on a GPU host: GPU 99 does not exist. Either way no run starts.
-    // SAFETY: only tries to open the library.
-    let why = if unsafe { cudarc::driver::sys::is_culib_present() } { "there is no GPU 99" } else { "no NVIDIA GPU driver found" };
+    // Without a driver: there is none; with libcuda and no GPU: the driver's error; on a GPU host:
+    // GPU 99 does not exist. Either way no run starts.
+    let why = match gpu_lab::device::cuda_device_count() {
+        Err(gpu_lab::device::DeviceError::NoDriver) => "no NVIDIA GPU driver found",
+        Err(_) => "the CUDA driver cannot count GPUs",
+        Ok(_) => "there is no GPU 99",
+    };
     let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
     lab.cmd()
         .args(["check", "--baseline", "h200", "--suite", "transpose", "--gpu", "99", "--out", "runs", "--suite-dir", kernels.to_str().unwrap()])

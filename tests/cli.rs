@@ -11,9 +11,15 @@ fn gpu_lab() -> Command {
     c
 }
 
-fn has_gpu_driver() -> bool {
-    // SAFETY: only tries to open the library.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+/// What a run asking for GPU 99 must say on this machine: without libcuda that there is no
+/// driver; with libcuda and no GPU (a machine with Debian's CUDA packages) the driver's own error;
+/// on a GPU host that GPU 99 does not exist.
+fn why_gpu_99_cannot_run() -> &'static str {
+    match gpu_lab::device::cuda_device_count() {
+        Err(gpu_lab::device::DeviceError::NoDriver) => "no NVIDIA GPU driver found",
+        Err(_) => "the CUDA driver cannot count GPUs",
+        Ok(_) => "there is no GPU 99",
+    }
 }
 
 #[test]
@@ -55,11 +61,12 @@ fn report_of_a_missing_run_says_what_is_wrong() {
 }
 
 /// A run that cannot start says why and how to fix it: without a driver that there is none, with
-/// one (on a GPU host) that the GPU asked for does not exist. Either way nothing panics.
+/// a driver and no GPU the driver's error, on a GPU host that the GPU asked for does not exist.
+/// Either way nothing panics.
 #[test]
 fn a_run_that_cannot_start_fails_cleanly_with_the_fix() {
     let out = tempfile::tempdir().unwrap();
-    let why = if has_gpu_driver() { "there is no GPU 99" } else { "no NVIDIA GPU driver found" };
+    let why = why_gpu_99_cannot_run();
     gpu_lab()
         .args(["profile", "--suite", "transpose", "--gpu", "99", "--out", out.path().to_str().unwrap()])
         .assert()
