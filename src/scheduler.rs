@@ -364,6 +364,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.excluded_samples = o.excluded_samples;
             record.warmup_ms = o.warmup_ms;
             record.sample_clock_mhz = o.sample_clock_mhz;
+            record.occupancy = o.occupancy;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }

@@ -15,7 +15,7 @@ mod environment;
 mod outcome;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, JobOutcome, TimingConfig, CLOCK_FLOOR};
+pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
 
 /// The run's environment fingerprint and configuration (`run.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -229,6 +229,10 @@ pub struct JobRecord {
     /// included), not within one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<RoundRecord>,
+    /// Each launch's registers, shared memory, blocks per SM and predicted occupancy, as the child
+    /// read them (absent in runs made before they were recorded, and in mock runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub occupancy: Vec<LaunchOccupancy>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -687,5 +691,14 @@ mod round_tests {
         assert_eq!(failed.status, JobStatus::Failed);
         assert_eq!(failed.error.as_deref(), Some("round 3: boom"));
         assert_eq!(failed.samples_ms, vec![1.0, 2.0], "a round without samples adds no median");
+    }
+
+    #[test]
+    fn a_record_without_occupancy_is_stored_as_before() {
+        // Runs made before occupancy was recorded, and mock runs, keep their stored format.
+        let text = serde_json::to_string(&record(JobStatus::Ok, &[1.0])).unwrap();
+        assert!(!text.contains("occupancy"), "{text}");
+        let back: JobRecord = serde_json::from_str(&text).unwrap();
+        assert!(back.occupancy.is_empty());
     }
 }
