@@ -299,7 +299,7 @@ fn group_section(run: &RunData, imp: &Impossible, group: &str, metrics: &[Metric
 
 /// `100 KiB`, `1000 B`: shared memory as a manifest would write it.
 fn bytes_cell(bytes: u64) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 { format!("{} KiB", bytes / 1024) } else { format!("{bytes} B") }
+    if bytes >= 1024 && bytes.is_multiple_of(1024) { format!("{} KiB", bytes / 1024) } else { format!("{bytes} B") }
 }
 
 /// The limiter, with the limits that tie with it: `warps (= registers)`.
