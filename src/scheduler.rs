@@ -365,6 +365,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.warmup_ms = o.warmup_ms;
             record.sample_clock_mhz = o.sample_clock_mhz;
             record.occupancy = o.occupancy;
+            record.occupancy_error = o.occupancy_error;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }

@@ -163,8 +163,18 @@ fn occupancy_records_get_a_table_beside_the_time() {
     // for a value, one is taken away to stand for a job ncu did not measure.
     run.profiles.get_mut(&run.jobs[copy].key.id).unwrap().metrics.insert("achieved_occupancy".into(), Some(91.04));
     run.profiles.get_mut(&run.jobs[fast].key.id).unwrap().metrics.remove("achieved_occupancy");
+    // A job whose occupancy the driver would not give, and another group where that is all there is.
+    let naive = at(&run, "naive_row[BX=32,BY=8]");
+    run.jobs[naive].occupancy_error = Some("CUDA driver error while reading the registers per thread of `naive_row`: CUDA_ERROR_INVALID_VALUE".into());
+    let other = run.jobs.iter().position(|j| j.label == "copy_row[BX=32,BY=8]" && j.key.group == "NX=4000,NY=4000").unwrap();
+    run.jobs[other].occupancy_error = Some("CUDA_ERROR_NOT_SUPPORTED".into());
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
-    let section = &md[md.find("### Occupancy").expect("an occupancy table")..];
+    let only_error = &md[md.find("## NX=4000,NY=4000").unwrap()..];
+    let only_error = &only_error[only_error.find("### Occupancy").unwrap()..only_error.find("\n## ").unwrap()];
+    assert!(only_error.contains("- `copy_row[BX=32,BY=8]`: occupancy not read: CUDA_ERROR_NOT_SUPPORTED") && !only_error.contains("| variant"), "no empty table:\n{only_error}");
+    let section = &md[md.find("## NX=8192,NY=8192").unwrap()..];
+    let section = &section[section.find("### Occupancy").expect("an occupancy table")..];
+    assert!(section.contains("- `naive_row[BX=32,BY=8]`: occupancy not read: CUDA driver error"), "{section}");
     assert!(section.contains("the SM's 64 warp slots"), "{section}");
     let row = |label: &str| section.lines().find(|l| l.starts_with(&format!("| `{label}`"))).unwrap_or_else(|| panic!("no row for {label}:\n{section}")).split('|').map(str::trim).collect::<Vec<_>>();
     let copy_row = row("copy_row[BX=32,BY=8]");
@@ -174,8 +184,8 @@ fn occupancy_records_get_a_table_beside_the_time() {
     assert_eq!(fast_row[6..11], ["0 B + 100 KiB", "2", "50.0%", "shared memory", "–"], "not measured: no achieved occupancy");
     assert_eq!(row("copy_column[BX=32,BY=8]")[7], "7 (model: 8)");
     assert!(section.contains("the driver predicts 7 blocks per SM, the occupancy model 8"), "{section}");
-    // Only the group whose jobs carry records gets a table.
-    assert_eq!(md.matches("### Occupancy").count(), 1);
+    // Only the groups whose jobs carry records (or an error) get the section.
+    assert_eq!(md.matches("### Occupancy").count(), 2);
     // The fastest of the three runs at the lowest occupancy: said with the measured times.
     let ratio = run.jobs[copy].summary.unwrap().median / run.jobs[fast].summary.unwrap().median;
     let line = format!(

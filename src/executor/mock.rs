@@ -113,6 +113,7 @@ impl Executor for MockExecutor {
             sample_clock_mhz: None,
             // Nothing was loaded: no registers, no occupancy (a stand-in here would read as a measurement).
             occupancy: Vec::new(),
+            occupancy_error: None,
         })
     }
 

@@ -233,6 +233,9 @@ pub struct JobRecord {
     /// read them (absent in runs made before they were recorded, and in mock runs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub occupancy: Vec<LaunchOccupancy>,
+    /// Why the child could not read the occupancy, where it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy_error: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -105,6 +105,10 @@ pub struct JobOutcome {
     /// Each launch's kernel resources and predicted occupancy (empty where nothing was loaded: the mock).
     #[serde(default)]
     pub occupancy: Vec<LaunchOccupancy>,
+    /// Why the occupancy could not be read (a device or function attribute the driver refused);
+    /// the job runs on without it.
+    #[serde(default)]
+    pub occupancy_error: Option<String>,
 }
 
 /// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the

@@ -326,7 +326,7 @@ fn achieved_occupancy(run: &RunData, j: &JobRecord) -> Option<f64> {
 /// ncu's achieved occupancy where the job was profiled. Nothing for jobs without the records
 /// (runs made before they were kept, mock runs).
 fn occupancy_section(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], out: &mut String) {
-    if jobs.iter().all(|j| j.occupancy.is_empty()) {
+    if jobs.iter().all(|j| j.occupancy.is_empty() && j.occupancy_error.is_none()) {
         return;
     }
     let mut slots: Vec<u32> = jobs.iter().flat_map(|j| j.occupancy.iter().map(|o| o.max_warps_per_sm)).collect();
@@ -343,6 +343,9 @@ fn occupancy_section(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], out: 
     let mut rows = vec![["variant", "kernel", "threads", "registers", "local B/thread", "shared/block", "blocks/SM", "predicted occupancy", "limiter", "achieved occupancy (ncu)", "median ms"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     let mut notes = Vec::new();
     for j in jobs {
+        if let Some(e) = &j.occupancy_error {
+            notes.push(format!("- `{}`: occupancy not read: {e}", j.label));
+        }
         for o in &j.occupancy {
             let blocks = match (o.active_blocks_per_sm, o.model_disagrees()) {
                 (Some(b), Some(model)) => format!("{b} (model: {model})"),
@@ -376,8 +379,10 @@ fn occupancy_section(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], out: 
             }
         }
     }
-    out.push_str(&table(rows));
-    out.push_str("\n\n");
+    if rows.len() > 1 {
+        out.push_str(&table(rows));
+        out.push_str("\n\n");
+    }
     if let Some(line) = occupancy_against_time(run, imp, jobs) {
         notes.insert(0, line);
     }

@@ -152,7 +152,8 @@ fn sm_limits(gpu: &Gpu) -> Result<SmLimits, RunError> {
 /// Each launch's kernel resources (function attributes, read after `load` raised the dynamic
 /// shared memory limit where a launch needs it), the blocks per SM the driver predicts, and the
 /// occupancy model's limits beside it. A driver that will not predict (it refuses some shapes a
-/// launch would refuse too) is recorded, not fatal: the launch then fails with its own error.
+/// launch would refuse too) is recorded per launch: the launch then fails with its own error. An
+/// attribute the driver will not give is the error of the whole record (`run_job` keeps it).
 fn occupancy_of(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec]) -> Result<Vec<LaunchOccupancy>, RunError> {
     use cudarc::driver::sys::CUfunction_attribute as F;
     let sm = sm_limits(gpu)?;
@@ -610,7 +611,12 @@ fn sample_graphs(gpu: &Gpu, cfg: &TimingConfig, graphs: Graphs, check: &mut impl
 pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Result<JobOutcome, RunError> {
     let mut compile = Vec::new();
     let loaded = load(gpu, &spec.program, &spec.launches, &spec.buffers, &mut compile)?;
-    let occupancy = occupancy_of(gpu, &loaded, &spec.launches)?;
+    // What the SM can hold of each launch; a driver that refuses an attribute costs the job its
+    // occupancy record, not its measurement.
+    let (occupancy, occupancy_error) = match occupancy_of(gpu, &loaded, &spec.launches) {
+        Ok(o) => (o, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
     let mut bufs = Buffers::new(gpu, spec, seed)?;
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
@@ -662,6 +668,7 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         correctness_during: during,
         verified_during,
         occupancy,
+        occupancy_error,
     })
 }
 
