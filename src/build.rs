@@ -107,6 +107,17 @@ pub fn nvcc_options(program: &Program, arch: &str) -> Vec<String> {
     opts
 }
 
+/// Whether NVRTC's options cap the registers per thread (`--maxrregcount=N`, `-maxrregcount=N`).
+/// NVRTC applies the cap only to the SASS it assembles itself: the PTX it returns carries no
+/// `.maxnreg`, so the driver, JIT-compiling that PTX at load, would not apply it. Measured with
+/// NVRTC 13.5 for sm_90 on the occupancy suite's kernel (8 chains): with `--maxrregcount=16` NVRTC's
+/// cubin has 24 registers (ptxas's floor), its PTX has no `.maxnreg` and assembles to 32; without the
+/// option, 48. Programs with a cap therefore load NVRTC's cubin (the architecture is always the
+/// GPU's own, `sm_XY`, so NVRTC builds one).
+pub fn caps_registers(options: &[String]) -> bool {
+    options.iter().any(|o| ["--maxrregcount", "-maxrregcount"].iter().any(|flag| o == flag || o.strip_prefix(flag).is_some_and(|rest| rest.starts_with('='))))
+}
+
 /// Cache key: anything that changes the module changes the key.
 pub fn cache_key(source: &str, options: &[String], kernels: &[String], compiler: &str) -> String {
     let mut h = Sha256::new();
@@ -167,7 +178,10 @@ pub fn compile(program: &Program, kernels: &[String], arch: &str, toolkit: &Tool
             (nvcc_options(&program, arch), nvcc_version(nvcc).map_err(|error| BuildError::Nvcc { path: path.clone(), error })?)
         }
     };
-    let key = cache_key(&format!("{source}{headers}"), &options, kernels, &compiler);
+    // A program whose registers are capped loads NVRTC's cubin, not its PTX: a PTX cached for the
+    // same options by an older gpu-lab must not be taken for it.
+    let image_kind = if program.compiler == Compiler::Nvrtc && caps_registers(&program.options) { " cubin" } else { "" };
+    let key = cache_key(&format!("{source}{headers}"), &options, kernels, &format!("{compiler}{image_kind}"));
     let cached = cache_dir.map(|d| d.join("modules").join(&key));
     if let Some(entry) = cached.as_ref().and_then(|p| read_cache(p)) {
         return Ok(Compiled { cached: true, millis: start.elapsed().as_secs_f64() * 1e3, ..entry });
@@ -178,7 +192,7 @@ pub fn compile(program: &Program, kernels: &[String], arch: &str, toolkit: &Tool
     let unknown = |kernel: &str| BuildError::UnknownKernel { path: path.clone(), kernel: kernel.to_string(), declared: cxx::global_functions(&format!("{source}\n{headers}")) };
     let (image, symbols) = match program.compiler {
         Compiler::Nvrtc => {
-            let (ptx, symbols) = nvrtc_compile(&source, path, &options, kernels).map_err(|log| {
+            let (image, symbols) = nvrtc_compile(&source, path, &options, kernels, caps_registers(&program.options)).map_err(|log| {
                 // A name NVRTC cannot resolve fails the whole compile: say which, and what there is.
                 let declared = cxx::global_functions(&format!("{source}\n{headers}"));
                 match kernels.iter().find(|k| !declared.contains(&cxx::base_name(k))) {
@@ -186,7 +200,7 @@ pub fn compile(program: &Program, kernels: &[String], arch: &str, toolkit: &Tool
                     None => BuildError::Compile { compiler: "NVRTC", path: path.clone(), options: options.join(" "), log },
                 }
             })?;
-            (Image::Ptx(ptx), symbols)
+            (image, symbols)
         }
         Compiler::Nvcc => {
             let nvcc = toolkit.nvcc.as_ref().expect("checked above");
@@ -231,8 +245,9 @@ fn cstring(what: &str, text: &str) -> Result<CString, String> {
 }
 
 /// NVRTC with every kernel added as a name expression, so templates are instantiated and each
-/// name's lowered (mangled) symbol is known. Err: NVRTC's log.
-fn nvrtc_compile(source: &str, path: &Path, options: &[String], kernels: &[String]) -> Result<(String, BTreeMap<String, String>), String> {
+/// name's lowered (mangled) symbol is known; the image is NVRTC's PTX, or with `cubin` the SASS it
+/// assembled (see `caps_registers`). Err: NVRTC's log.
+fn nvrtc_compile(source: &str, path: &Path, options: &[String], kernels: &[String], cubin: bool) -> Result<(Image, BTreeMap<String, String>), String> {
     use cudarc::nvrtc::{result, sys};
     let program = result::create_program(&cstring("source", source)?, Some(&cstring("path", &path.display().to_string())?)).map_err(|e| format!("{e:?}"))?;
     let names: Vec<CString> = kernels.iter().map(|k| cstring("kernel name", k)).collect::<Result<_, _>>()?;
@@ -243,7 +258,7 @@ fn nvrtc_compile(source: &str, path: &Path, options: &[String], kernels: &[Strin
     // SAFETY: `program` is a live NVRTC program until the destroy at the end; every string passed
     // is a NUL-terminated CString that outlives the call; lowered names are copied out before destroy.
     unsafe {
-        let outcome = (|| -> Result<(String, BTreeMap<String, String>), String> {
+        let outcome = (|| -> Result<(Image, BTreeMap<String, String>), String> {
             for n in &names {
                 sys::nvrtcAddNameExpression(program, n.as_ptr()).result().map_err(|e| format!("adding name expression {n:?}: {e:?}"))?;
             }
@@ -260,8 +275,18 @@ fn nvrtc_compile(source: &str, path: &Path, options: &[String], kernels: &[Strin
                 }
                 symbols.insert(k.clone(), CStr::from_ptr(lowered).to_string_lossy().to_string());
             }
+            if cubin {
+                let mut size = 0usize;
+                sys::nvrtcGetCUBINSize(program, &mut size).result().map_err(|e| format!("asking for NVRTC's cubin: {e:?}"))?;
+                if size == 0 {
+                    return Err("NVRTC built no cubin (the target is a virtual architecture), so the register cap (--maxrregcount) cannot reach the code".into());
+                }
+                let mut bytes = vec![0u8; size];
+                sys::nvrtcGetCUBIN(program, bytes.as_mut_ptr().cast()).result().map_err(|e| format!("reading NVRTC's cubin: {e:?}"))?;
+                return Ok((Image::Cubin(bytes), symbols));
+            }
             let ptx = result::get_ptx(program).map_err(|e| format!("{e:?}"))?;
-            Ok((CStr::from_ptr(ptx.as_ptr()).to_string_lossy().to_string(), symbols))
+            Ok((Image::Ptx(CStr::from_ptr(ptx.as_ptr()).to_string_lossy().to_string()), symbols))
         })();
         let _ = result::destroy_program(program);
         outcome
@@ -335,6 +360,13 @@ mod tests {
         assert_ne!(k, cache_key("src", &o, &ks, "nvcc 13.0.88"));
         // Option boundaries matter: ["-a", "b"] is not ["-ab"].
         assert_ne!(cache_key("s", &["-a".into(), "b".into()], &[], "c"), cache_key("s", &["-ab".into()], &[], "c"));
+    }
+
+    #[test]
+    fn a_register_cap_is_recognised_in_nvrtc_spellings_only() {
+        let caps = |o: &[&str]| caps_registers(&o.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert!(caps(&["-DX=1", "--maxrregcount=32"]) && caps(&["-maxrregcount=64"]) && caps(&["--maxrregcount"]));
+        assert!(!caps(&[]) && !caps(&["-DMAXRREGCOUNT=32"]) && !caps(&["--maxrregcountx=3"]) && !caps(&["-G"]));
     }
 
     #[test]

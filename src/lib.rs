@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Pure modules (no GPU, disk, process or environment): `records`, `verify`, `parse`, `metrics`,
-//! `expr`, `stats`, `compare`, `report`, `frame`. Only `cmd/` reads `cli`; only `cmd/` and
+//! `expr`, `stats`, `compare`, `report`, `frame`, `occupancy`. Only `cmd/` reads `cli`; only `cmd/` and
 //! `config` read the environment; `src/` has no import cycle (tests/architecture.rs checks both).
 
 pub mod build;
@@ -29,6 +29,7 @@ pub mod exit;
 pub mod expr;
 pub mod frame;
 pub mod metrics;
+pub mod occupancy;
 pub mod parse;
 pub mod process;
 pub mod profiler;

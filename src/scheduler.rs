@@ -487,6 +487,8 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.excluded_samples = o.excluded_samples;
             record.warmup_ms = o.warmup_ms;
             record.sample_clock_mhz = o.sample_clock_mhz;
+            record.occupancy = o.occupancy;
+            record.occupancy_error = o.occupancy_error;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }
@@ -552,6 +554,71 @@ mod tests {
         let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
         assert!(md.contains("MOCK"), "{md}");
         assert!(!dirs[0].join("work").exists());
+        // The mock loads no kernel: no occupancy is recorded or shown.
+        assert!(run.jobs.iter().all(|j| j.occupancy.is_empty()) && !md.contains("### Occupancy"));
+    }
+
+    /// The mock, except that each job's outcome carries what a child reads about its launches.
+    struct Occupied;
+
+    impl Executor for Occupied {
+        fn environment(&self) -> crate::executor::Environment {
+            MockExecutor::default().environment()
+        }
+        fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<crate::parse::query_metrics::Screened> {
+            MockExecutor::default().screen(defs)
+        }
+        fn snapshot(&self) -> Option<crate::records::Snapshot> {
+            None
+        }
+        fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
+            MockExecutor::default().bounds(ctx, tag, bytes)
+        }
+        fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
+            MockExecutor::default().compute_bound(ctx, tag, bound)
+        }
+        fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
+            let mut outcome = MockExecutor::default().job(ctx, tag, job)?;
+            outcome.occupancy = job
+                .launches
+                .iter()
+                .map(|l| crate::records::LaunchOccupancy {
+                    kernel: l.kernel.clone(),
+                    threads_per_block: l.block.iter().product(),
+                    registers_per_thread: 40,
+                    static_shared_bytes: 0,
+                    dynamic_shared_bytes: l.shared_bytes,
+                    local_bytes_per_thread: 8,
+                    max_threads_per_block: 1024,
+                    max_warps_per_sm: 64,
+                    active_blocks_per_sm: Some(3),
+                    predicted_occupancy_pct: Some(37.5),
+                    driver_error: None,
+                    model: None,
+                    limiters: vec![crate::occupancy::Limiter::Registers],
+                    model_error: Some("test: no model".into()),
+                })
+                .collect();
+            Ok(outcome)
+        }
+        fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
+            MockExecutor::default().profile(ctx, tag, jobs)
+        }
+    }
+
+    #[test]
+    fn a_jobs_occupancy_is_stored_with_its_record_and_reported() {
+        let d = tempfile::tempdir().unwrap();
+        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/occupancy/suite.toml")).unwrap();
+        let suites = [suite];
+        let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
+        let mut dirs = Vec::new();
+        assert_eq!(run(&Occupied, &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        let (data, warnings) = store::load_run(&dirs[0]).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(data.jobs.iter().all(|j| j.occupancy.len() == 1 && j.occupancy[0].registers_per_thread == 40 && j.occupancy[0].limiter() == Some(crate::occupancy::Limiter::Registers)));
+        let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
+        assert!(md.contains("### Occupancy") && md.contains("| 37.5%") && md.contains("no limiter: test: no model"), "{md}");
     }
 
     /// The mock of GPU `index`, whose jobs take `job_ms` of wall time and count how many run at

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 
 /// Modules whose code (and everything it imports) never touches the GPU, disk, processes or the environment.
-const PURE: [&str; 10] = ["records", "cxx", "verify", "parse", "metrics", "expr", "stats", "compare", "report", "frame"];
+const PURE: [&str; 11] = ["records", "cxx", "verify", "parse", "metrics", "expr", "stats", "compare", "report", "frame", "occupancy"];
 /// What a pure module must not mention.
 const IMPURE_WORDS: [&str; 9] = ["cudarc", "nvml_wrapper", "std::fs", "std::process", "std::env::", "File::", "current_exe", "temp_dir()", "Command::new"];
 

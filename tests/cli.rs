@@ -11,9 +11,15 @@ fn gpu_lab() -> Command {
     c
 }
 
-fn has_gpu_driver() -> bool {
-    // SAFETY: only tries to open the library.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+/// What a run asking for GPU 99 must say on this machine: without libcuda that there is no
+/// driver; with libcuda and no GPU (a machine with Debian's CUDA packages) the driver's own error;
+/// on a GPU host that GPU 99 does not exist.
+fn why_gpu_99_cannot_run() -> &'static str {
+    match gpu_lab::device::cuda_device_count() {
+        Err(gpu_lab::device::DeviceError::NoDriver) => "no NVIDIA GPU driver found",
+        Err(_) => "the CUDA driver cannot count GPUs",
+        Ok(_) => "there is no GPU 99",
+    }
 }
 
 #[test]

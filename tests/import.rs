@@ -307,3 +307,18 @@ fn nvidias_mapping_is_an_alternative_formula_that_is_named() {
         .stdout(predicate::str::contains("gld_efficiency").and(predicate::str::contains("100.00%")))
         .stderr(predicate::str::contains("gld_efficiency computed from smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct"));
 }
+
+/// The `occupancy` set on a launch ncu profiled on an H100 (256 threads, 16 registers): ncu's own
+/// launch limits, which the occupancy model reproduces (src/occupancy.rs), its theoretical and the
+/// achieved occupancy.
+#[test]
+fn the_occupancy_set_reads_ncus_launch_limits_and_both_occupancies() {
+    let json: serde_json::Value = serde_json::from_str(&stdout_of(&["import", "tests/fixtures/h100/transpose-raw-2048x1024.csv", "--set", "occupancy", "--format", "json"])).unwrap();
+    let copy_row = json["kernels"].as_array().unwrap().iter().find(|k| k["kernel"] == "copy_row").unwrap();
+    let avg = |name: &str| copy_row["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == name).unwrap_or_else(|| panic!("no {name}"))["avg"].as_f64().unwrap();
+    assert_eq!(
+        [avg("registers_per_thread"), avg("occupancy_limit_block_size"), avg("occupancy_limit_blocks"), avg("occupancy_limit_registers"), avg("theoretical_occupancy")],
+        [16.0, 8.0, 32.0, 16.0, 100.0]
+    );
+    assert_eq!(avg("achieved_occupancy"), 65.38, "ncu measured fewer warps resident than the 100% the limits allow");
+}

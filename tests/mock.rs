@@ -269,4 +269,19 @@ fn a_bad_gpu_list_is_a_usage_error_that_says_what_to_write() {
     let err = lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "0,7"]).assert().code(1).get_output().stderr.clone();
     assert!(String::from_utf8_lossy(&err).contains("there is no GPU 7"));
     lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "0", "--gpu", "1"]).assert().code(2);
+/// The occupancy suite through the mock: the report renders and says MOCK, and no occupancy is
+/// recorded or shown, since the mock loads no kernel (a stand-in there would pass for a prediction).
+#[test]
+fn the_occupancy_suite_runs_on_the_mock_without_occupancy_records() {
+    let d = tempfile::tempdir().unwrap();
+    let run = stdout(&lab(d.path()).args(["--mock-gpu", "profile", "--suite", "occupancy", "--out", "runs", "--quiet"]).assert().code(0));
+    let dir = d.path().join(run.trim());
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.starts_with("# gpu-lab report: occupancy (MOCK)") && report.contains("not a measurement"), "{report}");
+    assert!(report.contains("| `block_size[BLOCK=32]`") && report.contains("| `launch_bounds[CHAINS=8,MIN_BLOCKS=8]`"), "{report}");
+    assert!(!report.contains("### Occupancy") && !report.contains("blocks/SM") && !report.contains("Legend of the occupancy tables"), "{report}");
+    let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let jobs: Vec<Value> = results.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|r| r["kind"] == "job").collect();
+    assert_eq!(jobs.len(), 27);
+    assert!(jobs.iter().all(|j| j.get("occupancy").is_none()), "no job record holds occupancy");
 }

@@ -113,3 +113,86 @@ fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
     std::fs::create_dir(d.path().join("results.jsonl")).unwrap();
     assert!(gpu_lab::store::load_run(d.path()).is_err());
 }
+
+/// What the child records for one launch, with the occupancy model's limits (as `runner` builds
+/// it); `driver` overrides the driver's blocks per SM where a test needs them to differ.
+fn launch(kernel: &str, threads: u32, registers: u32, dynamic: u32, driver: Option<u32>) -> gpu_lab::records::LaunchOccupancy {
+    use gpu_lab::occupancy::{block_limits, KernelUse, SmLimits};
+    let sm = SmLimits::hopper();
+    let max_dynamic = dynamic.max(48 * 1024);
+    let model = block_limits(&sm, &KernelUse { threads_per_block: threads, registers_per_thread: registers, static_shared_bytes: 0, dynamic_shared_bytes: dynamic, max_threads_per_block: 1024, max_dynamic_shared_bytes: max_dynamic }).unwrap();
+    let blocks = driver.unwrap_or(model.active_blocks());
+    gpu_lab::records::LaunchOccupancy {
+        kernel: kernel.into(),
+        threads_per_block: threads,
+        registers_per_thread: registers,
+        static_shared_bytes: 0,
+        dynamic_shared_bytes: dynamic,
+        local_bytes_per_thread: 0,
+        max_threads_per_block: 1024,
+        max_warps_per_sm: sm.max_warps(),
+        active_blocks_per_sm: Some(blocks),
+        predicted_occupancy_pct: sm.occupancy_pct(blocks, threads),
+        driver_error: None,
+        limiters: model.limiters(),
+        model: Some(model),
+        model_error: None,
+    }
+}
+
+/// A run whose jobs carry occupancy records gets an occupancy table per group: registers, shared
+/// memory, the driver's blocks per SM and predicted occupancy, the limiter, ncu's achieved
+/// occupancy and the time, and a line on what occupancy bought. Runs without the records (every
+/// committed one) render as before: the snapshot above is unchanged. The records here are made
+/// up for the test and set on a committed run's jobs; only the times and ncu's values are real.
+#[test]
+fn occupancy_records_get_a_table_beside_the_time() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let (mut run, _) = gpu_lab::store::load_run(&dir).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    assert!(!md.contains("### Occupancy") && !md.contains("predicted occupancy"), "no records, no table");
+    let group = "NX=8192,NY=8192";
+    let at = |run: &gpu_lab::records::RunData, label: &str| run.jobs.iter().position(|j| j.label == label && j.key.group == group).unwrap();
+    let (copy, fast, column) = (at(&run, "copy_row[BX=32,BY=8]"), at(&run, "transpose_fast[THREADS=512]"), at(&run, "copy_column[BX=32,BY=8]"));
+    // 256 threads at 32 registers: 8 blocks, warps and registers tie. 512 threads with 100 KiB of
+    // dynamic shared memory: 2 blocks, 50%. The third launch: the driver says 7 where the model says 8.
+    run.jobs[copy].occupancy = vec![launch("copy_row", 256, 32, 0, None)];
+    run.jobs[fast].occupancy = vec![launch("transpose_fast", 512, 40, 100 * 1024, None)];
+    run.jobs[column].occupancy = vec![launch("copy_column", 256, 32, 0, Some(7))];
+    // The committed run measured achieved occupancy for every job (its set has it): one stands in
+    // for a value, one is taken away to stand for a job ncu did not measure.
+    run.profiles.get_mut(&run.jobs[copy].key.id).unwrap().metrics.insert("achieved_occupancy".into(), Some(91.04));
+    run.profiles.get_mut(&run.jobs[fast].key.id).unwrap().metrics.remove("achieved_occupancy");
+    // A job whose occupancy the driver would not give, and another group where that is all there is.
+    let naive = at(&run, "naive_row[BX=32,BY=8]");
+    run.jobs[naive].occupancy_error = Some("CUDA driver error while reading the registers per thread of `naive_row`: CUDA_ERROR_INVALID_VALUE".into());
+    let other = run.jobs.iter().position(|j| j.label == "copy_row[BX=32,BY=8]" && j.key.group == "NX=4000,NY=4000").unwrap();
+    run.jobs[other].occupancy_error = Some("CUDA_ERROR_NOT_SUPPORTED".into());
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    let only_error = &md[md.find("## NX=4000,NY=4000").unwrap()..];
+    let only_error = &only_error[only_error.find("### Occupancy").unwrap()..only_error.find("\n## ").unwrap()];
+    assert!(only_error.contains("- `copy_row[BX=32,BY=8]`: occupancy not read: CUDA_ERROR_NOT_SUPPORTED") && !only_error.contains("| variant"), "no empty table:\n{only_error}");
+    let section = &md[md.find("## NX=8192,NY=8192").unwrap()..];
+    let section = &section[section.find("### Occupancy").expect("an occupancy table")..];
+    assert!(section.contains("- `naive_row[BX=32,BY=8]`: occupancy not read: CUDA driver error"), "{section}");
+    assert!(section.contains("the SM's 64 warp slots"), "{section}");
+    let row = |label: &str| section.lines().find(|l| l.starts_with(&format!("| `{label}`"))).unwrap_or_else(|| panic!("no row for {label}:\n{section}")).split('|').map(str::trim).collect::<Vec<_>>();
+    let copy_row = row("copy_row[BX=32,BY=8]");
+    let median = |i: usize| format!("{:.4}", run.jobs[i].summary.unwrap().median);
+    assert_eq!(copy_row[2..12], ["`copy_row`", "256", "32", "0", "0 B + 0 B", "8", "100.0%", "warps (= registers)", "91.0%", &median(copy)], "{copy_row:?}");
+    let fast_row = row("transpose_fast[THREADS=512]");
+    assert_eq!(fast_row[6..11], ["0 B + 100 KiB", "2", "50.0%", "shared memory", "–"], "not measured: no achieved occupancy");
+    assert_eq!(row("copy_column[BX=32,BY=8]")[7], "7 (model: 8)");
+    assert!(section.contains("the driver predicts 7 blocks per SM, the occupancy model 8"), "{section}");
+    // Only the groups whose jobs carry records (or an error) get the section.
+    assert_eq!(md.matches("### Occupancy").count(), 2);
+    // The fastest of the three runs at the lowest occupancy: said with the measured times.
+    let ratio = run.jobs[copy].summary.unwrap().median / run.jobs[fast].summary.unwrap().median;
+    let line = format!(
+        "- Occupancy is not speed here: the fastest job, `transpose_fast[THREADS=512]` ({} ms), runs at 50.0% predicted occupancy; `copy_row[BX=32,BY=8]` at 100.0% takes {} ms ({ratio:.2}× as long).",
+        median(fast),
+        median(copy)
+    );
+    assert!(section.contains(&line), "{line}\n{section}");
+    assert!(md.contains("Legend of the occupancy tables"));
+}

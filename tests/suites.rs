@@ -294,3 +294,38 @@ fn a_sweep_that_repeats_a_value_is_an_error_not_a_lost_job() {
     let e = error_of(&GOOD.replace("N = [1000, 4096]", "N = [1000, 1000]"), CU);
     assert!(e.contains("appears twice") && e.contains("sweep axis repeats a value"), "{e}");
 }
+
+/// The occupancy suite's sweeps (seed 002 §22-24): block sizes, dynamic shared memory, chains per
+/// thread, register caps by option and by launch bounds; every job copy-checked, every grid
+/// covering N with its chains, every chain's index mask a power of two at or above N.
+#[test]
+fn the_occupancy_suite_sweeps_every_limit_and_checks_every_job() {
+    let s = suite::load(&kernels_dir().join("occupancy/suite.toml")).unwrap();
+    let jobs = &s.jobs;
+    let values = |variant: &str, param: &str| -> Vec<i64> { jobs.iter().filter(|j| j.key.variant == variant).map(|j| j.key.variant_params[param]).collect() };
+    assert_eq!(values("block_size", "BLOCK"), [32, 64, 128, 256, 512, 1024]);
+    assert_eq!(values("dynamic_smem", "SMEM_KB"), [0, 32, 48, 64, 100, 200]);
+    assert_eq!(values("launch_bounds", "MIN_BLOCKS"), [1, 6, 8]);
+    assert_eq!(jobs.iter().filter(|j| j.key.variant == "chains").count(), 9);
+    for j in jobs {
+        let n = j.key.group_params["N"] as u64;
+        assert!(matches!(j.correctness, CorrectnessSpec::Copy { .. }), "{}: not copy-checked", j.id());
+        let l = &j.launches[0];
+        let chains = j.program.options.iter().find_map(|o| o.strip_prefix("-DCHAINS=")).unwrap_or_else(|| panic!("{}: no CHAINS define", j.id())).parse::<u64>().unwrap();
+        assert!(l.grid[0] as u64 * l.block[0] as u64 * chains >= n, "{}: the grid misses elements", j.id());
+        let suite::ArgSpec::U32(mask) = l.args[4] else { panic!("{}: the mask is not a u32", j.id()) };
+        assert!((mask as u64 + 1).is_power_of_two() && mask as u64 + 1 >= n, "{}: mask {mask}", j.id());
+        let suite::ArgSpec::U32(step) = l.args[5] else { panic!("{}: the step is not a u32", j.id()) };
+        assert_eq!(step % 32, 0, "{}: a hop must start a warp on a 128-byte line", j.id());
+        assert_eq!(l.shared_bytes as i64, j.key.variant_params.get("SMEM_KB").copied().unwrap_or(0) * 1024, "{}", j.id());
+    }
+    for (variant, cap) in [("maxrregcount_40", "40"), ("maxrregcount_32", "32"), ("maxrregcount_24", "24")] {
+        let j = jobs.iter().find(|j| j.key.variant == variant).unwrap();
+        assert!(j.program.options.contains(&format!("--maxrregcount={cap}")) && j.program.options.contains(&"-DCHAINS=8".to_string()), "{:?}", j.program.options);
+        assert!(gpu_lab::build::caps_registers(&j.program.options), "{variant}: its cap must reach the code (NVRTC's cubin)");
+    }
+    let bounded: Vec<&str> = jobs.iter().filter(|j| j.key.variant == "launch_bounds").map(|j| j.launches[0].kernel.as_str()).collect();
+    assert_eq!(bounded, ["occ::chase_bounded<256, 1>", "occ::chase_bounded<256, 6>", "occ::chase_bounded<256, 8>"]);
+    assert!(jobs.iter().filter(|j| !j.key.variant.starts_with("maxrregcount")).all(|j| !gpu_lab::build::caps_registers(&j.program.options)));
+    assert_eq!(s.manifest.suite.metric_set.as_deref(), Some("occupancy"));
+}

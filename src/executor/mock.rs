@@ -122,6 +122,9 @@ impl Executor for MockExecutor {
             excluded_samples: Vec::new(),
             warmup_ms: 0.0,
             sample_clock_mhz: None,
+            // Nothing was loaded: no registers, no occupancy (a stand-in here would read as a measurement).
+            occupancy: Vec::new(),
+            occupancy_error: None,
         })
     }
 

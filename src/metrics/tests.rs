@@ -54,16 +54,23 @@ fn every_builtin_counter_exists_on_hopper() {
     // ncu --query-metrics from an H200 (ncu 2025.3.1): every counter we ask for must be collectable.
     let listing = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncu-h200/query-metrics.txt")).unwrap();
     let bases: std::collections::HashSet<&str> = listing.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    // A raw export ncu wrote on an H100: the names it reported for a real launch.
+    let export = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h100/transpose-raw-2048x1024.csv")).unwrap();
+    let exported: std::collections::HashSet<&str> = export.lines().next().unwrap().split(',').map(|h| h.trim_matches('"')).collect();
     for def in builtin().metrics.values() {
         for counter in def.counters.values() {
             let base = counter.split('.').next().unwrap();
-            // Launch statistics (registers, occupancy limits) are not in that list; ncu reports
-            // them for every launch (reports/matmul-h100 shows them measured).
-            if base.starts_with("launch__") {
+            // Launch statistics (registers, occupancy limits) and ncu's derived occupancy figures
+            // (`sm__maximum_warps_per_active_cycle_pct`) are not in that list; ncu reports them
+            // for every launch, as its export shows.
+            if base.starts_with("launch__") || exported.contains(counter.as_str()) {
                 continue;
             }
             assert!(bases.contains(base), "{} uses {counter}, not in ncu's list for Hopper", def.name);
         }
+    }
+    for launch_statistic in ["launch__occupancy_limit_blocks", "launch__occupancy_limit_warps", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem", "launch__registers_per_thread", "sm__maximum_warps_per_active_cycle_pct"] {
+        assert!(exported.contains(launch_statistic), "ncu's H100 export has no {launch_statistic}");
     }
 }
 

@@ -15,7 +15,7 @@ mod environment;
 mod outcome;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, JobOutcome, TimingConfig, CLOCK_FLOOR};
+pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
 
 /// The run's environment fingerprint and configuration (`run.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -235,6 +235,13 @@ pub struct JobRecord {
     /// The UUID of the GPU that timed it (absent in runs made before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
+    /// Each launch's registers, shared memory, blocks per SM and predicted occupancy, as the child
+    /// read them (absent in runs made before they were recorded, and in mock runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub occupancy: Vec<LaunchOccupancy>,
+    /// Why the child could not read the occupancy, where it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy_error: Option<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -725,5 +732,14 @@ mod round_tests {
         assert_eq!(failed.status, JobStatus::Failed);
         assert_eq!(failed.error.as_deref(), Some("round 3: boom"));
         assert_eq!(failed.samples_ms, vec![1.0, 2.0], "a round without samples adds no median");
+    }
+
+    #[test]
+    fn a_record_without_occupancy_is_stored_as_before() {
+        // Runs made before occupancy was recorded, and mock runs, keep their stored format.
+        let text = serde_json::to_string(&record(JobStatus::Ok, &[1.0])).unwrap();
+        assert!(!text.contains("occupancy"), "{text}");
+        let back: JobRecord = serde_json::from_str(&text).unwrap();
+        assert!(back.occupancy.is_empty());
     }
 }

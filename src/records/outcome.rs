@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::occupancy::{BlockLimits, Limiter};
 use crate::verify::Correctness;
 
 /// The L2 state a kernel is timed in.
@@ -101,6 +102,68 @@ pub struct JobOutcome {
     /// The lowest and highest SM clock NVML read after the samples (None without NVML).
     #[serde(default)]
     pub sample_clock_mhz: Option<[u32; 2]>,
+    /// Each launch's kernel resources and predicted occupancy (empty where nothing was loaded: the mock).
+    #[serde(default)]
+    pub occupancy: Vec<LaunchOccupancy>,
+    /// Why the occupancy could not be read (a device or function attribute the driver refused);
+    /// the job runs on without it.
+    #[serde(default)]
+    pub occupancy_error: Option<String>,
+}
+
+/// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the
+/// child after loading it), how many of its blocks the driver says fit on an SM
+/// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`), and the occupancy model's blocks under each
+/// limit (`crate::occupancy`), whose smallest names the limiter.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LaunchOccupancy {
+    /// The kernel as the manifest names it.
+    pub kernel: String,
+    pub threads_per_block: u32,
+    /// `CU_FUNC_ATTRIBUTE_NUM_REGS`.
+    pub registers_per_thread: u32,
+    /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`: `__shared__` arrays.
+    pub static_shared_bytes: u32,
+    /// The launch's `shared_bytes`.
+    pub dynamic_shared_bytes: u32,
+    /// `CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES`: local memory per thread (register spills, local arrays).
+    pub local_bytes_per_thread: u32,
+    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`: the kernel's `__launch_bounds__`, else the device's.
+    pub max_threads_per_block: u32,
+    /// Warp slots of one SM (`CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR` / warp size).
+    pub max_warps_per_sm: u32,
+    /// Blocks resident on one SM, by the driver (absent where it would not say: `driver_error`).
+    pub active_blocks_per_sm: Option<u32>,
+    /// The driver's blocks times the block's warps over the SM's warp slots, in %.
+    pub predicted_occupancy_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_error: Option<String>,
+    /// The model's blocks under each limit (absent where it cannot answer: `model_error`).
+    pub model: Option<BlockLimits>,
+    /// The limits that allow the fewest blocks in the model, the one reports name first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limiters: Vec<Limiter>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_error: Option<String>,
+}
+
+impl LaunchOccupancy {
+    /// Static and dynamic shared memory of one block (without the driver's reservation).
+    pub fn shared_bytes(&self) -> u64 {
+        self.static_shared_bytes as u64 + self.dynamic_shared_bytes as u64
+    }
+
+    /// The limiter reports name: the model's first smallest limit.
+    pub fn limiter(&self) -> Option<Limiter> {
+        self.limiters.first().copied()
+    }
+
+    /// Where the model and the driver differ on the blocks per SM: the model's count, which the
+    /// report puts beside the driver's (the driver's is the one shown; the limiter is then a guess).
+    pub fn model_disagrees(&self) -> Option<u32> {
+        let model = self.model?.active_blocks();
+        (Some(model) != self.active_blocks_per_sm && self.active_blocks_per_sm.is_some()).then_some(model)
+    }
 }
 
 /// The SM clock and throttling NVML read right after one sample.
@@ -154,6 +217,47 @@ mod tests {
         // Every sample throttled: the job is measured as found.
         let (kept, out) = split_by_clock(&[1.0, 2.0], &[c(1500, true), c(1500, true)]);
         assert_eq!((kept.len(), out.len()), (2, 0));
+    }
+
+    fn launch(driver_blocks: Option<u32>, model: Option<BlockLimits>) -> LaunchOccupancy {
+        LaunchOccupancy {
+            kernel: "occ::chase_free".into(),
+            threads_per_block: 256,
+            registers_per_thread: 32,
+            static_shared_bytes: 16,
+            dynamic_shared_bytes: 4096,
+            local_bytes_per_thread: 0,
+            max_threads_per_block: 1024,
+            max_warps_per_sm: 64,
+            active_blocks_per_sm: driver_blocks,
+            predicted_occupancy_pct: driver_blocks.map(|b| b as f64 * 8.0 / 64.0 * 100.0),
+            driver_error: None,
+            limiters: model.map(|m| m.limiters()).unwrap_or_default(),
+            model,
+            model_error: None,
+        }
+    }
+
+    #[test]
+    fn a_launch_names_its_limiter_and_where_the_model_and_the_driver_disagree() {
+        let model = BlockLimits { warps: 8, blocks: 32, registers: Some(8), shared_memory: Some(45) };
+        let agreed = launch(Some(8), Some(model));
+        assert_eq!((agreed.limiter(), agreed.model_disagrees(), agreed.shared_bytes()), (Some(Limiter::Warps), None, 4112));
+        assert_eq!(launch(Some(7), Some(model)).model_disagrees(), Some(8));
+        // Nothing to compare without both answers.
+        assert_eq!((launch(None, Some(model)).model_disagrees(), launch(Some(8), None).model_disagrees(), launch(Some(8), None).limiter()), (None, None, None));
+    }
+
+    #[test]
+    fn outcomes_without_occupancy_still_load_and_the_field_round_trips() {
+        // A child of an older gpu-lab wrote no `occupancy`.
+        let old = serde_json::json!({"check": null, "samples_ms": [1.0], "runs_per_sample": 1, "warmup_runs": 0, "stopped_by": "x", "compile": [], "seed": 1});
+        let o: JobOutcome = serde_json::from_value(old).unwrap();
+        assert!(o.occupancy.is_empty());
+        let l = launch(Some(8), Some(BlockLimits { warps: 8, blocks: 32, registers: None, shared_memory: Some(45) }));
+        let back: LaunchOccupancy = serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
+        assert_eq!(back, l);
+        assert!(!serde_json::to_string(&l).unwrap().contains("model_error"), "absent errors are left out");
     }
 }
 
