@@ -294,3 +294,52 @@ fn a_sweep_that_repeats_a_value_is_an_error_not_a_lost_job() {
     let e = error_of(&GOOD.replace("N = [1000, 4096]", "N = [1000, 1000]"), CU);
     assert!(e.contains("appears twice") && e.contains("sweep axis repeats a value"), "{e}");
 }
+
+#[test]
+fn the_scan_suite_adds_a_large_size_and_one_launch_lookbacks_without_losing_a_measured_job() {
+    let s = suite::load(&kernels_dir().join("scan/suite.toml")).unwrap();
+    // Every job of the committed H100 run is still there, by id (their variants are unchanged).
+    let run = kernels_dir().join("../reports/seeds-h100/runs/20261122T193345Z-scan-h100-80gb-hbm3/results.jsonl");
+    let measured: Vec<String> = std::fs::read_to_string(run).unwrap().lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "job")
+        .map(|v| v["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(measured.len(), 24);
+    for id in &measured {
+        assert!(s.jobs.iter().any(|j| j.id() == id), "the measured job {id} is gone");
+    }
+    let groups: std::collections::BTreeSet<&str> = s.jobs.iter().map(|j| j.key.group.as_str()).collect();
+    assert_eq!(groups, ["N=10000019", "N=134217728", "N=16777216"].into_iter().collect());
+    // Every job, old and new, is checked as a full scan of N elements.
+    for j in &s.jobs {
+        let n = j.key.group_params["N"] as u64;
+        assert!(matches!(j.correctness, CorrectnessSpec::Scan { count, .. } if count == n), "{}: {:?}", j.id(), j.correctness);
+    }
+    let onepass: Vec<_> = s.jobs.iter().filter(|j| j.key.variant == "lookback_onepass" && j.key.group == "N=134217728").collect();
+    assert_eq!(onepass.len(), 4);
+    let ticket = s.manifest.buffers.iter().position(|b| b.name == "ticket").unwrap();
+    for j in &onepass {
+        // One launch, no zeroing pass; the ticket is the fourth argument and starts at zero.
+        assert_eq!(j.launches.len(), 1, "{}", j.id());
+        assert_eq!(j.launches[0].kernel, "scan_lookback_onepass");
+        assert_eq!(j.launches[0].args[3], suite::ArgSpec::Buffer(ticket));
+        assert_eq!(j.buffers[ticket].init, suite::Init::Zero);
+        assert_eq!(j.buffers[ticket].elem, suite::ElemType::U64);
+    }
+    // Static shared memory of the staged look-backs stays under the 48 KiB a kernel may declare:
+    // the tile as int4, plus one int4 in eight of padding (onepass), plus the small arrays.
+    for j in s.jobs.iter().filter(|j| j.key.variant == "lookback_smem" || j.key.variant == "lookback_onepass") {
+        let (block, items) = (j.key.variant_params["BLOCK"] as u64, j.key.variant_params["ITEMS"] as u64);
+        let stage = block * items * 4 * 9 / 8;
+        assert!(stage + 4 * (block / 32 + 1) + 16 <= 48 * 1024, "{}: {stage} bytes of staging", j.id());
+        assert_eq!(items % 4, 0, "{}: the kernels load int4", j.id());
+        let grid = j.launches.last().unwrap().grid[0] as u64;
+        assert_eq!(grid, (j.key.group_params["N"] as u64).div_ceil(block * items), "{}", j.id());
+    }
+    // The tile status words cover every tile of every look-back, at every size.
+    for j in s.jobs.iter().filter(|j| j.key.variant.starts_with("lookback")) {
+        let status = j.buffers.iter().find(|b| b.name == "status").unwrap();
+        assert!(status.len >= j.launches.last().unwrap().grid[0] as u64, "{}", j.id());
+    }
+}
