@@ -343,3 +343,59 @@ fn the_scan_suite_adds_a_large_size_and_one_launch_lookbacks_without_losing_a_me
         assert!(status.len >= j.launches.last().unwrap().grid[0] as u64, "{}", j.id());
     }
 }
+
+/// 1-based line of the first line of `text` that contains `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn relocatable_device_code_is_a_manifest_field_and_its_misuse_is_named_with_the_fix() {
+    // rdc = true in [suite] reaches every variant; a variant may turn it off; pending_launches is
+    // an expression evaluated per job.
+    let toml = GOOD
+        .replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\nrdc = true")
+        .replace("params = { RB = 256 }", "params = { RB = 256 }\npending_launches = \"ceil_div(N, RB)\"")
+        .replace("name = \"swept\"", "name = \"swept\"\nrdc = false");
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), &toml, CU)).unwrap();
+    let job = |id: &str| s.jobs.iter().find(|j| j.id() == id).unwrap();
+    let r = job("ref[RB=256] @ N=1000");
+    assert!(r.program.rdc);
+    assert_eq!(r.pending_launches, Some(4));
+    assert_eq!(job("ref[RB=256] @ N=4096").pending_launches, Some(16));
+    let swept = job("swept[B=64] @ N=4096");
+    assert!(!swept.program.rdc && swept.pending_launches.is_none());
+    // The reference is built as its own variant says: relocatable.
+    assert!(swept.reference.as_ref().unwrap().program.rdc);
+    // Stored job specs of programs without rdc read and write as before (no new key).
+    let json = serde_json::to_string(&swept.program).unwrap();
+    assert!(!json.contains("rdc"), "{json}");
+    assert!(serde_json::to_string(&r.program).unwrap().contains("\"rdc\":true"));
+
+    // An rdc or device-link option is refused where it is written, with the field to use instead.
+    for option in ["-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c", "-dlink", "--device-link", "-lcudadevrt", "--cudadevrt=static", "-rdc"] {
+        let bad = GOOD.replace("defines = { WIDTH = \"B * 2\" }", &format!("defines = {{ WIDTH = \"B * 2\" }}\noptions = [\"{option}\"]"));
+        let e = error_of(&bad, CU);
+        let line = line_of(&bad, "options = [");
+        assert!(e.contains(&format!("suite.toml:{line}:")) && e.contains(&format!("option `{option}`")) && e.contains("fix: remove the option and set rdc = true"), "{option}: {e}");
+    }
+    let bad = GOOD.replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\noptions = [\"-O3\", \"-dc\"]");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "options = ["))) && e.contains("option `-dc`"), "{e}");
+
+    // pending_launches only means something for rdc programs, and must be a usable count.
+    let bad = GOOD.replace("params = { RB = 256 }", "params = { RB = 256 }\npending_launches = \"4096\"");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "pending_launches"))) && e.contains("variant `ref` sets pending_launches") && e.contains("fix: set rdc = true"), "{e}");
+    let bad = toml.replace("ceil_div(N, RB)\"\n", "0\"\n");
+    let e = error_of(&bad, CU);
+    assert!(e.contains("pending_launches = `0` gives 0, outside 1 to 1048576") && e.contains("default is 2048"), "{e}");
+    let e = error_of(&toml.replace("ceil_div(N, RB)\"\n", "N * N\"\n"), CU);
+    assert!(e.contains("gives 16777216, outside 1 to 1048576"), "{e}");
+    let e = error_of(&toml.replace("ceil_div(N, RB)\"\n", "ceil_div(N, RX)\"\n"), CU);
+    assert!(e.contains("variant `ref`, pending_launches") && e.contains("unknown name `RX`"), "{e}");
+    let bad = GOOD.replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\nrdc = \"yes\"");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "rdc = "))), "{e}");
+}
