@@ -399,3 +399,53 @@ fn relocatable_device_code_is_a_manifest_field_and_its_misuse_is_named_with_the_
     let e = error_of(&bad, CU);
     assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "rdc = "))), "{e}");
 }
+
+#[test]
+fn the_dynamic_parallelism_suite_builds_its_launching_kernels_as_rdc_and_checks_every_variant() {
+    use suite::Compiler;
+    let s = suite::load(&kernels_dir().join("dynamic-parallelism/suite.toml")).unwrap();
+    let variants: std::collections::BTreeSet<&str> = s.jobs.iter().map(|j| j.key.variant.as_str()).collect();
+    for v in ["copy_flat", "copy_children", "recursive_seed", "recursive_nested", "recursive_nested_nvrtc", "recursive_cutoff", "flat_interleaved", "two_pass_tail", "two_pass_host", "flat_best"] {
+        assert!(variants.contains(v), "missing variant {v}");
+    }
+    assert_eq!(s.jobs.len(), 2 * 12);
+    for j in &s.jobs {
+        let n = j.key.group_params["N"] as u64;
+        let from_reduction = j.program.source_path.ends_with("reduction/reduction.cu");
+        // The launching kernels are relocatable device code built by nvcc (one by NVRTC, the
+        // other route); the reduction suite's kernels are built as that suite builds them.
+        match j.key.variant.as_str() {
+            "recursive_nested_nvrtc" => assert!(j.program.rdc && j.program.compiler == Compiler::Nvrtc),
+            _ if from_reduction => assert!(!j.program.rdc && j.program.compiler == Compiler::Nvrtc, "{}", j.id()),
+            _ => assert!(j.program.rdc && j.program.compiler == Compiler::Nvcc, "{}", j.id()),
+        }
+        // Every variant is checked with a built-in op: copies bit for bit, sums exactly.
+        let grid = j.launches[0].grid[0] as u64;
+        match (&j.correctness, j.key.variant.as_str()) {
+            (CorrectnessSpec::Copy { .. }, v) => assert!(v.starts_with("copy_"), "{}", j.id()),
+            (CorrectnessSpec::Sum { count: 1, tolerance, .. }, "two_pass_tail" | "two_pass_host") => assert_eq!(*tolerance, 0.0),
+            (CorrectnessSpec::Sum { count, tolerance, .. }, _) => {
+                // One partial per block of the host's grid, every one of them added.
+                assert_eq!((*count, *tolerance), (grid, 0.0), "{}", j.id());
+            }
+            (other, _) => panic!("{}: {other:?}", j.id()),
+        }
+        // The seed's recursive kernels need whole blocks.
+        if j.key.variant.starts_with("recursive") {
+            let block = j.key.variant_params["BLOCK"] as u64;
+            assert_eq!(grid * block, n, "{}", j.id());
+        }
+    }
+    let job = |id: &str| s.jobs.iter().find(|j| j.id() == id).unwrap_or_else(|| panic!("no job {id}"));
+    // Every child can wait to start at once: one launch slot each, past the runtime's 2048.
+    assert_eq!(job("copy_children[CHILDREN=32768] @ N=16777216").pending_launches, Some(32768));
+    assert_eq!(job("recursive_seed[BLOCK=512] @ N=16777216").pending_launches, Some(32768));
+    assert_eq!(job("recursive_seed[BLOCK=512] @ N=1048576").pending_launches, Some(2048));
+    assert_eq!(job("recursive_nested[BLOCK=512] @ N=16777216").pending_launches, None);
+    // The host variant runs the tail variant's two kernels itself.
+    let host = job("two_pass_host[BLOCK=512,GRID=1024] @ N=1048576");
+    assert_eq!(host.launches.iter().map(|l| l.kernel.as_str()).collect::<Vec<_>>(), ["reduce_grid", "sum_partials"]);
+    assert_eq!(job("two_pass_tail[BLOCK=512,GRID=1024] @ N=1048576").launches.len(), 1);
+    let children = job("copy_children[CHILDREN=1024] @ N=16777216");
+    assert_eq!(children.launches[0].args[3], suite::ArgSpec::I64(16384));
+}
