@@ -613,7 +613,7 @@ mod tests {
         let suites = [suite];
         let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
         let mut dirs = Vec::new();
-        assert_eq!(run(&Occupied, &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        assert_eq!(run(&[&Occupied], &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
         let (data, warnings) = store::load_run(&dirs[0]).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert!(data.jobs.iter().all(|j| j.occupancy.len() == 1 && j.occupancy[0].registers_per_thread == 40 && j.occupancy[0].limiter() == Some(crate::occupancy::Limiter::Registers)));

@@ -269,6 +269,8 @@ fn a_bad_gpu_list_is_a_usage_error_that_says_what_to_write() {
     let err = lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "0,7"]).assert().code(1).get_output().stderr.clone();
     assert!(String::from_utf8_lossy(&err).contains("there is no GPU 7"));
     lab(d.path()).args(["--mock-gpu", "run", "--suite", "transpose", "--gpus", "0", "--gpu", "1"]).assert().code(2);
+}
+
 /// The occupancy suite through the mock: the report renders and says MOCK, and no occupancy is
 /// recorded or shown, since the mock loads no kernel (a stand-in there would pass for a prediction).
 #[test]

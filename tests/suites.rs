@@ -329,3 +329,158 @@ fn the_occupancy_suite_sweeps_every_limit_and_checks_every_job() {
     assert!(jobs.iter().filter(|j| !j.key.variant.starts_with("maxrregcount")).all(|j| !gpu_lab::build::caps_registers(&j.program.options)));
     assert_eq!(s.manifest.suite.metric_set.as_deref(), Some("occupancy"));
 }
+
+#[test]
+fn the_scan_suite_adds_a_large_size_and_one_launch_lookbacks_without_losing_a_measured_job() {
+    let s = suite::load(&kernels_dir().join("scan/suite.toml")).unwrap();
+    // Every job of the committed H100 run is still there, by id (their variants are unchanged).
+    let run = kernels_dir().join("../reports/seeds-h100/runs/20261122T193345Z-scan-h100-80gb-hbm3/results.jsonl");
+    let measured: Vec<String> = std::fs::read_to_string(run).unwrap().lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "job")
+        .map(|v| v["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(measured.len(), 24);
+    for id in &measured {
+        assert!(s.jobs.iter().any(|j| j.id() == id), "the measured job {id} is gone");
+    }
+    let groups: std::collections::BTreeSet<&str> = s.jobs.iter().map(|j| j.key.group.as_str()).collect();
+    assert_eq!(groups, ["N=10000019", "N=134217728", "N=16777216"].into_iter().collect());
+    // Every job, old and new, is checked as a full scan of N elements.
+    for j in &s.jobs {
+        let n = j.key.group_params["N"] as u64;
+        assert!(matches!(j.correctness, CorrectnessSpec::Scan { count, .. } if count == n), "{}: {:?}", j.id(), j.correctness);
+    }
+    let onepass: Vec<_> = s.jobs.iter().filter(|j| j.key.variant == "lookback_onepass" && j.key.group == "N=134217728").collect();
+    assert_eq!(onepass.len(), 4);
+    let ticket = s.manifest.buffers.iter().position(|b| b.name == "ticket").unwrap();
+    for j in &onepass {
+        // One launch, no zeroing pass; the ticket is the fourth argument and starts at zero.
+        assert_eq!(j.launches.len(), 1, "{}", j.id());
+        assert_eq!(j.launches[0].kernel, "scan_lookback_onepass");
+        assert_eq!(j.launches[0].args[3], suite::ArgSpec::Buffer(ticket));
+        assert_eq!(j.buffers[ticket].init, suite::Init::Zero);
+        assert_eq!(j.buffers[ticket].elem, suite::ElemType::U64);
+    }
+    // Static shared memory of the staged look-backs stays under the 48 KiB a kernel may declare:
+    // the tile as int4, plus one int4 in eight of padding (onepass), plus the small arrays.
+    for j in s.jobs.iter().filter(|j| j.key.variant == "lookback_smem" || j.key.variant == "lookback_onepass") {
+        let (block, items) = (j.key.variant_params["BLOCK"] as u64, j.key.variant_params["ITEMS"] as u64);
+        let stage = block * items * 4 * 9 / 8;
+        assert!(stage + 4 * (block / 32 + 1) + 16 <= 48 * 1024, "{}: {stage} bytes of staging", j.id());
+        assert_eq!(items % 4, 0, "{}: the kernels load int4", j.id());
+        let grid = j.launches.last().unwrap().grid[0] as u64;
+        assert_eq!(grid, (j.key.group_params["N"] as u64).div_ceil(block * items), "{}", j.id());
+    }
+    // The tile status words cover every tile of every look-back, at every size.
+    for j in s.jobs.iter().filter(|j| j.key.variant.starts_with("lookback")) {
+        let status = j.buffers.iter().find(|b| b.name == "status").unwrap();
+        assert!(status.len >= j.launches.last().unwrap().grid[0] as u64, "{}", j.id());
+    }
+}
+
+/// 1-based line of the first line of `text` that contains `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines().position(|l| l.contains(needle)).unwrap() + 1
+}
+
+#[test]
+fn relocatable_device_code_is_a_manifest_field_and_its_misuse_is_named_with_the_fix() {
+    // rdc = true in [suite] reaches every variant; a variant may turn it off; pending_launches is
+    // an expression evaluated per job.
+    let toml = GOOD
+        .replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\nrdc = true")
+        .replace("params = { RB = 256 }", "params = { RB = 256 }\npending_launches = \"ceil_div(N, RB)\"")
+        .replace("name = \"swept\"", "name = \"swept\"\nrdc = false");
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), &toml, CU)).unwrap();
+    let job = |id: &str| s.jobs.iter().find(|j| j.id() == id).unwrap();
+    let r = job("ref[RB=256] @ N=1000");
+    assert!(r.program.rdc);
+    assert_eq!(r.pending_launches, Some(4));
+    assert_eq!(job("ref[RB=256] @ N=4096").pending_launches, Some(16));
+    let swept = job("swept[B=64] @ N=4096");
+    assert!(!swept.program.rdc && swept.pending_launches.is_none());
+    // The reference is built as its own variant says: relocatable.
+    assert!(swept.reference.as_ref().unwrap().program.rdc);
+    // Stored job specs of programs without rdc read and write as before (no new key).
+    let json = serde_json::to_string(&swept.program).unwrap();
+    assert!(!json.contains("rdc"), "{json}");
+    assert!(serde_json::to_string(&r.program).unwrap().contains("\"rdc\":true"));
+
+    // An rdc or device-link option is refused where it is written, with the field to use instead.
+    for option in ["-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c", "-dlink", "--device-link", "-lcudadevrt", "--cudadevrt=static", "-rdc"] {
+        let bad = GOOD.replace("defines = { WIDTH = \"B * 2\" }", &format!("defines = {{ WIDTH = \"B * 2\" }}\noptions = [\"{option}\"]"));
+        let e = error_of(&bad, CU);
+        let line = line_of(&bad, "options = [");
+        assert!(e.contains(&format!("suite.toml:{line}:")) && e.contains(&format!("option `{option}`")) && e.contains("fix: remove the option and set rdc = true"), "{option}: {e}");
+    }
+    let bad = GOOD.replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\noptions = [\"-O3\", \"-dc\"]");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "options = ["))) && e.contains("option `-dc`"), "{e}");
+
+    // pending_launches only means something for rdc programs, and must be a usable count.
+    let bad = GOOD.replace("params = { RB = 256 }", "params = { RB = 256 }\npending_launches = \"4096\"");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "pending_launches"))) && e.contains("variant `ref` sets pending_launches") && e.contains("fix: set rdc = true"), "{e}");
+    let bad = toml.replace("ceil_div(N, RB)\"\n", "0\"\n");
+    let e = error_of(&bad, CU);
+    assert!(e.contains("pending_launches = `0` gives 0, outside 1 to 1048576") && e.contains("default is 2048"), "{e}");
+    let e = error_of(&toml.replace("ceil_div(N, RB)\"\n", "N * N\"\n"), CU);
+    assert!(e.contains("gives 16777216, outside 1 to 1048576"), "{e}");
+    let e = error_of(&toml.replace("ceil_div(N, RB)\"\n", "ceil_div(N, RX)\"\n"), CU);
+    assert!(e.contains("variant `ref`, pending_launches") && e.contains("unknown name `RX`"), "{e}");
+    let bad = GOOD.replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\nrdc = \"yes\"");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "rdc = "))), "{e}");
+}
+
+#[test]
+fn the_dynamic_parallelism_suite_builds_its_launching_kernels_as_rdc_and_checks_every_variant() {
+    use suite::Compiler;
+    let s = suite::load(&kernels_dir().join("dynamic-parallelism/suite.toml")).unwrap();
+    let variants: std::collections::BTreeSet<&str> = s.jobs.iter().map(|j| j.key.variant.as_str()).collect();
+    for v in ["copy_flat", "copy_children", "recursive_seed", "recursive_nested", "recursive_nested_nvrtc", "recursive_cutoff", "flat_interleaved", "two_pass_tail", "two_pass_host", "flat_best"] {
+        assert!(variants.contains(v), "missing variant {v}");
+    }
+    assert_eq!(s.jobs.len(), 2 * 12);
+    for j in &s.jobs {
+        let n = j.key.group_params["N"] as u64;
+        let from_reduction = j.program.source_path.ends_with("reduction/reduction.cu");
+        // The launching kernels are relocatable device code built by nvcc (one by NVRTC, the
+        // other route); the reduction suite's kernels are built as that suite builds them.
+        match j.key.variant.as_str() {
+            "recursive_nested_nvrtc" => assert!(j.program.rdc && j.program.compiler == Compiler::Nvrtc),
+            _ if from_reduction => assert!(!j.program.rdc && j.program.compiler == Compiler::Nvrtc, "{}", j.id()),
+            _ => assert!(j.program.rdc && j.program.compiler == Compiler::Nvcc, "{}", j.id()),
+        }
+        // Every variant is checked with a built-in op: copies bit for bit, sums exactly.
+        let grid = j.launches[0].grid[0] as u64;
+        match (&j.correctness, j.key.variant.as_str()) {
+            (CorrectnessSpec::Copy { .. }, v) => assert!(v.starts_with("copy_"), "{}", j.id()),
+            (CorrectnessSpec::Sum { count: 1, tolerance, .. }, "two_pass_tail" | "two_pass_host") => assert_eq!(*tolerance, 0.0),
+            (CorrectnessSpec::Sum { count, tolerance, .. }, _) => {
+                // One partial per block of the host's grid, every one of them added.
+                assert_eq!((*count, *tolerance), (grid, 0.0), "{}", j.id());
+            }
+            (other, _) => panic!("{}: {other:?}", j.id()),
+        }
+        // The seed's recursive kernels need whole blocks.
+        if j.key.variant.starts_with("recursive") {
+            let block = j.key.variant_params["BLOCK"] as u64;
+            assert_eq!(grid * block, n, "{}", j.id());
+        }
+    }
+    let job = |id: &str| s.jobs.iter().find(|j| j.id() == id).unwrap_or_else(|| panic!("no job {id}"));
+    // Every child can wait to start at once: one launch slot each, past the runtime's 2048.
+    assert_eq!(job("copy_children[CHILDREN=32768] @ N=16777216").pending_launches, Some(32768));
+    assert_eq!(job("recursive_seed[BLOCK=512] @ N=16777216").pending_launches, Some(32768));
+    assert_eq!(job("recursive_seed[BLOCK=512] @ N=1048576").pending_launches, Some(2048));
+    assert_eq!(job("recursive_nested[BLOCK=512] @ N=16777216").pending_launches, None);
+    // The host variant runs the tail variant's two kernels itself.
+    let host = job("two_pass_host[BLOCK=512,GRID=1024] @ N=1048576");
+    assert_eq!(host.launches.iter().map(|l| l.kernel.as_str()).collect::<Vec<_>>(), ["reduce_grid", "sum_partials"]);
+    assert_eq!(job("two_pass_tail[BLOCK=512,GRID=1024] @ N=1048576").launches.len(), 1);
+    let children = job("copy_children[CHILDREN=1024] @ N=16777216");
+    assert_eq!(children.launches[0].args[3], suite::ArgSpec::I64(16384));
+}

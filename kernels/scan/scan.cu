@@ -1,4 +1,4 @@
-// Inclusive (and exclusive) prefix-sum kernels of seed 002 §72-76, fixed for any n: block-level Hillis-Steele, Blelloch and bank-conflict-free Blelloch in a three-pass multi-block scan, warp-shuffle tile scans, reduce-then-scan, and a single-pass decoupled look-back scan.
+// Inclusive (and exclusive) prefix-sum kernels of seed 002 §72-76, fixed for any n: block-level Hillis-Steele, Blelloch and bank-conflict-free Blelloch in a three-pass multi-block scan, warp-shuffle tile scans, reduce-then-scan, and single-pass decoupled look-back scans (two launches, and one with epoch-tagged status words).
 
 // Element type: int by default, float with -DFLOAT=1 (variant `lookback_f32`).
 #ifndef FLOAT
@@ -559,5 +559,120 @@ extern "C" __global__ void scan_lookback_smem(const T* __restrict__ x, T* y, uns
     for (int k = 0; k < ITEMS / 4; ++k) {
         const int c = k * BLOCK + threadIdx.x;
         store_vec4(y, tile_first + 4 * c, n, stage[c]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same single pass in ONE launch (variant lookback_onepass): no zeroing kernel before it.
+// Each run takes its tiles from a 64-bit ticket counter that is never reset: ticket / tiles names
+// the run (its epoch, 1 .. 2^30 - 1, kept in the top 30 bits of every status word it publishes)
+// and ticket % tiles its tile. A status word of another epoch reads as "not yet published", so the
+// previous run's words need no clearing; runs on one stream never overlap, so every block of a
+// run holds the same epoch, and tickets still follow block start order (no deadlock, as above).
+// The staging buffer is padded by one 16-byte vector in nine where a thread's ITEMS / 4 vectors
+// are an even count, which keeps both the warp-striped and the blocked accesses free of bank
+// conflicts (an odd count is conflict-free unpadded).
+// ---------------------------------------------------------------------------------------------
+
+#define EPOCH_SHIFT 34
+#define EPOCHS ((1ull << 30) - 1)
+#if (ITEMS / 4) % 2 == 0
+#define STAGE_AT(i) ((i) + ((i) >> 3))
+#define STAGE_LEN (TILE / 4 + TILE / 32)
+#else
+#define STAGE_AT(i) (i)
+#define STAGE_LEN (TILE / 4)
+#endif
+
+__device__ __forceinline__ unsigned long long pack_epoch(unsigned long long epoch, unsigned long long flag, T v)
+{
+    return (epoch << EPOCH_SHIFT) | (flag << 32) | (unsigned long long)to_bits(v);
+}
+
+// lookback() with epoch tags: a predecessor has published when its word carries this run's epoch.
+__device__ __forceinline__ T lookback_epoch(unsigned long long* status, unsigned tile, unsigned long long epoch, T aggregate)
+{
+    const int lane = threadIdx.x & 31;
+    volatile unsigned long long* vs = status;
+    if (tile == 0) {
+        if (lane == 0)
+            vs[0] = pack_epoch(epoch, FLAG_P, aggregate);
+        return (T)0;
+    }
+    if (lane == 0)
+        vs[tile] = pack_epoch(epoch, FLAG_A, aggregate);
+    T prefix = (T)0;
+    long long end = (long long)tile - 1; // lane l reads tile end - l
+    while (true) {
+        const long long idx = end - lane;
+        unsigned long long s;
+        do { // wait until the whole window has published in this run (tiles before 0 read as P, 0)
+            s = idx >= 0 ? vs[idx] : pack_epoch(epoch, FLAG_P, (T)0);
+        } while (__any_sync(FULL_MASK, (s >> EPOCH_SHIFT) != epoch));
+        const unsigned pmask = __ballot_sync(FULL_MASK, ((s >> 32) & 3ull) == FLAG_P);
+        const int stop = pmask ? __ffs(pmask) - 1 : 31;
+        T val = lane <= stop ? from_bits((unsigned)(s & 0xffffffffull)) : (T)0;
+        prefix += warp_sum(val);
+        if (pmask) // uniform: a ballot
+            break;
+        end -= 32;
+    }
+    if (lane == 0)
+        vs[tile] = pack_epoch(epoch, FLAG_P, prefix + aggregate);
+    return prefix;
+}
+
+extern "C" __global__ void scan_lookback_onepass(const T* __restrict__ x, T* y, unsigned long long* status, unsigned long long* ticket, int n)
+{
+    __shared__ T4 stage[STAGE_LEN];
+    __shared__ T warp_sh[BLOCK / 32 + 1];
+    __shared__ unsigned tile_sh, epoch_sh;
+    __shared__ T prefix_sh;
+    if (threadIdx.x == 0) { // one 64-bit division a block, in one thread
+        const unsigned long long t = atomicAdd(ticket, 1ull);
+        const unsigned long long tiles = ((unsigned long long)n + TILE - 1) / TILE;
+        tile_sh = (unsigned)(t % tiles);
+        epoch_sh = (unsigned)((t / tiles) % EPOCHS + 1);
+    }
+    __syncthreads();
+    const unsigned tile = tile_sh;
+    const long long tile_first = (long long)tile * TILE;
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const int c = k * BLOCK + threadIdx.x;
+        T q[4];
+        load_vec4(x, tile_first + 4 * c, n, q);
+        stage[STAGE_AT(c)] = make_vec4(q);
+    }
+    __syncthreads();
+    T v[ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const T4 q = stage[STAGE_AT(threadIdx.x * (ITEMS / 4) + k)];
+        v[4 * k] = q.x;
+        v[4 * k + 1] = q.y;
+        v[4 * k + 2] = q.z;
+        v[4 * k + 3] = q.w;
+    }
+    T run = thread_scan<EXCLUSIVE != 0>(v);
+    T total;
+    T excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage above before the writes below
+    if (threadIdx.x < 32) { // all of warp 0, no barrier inside
+        T prefix = lookback_epoch(status, tile, epoch_sh, total);
+        if (threadIdx.x == 0)
+            prefix_sh = prefix;
+    }
+    __syncthreads();
+    const T add = prefix_sh + excl;
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        T q[4] = { v[4 * k] + add, v[4 * k + 1] + add, v[4 * k + 2] + add, v[4 * k + 3] + add };
+        stage[STAGE_AT(threadIdx.x * (ITEMS / 4) + k)] = make_vec4(q);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const int c = k * BLOCK + threadIdx.x;
+        store_vec4(y, tile_first + 4 * c, n, stage[STAGE_AT(c)]);
     }
 }

@@ -79,6 +79,17 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
         Some(Err(e)) => println!("note  nvcc (for compiler = \"nvcc\"): {e}"),
         None => println!("note  nvcc (for compiler = \"nvcc\"): not found; variants built with NVRTC are unaffected"),
     }
+    // The device runtime is needed only by variants with rdc = true (kernels that launch kernels).
+    match toolkit.device_runtime() {
+        Some(lib) => println!("ok    libcudadevrt (for rdc = true, dynamic parallelism): {}", lib.display()),
+        None => println!(
+            "note  libcudadevrt (for rdc = true, dynamic parallelism): not found{}; other variants are unaffected",
+            match toolkit.device_runtime_candidates() {
+                c if c.is_empty() => String::new(),
+                c => format!(" (looked for {})", c.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")),
+            }
+        ),
+    }
     let nvml = NvmlSession::open();
     check("NVML (clocks, temperature, power)", nvml.count().map(|n| format!("{n} GPU(s)")).map_err(|e| format!("{e}\n        gpu-lab still runs; reports will say that clocks were not read")));
     if let Ok(n) = nvml.count() {

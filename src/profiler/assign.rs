@@ -125,12 +125,13 @@ mod tests {
         JobSpec {
             key: JobKey { id: id.into(), variant: id.into(), ..Default::default() },
             suite: "s".into(),
-            program: Program { source_path: "k.cu".into(), options: vec![], include_dirs: vec![], compiler: Default::default() },
+            program: Program { source_path: "k.cu".into(), options: vec![], include_dirs: vec![], compiler: Default::default(), rdc: false },
             launches: vec![LaunchSpec { kernel: "copy".into(), grid: [grid, 1, 1], block: [256, 1, 1], shared_bytes: 0, args: vec![] }],
             buffers: vec![],
             correctness: CorrectnessSpec::None,
             reference: None,
             bound: Default::default(),
+            pending_launches: None,
             work: Default::default(),
         }
     }

@@ -73,15 +73,16 @@ struct Loaded {
     functions: HashMap<String, CudaFunction>,
 }
 
-fn load(gpu: &Gpu, program: &Program, launches: &[LaunchSpec], buffers: &[BufferSpec], info: &mut Vec<CompileInfo>) -> Result<Loaded, RunError> {
+fn load(gpu: &Gpu, program: &Program, variant: &str, launches: &[LaunchSpec], buffers: &[BufferSpec], info: &mut Vec<CompileInfo>) -> Result<Loaded, RunError> {
     let mut kernels: Vec<String> = launches.iter().map(|l| l.kernel.clone()).collect();
     kernels.sort();
     kernels.dedup();
-    let compiled = build::compile(program, &kernels, &gpu.arch, &gpu.toolkit, gpu.cache_dir.as_deref())?;
+    let compiled = build::compile(program, variant, &kernels, &gpu.arch, &gpu.toolkit, gpu.cache_dir.as_deref())?;
     info.push(CompileInfo { source: program.source_path.display().to_string(), cached: compiled.cached, millis: compiled.millis, compiler: compiled.compiler.clone() });
     let image = match compiled.image {
         build::Image::Ptx(ptx) => cudarc::nvrtc::Ptx::from_src(ptx),
         build::Image::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
+        build::Image::RelocatablePtx { ptx, device_runtime } => cudarc::nvrtc::Ptx::from_binary(link_device_runtime(gpu, &ptx, &device_runtime)?),
     };
     let module = gpu.ctx.load_module(image).doing("loading the compiled module")?;
     let mut functions: HashMap<String, (CudaFunction, Vec<usize>)> = HashMap::new();
@@ -108,6 +109,58 @@ fn load(gpu: &Gpu, program: &Program, launches: &[LaunchSpec], buffers: &[Buffer
         }
     }
     Ok(Loaded { _module: module, functions: functions.into_iter().map(|(k, (f, _))| (k, f)).collect() })
+}
+
+/// Links NVRTC's relocatable PTX with the device runtime library through the driver's JIT linker
+/// (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile` with `CU_JIT_INPUT_LIBRARY`,
+/// `cuLinkComplete`), as NVRTC's documentation does for dynamic parallelism; returns the linked
+/// cubin, copied out before the link state (which owns it) is destroyed.
+fn link_device_runtime(gpu: &Gpu, ptx: &str, library: &std::path::Path) -> Result<Vec<u8>, RunError> {
+    use cudarc::driver::sys;
+    use std::ffi::{c_void, CString};
+    use std::os::unix::ffi::OsStrExt;
+    let ptx_c = CString::new(ptx).map_err(|_| RunError::Invalid("the relocatable PTX holds a NUL byte".into()))?;
+    let library_c = CString::new(library.as_os_str().as_bytes()).map_err(|_| RunError::Invalid(format!("the device runtime's path {} holds a NUL byte", library.display())))?;
+    let name = c"gpu_lab_kernels.ptx";
+    gpu.ctx.bind_to_thread().doing("making the context current for the device link")?;
+    // The linker writes its errors here; the buffer outlives the link state.
+    let mut log = vec![0u8; 64 * 1024];
+    let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
+    let mut state: sys::CUlinkState = std::ptr::null_mut();
+    let linking = format!("linking the relocatable PTX with the device runtime {} (the driver's JIT linker)", library.display());
+    // SAFETY: two options with their values (a buffer that outlives the state, and its length
+    // carried in the pointer as the API specifies); `state` is written by the call.
+    unsafe { sys::cuLinkCreate_v2(2, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) }.result().doing(linking.clone())?;
+    // SAFETY: `state` is live until the destroy below; the PTX and path are NUL-terminated and
+    // outlive the calls; the cubin pointer is owned by `state` and copied before the destroy.
+    let outcome = unsafe {
+        (|| -> Result<Vec<u8>, cudarc::driver::DriverError> {
+            sys::cuLinkAddData_v2(state, sys::CUjitInputType::CU_JIT_INPUT_PTX, ptx_c.as_ptr() as *mut c_void, ptx_c.as_bytes_with_nul().len(), name.as_ptr(), 0, std::ptr::null_mut(), std::ptr::null_mut()).result()?;
+            sys::cuLinkAddFile_v2(state, sys::CUjitInputType::CU_JIT_INPUT_LIBRARY, library_c.as_ptr(), 0, std::ptr::null_mut(), std::ptr::null_mut()).result()?;
+            let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
+            sys::cuLinkComplete(state, &mut cubin, &mut size).result()?;
+            if cubin.is_null() || size == 0 {
+                return Err(cudarc::driver::DriverError(sys::CUresult::CUDA_ERROR_INVALID_IMAGE));
+            }
+            Ok(std::slice::from_raw_parts(cubin as *const u8, size).to_vec())
+        })()
+    };
+    // SAFETY: destroyed once, after the cubin was copied out.
+    let _ = unsafe { sys::cuLinkDestroy(state) };
+    outcome.map_err(|source| {
+        let text = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())]).trim().to_string();
+        RunError::Driver { doing: if text.is_empty() { linking } else { format!("{linking}; the linker said:\n{text}") }, source }
+    })
+}
+
+/// Sets the device runtime's pending launch buffer (`pending_launches`) before any kernel runs:
+/// the driver takes the limit only then. The largest any of `specs` asks for.
+fn set_pending_launches(gpu: &Gpu, specs: &[&JobSpec]) -> Result<(), RunError> {
+    if let Some(n) = specs.iter().filter_map(|s| s.pending_launches).max() {
+        gpu.ctx.set_limit(cudarc::driver::sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, n as usize).doing(format!("setting the device runtime's pending launch limit to {n} (pending_launches)"))?;
+    }
+    Ok(())
 }
 
 /// The kernel's parameter sizes in order, from the driver (`cuFuncGetParamInfo`, CUDA 12.4+).
@@ -308,7 +361,7 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
         CorrectnessSpec::None => return Ok(None),
         CorrectnessSpec::SameAs { output, reference_output, tolerance } => {
             let r = spec.reference.as_ref().ok_or_else(|| RunError::Invalid("same_as check without a reference".into()))?;
-            let ref_loaded = load(gpu, &r.program, &r.launches, &spec.buffers, compile)?;
+            let ref_loaded = load(gpu, &r.program, &r.variant, &r.launches, &spec.buffers, compile)?;
             bufs.reset(gpu, spec)?;
             run_checked(gpu, &ref_loaded, &r.launches, bufs, &format!("reference variant `{}`", r.variant))?;
             let expected_buffer = reference_output.unwrap_or(*output);
@@ -374,11 +427,12 @@ fn clock_settled(readings: &[u32]) -> bool {
 /// shorter kernels are timed in graphs.
 pub const GRAPH_BELOW_MS: f64 = 0.25;
 
-/// Whether the runs may be captured into a CUDA graph (a library call bound to the default stream may not).
+/// Whether the runs may be captured into a CUDA graph (a library call bound to the default stream
+/// may not), and if not, why (said in the job's timing method where a graph would have been used).
 #[derive(Clone, Copy, PartialEq)]
 pub enum Capture {
     Allowed,
-    Never,
+    Never(&'static str),
 }
 
 /// Times `run` (one run of the variant, on the stream it is given) with CUDA events until the
@@ -431,6 +485,9 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
         Some(_) => "events around one run after an L2 flush".to_string(),
         None => "events around back-to-back runs".to_string(),
     };
+    if let (Some(_), Capture::Never(why), true) = (&flush, capture, per_run < GRAPH_BELOW_MS) {
+        method = format!("{method} (not in a CUDA graph: {why})");
+    }
     if let (Some(f), Capture::Allowed, true) = (&flush, capture, per_run < GRAPH_BELOW_MS) {
         match time_graphs(gpu, cfg, f, per_run, &mut run, check) {
             Ok(timed) => return Ok(Timed { warmup_runs, warmup_ms, ..timed }),
@@ -610,7 +667,8 @@ fn sample_graphs(gpu: &Gpu, cfg: &TimingConfig, graphs: Graphs, check: &mut impl
 /// Runs one job: check first, then time. A wrong variant is still timed (the report shows it, never ranks it).
 pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Result<JobOutcome, RunError> {
     let mut compile = Vec::new();
-    let loaded = load(gpu, &spec.program, &spec.launches, &spec.buffers, &mut compile)?;
+    set_pending_launches(gpu, &[spec])?;
+    let loaded = load(gpu, &spec.program, &spec.key.variant, &spec.launches, &spec.buffers, &mut compile)?;
     // What the SM can hold of each launch; a driver that refuses an attribute costs the job its
     // occupancy record, not its measurement.
     let (occupancy, occupancy_error) = match occupancy_of(gpu, &loaded, &spec.launches) {
@@ -637,7 +695,11 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         }
         bufs.reset(gpu, spec)
     };
-    let timed = time_runs(gpu, cfg, Capture::Allowed, |stream| launch_all(stream, &loaded, &spec.launches, &pointers), &mut check_during)?;
+    // Kernels that launch kernels are timed with events: device-side launches inside a graph are
+    // recent in the driver (CUDA 12.x, with known issues), and a graph that captured but ran its
+    // children wrongly would fail the job instead of falling back.
+    let capture = if spec.program.rdc { Capture::Never("kernels that launch kernels (rdc) are timed with events") } else { Capture::Allowed };
+    let timed = time_runs(gpu, cfg, capture, |stream| launch_all(stream, &loaded, &spec.launches, &pointers), &mut check_during)?;
     // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
     // only on the data it was first given, is caught.
     let correctness_after = match correctness {
@@ -675,9 +737,10 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
 /// Runs each job's launches exactly once, in order, for `ncu` to profile: no check, no timing,
 /// so that the n-th profiled kernel is the n-th launch listed here.
 pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64) -> Result<(), RunError> {
+    set_pending_launches(gpu, &specs.iter().collect::<Vec<_>>())?;
     for spec in specs {
         let mut compile = Vec::new();
-        let loaded = load(gpu, &spec.program, &spec.launches, &spec.buffers, &mut compile)?;
+        let loaded = load(gpu, &spec.program, &spec.key.variant, &spec.launches, &spec.buffers, &mut compile)?;
         let mut bufs = Buffers::new(gpu, spec, seed)?;
         bufs.reset(gpu, spec)?;
         run_checked(gpu, &loaded, &spec.launches, &bufs, spec.id())?;
@@ -803,6 +866,6 @@ pub fn run_cublas(gpu: &Gpu, shape: &MatmulShape, elem: ElemType, cfg: &TimingCo
         r.map_err(|e| RunError::Invalid(format!("cuBLAS {}: {e:?}", if gemv { "gemv" } else { "gemm" })))
     };
     // The handle is bound to the default stream, which a graph cannot capture.
-    let samples_ms = time_runs_plain(gpu, cfg, Capture::Never, |_| call())?.samples_ms;
+    let samples_ms = time_runs_plain(gpu, cfg, Capture::Never("cuBLAS is bound to the default stream"), |_| call())?.samples_ms;
     Ok(ComputeOutcome { samples_ms, math_mode: "CUBLAS_DEFAULT_MATH (FP32 without TF32 tensor cores)".into() })
 }

@@ -23,6 +23,9 @@ pub struct JobSpec {
     /// What its throughput is compared with (the suite's `bound`).
     #[serde(default)]
     pub bound: BoundSpec,
+    /// The device runtime's pending launch limit to set before the first launch (rdc programs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_launches: Option<u32>,
     #[serde(flatten)]
     pub work: Work,
 }
@@ -37,6 +40,9 @@ pub struct Program {
     pub include_dirs: Vec<PathBuf>,
     #[serde(default)]
     pub compiler: Compiler,
+    /// Relocatable device code, linked with the CUDA device runtime (kernels that launch kernels).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rdc: bool,
 }
 
 /// Which compiler builds a program: NVRTC in process (the default), or the toolkit's nvcc for

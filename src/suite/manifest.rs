@@ -62,6 +62,12 @@ pub struct SuiteHeader {
     /// unless `allow_outside`); the CUDA toolkit's own are always searched.
     #[serde(default)]
     pub include_dirs: Vec<String>,
+    /// Relocatable device code linked with the CUDA device runtime (`libcudadevrt.a`), for kernels
+    /// that launch kernels (dynamic parallelism); every variant that does not choose.
+    pub rdc: Option<bool>,
+    /// The device runtime's buffer of launches not yet started (`cudaLimitDevRuntimePendingLaunchCount`,
+    /// default 2048), an expression; only with `rdc = true`.
+    pub pending_launches: Option<String>,
 }
 
 impl VariantDecl {
@@ -237,6 +243,10 @@ pub struct VariantDecl {
     /// More header directories for this variant.
     #[serde(default)]
     pub include_dirs: Vec<String>,
+    /// `rdc` for this variant (relocatable device code and the device runtime).
+    pub rdc: Option<bool>,
+    /// `pending_launches` for this variant.
+    pub pending_launches: Option<String>,
     pub check: Option<CorrectnessDecl>,
     pub bytes: Option<String>,
     pub flops: Option<String>,

@@ -232,6 +232,9 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             if matches!(o.as_str(), "-I" | "--include-path") || o.starts_with("-isystem") || o.starts_with("--system-include") {
                 return Err(ctx.err(named_at, format!("option `{o}` names an include directory in a form gpu-lab cannot check"), "write it joined, `-Idir` or `--include-path=dir` (relative to suite.toml), or use include_dirs"));
             }
+            if is_rdc_option(o) {
+                return Err(ctx.err(named_at, format!("option `{o}` asks for relocatable device code or a device link, which gpu-lab does itself (it compiles, links the device runtime and loads the result)"), "remove the option and set rdc = true in [suite] or in the variant (docs/suite-format.md, dynamic parallelism)"));
+            }
             if let Some(d) = include_dir(o).filter(|d| outside(&dir.join(d))) {
                 return Err(ctx.err(named_at, format!("include directory `{d}` (option `{o}`) lies outside the suite's directory {}", dir.display()), outside_headers));
             }
@@ -293,6 +296,20 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     suite.jobs = jobs;
     Ok(suite)
 }
+
+/// True for an option that asks for relocatable device code or a device link (`-rdc=true`, `-dc`,
+/// `--device-link`, `-lcudadevrt`, …): the manifest's `rdc = true` says that instead, because the
+/// harness runs the compile and link steps and must know which to run.
+pub fn is_rdc_option(option: &str) -> bool {
+    let name = option.split('=').next().unwrap_or(option);
+    matches!(name, "-rdc" | "--relocatable-device-code" | "-dc" | "--device-c" | "-dw" | "--device-w" | "-dlink" | "--device-link" | "-lcudadevrt" | "--cudadevrt" | "-cudadevrt")
+        || option == "--library=cudadevrt"
+}
+
+/// The most launches the device runtime may be asked to buffer: far past any suite's need
+/// (one pending launch per parent block of a 2^24-element grid is 32 768), and each slot
+/// reserves device memory.
+pub const MAX_PENDING_LAUNCHES: u64 = 1 << 20;
 
 /// The directory of an NVRTC include option (`-Idir`, `--include-path=dir`), if it is one.
 fn include_dir(option: &str) -> Option<&str> {
@@ -456,7 +473,26 @@ fn resolve_program(ctx: &Ctx, suite: &Suite, v: &VariantDecl, env: &Bindings) ->
     }
     let include_dirs = suite.manifest.suite.include_dirs.iter().chain(&v.include_dirs).map(|d| suite.dir.join(d)).collect();
     let compiler = v.compiler.or(suite.manifest.suite.compiler).unwrap_or_default();
-    Ok(Program { source_path: suite.dir.join(source), options, include_dirs, compiler })
+    let rdc = v.rdc.or(suite.manifest.suite.rdc).unwrap_or(false);
+    Ok(Program { source_path: suite.dir.join(source), options, include_dirs, compiler, rdc })
+}
+
+/// The variant's `pending_launches` (or the suite's), evaluated: only for rdc programs, 1 to
+/// MAX_PENDING_LAUNCHES.
+fn resolve_pending_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, rdc: bool, env: &Bindings) -> Result<Option<u32>, SuiteError> {
+    let (e, key) = match (&v.pending_launches, &m.suite.pending_launches) {
+        (Some(e), _) => (e, { let mut p = ctx.variant(v); p.push("pending_launches".into()); p }),
+        (None, Some(e)) => (e, at!["suite", "pending_launches"]),
+        (None, None) => return Ok(None),
+    };
+    if !rdc {
+        return Err(ctx.err(key, format!("variant `{}` sets pending_launches, the device runtime's launch buffer, and is not built with rdc = true (only kernels that launch kernels use it)", v.name), "set rdc = true for the variant (or the suite), or remove pending_launches"));
+    }
+    let n = expr::eval_count(e, env).map_err(|err| ctx.err(key.clone(), format!("variant `{}`, pending_launches: {err}", v.name), "use the names of the variant's params/axes and the suite's axes and params"))?;
+    if n == 0 || n > MAX_PENDING_LAUNCHES {
+        return Err(ctx.err(key, format!("variant `{}`: pending_launches = `{e}` gives {n}, outside 1 to {MAX_PENDING_LAUNCHES}", v.name), "give an upper bound of the launches that can wait at once (each parent block's children, say); the device runtime's default is 2048"));
+    }
+    Ok(Some(n as u32))
 }
 
 fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Vec<LaunchSpec>, SuiteError> {
@@ -760,6 +796,7 @@ fn resolve_job(
             group_params: group_params.clone(),
         },
         suite: m.suite.name.clone(),
+        pending_launches: resolve_pending_launches(ctx, m, v, v.rdc.or(m.suite.rdc).unwrap_or(false), env)?,
         program: resolve_program(ctx, suite, v, env)?,
         launches: resolve_launches(ctx, m, v, env)?,
         buffers,
