@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -161,23 +161,6 @@ pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Resul
     Ok(())
 }
 
-/// Runs every plan with a job in it on `lanes`, the executors of one GPU each (one for a plain
-/// run; every GPU of one model for `--gpus`); hands each finished run directory to `finished`.
-/// Returns the exit code: 0, or `exit::JOBS_FAILED` when some job failed, was wrong or went unprofiled.
-pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut dyn FnMut(&Path)) -> anyhow::Result<i32> {
-    let Some(first) = lanes.first() else { bail!("no GPU to run on") };
-    let mut code = exit::OK;
-    for plan in plans.iter().filter(|p| !p.jobs.is_empty()) {
-        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &first.environment().label).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
-        code = code.max(run_suite(lanes, plan, settings, &dir)?);
-        if !settings.quiet {
-            eprintln!("report: {}", dir.join("report.md").display());
-        }
-        finished(&dir);
-    }
-    Ok(code)
-}
-
 /// Rewrites the reports from what is on disk: partial results stay readable.
 pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     let (run, _) = store::load_run(dir)?;
@@ -201,125 +184,219 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn run_suite(lanes: &[&dyn Executor], plan: &SuitePlan, settings: &RunSettings, dir: &Path) -> anyhow::Result<i32> {
-    let started = Instant::now();
+/// One suite's run directory and what its steps share.
+struct SuiteRun<'p> {
+    plan: &'p SuitePlan<'p>,
+    dir: PathBuf,
+    work: PathBuf,
+    timing: TimingConfig,
+    clock_control: ClockControl,
+    fma: bool,
+    timeout: Duration,
+    groups: Vec<String>,
+    group_jobs: Vec<Vec<&'p JobSpec>>,
+    /// When its first job started (its `started` and wall time).
+    began: OnceLock<(Instant, String)>,
+}
+
+impl<'p> SuiteRun<'p> {
+    /// Creates the run directory and writes its `run.json`.
+    fn open(plan: &'p SuitePlan<'p>, settings: &RunSettings, envs: &[Environment]) -> anyhow::Result<(SuiteRun<'p>, RunInfo)> {
+        let env = envs[0].clone();
+        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &env.label).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
+        // The run's cache state: the command line's, else the suite's, else warm.
+        let timing = TimingConfig { cache: settings.cache.or(plan.suite.manifest.suite.cache).unwrap_or_default(), ..settings.timing.clone() };
+        let clock_control = settings.profile.as_ref().map(|p| p.clock_control).unwrap_or_default();
+        let info = RunInfo {
+            gpu_lab_version: env!("CARGO_PKG_VERSION").into(),
+            command: settings.command_line.clone(),
+            started: now(),
+            suite: plan.suite.name().into(),
+            suite_description: plan.suite.manifest.suite.description.clone(),
+            suite_source_hash: plan.suite.source_hash.clone(),
+            device: env.device,
+            nvml_error: env.nvml_error,
+            ncu_version: settings.profile.as_ref().and(env.ncu_version),
+            clock_policy: clock_control.as_str().into(),
+            timing: timing.clone(),
+            cache_state: timing.cache.describe().into(),
+            seed: settings.seed,
+            metrics: plan.metrics.clone(),
+            unavailable_metrics: plan.unavailable_metrics.clone(),
+            mock: env.mock,
+            shard: settings.shard.clone(),
+            gpus: if envs.len() > 1 { envs.iter().filter_map(|e| e.device.clone()).collect() } else { Vec::new() },
+            ..Default::default()
+        };
+        store::save_info(&dir, &info)?;
+        let work = dir.join("work");
+        std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+        let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
+        let group_jobs = groups.iter().map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect()).collect();
+        let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
+        Ok((SuiteRun { plan, dir, work, timing, clock_control, fma, timeout: settings.timeout, groups, group_jobs, began: OnceLock::new() }, info))
+    }
+
+    fn ctx(&self, seed: u64) -> RunContext<'_> {
+        RunContext { dir: &self.dir, work: &self.work, timing: &self.timing, seed, timeout: self.timeout, metrics: &self.plan.metrics, clock_control: self.clock_control, fma: self.fma }
+    }
+}
+
+/// What the lanes share, by suite: each job's record so far, the timing tasks and ncu passes
+/// left, the passes ready to run, each run's `run.json`, and its exit code once it is finished.
+struct Shared<'p, 'f> {
+    so_far: Vec<Vec<Vec<Option<JobRecord>>>>,
+    /// Timing tasks left, by suite and group.
+    left: Vec<Vec<usize>>,
+    /// Groups not yet fully timed, by suite, and in all.
+    open_groups: Vec<usize>,
+    groups_timing: usize,
+    /// Passes queued or running, by suite.
+    open_passes: Vec<usize>,
+    /// (suite, group, tag, jobs) of each pass ready to run.
+    passes: VecDeque<(usize, usize, String, Vec<&'p JobSpec>)>,
+    pass_failed: Vec<bool>,
+    infos: Vec<RunInfo>,
+    codes: Vec<Option<i32>>,
+    finished: &'f mut (dyn FnMut(&Path) + Send),
+}
+
+/// Runs every plan with a job in it on `lanes`, the executors of one GPU each (one for a plain
+/// run; every GPU of one model for `--gpus`); hands each finished run directory to `finished`.
+/// Returns the exit code: 0, or `exit::JOBS_FAILED` when some job failed, was wrong or went unprofiled.
+///
+/// Every job of every suite is timed before ncu runs on its GPU: jobs timed right after a profile
+/// pass drifted by up to 6% against a run without ncu, while the group timed before any pass
+/// agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
+/// docs/design-notes.md). Timing tasks are (suite, group, round, job), in that order, so rounds
+/// interleave the variants (A B C A B C …) and drift hits all of them alike. Each lane takes the
+/// next task when its GPU is free, so no two jobs share a card; before its first job of a group
+/// a lane measures that group's bounds on its own GPU. A lane whose timing is over runs the ncu
+/// passes of groups already timed (one pass per lane and group) while others may still time.
+/// After every job and pass the record is saved.
+pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
+    if lanes.is_empty() {
+        bail!("no GPU to run on");
+    }
     let envs: Vec<Environment> = lanes.iter().map(|l| l.environment()).collect();
-    let env = envs[0].clone();
-    // The run's cache state: the command line's, else the suite's, else warm.
-    let timing = TimingConfig { cache: settings.cache.or(plan.suite.manifest.suite.cache).unwrap_or_default(), ..settings.timing.clone() };
-    let clock_control = settings.profile.as_ref().map(|p| p.clock_control).unwrap_or_default();
-    let mut info = RunInfo {
-        gpu_lab_version: env!("CARGO_PKG_VERSION").into(),
-        command: settings.command_line.clone(),
-        started: now(),
-        suite: plan.suite.name().into(),
-        suite_description: plan.suite.manifest.suite.description.clone(),
-        suite_source_hash: plan.suite.source_hash.clone(),
-        device: env.device,
-        nvml_error: env.nvml_error,
-        ncu_version: settings.profile.as_ref().and(env.ncu_version),
-        clock_policy: clock_control.as_str().into(),
-        timing: timing.clone(),
-        cache_state: timing.cache.describe().into(),
-        seed: settings.seed,
-        metrics: plan.metrics.clone(),
-        unavailable_metrics: plan.unavailable_metrics.clone(),
-        mock: env.mock,
-        shard: settings.shard.clone(),
-        gpus: if lanes.len() > 1 { envs.iter().filter_map(|e| e.device.clone()).collect() } else { Vec::new() },
-        ..Default::default()
-    };
-    store::save_info(dir, &info)?;
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
-    let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
-    let ctx = RunContext { dir, work: &work, timing: &timing, seed: settings.seed, timeout: settings.timeout, metrics: &plan.metrics, clock_control, fma };
-
-    let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
-    let group_jobs: Vec<Vec<&JobSpec>> = groups.iter().map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect()).collect();
-    let rounds = timing.rounds.max(1);
+    let mut suites = Vec::new();
+    let mut infos = Vec::new();
+    for plan in plans.iter().filter(|p| !p.jobs.is_empty()) {
+        let (suite, info) = SuiteRun::open(plan, settings, &envs)?;
+        suites.push(suite);
+        infos.push(info);
+    }
     let profiling = settings.profile.is_some();
-    let steps = plan.jobs.len() as u64 * (rounds as u64 + u64::from(profiling));
-    let bar = if settings.quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
-    bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
-
-    // Timing: one task per (group, round, job), in that order, so rounds interleave the variants
-    // (A B C A B C …) and drift hits all of them alike. Every lane takes the next task when its
-    // GPU is free, so no two jobs ever share a card; before its first job of a group a lane
-    // measures that group's bounds on its own GPU. After every job its record so far is saved
-    // (a later record of a job replaces it).
-    let mut tasks: Vec<(usize, u32, usize)> = Vec::new();
-    for (gi, jobs) in group_jobs.iter().enumerate() {
-        for round in 0..rounds {
-            tasks.extend((0..jobs.len()).map(|ji| (gi, round, ji)));
+    let mut tasks: Vec<(usize, usize, u32, usize)> = Vec::new();
+    for (si, sr) in suites.iter().enumerate() {
+        for (gi, jobs) in sr.group_jobs.iter().enumerate() {
+            for round in 0..sr.timing.rounds.max(1) {
+                tasks.extend((0..jobs.len()).map(|ji| (si, gi, round, ji)));
+            }
         }
     }
-    let shared = Mutex::new(Progress {
-        so_far: group_jobs.iter().map(|g| vec![None; g.len()]).collect(),
-        left: group_jobs.iter().map(|g| g.len() * rounds as usize).collect(),
+    let steps = tasks.len() as u64 + if profiling { suites.iter().map(|s| s.plan.jobs.len() as u64).sum() } else { 0 };
+    let bar = if settings.quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
+    bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
+    let shared = Mutex::new(Shared {
+        so_far: suites.iter().map(|s| s.group_jobs.iter().map(|g| vec![None; g.len()]).collect()).collect(),
+        left: suites.iter().map(|s| s.group_jobs.iter().map(|g| g.len() * s.timing.rounds.max(1) as usize).collect()).collect(),
+        open_groups: suites.iter().map(|s| s.groups.len()).collect(),
+        groups_timing: suites.iter().map(|s| s.groups.len()).sum(),
+        open_passes: vec![0; suites.len()],
         passes: VecDeque::new(),
-        groups_timing: groups.len(),
-        failed: false,
+        pass_failed: vec![false; suites.len()],
+        infos,
+        codes: vec![None; suites.len()],
+        finished,
     });
+    let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
     let pass_ready = Condvar::new();
-    let results = dir.join(store::RESULTS);
-    let append = |r: &Record| store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()));
+    let append = |sr: &SuiteRun, r: &Record| {
+        let results = sr.dir.join(store::RESULTS);
+        store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()))
+    };
+    // A suite is finished when every group is timed and every pass has run: its `run.json` gets
+    // its end, its reports their last rendering, and `finished` its directory.
+    let finish_if_done = |p: &mut Shared, si: usize| -> anyhow::Result<()> {
+        if p.open_groups[si] > 0 || p.open_passes[si] > 0 || p.codes[si].is_some() {
+            return Ok(());
+        }
+        let sr = &suites[si];
+        let wrong = p.so_far[si].iter().flatten().flatten().any(|r| r.status != JobStatus::Ok);
+        p.codes[si] = Some(if wrong || p.pass_failed[si] { exit::JOBS_FAILED } else { exit::OK });
+        let info = &mut p.infos[si];
+        if let Some((t0, started)) = sr.began.get() {
+            info.started = started.clone();
+            info.wall_seconds = Some(t0.elapsed().as_secs_f64());
+        }
+        info.finished = Some(now());
+        store::save_info(&sr.dir, info)?;
+        warn_on_error(render_reports(&sr.dir));
+        let _ = std::fs::remove_dir_all(&sr.work);
+        if !settings.quiet {
+            bar.suspend(|| eprintln!("report: {}", sr.dir.join("report.md").display()));
+        }
+        (p.finished)(&sr.dir);
+        Ok(())
+    };
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    let lock = || shared.lock().unwrap_or_else(|e| e.into_inner());
     let lane_work = |li: usize, lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
-        let mut measured = vec![false; groups.len()];
-        while let Some(&(gi, round, ji)) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
+        let mut measured: Vec<(usize, usize)> = Vec::new();
+        while let Some(&(si, gi, round, ji)) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
             if stop.load(Ordering::SeqCst) {
                 return Ok(());
             }
-            let group = &groups[gi];
-            if !measured[gi] {
+            let sr = &suites[si];
+            sr.began.get_or_init(|| (Instant::now(), now()));
+            let group = &sr.groups[gi];
+            if !measured.contains(&(si, gi)) {
                 bar.set_message(format!("{group}: copy bounds"));
                 // Each lane's own file names in the shared work directory.
                 let tag = if lanes.len() > 1 { format!("{gi}-gpu{li}") } else { gi.to_string() };
-                let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, &tag, group, &group_jobs[gi])? };
-                let computes = compute_bounds(lane, &ctx, &tag, group, &group_jobs[gi])?;
+                let ctx = sr.ctx(settings.seed);
+                let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])? };
+                let computes = compute_bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])?;
                 let _saving = lock();
-                append(&Record::Bounds(bounds))?;
+                append(sr, &Record::Bounds(bounds))?;
                 for record in computes {
-                    append(&Record::Compute(ComputeBoundRecord { gpu: gpu.clone(), ..record }))?;
+                    append(sr, &Record::Compute(ComputeBoundRecord { gpu: gpu.clone(), ..record }))?;
                 }
-                measured[gi] = true;
+                measured.push((si, gi));
             }
-            let job = group_jobs[gi][ji];
+            let job = sr.group_jobs[gi][ji];
+            let rounds = sr.timing.rounds.max(1);
             bar.set_message(format!("{group}: {}{}", job.label(), if rounds > 1 { format!(" (round {}/{rounds})", round + 1) } else { String::new() }));
             // Each round draws its own inputs: seed, seed + 1 (the second check), seed + 2, …
-            let ctx = RunContext { seed: settings.seed.wrapping_add(2 * round as u64), ..ctx };
+            let ctx = sr.ctx(settings.seed.wrapping_add(2 * round as u64));
             let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
-            let record = JobRecord { gpu: gpu.clone(), ..run_job(lane, &ctx, plan.suite, job, &tag)? };
+            let record = JobRecord { gpu: gpu.clone(), ..run_job(lane, &ctx, sr.plan.suite, job, &tag)? };
             let mut p = lock();
-            let record = if rounds > 1 { JobRecord::with_round(p.so_far[gi][ji].take(), record) } else { record };
-            append(&Record::Job(record.clone()))?;
-            p.so_far[gi][ji] = Some(record);
-            p.left[gi] -= 1;
+            let record = if rounds > 1 { JobRecord::with_round(p.so_far[si][gi][ji].take(), record) } else { record };
+            append(sr, &Record::Job(record.clone()))?;
+            p.so_far[si][gi][ji] = Some(record);
+            p.left[si][gi] -= 1;
             bar.inc(1);
-            if p.left[gi] == 0 {
-                // The group is timed: its ncu passes (one per lane) may start, on any lane whose
-                // timing is over.
+            if p.left[si][gi] == 0 {
+                // The group is timed: its passes may start on any lane whose timing is over.
                 if profiling {
-                    let ran: Vec<&JobSpec> = group_jobs[gi].iter().zip(p.so_far[gi].iter().flatten()).filter(|(_, r)| r.status != JobStatus::Failed && r.status != JobStatus::TimedOut).map(|(j, _)| *j).collect();
+                    let ran: Vec<&JobSpec> = sr.group_jobs[gi].iter().zip(p.so_far[si][gi].iter().flatten()).filter(|(_, r)| r.status != JobStatus::Failed && r.status != JobStatus::TimedOut).map(|(j, _)| *j).collect();
                     let pieces = split_evenly(&ran, lanes.len());
                     let several = pieces.len() > 1;
-                    p.passes.extend(pieces.into_iter().enumerate().map(|(pi, jobs)| (gi, if several { format!("profile-{gi}-{pi}") } else { format!("profile-{gi}") }, jobs)));
+                    p.open_passes[si] += pieces.len();
+                    p.passes.extend(pieces.into_iter().enumerate().map(|(pi, jobs)| (si, gi, if several { format!("profile-{gi}-{pi}") } else { format!("profile-{gi}") }, jobs)));
                 }
+                p.open_groups[si] -= 1;
                 p.groups_timing -= 1;
                 pass_ready.notify_all();
-                warn_on_error(render_reports(dir));
+                warn_on_error(render_reports(&sr.dir));
+                finish_if_done(&mut p, si)?;
             }
         }
-        // ncu runs on a GPU only after its last timed job: jobs timed right after a profile pass
-        // drifted by up to 6% against a run without ncu, while the group timed before any pass
-        // agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
-        // docs/design-notes.md). Another GPU may still be timing meanwhile.
         loop {
             let mut p = lock();
-            let (gi, tag, jobs) = loop {
+            let (si, gi, tag, jobs) = loop {
                 if stop.load(Ordering::SeqCst) {
                     return Ok(());
                 }
@@ -332,40 +409,24 @@ fn run_suite(lanes: &[&dyn Executor], plan: &SuitePlan, settings: &RunSettings, 
                 p = pass_ready.wait_timeout(p, Duration::from_millis(200)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
             };
             drop(p);
-            bar.set_message(format!("{}: ncu ({} variants)", groups[gi], jobs.len()));
-            let records = lane.profile(&ctx, &tag, &jobs);
+            let sr = &suites[si];
+            bar.set_message(format!("{}: ncu ({} variants)", sr.groups[gi], jobs.len()));
+            let records = lane.profile(&sr.ctx(settings.seed), &tag, &jobs);
             let mut p = lock();
             for r in records {
-                p.failed |= r.error.is_some() || !r.missing.is_empty();
-                append(&Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
+                p.pass_failed[si] |= r.error.is_some() || !r.missing.is_empty();
+                append(sr, &Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
             }
+            p.open_passes[si] -= 1;
             bar.inc(jobs.len() as u64);
-            warn_on_error(render_reports(dir));
+            warn_on_error(render_reports(&sr.dir));
+            finish_if_done(&mut p, si)?;
         }
     };
     on_every_lane(lanes, &envs, &stop, &lane_work)?;
-    let progress = shared.into_inner().unwrap_or_else(|e| e.into_inner());
-    let timed_wrong = progress.so_far.iter().flatten().flatten().any(|r| r.status != JobStatus::Ok);
-    let code = if timed_wrong || progress.failed { exit::JOBS_FAILED } else { exit::OK };
     bar.finish_and_clear();
-    info.finished = Some(now());
-    info.wall_seconds = Some(started.elapsed().as_secs_f64());
-    store::save_info(dir, &info)?;
-    warn_on_error(render_reports(dir));
-    let _ = std::fs::remove_dir_all(&work);
-    Ok(code)
-}
-
-/// What the lanes of one suite share: each job's record so far, how many timing tasks of each
-/// group are left, the ncu passes of the groups already timed, and whether a pass failed.
-struct Progress<'a> {
-    so_far: Vec<Vec<Option<JobRecord>>>,
-    left: Vec<usize>,
-    /// (group, tag, jobs) of each pass ready to run.
-    passes: VecDeque<(usize, String, Vec<&'a JobSpec>)>,
-    /// Groups not yet fully timed: until none is, a lane without a pass waits for one.
-    groups_timing: usize,
-    failed: bool,
+    let p = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    Ok(p.codes.iter().flatten().copied().max().unwrap_or(exit::OK))
 }
 
 /// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
@@ -725,24 +786,33 @@ mod tests {
     }
 
     #[test]
-    fn one_gpu_times_every_job_before_its_first_ncu_pass() {
+    fn one_gpu_times_every_job_of_every_suite_before_its_first_ncu_pass() {
         use std::sync::atomic::AtomicUsize;
         static RUNNING: AtomicUsize = AtomicUsize::new(0);
         static MOST: AtomicUsize = AtomicUsize::new(0);
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         static TAGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let d = tempfile::tempdir().unwrap();
-        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
-        let suites = [suite];
+        let load = |name: &str| crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}/suite.toml"))).unwrap();
+        let suites = [load("shared-memory"), load("warp-divergence")];
         let lane = Busy { mock: MockExecutor::default(), job_ms: 0, running: &RUNNING, most: &MOST, started: &STARTED, mine: AtomicUsize::new(0), tags: &TAGS, lanes: 1 };
         let s = settings(d.path(), true);
         let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
-        assert_eq!(run(&[&lane], &plans, &s, &mut |_| {}).unwrap(), exit::OK);
+        let mut dirs = Vec::new();
+        assert_eq!(run(&[&lane], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
         let tags = TAGS.lock().unwrap().clone();
         let last_job = tags.iter().rposition(|t| t.starts_with("job-")).unwrap();
         let first_pass = tags.iter().position(|t| t.starts_with("profile-")).unwrap();
         assert!(last_job < first_pass, "{tags:?}");
         assert_eq!(MOST.load(Ordering::SeqCst), 1);
+        // Both runs finished, in suite order, each complete.
+        assert_eq!(dirs.len(), 2);
+        for (dir, suite) in dirs.iter().zip(&suites) {
+            let (run, _) = store::load_run(dir).unwrap();
+            assert_eq!(run.info.suite, suite.name());
+            assert!(run.info.finished.is_some() && run.info.wall_seconds.is_some());
+            assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
+        }
     }
 
     #[test]
