@@ -431,7 +431,10 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
 
 /// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
 /// the first error stops the others before their next task and is returned.
-fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &(dyn Fn(usize, &dyn Executor, Option<String>) -> anyhow::Result<()> + Sync)) -> anyhow::Result<()> {
+/// What a lane does: given its index, its executor and its GPU's UUID.
+type LaneWork<'a> = dyn Fn(usize, &dyn Executor, Option<String>) -> anyhow::Result<()> + Sync + 'a;
+
+fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &LaneWork) -> anyhow::Result<()> {
     let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = lanes
             .iter()
