@@ -429,11 +429,11 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
     Ok(p.codes.iter().flatten().copied().max().unwrap_or(exit::OK))
 }
 
-/// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
-/// the first error stops the others before their next task and is returned.
 /// What a lane does: given its index, its executor and its GPU's UUID.
 type LaneWork<'a> = dyn Fn(usize, &dyn Executor, Option<String>) -> anyhow::Result<()> + Sync + 'a;
 
+/// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
+/// the first error stops the others before their next task and is returned.
 fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &LaneWork) -> anyhow::Result<()> {
     let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = lanes
