@@ -472,10 +472,12 @@ fn the_dynamic_parallelism_suite_builds_its_launching_kernels_as_rdc_and_checks_
         }
     }
     let job = |id: &str| s.jobs.iter().find(|j| j.id() == id).unwrap_or_else(|| panic!("no job {id}"));
-    // Every child can wait to start at once: one launch slot each, past the runtime's 2048.
+    // Every child can wait to start at once: one launch slot each, never below the runtime's 2048;
+    // the seed's chains 16 slots a block.
     assert_eq!(job("copy_children[CHILDREN=32768] @ N=16777216").pending_launches, Some(32768));
-    assert_eq!(job("recursive_seed[BLOCK=512] @ N=16777216").pending_launches, Some(32768));
-    assert_eq!(job("recursive_seed[BLOCK=512] @ N=1048576").pending_launches, Some(2048));
+    assert_eq!(job("copy_children[CHILDREN=32] @ N=16777216").pending_launches, Some(2048));
+    assert_eq!(job("recursive_seed[BLOCK=512] @ N=16777216").pending_launches, Some(16 * 32768));
+    assert_eq!(job("recursive_seed[BLOCK=512] @ N=1048576").pending_launches, Some(16 * 2048));
     assert_eq!(job("recursive_nested[BLOCK=512] @ N=16777216").pending_launches, None);
     // The host variant runs the tail variant's two kernels itself.
     let host = job("two_pass_host[BLOCK=512,GRID=1024] @ N=1048576");

@@ -75,8 +75,10 @@ int main(int argc, char** argv)
         return 1;
     }
     const int n = 1 << log2n, block = 512, blocks = n / block, grid = 1024;
-    // Every parent block of recursive_seed and copy_parent may have a child waiting at once.
-    CUDA(cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, blocks > 2048 ? blocks : 2048));
+    // Every parent block of copy_parent may have a child waiting at once, and every block of
+    // recursive_seed a chain of nested launches (9 levels from 512): at 2048 slots (= the blocks at
+    // 2^20) the seed's reduction failed with an unspecified launch failure on an H100.
+    CUDA(cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, 16 * blocks > 2048 ? 16 * blocks : 2048));
     if (print) {
         dynamic_parallelism_check<<<1, 16>>>(16, 0);
         CUDA(cudaGetLastError());
