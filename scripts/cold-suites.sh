@@ -26,21 +26,6 @@ mkdir -p "$OUT" "$WORK/runs"
     echo "exit $?"
   fi
 } > "$OUT/suites.log" 2>&1
-for r in "$WORK"/runs/*/; do
-  echo "== $(basename "$r")" >> "$OUT/suites.log"
-  python3 - "$r/results.jsonl" >> "$OUT/suites.log" <<'PY'
-import json, sys
-for l in open(sys.argv[1], errors="replace"):
-    try:
-        v = json.loads(l)
-    except ValueError:
-        continue
-    if v.get("kind") == "job":
-        s = v.get("summary") or {}
-        m = "graph" if v.get("timing_method", "").startswith("CUDA graph") else "events"
-        err = " | ".join((v.get("error") or "").splitlines()[:8])
-        print(f'{v["id"][:60]:60} {v["status"]:7} {s.get("median", float("nan")):9.4f} ms {m} {err}')
-PY
-done
+python3 "$(dirname "$0")/job-summary.py" "$WORK"/runs/*/ >> "$OUT/suites.log"
 tar -C "$WORK/runs" --exclude='*.ncu-rep' -czf "$OUT/runs.tar.gz" .
 grep -E "^== gpu|^exit" "$OUT/suites.log"

@@ -21,22 +21,7 @@ mkdir -p "$OUT" "$WORK/runs"
   $BIN run --suite cheats --suite-dir tests/gpu --out "$WORK/runs" --quiet
   echo "exit $?"
 } > "$OUT/cxx.log" 2>&1
-for r in "$WORK"/runs/*/; do
-  echo "== $r" >> "$OUT/cxx.log"
-  python3 - "$r/results.jsonl" >> "$OUT/cxx.log" <<'PY'
-import json, sys
-for l in open(sys.argv[1], errors="replace"):
-    try:
-        v = json.loads(l)
-    except ValueError:
-        continue
-    if v.get("kind") == "job":
-        c = v.get("check") or {}
-        s = v.get("summary") or {}
-        err = (v.get("error") or "").splitlines()[:6]
-        print(f'{v["id"]:50} {v["status"]:7} median {s.get("median", float("nan")):.4f} ms rel_err {c.get("rel_error", 0):.2e} {v.get("compilers", [])} {" | ".join(err)}')
-PY
-done
+python3 "$(dirname "$0")/job-summary.py" "$WORK"/runs/*/ >> "$OUT/cxx.log"
 # One archive: the device tool brings back a limited number of files.
 tar -C "$WORK/runs" -czf "$OUT/runs.tar.gz" .
 cat "$OUT/cxx.log"

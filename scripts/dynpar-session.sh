@@ -46,22 +46,6 @@ for s in $STEPS; do
     *) echo "unknown step $s (steps: doctor dp-run dp-profile scan-run scan-profile example)" | tee -a "$log" ;;
   esac
 done
-for r in "$WORK"/runs/*/; do
-  [ -f "$r/results.jsonl" ] || continue
-  echo "== $(basename "$r")" >> "$log"
-  python3 - "$r/results.jsonl" >> "$log" <<'PY'
-import json, sys
-for l in open(sys.argv[1], errors="replace"):
-    try:
-        v = json.loads(l)
-    except ValueError:
-        continue
-    if v.get("kind") == "job":
-        s = v.get("summary") or {}
-        m = "graph" if v.get("timing_method", "").startswith("CUDA graph") else "events"
-        err = " | ".join((v.get("error") or "").splitlines()[:8])
-        print(f'{v["id"][:64]:64} {v["status"]:7} {s.get("median", float("nan")):9.4f} ms {m} {err}')
-PY
-done
+python3 scripts/job-summary.py "$WORK"/runs/*/ >> "$log"
 tar -C "$WORK/runs" --exclude='*.ncu-rep' -czf "$OUT/runs.tar.gz" .
 grep -E "^== (run|profile|doctor|nvcc|gpu-lab)|^== exit" "$log"
