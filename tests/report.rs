@@ -107,6 +107,7 @@ fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
     std::fs::write(d.path().join("report.md"), "the old report").unwrap();
     let out = assert_cmd::Command::cargo_bin("gpu-lab").unwrap().args(["report", d.path().to_str().unwrap(), "--write"]).assert().code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("was not rewritten"));
+    assert!(out.get_output().stdout.is_empty(), "a refused --write prints no report either");
     assert_eq!(std::fs::read_to_string(d.path().join("report.md")).unwrap(), "the old report");
     // A results file that is a directory is an error, not an empty report.
     std::fs::remove_file(d.path().join("results.jsonl")).unwrap();

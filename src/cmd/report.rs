@@ -14,14 +14,15 @@ pub fn report(run: &Path, format: Format, write: bool) -> anyhow::Result<i32> {
         eprintln!("warning: {w}");
     }
     let e = report::exporter(format);
+    let target = run.join(e.file_name());
+    // A report from a partly unreadable results file would hold fewer jobs than the one it
+    // replaces; refused before anything is printed, so that stdout holds a report only on success.
+    if write && !warnings.is_empty() {
+        anyhow::bail!("{} was not rewritten: {} record(s) of the run could not be read (see the warnings above)\n  fix: repair or remove those lines of {}, then run `gpu-lab report {} --write` again", target.display(), warnings.len(), run.join(store::RESULTS).display(), run.display());
+    }
     let text = e.render(&data)?;
     print!("{text}");
     if write {
-        let target = run.join(e.file_name());
-        // A report from a partly unreadable results file would hold fewer jobs than the one it replaces.
-        if !warnings.is_empty() {
-            anyhow::bail!("{} was not rewritten: {} record(s) of the run could not be read (see the warnings above)\n  fix: repair or remove those lines of {}, then run `gpu-lab report {} --write` again", target.display(), warnings.len(), run.join(store::RESULTS).display(), run.display());
-        }
         store::write_atomic(&target, text.as_bytes()).with_context(|| format!("writing {}", target.display()))?;
     }
     Ok(exit::OK)
