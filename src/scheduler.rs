@@ -685,22 +685,41 @@ mod tests {
         assert!(md.contains("### Occupancy") && md.contains("| 37.5%") && md.contains("no limiter: test: no model"), "{md}");
     }
 
-    /// The mock of GPU `index`, whose jobs take `job_ms` of wall time and count how many run at
-    /// once on all lanes; a lane's first job waits (up to 5 s) until another lane has started one.
-    struct Busy {
-        mock: MockExecutor,
-        job_ms: u64,
-        running: &'static std::sync::atomic::AtomicUsize,
-        most: &'static std::sync::atomic::AtomicUsize,
-        started: &'static std::sync::atomic::AtomicUsize,
-        mine: std::sync::atomic::AtomicUsize,
-        /// Every tag any lane used (they name files in the one work directory), in call order.
-        tags: &'static Mutex<Vec<String>>,
-        /// How many lanes the first job waits to see started.
-        lanes: usize,
+    /// What the lanes of one test run share: how many jobs run at once (and the most seen), how
+    /// many lanes have started a job, and every tag used (they name files in the one work
+    /// directory), in call order.
+    #[derive(Default)]
+    struct Watch {
+        running: std::sync::atomic::AtomicUsize,
+        most: std::sync::atomic::AtomicUsize,
+        started: std::sync::atomic::AtomicUsize,
+        tags: Mutex<Vec<String>>,
     }
 
-    impl Executor for Busy {
+    /// The mock of GPU `mock.index`, watched: its jobs take `job_ms` of wall time, or end as
+    /// `failure` says; a lane's first job waits (up to 5 s) until `lanes` lanes have started one.
+    struct Watched<'w> {
+        mock: MockExecutor,
+        watch: &'w Watch,
+        job_ms: u64,
+        lanes: usize,
+        failure: Option<Failure>,
+        mine: std::sync::atomic::AtomicUsize,
+    }
+
+    impl<'w> Watched<'w> {
+        fn new(index: u32, watch: &'w Watch, job_ms: u64, lanes: usize) -> Self {
+            Watched { mock: MockExecutor { index, ..Default::default() }, watch, job_ms, lanes, failure: None, mine: Default::default() }
+        }
+        fn failing(watch: &'w Watch, failure: Failure) -> Self {
+            Watched { failure: Some(failure), ..Watched::new(0, watch, 0, 1) }
+        }
+        fn log(&self, tag: &str) {
+            self.watch.tags.lock().unwrap().push(tag.to_string());
+        }
+    }
+
+    impl Executor for Watched<'_> {
         fn environment(&self) -> crate::executor::Environment {
             self.mock.environment()
         }
@@ -711,53 +730,52 @@ mod tests {
             None
         }
         fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
-            self.tags.lock().unwrap().push(tag.to_string());
+            self.log(tag);
             self.mock.bounds(ctx, tag, bytes)
         }
         fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
-            self.tags.lock().unwrap().push(tag.to_string());
+            self.log(tag);
             self.mock.compute_bound(ctx, tag, bound)
         }
         fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
-            self.tags.lock().unwrap().push(tag.to_string());
-            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
-            self.most.fetch_max(now, Ordering::SeqCst);
+            self.log(tag);
+            if let Some(f) = &self.failure {
+                return Err(f.clone());
+            }
+            let w = self.watch;
+            let now = w.running.fetch_add(1, Ordering::SeqCst) + 1;
+            w.most.fetch_max(now, Ordering::SeqCst);
             if self.mine.fetch_add(1, Ordering::SeqCst) == 0 {
-                self.started.fetch_add(1, Ordering::SeqCst);
+                w.started.fetch_add(1, Ordering::SeqCst);
                 let t0 = Instant::now();
-                while self.started.load(Ordering::SeqCst) < self.lanes && t0.elapsed() < Duration::from_secs(5) {
+                while w.started.load(Ordering::SeqCst) < self.lanes && t0.elapsed() < Duration::from_secs(5) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
             std::thread::sleep(Duration::from_millis(self.job_ms));
-            self.running.fetch_sub(1, Ordering::SeqCst);
+            w.running.fetch_sub(1, Ordering::SeqCst);
             self.mock.job(ctx, tag, job)
         }
         fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
-            self.tags.lock().unwrap().push(tag.to_string());
+            self.log(tag);
             self.mock.profile(ctx, tag, jobs)
         }
     }
 
     #[test]
     fn two_gpus_share_a_suites_jobs_one_job_per_gpu_at_a_time_each_with_its_own_bounds() {
-        use std::sync::atomic::AtomicUsize;
-        static RUNNING: AtomicUsize = AtomicUsize::new(0);
-        static MOST: AtomicUsize = AtomicUsize::new(0);
-        static STARTED: AtomicUsize = AtomicUsize::new(0);
-        static TAGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
         let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
         let suites = [suite];
-        let lane = |index| Busy { mock: MockExecutor { index, ..Default::default() }, job_ms: 5, running: &RUNNING, most: &MOST, started: &STARTED, mine: AtomicUsize::new(0), tags: &TAGS, lanes: 2 };
-        let (a, b) = (lane(0), lane(1));
+        let (a, b) = (Watched::new(0, &watch, 5, 2), Watched::new(1, &watch, 5, 2));
         let s = settings(d.path(), true);
         let mut plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
         screen(&mut plans, &a).unwrap();
         let mut dirs = Vec::new();
         assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
-        assert_eq!(MOST.load(Ordering::SeqCst), 2, "both GPUs ran jobs at once, and never more than one each");
-        let mut tags = TAGS.lock().unwrap().clone();
+        assert_eq!(watch.most.load(Ordering::SeqCst), 2, "both GPUs ran jobs at once, and never more than one each");
+        let mut tags = watch.tags.lock().unwrap().clone();
         let all = tags.len();
         tags.sort();
         tags.dedup();
@@ -790,24 +808,20 @@ mod tests {
 
     #[test]
     fn one_gpu_times_every_job_of_every_suite_before_its_first_ncu_pass() {
-        use std::sync::atomic::AtomicUsize;
-        static RUNNING: AtomicUsize = AtomicUsize::new(0);
-        static MOST: AtomicUsize = AtomicUsize::new(0);
-        static STARTED: AtomicUsize = AtomicUsize::new(0);
-        static TAGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+        let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
         let load = |name: &str| crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}/suite.toml"))).unwrap();
         let suites = [load("shared-memory"), load("warp-divergence")];
-        let lane = Busy { mock: MockExecutor::default(), job_ms: 0, running: &RUNNING, most: &MOST, started: &STARTED, mine: AtomicUsize::new(0), tags: &TAGS, lanes: 1 };
+        let lane = Watched::new(0, &watch, 0, 1);
         let s = settings(d.path(), true);
         let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
         let mut dirs = Vec::new();
         assert_eq!(run(&[&lane], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
-        let tags = TAGS.lock().unwrap().clone();
+        let tags = watch.tags.lock().unwrap().clone();
         let last_job = tags.iter().rposition(|t| t.starts_with("job-")).unwrap();
         let first_pass = tags.iter().position(|t| t.starts_with("profile-")).unwrap();
         assert!(last_job < first_pass, "{tags:?}");
-        assert_eq!(MOST.load(Ordering::SeqCst), 1);
+        assert_eq!(watch.most.load(Ordering::SeqCst), 1);
         // Both runs finished, in suite order, each complete.
         assert_eq!(dirs.len(), 2);
         for (dir, suite) in dirs.iter().zip(&suites) {
@@ -833,35 +847,6 @@ mod tests {
         assert!(split_evenly::<u8>(&[], 3).is_empty());
     }
 
-    /// The mock, except that its jobs end as `failure` says (orchestration only, no numbers).
-    struct Failing {
-        failure: Failure,
-    }
-
-    impl Executor for Failing {
-        fn environment(&self) -> crate::executor::Environment {
-            MockExecutor::default().environment()
-        }
-        fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<crate::parse::query_metrics::Screened> {
-            MockExecutor::default().screen(defs)
-        }
-        fn snapshot(&self) -> Option<crate::records::Snapshot> {
-            None
-        }
-        fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
-            MockExecutor::default().bounds(ctx, tag, bytes)
-        }
-        fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
-            MockExecutor::default().compute_bound(ctx, tag, bound)
-        }
-        fn job(&self, _ctx: &RunContext, _tag: &str, _job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
-            Err(self.failure.clone())
-        }
-        fn profile(&self, _ctx: &RunContext, _tag: &str, _jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
-            Vec::new()
-        }
-    }
-
     #[test]
     fn a_hung_job_keeps_its_log_and_a_fatal_failure_stops_the_run_unfinished() {
         let d = tempfile::tempdir().unwrap();
@@ -870,14 +855,15 @@ mod tests {
         let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
         let log = d.path().join("hung.log");
         std::fs::write(&log, "started, then nothing").unwrap();
-        let hung = Failing { failure: Failure::TimedOut { after: Duration::from_secs(20), log: Some(log) } };
+        let watch = Watch::default();
+        let hung = Watched::failing(&watch, Failure::TimedOut { after: Duration::from_secs(20), log: Some(log) });
         let mut dirs = Vec::new();
         assert_eq!(run(&[&hung], &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::JOBS_FAILED);
         let (data, _) = store::load_run(&dirs[0]).unwrap();
         assert!(data.jobs.iter().all(|j| j.status == JobStatus::TimedOut && j.error.as_deref().unwrap().contains("(full log: logs/job-")));
         assert_eq!(std::fs::read_dir(dirs[0].join("logs")).unwrap().count(), data.jobs.len());
 
-        let fatal = Failing { failure: Failure::Fatal("could not start gpu-lab".into()) };
+        let fatal = Watched::failing(&watch, Failure::Fatal("could not start gpu-lab".into()));
         let out = d.path().join("fatal");
         let e = run(&[&fatal], &plans, &settings(&out, false), &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("could not start gpu-lab"));
