@@ -20,6 +20,7 @@ use crate::store;
 use crate::suite::{JobSpec, Suite};
 
 /// One suite, ready to run: its selected jobs and the metrics to profile them with.
+#[derive(Clone)]
 pub struct SuitePlan<'a> {
     pub suite: &'a Suite,
     pub jobs: Vec<JobSpec>,

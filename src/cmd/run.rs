@@ -108,19 +108,19 @@ pub fn run(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, m
 /// side (one run directory per model: `gpu-lab compare` puts them in one table).
 pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
     let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
-    let catalog = config.catalog()?;
-    // Planned once before any GPU starts: a typo in a variant name fails here.
-    scheduler::plan(&suites, &args.variant, profile.as_ref(), catalog)?;
+    // Planned once, before any GPU starts (a typo in a variant name fails here); each model's
+    // GPUs then screen their own copy of the plans against what their ncu can collect.
+    let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
+    let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
     let gpus = selected_gpus(args, mock)?;
     let executors = gpus.iter().map(|&g| executor(config, g, profile.is_some(), mock, gpus.len() > 1)).collect::<anyhow::Result<Vec<_>>>()?;
     let models: Vec<String> = executors.iter().map(|e| { let env = e.environment(); env.device.map(|d| d.name).unwrap_or(env.label) }).collect();
     let finished = std::sync::Mutex::new(finished);
     let run_pool = |pool: &[usize]| -> anyhow::Result<i32> {
         let lanes: Vec<&dyn Executor> = pool.iter().map(|&i| executors[i].as_ref()).collect();
-        let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), catalog)?;
-        let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
+        let mut plans = plans.clone();
         scheduler::screen(&mut plans, lanes[0])?;
-        let settings = RunSettings { shard, ..settings(config, args, profile.clone(), command_line.clone()) };
+        let settings = RunSettings { shard: shard.clone(), ..settings(config, args, profile.clone(), command_line.clone()) };
         scheduler::run(&lanes, &plans, &settings, &mut |dir| (finished.lock().unwrap_or_else(|e| e.into_inner()))(dir))
     };
     let pools = scheduler::pools_by_model(&models);
