@@ -267,6 +267,9 @@ pub enum Command {
         /// Also measure the FP32 multiply-add rate.
         #[arg(long)]
         fma: bool,
+        /// Also measure the host link (pinned and pageable copies each way).
+        #[arg(long)]
+        host_link: bool,
     },
     /// Child process: time a vendor compute bound (cuBLAS) at a job's shape.
     #[command(name = "__compute_bound", hide = true)]

@@ -13,7 +13,7 @@ use crate::executor::{Environment, Executor, Failure, RunContext};
 use crate::exit;
 use crate::metrics::{Catalog, MetricDef};
 use crate::profiler::ClockControl;
-use crate::records::{groups_in_order, BoundSpec, BoundsRecord, CacheState, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, ProfileRecord, Record, RunInfo, ShardInfo, TimingConfig};
+use crate::records::{groups_in_order, BoundSpec, BoundsRecord, HostLinkBounds, CacheState, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, ProfileRecord, Record, RunInfo, ShardInfo, TimingConfig};
 use crate::report;
 use crate::stats;
 use crate::store;
@@ -193,6 +193,7 @@ struct SuiteRun<'p> {
     timing: TimingConfig,
     clock_control: ClockControl,
     fma: bool,
+    host_link: bool,
     timeout: Duration,
     groups: Vec<String>,
     group_jobs: Vec<Vec<&'p JobSpec>>,
@@ -235,11 +236,12 @@ impl<'p> SuiteRun<'p> {
         let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
         let group_jobs = groups.iter().map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect()).collect();
         let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
-        Ok((SuiteRun { plan, dir, work, timing, clock_control, fma, timeout: settings.timeout, groups, group_jobs, began: OnceLock::new() }, info))
+        let host_link = plan.jobs.iter().any(JobSpec::crosses_host_link);
+        Ok((SuiteRun { plan, dir, work, timing, clock_control, fma, host_link, timeout: settings.timeout, groups, group_jobs, began: OnceLock::new() }, info))
     }
 
     fn ctx(&self, seed: u64) -> RunContext<'_> {
-        RunContext { dir: &self.dir, work: &self.work, timing: &self.timing, seed, timeout: self.timeout, metrics: &self.plan.metrics, clock_control: self.clock_control, fma: self.fma }
+        RunContext { dir: &self.dir, work: &self.work, timing: &self.timing, seed, timeout: self.timeout, metrics: &self.plan.metrics, clock_control: self.clock_control, fma: self.fma, host_link: self.host_link }
     }
 }
 
@@ -476,7 +478,7 @@ pub fn split_evenly<T: Clone>(items: &[T], pieces: usize) -> Vec<Vec<T>> {
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
 fn bounds(executor: &dyn Executor, ctx: &RunContext, tag: &str, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<BoundsRecord> {
     let bytes = jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
-    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e), fma: None, gpu: None };
+    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e), fma: None, gpu: None, host: None };
     if bytes == 0 {
         return Ok(failed("the group has no buffers to copy".into()));
     }
@@ -489,6 +491,7 @@ fn bounds(executor: &dyn Executor, ctx: &RunContext, tag: &str, group: &str, job
             error: None,
             fma: o.fma.and_then(|(samples, flops, sm_count)| Some(FmaRate { flops, summary: stats::summarize(&samples)?, sm_count })),
             gpu: None,
+            host: o.host.as_ref().map(HostLinkBounds::from_samples),
         },
         Err(Failure::Fatal(why)) => bail!("{why}"),
         Err(f) => failed(f.message()),
@@ -554,6 +557,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.sample_clock_mhz = o.sample_clock_mhz;
             record.occupancy = o.occupancy;
             record.occupancy_error = o.occupancy_error;
+            record.timeline = o.timeline;
             record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
             record.compilers.dedup();
         }

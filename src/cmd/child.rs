@@ -33,9 +33,9 @@ pub fn profile_pass(specs: &Path, child: &ChildArgs, seed: u64) -> anyhow::Resul
     Ok(exit::OK)
 }
 
-pub fn bounds(bytes: u64, out: &Path, child: &ChildArgs, timing: &Path, fma: bool) -> anyhow::Result<i32> {
+pub fn bounds(bytes: u64, out: &Path, child: &ChildArgs, timing: &Path, fma: bool, host_link: bool) -> anyhow::Result<i32> {
     let timing: TimingConfig = read_json(timing)?;
-    let outcome = runner::run_bounds(&open(child)?, bytes, &timing, fma)?;
+    let outcome = runner::run_bounds(&open(child)?, bytes, &timing, fma, host_link)?;
     write_json(out, &outcome)?;
     Ok(exit::OK)
 }

@@ -21,7 +21,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
     match cli.command {
         Command::Job { spec, out, child, seed } => return child::job(&spec, &out, &child, seed),
         Command::ProfilePass { specs, child, seed } => return child::profile_pass(&specs, &child, seed),
-        Command::Bounds { bytes, out, child, timing, fma } => return child::bounds(bytes, &out, &child, &timing, fma),
+        Command::Bounds { bytes, out, child, timing, fma, host_link } => return child::bounds(bytes, &out, &child, &timing, fma, host_link),
         Command::ComputeBound { bound, out, child, timing } => return child::compute_bound(&bound, &out, &child, &timing),
         _ => {}
     }

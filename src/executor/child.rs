@@ -109,6 +109,9 @@ impl Executor for ChildExecutor {
         if ctx.fma {
             cmd.arg("--fma");
         }
+        if ctx.host_link {
+            cmd.arg("--host-link");
+        }
         self.run_child(ctx, cmd, &log, &out)
     }
 

@@ -7,8 +7,9 @@ use crate::metrics::{self, MetricDef};
 use crate::parse::query_metrics::Screened;
 use crate::parse::KernelRow;
 use crate::profiler::pass;
-use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot};
-use crate::suite::JobSpec;
+use crate::records::{BoundSpec, BoundsOutcome, HostLinkSamples, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot};
+use crate::records::{StepKind, StepTime, Timeline};
+use crate::suite::{JobSpec, StepProgram};
 
 /// The name the mock device carries into every run, report and baseline it touches.
 pub const MOCK_DEVICE: &str = "MOCK GPU (no GPU was used: every number is a stand-in)";
@@ -58,6 +59,30 @@ impl MockExecutor {
     }
 }
 
+impl MockExecutor {
+    /// A stand-in timeline of a host program, so that reports and timeline pictures can be tested:
+    /// each stream's steps back to back (copies at 50 GB/s, kernels sharing the job's stand-in
+    /// time), marked mock.
+    fn stand_in_timeline(&self, job: &JobSpec, program: &StepProgram) -> Timeline {
+        let per_kernel = self.stand_in_ms(job) / job.launches.len().max(1) as f64;
+        let mut cursor: BTreeMap<String, f64> = BTreeMap::new();
+        let steps = program
+            .steps
+            .iter()
+            .filter_map(|s| {
+                let kind = s.action.kind()?;
+                let bytes = s.action.bytes(&job.buffers);
+                let ms = if kind == StepKind::Kernel { per_kernel } else { bytes as f64 / 50e6 + LAUNCH_MS };
+                let stream = program.stream_name(s.stream);
+                let start = *cursor.get(&stream).unwrap_or(&0.0);
+                cursor.insert(stream.clone(), start + ms);
+                Some(StepTime { label: s.label.clone(), kind, stream, start_ms: start, end_ms: start + ms, bytes, median_ms: ms })
+            })
+            .collect::<Vec<_>>();
+        Timeline { total_ms: steps.iter().map(|s| s.end_ms).fold(0.0, f64::max), steps, mock: true }
+    }
+}
+
 impl Executor for MockExecutor {
     fn environment(&self) -> Environment {
         let device = DeviceInfo {
@@ -94,7 +119,16 @@ impl Executor for MockExecutor {
         let ms = 2.0 * bytes as f64 / BYTES_PER_MS;
         // Stand-in FMA rate: 1000 GFLOP/s on 8 "SMs" (a rate that says 32 lanes at 1953 MHz).
         let fma = ctx.fma.then(|| (samples(&format!("{tag} fma"), 1.0), FLOPS_PER_MS, 8));
-        Ok(BoundsOutcome { bytes, memcpy_samples_ms: samples(&format!("{tag} memcpy"), ms * 1.05), kernel_samples_ms: samples(&format!("{tag} kernel"), ms), fma })
+        // Stand-in host link: 50 GB/s pinned each way, 80 bidirectional, 20 pageable.
+        let link = |what: &str, gbs: f64, ways: f64| samples(&format!("{tag} {what}"), ways * bytes as f64 / (gbs * 1e6));
+        let host = ctx.host_link.then(|| HostLinkSamples {
+            h2d_pinned: link("h2d pinned", 50.0, 1.0),
+            d2h_pinned: link("d2h pinned", 50.0, 1.0),
+            bidirectional_pinned: link("bidirectional pinned", 80.0, 2.0),
+            h2d_pageable: link("h2d pageable", 20.0, 1.0),
+            d2h_pageable: link("d2h pageable", 20.0, 1.0),
+        });
+        Ok(BoundsOutcome { bytes, memcpy_samples_ms: samples(&format!("{tag} memcpy"), ms * 1.05), kernel_samples_ms: samples(&format!("{tag} kernel"), ms), fma, host })
     }
 
     fn compute_bound(&self, _ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<ComputeOutcome, Failure> {
@@ -125,6 +159,7 @@ impl Executor for MockExecutor {
             // Nothing was loaded: no registers, no occupancy (a stand-in here would read as a measurement).
             occupancy: Vec::new(),
             occupancy_error: None,
+            timeline: job.steps.as_ref().map(|p| self.stand_in_timeline(job, p)),
         })
     }
 

@@ -45,6 +45,8 @@ pub struct RunContext<'a> {
     pub clock_control: ClockControl,
     /// Some job declares flops: the bounds include the FP32 multiply-add rate.
     pub fma: bool,
+    /// Some job copies between host and device: the bounds include the host link's copies.
+    pub host_link: bool,
 }
 
 /// Why a job (or a bound) has no outcome.

@@ -13,9 +13,11 @@ use crate::verify::{Correctness, ElemType, MatmulShape};
 
 mod environment;
 mod outcome;
+mod timeline;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
+pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
+pub use timeline::{Overlap, StepKind, StepTime, Timeline};
 
 /// The run's environment fingerprint and configuration (`run.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -242,6 +244,9 @@ pub struct JobRecord {
     /// Why the child could not read the occupancy, where it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occupancy_error: Option<String>,
+    /// A host program's steps in its median sample (`crate::records::Timeline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -355,6 +360,46 @@ pub struct BoundsRecord {
     /// The UUID of the GPU it was measured on: each GPU of a `--gpus` run has its own bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
+    /// The host link's copies of `bytes`, for suites whose variants copy between host and device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostLinkBounds>,
+}
+
+/// The host link measured in the same run: copies of `BoundsRecord::bytes` each way.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct HostLinkBounds {
+    pub h2d_pinned: Option<Summary>,
+    pub d2h_pinned: Option<Summary>,
+    /// `bytes` each way at once, on two streams.
+    pub bidirectional_pinned: Option<Summary>,
+    pub h2d_pageable: Option<Summary>,
+    pub d2h_pageable: Option<Summary>,
+}
+
+impl HostLinkBounds {
+    pub fn from_samples(s: &HostLinkSamples) -> Self {
+        HostLinkBounds {
+            h2d_pinned: crate::stats::summarize(&s.h2d_pinned),
+            d2h_pinned: crate::stats::summarize(&s.d2h_pinned),
+            bidirectional_pinned: crate::stats::summarize(&s.bidirectional_pinned),
+            h2d_pageable: crate::stats::summarize(&s.h2d_pageable),
+            d2h_pageable: crate::stats::summarize(&s.d2h_pageable),
+        }
+    }
+
+    /// GB/s of a copy of `bytes` timed as `s` (a bidirectional copy moves `bytes` each way).
+    pub fn gbs(bytes: u64, s: &Option<Summary>, ways: f64) -> Option<f64> {
+        s.as_ref().filter(|s| s.median > 0.0).map(|s| per_second_g(ways * bytes as f64, s.median))
+    }
+
+    /// The pinned bandwidth a copy of this kind is compared with.
+    pub fn pinned_gbs(&self, bytes: u64, kind: StepKind) -> Option<f64> {
+        match kind {
+            StepKind::H2d => Self::gbs(bytes, &self.h2d_pinned, 1.0),
+            StepKind::D2h => Self::gbs(bytes, &self.d2h_pinned, 1.0),
+            _ => None,
+        }
+    }
 }
 
 /// The measured FP32 FMA rate of the card and what it says about its peak.

@@ -109,6 +109,9 @@ pub struct JobOutcome {
     /// the job runs on without it.
     #[serde(default)]
     pub occupancy_error: Option<String>,
+    /// A host program's steps in one sample (the one nearest the median), with each step's median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::records::Timeline>,
 }
 
 /// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the
@@ -270,6 +273,24 @@ pub struct BoundsOutcome {
     /// Asked for suites with flops: the FMA kernel's samples, its flops per launch and the SM count.
     #[serde(default)]
     pub fma: Option<(Vec<f64>, f64, u32)>,
+    /// Asked for suites whose variants copy between host and device: the host link's copies of `bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostLinkSamples>,
+}
+
+/// The host link's bounds, as samples of copies of `bytes` bytes (ms each).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct HostLinkSamples {
+    /// Pinned host to device.
+    pub h2d_pinned: Vec<f64>,
+    /// Device to pinned host.
+    pub d2h_pinned: Vec<f64>,
+    /// Both at once on two streams, `bytes` each way: the time until both are done.
+    pub bidirectional_pinned: Vec<f64>,
+    /// Pageable (malloc'd) host to device.
+    pub h2d_pageable: Vec<f64>,
+    /// Device to pageable host.
+    pub d2h_pageable: Vec<f64>,
 }
 
 /// What a child reports for one compute bound: the samples of the vendor routine.

@@ -258,7 +258,21 @@ fn occupancy_of(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec]) -> Result<V
 struct Buffers {
     device: Vec<CudaSlice<u8>>,
     initial: Vec<Option<HostData>>,
-    pointers: Vec<u64>,
+    pointers: Pointers,
+}
+
+/// Where each buffer is, as a kernel sees it, and its element size (for `a[offset]` arguments).
+#[derive(Clone, Default)]
+struct Pointers {
+    base: Vec<u64>,
+    elem_bytes: Vec<u64>,
+}
+
+impl Pointers {
+    /// The address of element `at` of buffer `i`.
+    fn at(&self, i: usize, at: u64) -> u64 {
+        self.base[i] + at * self.elem_bytes[i]
+    }
 }
 
 impl Buffers {
@@ -272,6 +286,7 @@ impl Buffers {
             pointers.push(slice.device_ptr(&gpu.stream).0);
             device.push(slice);
         }
+        let pointers = Pointers { base: pointers, elem_bytes: spec.buffers.iter().map(|b| b.elem.size() as u64).collect() };
         let mut bufs = Buffers { device, initial: vec![None; spec.buffers.len()], pointers };
         bufs.reseed(spec, seed);
         Ok(bufs)
@@ -302,7 +317,7 @@ impl Buffers {
                 None => {
                     let byte = if b.init == Init::Poison { 0xFF } else { 0 };
                     // SAFETY: the pointer and length are those of a live allocation on this stream.
-                    unsafe { cudarc::driver::result::memset_d8_async(self.pointers[i], byte, b.bytes() as usize, gpu.stream.cu_stream()) }
+                    unsafe { cudarc::driver::result::memset_d8_async(self.pointers.base[i], byte, b.bytes() as usize, gpu.stream.cu_stream()) }
                         .doing(format!("filling buffer `{}`", b.name))?;
                 }
             }
@@ -319,13 +334,14 @@ impl Buffers {
 }
 
 /// Launches every kernel of a variant once, in order.
-fn launch_all(stream: &Arc<CudaStream>, loaded: &Loaded, launches: &[LaunchSpec], pointers: &[u64]) -> Result<(), RunError> {
+fn launch_all(stream: &Arc<CudaStream>, loaded: &Loaded, launches: &[LaunchSpec], pointers: &Pointers) -> Result<(), RunError> {
     for l in launches {
         let f = &loaded.functions[&l.kernel];
         let mut b = stream.launch_builder(f);
         // Arguments live in this vector until the launch is queued (the builder keeps pointers to them).
         let values: Vec<ArgSpec> = l.args.iter().map(|a| match a {
-            ArgSpec::Buffer(i) => ArgSpec::U64(pointers[*i]),
+            ArgSpec::Buffer(i) => ArgSpec::U64(pointers.at(*i, 0)),
+            ArgSpec::BufferAt(i, at) => ArgSpec::U64(pointers.at(*i, *at)),
             other => *other,
         }).collect();
         for v in &values {
@@ -337,7 +353,7 @@ fn launch_all(stream: &Arc<CudaStream>, loaded: &Loaded, launches: &[LaunchSpec]
                 ArgSpec::F32(x) => b.arg(x),
                 ArgSpec::F64(x) => b.arg(x),
                 ArgSpec::F16(x) | ArgSpec::Bf16(x) => b.arg(x),
-                ArgSpec::Buffer(_) => unreachable!("replaced by its pointer above"),
+                ArgSpec::Buffer(_) | ArgSpec::BufferAt(..) => unreachable!("replaced by its pointer above"),
             };
         }
         let cfg = LaunchConfig { grid_dim: (l.grid[0], l.grid[1], l.grid[2]), block_dim: (l.block[0], l.block[1], l.block[2]), shared_mem_bytes: l.shared_bytes };
@@ -731,6 +747,7 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         verified_during,
         occupancy,
         occupancy_error,
+        timeline: None,
     })
 }
 
@@ -799,7 +816,7 @@ fn run_fma(gpu: &Gpu, cfg: &TimingConfig, sms: u32) -> Result<(Vec<f64>, f64, u3
 }
 
 /// The copy bounds over `bytes`, and with `fma` the FP32 multiply-add rate.
-pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool) -> Result<BoundsOutcome, RunError> {
+pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool, host_link: bool) -> Result<BoundsOutcome, RunError> {
     let bytes = bytes.div_ceil(16) * 16;
     let src_data = HostData::init(ElemType::U32, (bytes / 4) as usize, Init::Random, 1);
     let src = gpu.stream.clone_htod(src_data.as_bytes()).doing("uploading the copy source")?;
@@ -825,7 +842,8 @@ pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool) -> Resul
     })?
     .samples_ms;
     let fma = if fma { Some(run_fma(gpu, cfg, sms as u32)?) } else { None };
-    Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms, fma })
+    let _ = host_link;
+    Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms, fma, host: None })
 }
 
 /// cuBLAS at a matmul shape, math mode pinned to `CUBLAS_DEFAULT_MATH` (FP32 without TF32 tensor

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::records::{format_params, BoundSpec, JobKey, Work};
+pub use crate::records::{format_params, BoundSpec, JobKey, StepKind, Work};
 use crate::verify::{CorrectnessSpec, ElemType, Init};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -28,6 +28,10 @@ pub struct JobSpec {
     pub pending_launches: Option<u32>,
     #[serde(flatten)]
     pub work: Work,
+    /// A host program instead of bare launches: copies, launches, events and syncs on streams
+    /// (`launches` then holds the kernel steps' launches, in step order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepProgram>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -69,6 +73,8 @@ pub struct Reference {
     pub variant: String,
     pub program: Program,
     pub launches: Vec<LaunchSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepProgram>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -85,6 +91,9 @@ pub struct LaunchSpec {
 pub enum ArgSpec {
     /// Device pointer to the buffer with this index.
     Buffer(usize),
+    /// Device pointer to element `.1` of buffer `.0` (a chunk of it: `a[chunk * M]`).
+    #[serde(rename = "buffer_at")]
+    BufferAt(usize, u64),
     I32(i32),
     U32(u32),
     I64(i64),
@@ -103,7 +112,7 @@ impl ArgSpec {
         match self {
             ArgSpec::F16(_) | ArgSpec::Bf16(_) => 2,
             ArgSpec::I32(_) | ArgSpec::U32(_) | ArgSpec::F32(_) => 4,
-            ArgSpec::Buffer(_) | ArgSpec::I64(_) | ArgSpec::U64(_) | ArgSpec::F64(_) => 8,
+            ArgSpec::Buffer(_) | ArgSpec::BufferAt(..) | ArgSpec::I64(_) | ArgSpec::U64(_) | ArgSpec::F64(_) => 8,
         }
     }
 
@@ -111,6 +120,7 @@ impl ArgSpec {
     pub fn describe(&self, buffers: &[BufferSpec]) -> String {
         match self {
             ArgSpec::Buffer(i) => format!("{}* {}", buffers.get(*i).map_or("?", |b| b.elem.name()), buffers.get(*i).map_or("?", |b| b.name.as_str())),
+            ArgSpec::BufferAt(i, at) => format!("{}* {}[{at}]", buffers.get(*i).map_or("?", |b| b.elem.name()), buffers.get(*i).map_or("?", |b| b.name.as_str())),
             ArgSpec::I32(v) => format!("i32 {v}"),
             ArgSpec::U32(v) => format!("u32 {v}"),
             ArgSpec::I64(v) => format!("i64 {v}"),
@@ -155,6 +165,206 @@ pub struct BufferSpec {
     /// Starts as buffer `from`'s initial values, converted to this buffer's type.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<usize>,
+    /// Where it lives: device memory (the default) or one of the host kinds.
+    #[serde(default, skip_serializing_if = "Memory::is_device")]
+    pub memory: Memory,
+    /// Unified-memory advice set once, after allocation (managed buffers only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advise: Vec<Advice>,
+}
+
+/// Where a buffer's memory is, as a CUDA program allocates it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Memory {
+    /// `cuMemAlloc`: device memory.
+    #[default]
+    Device,
+    /// `malloc`: ordinary host memory; the driver stages copies through a pinned buffer of its own.
+    Pageable,
+    /// `cuMemHostAlloc`: page-locked host memory, copied by DMA.
+    Pinned,
+    /// `cuMemHostAlloc(DEVICEMAP)`: page-locked host memory a kernel reads and writes over the bus (zero-copy).
+    Mapped,
+    /// `cuMemAllocManaged`: unified memory, migrated between host and device on demand or by prefetch.
+    Managed,
+}
+
+impl Memory {
+    pub fn is_device(&self) -> bool {
+        *self == Memory::Device
+    }
+
+    /// A kernel may take a pointer to it.
+    pub fn kernel_visible(self) -> bool {
+        matches!(self, Memory::Device | Memory::Mapped | Memory::Managed)
+    }
+
+    /// It may be the host side of a copy (the source of `h2d`, the target of `d2h`).
+    pub fn host_side(self) -> bool {
+        !matches!(self, Memory::Device)
+    }
+
+    /// It may be the device side of a copy.
+    pub fn device_side(self) -> bool {
+        matches!(self, Memory::Device | Memory::Managed)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Memory::Device => "device",
+            Memory::Pageable => "pageable",
+            Memory::Pinned => "pinned",
+            Memory::Mapped => "mapped",
+            Memory::Managed => "managed",
+        }
+    }
+}
+
+/// Unified-memory advice (`cuMemAdvise`) for a managed buffer.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Advice {
+    /// Read-mostly: read-only copies may live on every processor that reads it.
+    ReadMostly,
+    /// Its pages prefer to stay on the device.
+    PreferredLocationDevice,
+    /// Its pages prefer to stay on the host.
+    PreferredLocationHost,
+    /// The device maps it, so that reads from there do not fault.
+    AccessedByDevice,
+}
+
+/// A variant written as a host program: its steps in issue order, the streams it creates and the
+/// events its steps record and wait on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StepProgram {
+    pub steps: Vec<Step>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<StreamSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
+}
+
+/// A stream the variant creates (`stream[2]` of a family of them is one with its index in the name).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StreamSpec {
+    pub name: String,
+    /// `CU_STREAM_NON_BLOCKING`: it does not synchronise with the NULL stream.
+    #[serde(default)]
+    pub non_blocking: bool,
+}
+
+/// One step of a host program.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Step {
+    /// How reports and timelines name it (`h2d a[2]`, `kernel sum_arrays[2]`).
+    pub label: String,
+    /// The stream it is issued on (index into `StepProgram::streams`); None: the NULL stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<usize>,
+    /// The chunk it belongs to, when it was repeated over chunks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<u64>,
+    pub action: Action,
+}
+
+/// Elements `offset .. offset + len` of a buffer.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Region {
+    pub buffer: usize,
+    pub offset: u64,
+    pub len: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    H2d,
+    D2h,
+    D2d,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::H2d => "h2d",
+            Direction::D2h => "d2h",
+            Direction::D2d => "d2d",
+        }
+    }
+}
+
+/// Where a prefetch moves a managed buffer's pages.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Location {
+    Device,
+    Host,
+}
+
+/// What a step does.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Action {
+    /// `cuMemcpy` (the host waits) or `cuMemcpyAsync` on the step's stream.
+    Copy { direction: Direction, from: Region, to: Region, asynchronous: bool },
+    /// `launches[launch]` on the step's stream.
+    Kernel { launch: usize },
+    /// `cuMemsetD8Async` of the region's bytes.
+    Memset { region: Region, value: u8 },
+    /// `cuMemPrefetchAsync` of a managed buffer's region.
+    Prefetch { region: Region, to: Location },
+    /// `cuEventRecord` of event `event` on the step's stream.
+    Record { event: usize },
+    /// `cuStreamWaitEvent`: the step's stream waits for event `event`.
+    Wait { event: usize },
+    /// The host waits: for the device, the step's stream (`stream`), or an event.
+    Sync { target: SyncTarget },
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncTarget {
+    /// `cuCtxSynchronize`.
+    Device,
+    /// `cuStreamSynchronize` of the step's stream.
+    Stream,
+    /// `cuEventSynchronize` of this event.
+    Event(usize),
+}
+
+impl StepProgram {
+    /// A stream's name as reports show it (`NULL` for the NULL stream).
+    pub fn stream_name(&self, stream: Option<usize>) -> String {
+        stream.and_then(|i| self.streams.get(i)).map_or("NULL".to_string(), |s| s.name.clone())
+    }
+}
+
+impl Action {
+    /// What the timeline calls its work (None for records, waits and syncs, which only order it).
+    pub fn kind(&self) -> Option<StepKind> {
+        Some(match self {
+            Action::Copy { direction: Direction::H2d, .. } => StepKind::H2d,
+            Action::Copy { direction: Direction::D2h, .. } => StepKind::D2h,
+            Action::Copy { direction: Direction::D2d, .. } => StepKind::D2d,
+            Action::Kernel { .. } => StepKind::Kernel,
+            Action::Memset { .. } => StepKind::Memset,
+            Action::Prefetch { .. } => StepKind::Prefetch,
+            Action::Record { .. } | Action::Wait { .. } | Action::Sync { .. } => return None,
+        })
+    }
+
+    /// The bytes it moves (copies, memsets, prefetches), for its bandwidth.
+    pub fn bytes(&self, buffers: &[BufferSpec]) -> u64 {
+        let of = |r: &Region| r.len * buffers.get(r.buffer).map_or(0, |b| b.elem.size() as u64);
+        match self {
+            Action::Copy { from, .. } => of(from),
+            Action::Memset { region, .. } | Action::Prefetch { region, .. } => of(region),
+            _ => 0,
+        }
+    }
+
 }
 
 impl BufferSpec {
@@ -175,6 +385,12 @@ impl JobSpec {
 
     pub fn label(&self) -> String {
         self.key.label()
+    }
+
+    /// Some step copies between host and device or prefetches managed memory: its group's bounds
+    /// include the host link.
+    pub fn crosses_host_link(&self) -> bool {
+        self.steps.iter().flat_map(|p| &p.steps).any(|s| matches!(s.action, Action::Copy { direction: Direction::H2d | Direction::D2h, .. } | Action::Prefetch { .. }))
     }
 
     pub fn threads_per_launch(&self) -> Vec<u64> {

@@ -99,6 +99,13 @@ pub struct BufferDecl {
     /// Instead of `init`: the initial values of this earlier buffer, converted to this buffer's
     /// type (an f16 input holding an f32 input's numbers, rounded).
     pub from: Option<String>,
+    /// Where it lives: `device` (the default), `pageable`, `pinned`, `mapped` (zero-copy) or
+    /// `managed` (unified memory). Host kinds are for variants written as `steps`.
+    pub memory: Option<crate::suite::Memory>,
+    /// Unified-memory advice for a managed buffer: `read_mostly`, `preferred_location_device`,
+    /// `preferred_location_host`, `accessed_by_device`.
+    #[serde(default)]
+    pub advise: Vec<crate::suite::Advice>,
 }
 
 /// A check's accepted error: a relative error (`1e-3`), or a multiple of the output type's
@@ -226,6 +233,13 @@ pub struct VariantDecl {
     /// Several launches in order; replaces the single-launch fields.
     #[serde(default)]
     pub launches: Vec<LaunchDecl>,
+    /// A host program instead of launches: copies, kernels, memsets, prefetches, events and
+    /// syncs, each on a stream, in issue order (docs/suite-format.md, steps).
+    #[serde(default)]
+    pub steps: Vec<StepDecl>,
+    /// The streams its steps use besides the NULL stream.
+    #[serde(default)]
+    pub streams: Vec<StreamDecl>,
     /// Fixed parameters of this variant.
     #[serde(default)]
     pub params: BTreeMap<String, i64>,
@@ -250,4 +264,61 @@ pub struct VariantDecl {
     pub check: Option<CorrectnessDecl>,
     pub bytes: Option<String>,
     pub flops: Option<String>,
+}
+
+/// A stream of a host-program variant, or with `count` a family of them (`work[0]` .. `work[count-1]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamDecl {
+    pub name: String,
+    /// How many (an expression); a family's streams are named `name[i]`.
+    pub count: Option<String>,
+    /// `CU_STREAM_NON_BLOCKING`: it does not wait for (nor block) the NULL stream.
+    #[serde(default)]
+    pub non_blocking: bool,
+}
+
+/// One step of a host-program variant (`[[variants.steps]]`): exactly one of `copy`, `kernel`,
+/// `memset`, `prefetch`, `record`, `wait`, `sync`, or `each` (steps repeated per chunk).
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StepDecl {
+    /// `h2d`, `d2h` or `d2d`: a copy `from` one buffer (or `buf[offset]`) `to` another.
+    pub copy: Option<String>,
+    pub from: Option<String>,
+    /// A copy's target buffer; a prefetch's destination (`device` or `host`).
+    pub to: Option<String>,
+    /// Elements copied, set or prefetched (an expression; default: from the offset to the end).
+    pub count: Option<String>,
+    /// A copy with `cuMemcpyAsync` on the step's stream (the host goes on); else `cuMemcpy`.
+    #[serde(rename = "async", default)]
+    pub asynchronous: bool,
+    /// A kernel launch, with `grid`, `block`, `args` and `shared_bytes` as in a launch.
+    pub kernel: Option<String>,
+    pub grid: Option<Vec<String>>,
+    pub block: Option<Vec<String>>,
+    pub args: Option<Vec<String>>,
+    pub shared_bytes: Option<String>,
+    /// Sets every byte of a buffer (or `buf[offset]` with `count`) to `value`.
+    pub memset: Option<String>,
+    pub value: Option<u8>,
+    /// Moves a managed buffer's pages `to` the device or the host ahead of use.
+    pub prefetch: Option<String>,
+    /// Records this event (`done`, or `done[chunk]`) on the step's stream.
+    pub record: Option<String>,
+    /// The step's stream waits for this event (recorded by an earlier step).
+    pub wait: Option<String>,
+    /// The host waits: `device`, `stream` (the step's stream) or `event` (with `event`).
+    pub sync: Option<String>,
+    pub event: Option<String>,
+    /// The stream it is issued on: a declared stream, `name[index]` of a family, or `null` (the default).
+    pub stream: Option<String>,
+    /// Repeat the step (or the group in `each`) for chunk = 0 .. chunks-1; expressions see
+    /// `chunk` and `chunks`.
+    pub chunks: Option<String>,
+    /// With `chunks`: the steps done for each chunk in turn (chunk 0's, then chunk 1's, ...).
+    #[serde(default)]
+    pub each: Vec<StepDecl>,
+    /// What reports and timelines call it (default: the action and its buffer, `h2d a`).
+    pub label: Option<String>,
 }

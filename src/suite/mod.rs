@@ -89,6 +89,9 @@ macro_rules! at {
     ($($seg:expr),* $(,)?) => { vec![$(Seg::from($seg)),*] };
 }
 
+// After `at!`, which it uses.
+mod steps;
+
 /// The line of the deepest part of `path` the manifest has: the key's own line where the path
 /// ends at a key (`len = ...` of the third buffer), the element's where it ends in an array.
 fn line_of_path(text: &str, path: &[Seg]) -> Option<usize> {
@@ -375,22 +378,12 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
         if !v.launches.is_empty() && v.kernel.is_some() {
             return Err(ctx.err(ctx.launch_key(v, 0, "kernel"), format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
         }
-        for (i, l) in v.launch_decls().iter().enumerate() {
-            let what = format!("variant `{}` launch {}", v.name, i + 1);
-            let kernel = l.kernel.as_ref().ok_or_else(|| ctx.err(ctx.launch_key(v, i, "kernel"), format!("{what} names no kernel"), "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)"))?;
-            let declared = crate::cxx::global_functions(src);
-            if !declared.contains(&crate::cxx::base_name(kernel)) {
-                let found = if declared.is_empty() { "it declares no __global__ function".to_string() } else { format!("its __global__ functions: {}", declared.join(", ")) };
-                return Err(ctx.err(ctx.launch_key(v, i, "kernel"), format!("{what}: kernel `{kernel}` is not a __global__ function of {source} or its headers ({found})"), "name one of them, with template arguments and namespace where it has them (`ns::name<64, float>`, `name<{TILE}>` from a parameter)"));
+        if v.steps.is_empty() {
+            for (i, l) in v.launch_decls().iter().enumerate() {
+                validate_launch(ctx, m, source, src, &format!("variant `{}` launch {}", v.name, i + 1), l, &|key| ctx.launch_key(v, i, key))?;
             }
-            if l.block.is_none() || l.grid.is_none() {
-                return Err(ctx.err(ctx.launch_key(v, i, if l.grid.is_none() { "grid" } else { "block" }), format!("{what} has no `grid` or `block`"), "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)"));
-            }
-            for arg in l.args.iter().flatten() {
-                if !m.buffers.iter().any(|b| &b.name == arg) && parse_scalar_arg(arg).is_err() {
-                    return Err(ctx.err(ctx.launch_key(v, i, "args"), format!("{what}: argument `{arg}` is neither a buffer nor a scalar expression"), "name a [[buffers]] entry, or write an expression such as `NX` or `u32: NX*NY`"));
-                }
-            }
+        } else {
+            steps::validate(ctx, m, v, source, src)?;
         }
         let check = v.check.as_ref().or(m.suite.check.as_ref());
         if let Some(same) = check.and_then(|c| c.same_as.as_ref())
@@ -399,6 +392,45 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
             }
     }
     Ok(())
+}
+
+/// Checks one launch before anything is evaluated: its kernel is declared in the source, it has a
+/// grid and a block, and each argument is a buffer (`a`, `a[offset]`) or a scalar expression.
+/// `at` gives the manifest path of one of its keys, for the error's line.
+fn validate_launch(ctx: &Ctx, m: &Manifest, source: &str, src: &str, what: &str, l: &LaunchDecl, at: &dyn Fn(&str) -> Vec<Seg>) -> Result<(), SuiteError> {
+    let kernel = l.kernel.as_ref().ok_or_else(|| ctx.err(at("kernel"), format!("{what} names no kernel"), "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)"))?;
+    let declared = crate::cxx::global_functions(src);
+    if !declared.contains(&crate::cxx::base_name(kernel)) {
+        let found = if declared.is_empty() { "it declares no __global__ function".to_string() } else { format!("its __global__ functions: {}", declared.join(", ")) };
+        return Err(ctx.err(at("kernel"), format!("{what}: kernel `{kernel}` is not a __global__ function of {source} or its headers ({found})"), "name one of them, with template arguments and namespace where it has them (`ns::name<64, float>`, `name<{TILE}>` from a parameter)"));
+    }
+    if l.block.is_none() || l.grid.is_none() {
+        return Err(ctx.err(at(if l.grid.is_none() { "grid" } else { "block" }), format!("{what} has no `grid` or `block`"), "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)"));
+    }
+    for arg in l.args.iter().flatten() {
+        if buffer_arg(m, arg).is_none() && parse_scalar_arg(arg).is_err() {
+            return Err(ctx.err(at("args"), format!("{what}: argument `{arg}` is neither a buffer nor a scalar expression"), "name a [[buffers]] entry (`a`, or `a[OFFSET]` for a pointer OFFSET elements into it), or write an expression such as `NX` or `u32: NX*NY`"));
+        }
+    }
+    Ok(())
+}
+
+/// A reference to a buffer or a part of it: `a` (index, None) or `a[chunk * M]` (index, the
+/// offset's expression), when `text` names one of the manifest's buffers.
+pub(crate) fn buffer_arg<'t>(m: &Manifest, text: &'t str) -> Option<(usize, Option<&'t str>)> {
+    let (name, offset) = split_indexed(text)?;
+    m.buffers.iter().position(|b| b.name == name).map(|i| (i, offset))
+}
+
+/// `name` -> (name, None); `name[expr]` -> (name, Some(expr)); None for anything else.
+pub(crate) fn split_indexed(text: &str) -> Option<(&str, Option<&str>)> {
+    let text = text.trim();
+    let is_name = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_');
+    match text.strip_suffix(']').and_then(|t| t.split_once('[')) {
+        Some((name, index)) if is_name(name.trim()) && !index.trim().is_empty() => Some((name.trim(), Some(index.trim()))),
+        Some(_) => None,
+        None => is_name(text).then_some((text, None)),
+    }
 }
 
 /// Splits `u32: NX*NY` into its type and expression; plain expressions are i32.
@@ -495,80 +527,101 @@ fn resolve_pending_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, rdc: bool,
     Ok(Some(n as u32))
 }
 
+/// What a variant runs: its launches, or its host program (steps) with the kernel steps' launches.
+fn resolve_body(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings, buffers: &[BufferSpec]) -> Result<(Vec<LaunchSpec>, Option<StepProgram>), SuiteError> {
+    if v.steps.is_empty() {
+        return Ok((resolve_launches(ctx, m, v, env)?, None));
+    }
+    let (launches, program) = steps::resolve(ctx, m, v, env, buffers)?;
+    Ok((launches, Some(program)))
+}
+
 fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Vec<LaunchSpec>, SuiteError> {
-    // Errors point at the key of launch `li` they are about.
-    let fail = |li: usize, key: &str, what: &str, err: expr::ExprError| ctx.err(ctx.launch_key(v, li, key), format!("variant `{}`, {what}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes and params");
-    let dims = |li: usize, exprs: &Vec<String>, what: &str| -> Result<[u32; 3], SuiteError> {
+    v.launch_decls().iter().enumerate().map(|(li, l)| resolve_launch(ctx, m, &v.name, l, env, &|key| ctx.launch_key(v, li, key))).collect()
+}
+
+/// One launch, evaluated at `env`; `at` gives the manifest path of one of its keys, for errors.
+fn resolve_launch(ctx: &Ctx, m: &Manifest, variant: &str, l: &LaunchDecl, env: &Bindings, at: &dyn Fn(&str) -> Vec<Seg>) -> Result<LaunchSpec, SuiteError> {
+    let fail = |key: &str, what: &str, err: expr::ExprError| ctx.err(at(key), format!("variant `{variant}`, {what}: {err}"), "use the names of the variant's params/axes and the suite's axes and params");
+    let dims = |exprs: &Vec<String>, what: &str| -> Result<[u32; 3], SuiteError> {
         if exprs.is_empty() || exprs.len() > 3 {
-            return Err(ctx.err(ctx.launch_key(v, li, what), format!("variant `{}`: {what} needs 1 to 3 entries, has {}", v.name, exprs.len()), "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]"));
+            return Err(ctx.err(at(what), format!("variant `{variant}`: {what} needs 1 to 3 entries, has {}", exprs.len()), "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]"));
         }
         let mut d = [1u32; 3];
         for (i, e) in exprs.iter().enumerate() {
-            let n = expr::eval_count(e, env).map_err(|err| fail(li, what, what, err))?;
+            let n = expr::eval_count(e, env).map_err(|err| fail(what, what, err))?;
             if n == 0 || n > u32::MAX as u64 {
-                return Err(ctx.err(ctx.launch_key(v, li, what), format!("variant `{}`: {what}[{i}] = `{e}` gives {n}", v.name), "grid and block sizes must be between 1 and 2^32-1"));
+                return Err(ctx.err(at(what), format!("variant `{variant}`: {what}[{i}] = `{e}` gives {n}"), "grid and block sizes must be between 1 and 2^32-1"));
             }
             d[i] = n as u32;
         }
         Ok(d)
     };
-    let mut out = Vec::new();
-    for (li, l) in v.launch_decls().into_iter().enumerate() {
-        let block = dims(li, l.block.as_ref().expect("validated"), "block")?;
-        let grid = dims(li, l.grid.as_ref().expect("validated"), "grid")?;
-        if block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
-            return Err(ctx.err(ctx.launch_key(v, li, "block"), format!("variant `{}`: block {:?} has more than 1024 threads", v.name, block), "choose block sizes whose product is at most 1024"));
+    let block = dims(l.block.as_ref().expect("validated"), "block")?;
+    let grid = dims(l.grid.as_ref().expect("validated"), "grid")?;
+    if block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
+        return Err(ctx.err(at("block"), format!("variant `{variant}`: block {block:?} has more than 1024 threads"), "choose block sizes whose product is at most 1024"));
+    }
+    let shared_bytes = match &l.shared_bytes {
+        Some(e) => {
+            let n = expr::eval_count(e, env).map_err(|err| fail("shared_bytes", "shared_bytes", err))?;
+            u32::try_from(n).map_err(|_| ctx.err(at("shared_bytes"), format!("variant `{variant}`: shared_bytes = {n} is far beyond any GPU's shared memory"), "check the shared_bytes expression"))?
         }
-        let shared_bytes = match &l.shared_bytes {
-            Some(e) => {
-                let n = expr::eval_count(e, env).map_err(|err| fail(li, "shared_bytes", "shared_bytes", err))?;
-                u32::try_from(n).map_err(|_| ctx.err(ctx.launch_key(v, li, "shared_bytes"), format!("variant `{}`: shared_bytes = {n} is far beyond any GPU's shared memory", v.name), "check the shared_bytes expression"))?
-            }
-            None => 0,
-        };
-        let mut args = Vec::new();
-        for a in l.args.iter().flatten() {
-            if let Some(i) = m.buffers.iter().position(|b| &b.name == a) {
+        None => 0,
+    };
+    let mut args = Vec::new();
+    for a in l.args.iter().flatten() {
+        match buffer_arg(m, a) {
+            Some((i, None)) => {
                 args.push(ArgSpec::Buffer(i));
                 continue;
             }
-            let (ty, e) = parse_scalar_arg(a).expect("validated");
-            let x = expr::eval(e, env).map_err(|err| fail(li, "args", "argument", err))?;
-            let (lo, hi) = match ty {
-                "u32" => (0.0, u32::MAX as f64),
-                "i64" => (i64::MIN as f64, i64::MAX as f64),
-                "u64" => (0.0, u64::MAX as f64),
-                "f32" => (f32::MIN as f64, f32::MAX as f64),
-                "f16" => (half::f16::MIN.to_f64(), half::f16::MAX.to_f64()),
-                "bf16" => (half::bf16::MIN.to_f64(), half::bf16::MAX.to_f64()),
-                "f64" => (f64::MIN, f64::MAX),
-                _ => (i32::MIN as f64, i32::MAX as f64),
-            };
-            if x < lo || x > hi {
-                return Err(ctx.err(ctx.launch_key(v, li, "args"), format!("variant `{}`: argument `{a}` = {x} does not fit in {ty}", v.name), "give it a wider type, for example `i64: NX*NY` (and take a long long in the kernel)"));
+            Some((i, Some(offset))) => {
+                let at_element = expr::eval_count(offset, env).map_err(|err| fail("args", &format!("argument `{a}`"), err))?;
+                let len = expr::eval_count(&m.buffers[i].len, env).unwrap_or(0);
+                if at_element >= len {
+                    return Err(ctx.err(at("args"), format!("variant `{variant}`: argument `{a}` points at element {at_element} of `{}`, which has {len}", m.buffers[i].name), "keep the offset inside the buffer"));
+                }
+                args.push(ArgSpec::BufferAt(i, at_element));
+                continue;
             }
-            args.push(match ty {
-                "u32" => ArgSpec::U32(x as u32),
-                "i64" => ArgSpec::I64(x as i64),
-                "u64" => ArgSpec::U64(x as u64),
-                "f32" => ArgSpec::F32(x as f32),
-                "f64" => ArgSpec::F64(x),
-                "f16" => ArgSpec::F16(half::f16::from_f64(x).to_bits()),
-                "bf16" => ArgSpec::Bf16(half::bf16::from_f64(x).to_bits()),
-                _ => ArgSpec::I32(x as i32),
-            });
+            None => {}
         }
-        // `tile_copy<{TILE}>`: template arguments from the job's parameters.
-        let written = l.kernel.clone().expect("validated");
-        let kernel = crate::cxx::substitute(&written, |e| {
-            let x = expr::eval(e, env).map_err(|err| format!("`{{{e}}}`: {err}"))?;
-            Ok(if x.fract() == 0.0 && x.abs() < 9.0e15 { format!("{}", x as i64) } else { format!("{x}") })
-        })
-        .and_then(|k| crate::cxx::check_expression(&k).map(|_| k))
-        .map_err(|e| ctx.err(ctx.launch_key(v, li, "kernel"), format!("variant `{}`, kernel: {e}", v.name), "write the kernel's C++ name, `{PARAM}` where a template argument comes from a parameter: kernel = \"tile_copy<{TILE}>\""))?;
-        out.push(LaunchSpec { kernel, grid, block, shared_bytes, args });
+        let (ty, e) = parse_scalar_arg(a).expect("validated");
+        let x = expr::eval(e, env).map_err(|err| fail("args", "argument", err))?;
+        let (lo, hi) = match ty {
+            "u32" => (0.0, u32::MAX as f64),
+            "i64" => (i64::MIN as f64, i64::MAX as f64),
+            "u64" => (0.0, u64::MAX as f64),
+            "f32" => (f32::MIN as f64, f32::MAX as f64),
+            "f16" => (half::f16::MIN.to_f64(), half::f16::MAX.to_f64()),
+            "bf16" => (half::bf16::MIN.to_f64(), half::bf16::MAX.to_f64()),
+            "f64" => (f64::MIN, f64::MAX),
+            _ => (i32::MIN as f64, i32::MAX as f64),
+        };
+        if x < lo || x > hi {
+            return Err(ctx.err(at("args"), format!("variant `{variant}`: argument `{a}` = {x} does not fit in {ty}"), "give it a wider type, for example `i64: NX*NY` (and take a long long in the kernel)"));
+        }
+        args.push(match ty {
+            "u32" => ArgSpec::U32(x as u32),
+            "i64" => ArgSpec::I64(x as i64),
+            "u64" => ArgSpec::U64(x as u64),
+            "f32" => ArgSpec::F32(x as f32),
+            "f64" => ArgSpec::F64(x),
+            "f16" => ArgSpec::F16(half::f16::from_f64(x).to_bits()),
+            "bf16" => ArgSpec::Bf16(half::bf16::from_f64(x).to_bits()),
+            _ => ArgSpec::I32(x as i32),
+        });
     }
-    Ok(out)
+    // `tile_copy<{TILE}>`: template arguments from the job's parameters.
+    let written = l.kernel.clone().expect("validated");
+    let kernel = crate::cxx::substitute(&written, |e| {
+        let x = expr::eval(e, env).map_err(|err| format!("`{{{e}}}`: {err}"))?;
+        Ok(if x.fract() == 0.0 && x.abs() < 9.0e15 { format!("{}", x as i64) } else { format!("{x}") })
+    })
+    .and_then(|k| crate::cxx::check_expression(&k).map(|_| k))
+    .map_err(|e| ctx.err(at("kernel"), format!("variant `{variant}`, kernel: {e}"), "write the kernel's C++ name, `{PARAM}` where a template argument comes from a parameter: kernel = \"tile_copy<{TILE}>\""))?;
+    Ok(LaunchSpec { kernel, grid, block, shared_bytes, args })
 }
 
 fn resolve_job(
@@ -601,7 +654,10 @@ fn resolve_job(
             }
             _ => return Err(ctx.err(at!["buffers", bi], format!("buffer `{}` needs exactly one of `init` and `from`", b.name), "write init = \"random\" (or random_int, iota, zero, poison), or from = \"another buffer\"")),
         };
-        buffers.push(BufferSpec { name: b.name.clone(), elem: b.elem, len, init, from });
+        if !b.advise.is_empty() && b.memory != Some(Memory::Managed) {
+            return Err(ctx.err(at!["buffers", bi, "advise"], format!("buffer `{}` has `advise`, which is unified-memory advice, and is not memory = \"managed\"", b.name), "set memory = \"managed\" or remove `advise`"));
+        }
+        buffers.push(BufferSpec { name: b.name.clone(), elem: b.elem, len, init, from, memory: b.memory.unwrap_or_default(), advise: b.advise.clone() });
     }
     let tolerance = |decl: &ToleranceDecl, output: usize| -> Result<f64, SuiteError> {
         decl.relative(buffers[output].elem).map_err(|e| ctx.err(ctx.check_key(v, "tolerance"), format!("variant `{}`: {e}", v.name), "write tolerance = 1e-3 (a relative error) or tolerance = \"8 eps\" (multiples of the output type's epsilon)"))
@@ -620,11 +676,8 @@ fn resolve_job(
             let mut ref_params = other.params.clone();
             ref_params.extend(combinations(&other.axes).swap_remove(0));
             let ref_env = to_bindings(&[group_all, &ref_params]);
-            reference = Some(Reference {
-                variant: other.name.clone(),
-                program: resolve_program(ctx, suite, other, &ref_env)?,
-                launches: resolve_launches(ctx, m, other, &ref_env)?,
-            });
+            let (launches, steps) = resolve_body(ctx, m, other, &ref_env, &buffers)?;
+            reference = Some(Reference { variant: other.name.clone(), program: resolve_program(ctx, suite, other, &ref_env)?, launches, steps });
             let output = buffer_index(c.output.as_ref(), "output")?;
             let reference_output = match &c.reference_output {
                 Some(name) => Some(buffer_index(Some(name), "reference_output")?).filter(|&r| r != output),
@@ -785,6 +838,7 @@ fn resolve_job(
         e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(key(), format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
             .transpose()
     };
+    let (launches, steps) = resolve_body(ctx, m, v, env, &buffers)?;
     let group = format_params(group_params);
     let label_params = if variant_params.is_empty() { String::new() } else { format!("[{}]", format_params(variant_params)) };
     Ok(JobSpec {
@@ -798,7 +852,8 @@ fn resolve_job(
         suite: m.suite.name.clone(),
         pending_launches: resolve_pending_launches(ctx, m, v, v.rdc.or(m.suite.rdc).unwrap_or(false), env)?,
         program: resolve_program(ctx, suite, v, env)?,
-        launches: resolve_launches(ctx, m, v, env)?,
+        launches,
+        steps,
         buffers,
         correctness,
         reference,
