@@ -7,11 +7,16 @@ use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use crate::build;
+use memory::Allocation;
+
+mod memory;
+mod program;
 use crate::device::{driver_present, NvmlSession};
 use crate::occupancy::{self, KernelUse, SmLimits};
-use crate::records::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, JobOutcome, LaunchOccupancy, TimingConfig};
+use crate::records::{split_by_clock, BoundsOutcome, HostLinkSamples, CacheState, ClockSample, CompileInfo, ComputeOutcome, JobOutcome, LaunchOccupancy, TimingConfig};
 use crate::stats;
-use crate::suite::{ArgSpec, BufferSpec, JobSpec, LaunchSpec, Program};
+use crate::suite::{ArgSpec, BufferSpec, JobSpec, LaunchSpec, Memory, Program, StepProgram};
+use program::HostProgram;
 use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape};
 
 #[derive(Debug, thiserror::Error)]
@@ -69,11 +74,15 @@ impl Gpu {
 
 /// Compiled functions of one program, by kernel name.
 struct Loaded {
-    _module: Arc<CudaModule>,
+    _module: Option<Arc<CudaModule>>,
     functions: HashMap<String, CudaFunction>,
 }
 
 fn load(gpu: &Gpu, program: &Program, variant: &str, launches: &[LaunchSpec], buffers: &[BufferSpec], info: &mut Vec<CompileInfo>) -> Result<Loaded, RunError> {
+    // A host program of copies alone runs no kernel: nothing to compile.
+    if launches.is_empty() {
+        return Ok(Loaded { _module: None, functions: HashMap::new() });
+    }
     let mut kernels: Vec<String> = launches.iter().map(|l| l.kernel.clone()).collect();
     kernels.sort();
     kernels.dedup();
@@ -108,7 +117,7 @@ fn load(gpu: &Gpu, program: &Program, variant: &str, launches: &[LaunchSpec], bu
                 .doing(format!("allowing {most} bytes of dynamic shared memory for `{name}`"))?;
         }
     }
-    Ok(Loaded { _module: module, functions: functions.into_iter().map(|(k, (f, _))| (k, f)).collect() })
+    Ok(Loaded { _module: Some(module), functions: functions.into_iter().map(|(k, (f, _))| (k, f)).collect() })
 }
 
 /// Links NVRTC's relocatable PTX with the device runtime library through the driver's JIT linker
@@ -256,9 +265,11 @@ fn occupancy_of(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec]) -> Result<V
 
 /// Device buffers of a job with the host data they start from.
 struct Buffers {
-    device: Vec<CudaSlice<u8>>,
+    memory: Vec<Allocation>,
     initial: Vec<Option<HostData>>,
     pointers: Pointers,
+    /// Each buffer's address for copies (host memory by its host pointer).
+    copy_addresses: Vec<u64>,
 }
 
 /// Where each buffer is, as a kernel sees it, and its element size (for `a[offset]` arguments).
@@ -277,17 +288,13 @@ impl Pointers {
 
 impl Buffers {
     fn new(gpu: &Gpu, spec: &JobSpec, seed: u64) -> Result<Buffers, RunError> {
-        let mut device = Vec::new();
-        let mut pointers = Vec::new();
+        let mut memory = Vec::new();
         for b in &spec.buffers {
-            let bytes = b.bytes() as usize;
-            // SAFETY: every byte is written by `reset` before any kernel reads it.
-            let slice = unsafe { gpu.stream.alloc::<u8>(bytes.max(1)) }.doing(format!("allocating {bytes} bytes for buffer `{}`", b.name))?;
-            pointers.push(slice.device_ptr(&gpu.stream).0);
-            device.push(slice);
+            memory.push(Allocation::new(gpu, b.memory, b.bytes() as usize, &b.advise, &b.name)?);
         }
-        let pointers = Pointers { base: pointers, elem_bytes: spec.buffers.iter().map(|b| b.elem.size() as u64).collect() };
-        let mut bufs = Buffers { device, initial: vec![None; spec.buffers.len()], pointers };
+        let pointers = Pointers { base: memory.iter().map(|m| m.device_address(gpu)).collect(), elem_bytes: spec.buffers.iter().map(|b| b.elem.size() as u64).collect() };
+        let copy_addresses = memory.iter().map(|m| m.copy_address(gpu)).collect();
+        let mut bufs = Buffers { memory, initial: vec![None; spec.buffers.len()], pointers, copy_addresses };
         bufs.reseed(spec, seed);
         Ok(bufs)
     }
@@ -311,24 +318,44 @@ impl Buffers {
 
     /// Puts every buffer back to its initial state (inputs re-uploaded, outputs poisoned again).
     fn reset(&mut self, gpu: &Gpu, spec: &JobSpec) -> Result<(), RunError> {
+        self.reset_where(gpu, spec, |_| true)
+    }
+
+    /// Puts the buffers `which` picks back to their initial state. Host-resident ones are written
+    /// by the host, after the GPU is idle (a managed buffer's pages move back to the host).
+    fn reset_where(&mut self, gpu: &Gpu, spec: &JobSpec, which: impl Fn(&BufferSpec) -> bool) -> Result<(), RunError> {
+        if spec.buffers.iter().any(|b| !b.memory.is_device() && which(b)) {
+            gpu.ctx.synchronize().doing("waiting for the GPU before writing host buffers")?;
+        }
         for (i, b) in spec.buffers.iter().enumerate() {
-            match &self.initial[i] {
-                Some(data) => gpu.stream.memcpy_htod(data.as_bytes(), &mut self.device[i]).doing(format!("uploading buffer `{}`", b.name))?,
-                None => {
-                    let byte = if b.init == Init::Poison { 0xFF } else { 0 };
-                    // SAFETY: the pointer and length are those of a live allocation on this stream.
-                    unsafe { cudarc::driver::result::memset_d8_async(self.pointers.base[i], byte, b.bytes() as usize, gpu.stream.cu_stream()) }
-                        .doing(format!("filling buffer `{}`", b.name))?;
-                }
+            if !which(b) {
+                continue;
+            }
+            let fill = if b.init == Init::Poison { 0xFF } else { 0 };
+            match (self.memory[i].host_bytes(), &self.initial[i]) {
+                (Some(host), Some(data)) => host[..data.as_bytes().len()].copy_from_slice(data.as_bytes()),
+                (Some(host), None) => host.fill(fill),
+                // SAFETY: the pointer and length are those of a live device allocation; the upload is synchronous.
+                (None, Some(data)) => unsafe { cudarc::driver::result::memcpy_htod_sync(self.pointers.base[i], data.as_bytes()) }.doing(format!("uploading buffer `{}`", b.name))?,
+                // SAFETY: the pointer and length are those of a live allocation on this stream.
+                (None, None) => unsafe { cudarc::driver::result::memset_d8_async(self.pointers.base[i], fill, b.bytes() as usize, gpu.stream.cu_stream()) }.doing(format!("filling buffer `{}`", b.name))?,
             }
         }
         Ok(())
     }
 
-    fn download(&self, gpu: &Gpu, spec: &JobSpec, index: usize) -> Result<HostData, RunError> {
+    fn download(&mut self, gpu: &Gpu, spec: &JobSpec, index: usize) -> Result<HostData, RunError> {
         let b = &spec.buffers[index];
         let mut data = HostData::zeroed(b.elem, b.len as usize);
-        gpu.stream.memcpy_dtoh(&self.device[index], data.as_bytes_mut()).doing(format!("downloading buffer `{}`", b.name))?;
+        let len = data.as_bytes().len();
+        match self.memory[index].host_bytes() {
+            Some(host) => {
+                gpu.ctx.synchronize().doing(format!("waiting for the GPU before reading buffer `{}`", b.name))?;
+                data.as_bytes_mut().copy_from_slice(&host[..len]);
+            }
+            // SAFETY: a live device allocation of at least `len` bytes; the copy is synchronous.
+            None => unsafe { cudarc::driver::result::memcpy_dtoh_sync(data.as_bytes_mut(), self.pointers.base[index]) }.doing(format!("downloading buffer `{}`", b.name))?,
+        }
         Ok(data)
     }
 }
@@ -365,7 +392,11 @@ fn launch_all(stream: &Arc<CudaStream>, loaded: &Loaded, launches: &[LaunchSpec]
     Ok(())
 }
 
-fn run_checked(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], bufs: &Buffers, what: &str) -> Result<(), RunError> {
+/// Runs a variant once and waits for it: its launches, or its host program.
+fn run_checked(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], steps: Option<&StepProgram>, buffers: &[BufferSpec], bufs: &Buffers, what: &str) -> Result<(), RunError> {
+    if let Some(p) = steps {
+        return HostProgram::new(gpu, p)?.run(loaded, launches, buffers, bufs, what);
+    }
     launch_all(&gpu.stream, loaded, launches, &bufs.pointers)?;
     gpu.stream.synchronize().doing(format!("running {what} (a fault here is an illegal memory access or a trap in the kernel)"))
 }
@@ -379,11 +410,11 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
             let r = spec.reference.as_ref().ok_or_else(|| RunError::Invalid("same_as check without a reference".into()))?;
             let ref_loaded = load(gpu, &r.program, &r.variant, &r.launches, &spec.buffers, compile)?;
             bufs.reset(gpu, spec)?;
-            run_checked(gpu, &ref_loaded, &r.launches, bufs, &format!("reference variant `{}`", r.variant))?;
+            run_checked(gpu, &ref_loaded, &r.launches, r.steps.as_ref(), &spec.buffers, bufs, &format!("reference variant `{}`", r.variant))?;
             let expected_buffer = reference_output.unwrap_or(*output);
             let expected = bufs.download(gpu, spec, expected_buffer)?;
             bufs.reset(gpu, spec)?;
-            run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
+            run_checked(gpu, loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, bufs, "the variant")?;
             check_same(elem_of(expected_buffer), &expected, elem_of(*output), &bufs.download(gpu, spec, *output)?, *tolerance)
         }
         // The built-in references: run the variant once on fresh buffers, compare one output with
@@ -398,7 +429,7 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
         | CorrectnessSpec::Histogram { output, .. }
         | CorrectnessSpec::Function { output, .. } => {
             bufs.reset(gpu, spec)?;
-            run_checked(gpu, loaded, &spec.launches, bufs, "the variant")?;
+            run_checked(gpu, loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, bufs, "the variant")?;
             let (elem, got) = (elem_of(*output), bufs.download(gpu, spec, *output)?);
             let input_elem = spec.correctness.inputs().first().map_or(elem, |&i| elem_of(i));
             let initial: Vec<Option<&HostData>> = bufs.initial.iter().map(Option::as_ref).collect();
@@ -461,13 +492,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     // Cold: a buffer of twice the L2 is written before every sample, outside the timed region.
     let flush = match cfg.cache {
         CacheState::Warm => None,
-        CacheState::Cold => {
-            let l2 = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).doing("reading the L2 size")?.max(1 << 20) as usize;
-            // SAFETY: only ever written (by memset), never read.
-            let buffer = unsafe { gpu.stream.alloc::<u8>(2 * l2) }.doing("allocating the L2 flush buffer")?;
-            let pointer = { buffer.device_ptr(&gpu.stream).0 };
-            Some(Flush { pointer, bytes: 2 * l2, _buffer: buffer })
-        }
+        CacheState::Cold => Some(Flush::new(gpu)?),
     };
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples; it goes on
     // until the SM clock is steady (without NVML, for the set time only).
@@ -591,6 +616,15 @@ struct Flush {
 }
 
 impl Flush {
+    /// A buffer of twice the L2, written before every cold sample.
+    fn new(gpu: &Gpu) -> Result<Flush, RunError> {
+        let l2 = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).doing("reading the L2 size")?.max(1 << 20) as usize;
+        // SAFETY: only ever written (by memset), never read.
+        let buffer = unsafe { gpu.stream.alloc::<u8>(2 * l2) }.doing("allocating the L2 flush buffer")?;
+        let pointer = buffer.device_ptr(&gpu.stream).0;
+        Ok(Flush { pointer, bytes: 2 * l2, _buffer: buffer })
+    }
+
     fn write(&self, stream: &CudaStream, byte: u8) -> Result<(), RunError> {
         // SAFETY: the pointer and length are those of the live flush buffer.
         unsafe { cudarc::driver::result::memset_d8_async(self.pointer, byte, self.bytes, stream.cu_stream()) }.doing("flushing the L2")
@@ -699,11 +733,11 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
     let pointers = bufs.pointers.clone();
     let (mut during, mut verified_during) = (None::<Correctness>, 0u32);
     let verify_during = correctness.is_some();
-    let mut check_during = || -> Result<(), RunError> {
+    let mut check_during = |bufs: &mut Buffers| -> Result<(), RunError> {
         if !verify_during {
             return Ok(());
         }
-        if let Some(c) = verify(gpu, spec, &loaded, &mut bufs, &mut compile)? {
+        if let Some(c) = verify(gpu, spec, &loaded, bufs, &mut compile)? {
             verified_during += 1;
             if during.as_ref().is_none_or(|d| d.passed) {
                 during = Some(c);
@@ -711,11 +745,20 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         }
         bufs.reset(gpu, spec)
     };
-    // Kernels that launch kernels are timed with events: device-side launches inside a graph are
-    // recent in the driver (CUDA 12.x, with known issues), and a graph that captured but ran its
-    // children wrongly would fail the job instead of falling back.
-    let capture = if spec.program.rdc { Capture::Never("kernels that launch kernels (rdc) are timed with events") } else { Capture::Allowed };
-    let timed = time_runs(gpu, cfg, capture, |stream| launch_all(stream, &loaded, &spec.launches, &pointers), &mut check_during)?;
+    let (timed, timeline) = match &spec.steps {
+        Some(p) => {
+            let program = HostProgram::new(gpu, p)?;
+            let (timed, timeline) = program::time_program(gpu, cfg, &program, &loaded, &spec.launches, spec, &mut bufs, &mut check_during)?;
+            (timed, Some(timeline))
+        }
+        None => {
+            // Kernels that launch kernels are timed with events: device-side launches inside a graph are
+            // recent in the driver (CUDA 12.x, with known issues), and a graph that captured but ran its
+            // children wrongly would fail the job instead of falling back.
+            let capture = if spec.program.rdc { Capture::Never("kernels that launch kernels (rdc) are timed with events") } else { Capture::Allowed };
+            (time_runs(gpu, cfg, capture, |stream| launch_all(stream, &loaded, &spec.launches, &pointers), &mut || check_during(&mut bufs))?, None)
+        }
+    };
     // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
     // only on the data it was first given, is caught.
     let correctness_after = match correctness {
@@ -747,7 +790,7 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
         verified_during,
         occupancy,
         occupancy_error,
-        timeline: None,
+        timeline,
     })
 }
 
@@ -760,7 +803,7 @@ pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64) -> Result<(), R
         let loaded = load(gpu, &spec.program, &spec.key.variant, &spec.launches, &spec.buffers, &mut compile)?;
         let mut bufs = Buffers::new(gpu, spec, seed)?;
         bufs.reset(gpu, spec)?;
-        run_checked(gpu, &loaded, &spec.launches, &bufs, spec.id())?;
+        run_checked(gpu, &loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, &bufs, spec.id())?;
     }
     Ok(())
 }
@@ -842,8 +885,50 @@ pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool, host_lin
     })?
     .samples_ms;
     let fma = if fma { Some(run_fma(gpu, cfg, sms as u32)?) } else { None };
-    let _ = host_link;
-    Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms, fma, host: None })
+    let host = if host_link { Some(run_host_link(gpu, bytes, cfg)?) } else { None };
+    Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms, fma, host })
+}
+
+/// The host link's bounds at `bytes`: pinned copies each way, both ways at once on two streams,
+/// and pageable copies each way (staged by the driver through its own pinned buffer).
+fn run_host_link(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<HostLinkSamples, RunError> {
+    use cudarc::driver::sys;
+    let n = bytes as usize;
+    let allocate = |memory, name| Allocation::new(gpu, memory, n, &[], name);
+    let (mut pinned, mut pinned_back, mut pageable) = (allocate(Memory::Pinned, "host link: pinned")?, allocate(Memory::Pinned, "host link: pinned, second")?, allocate(Memory::Pageable, "host link: pageable")?);
+    // Pages touched before timing: a first-touch fault is not the link's speed.
+    for host in [pinned.host_bytes(), pinned_back.host_bytes(), pageable.host_bytes()].into_iter().flatten() {
+        host.fill(1);
+    }
+    let (device, device_back) = (allocate(Memory::Device, "host link: device")?, allocate(Memory::Device, "host link: device, second")?);
+    let at = |a: &Allocation| a.copy_address(gpu);
+    let never = Capture::Never("copies over the host link are timed with events");
+    let copy = |dst: u64, src: u64| move |stream: &Arc<CudaStream>| -> Result<(), RunError> {
+        // SAFETY: both are live allocations of `n` bytes; unified addressing tells the driver which side each is on.
+        program::check(unsafe { sys::cuMemcpyAsync(dst, src, n, stream.cu_stream()) }, || format!("copying {n} bytes over the host link"))
+    };
+    let h2d_pinned = time_runs_plain(gpu, cfg, never, copy(at(&device), at(&pinned)))?.samples_ms;
+    let d2h_pinned = time_runs_plain(gpu, cfg, never, copy(at(&pinned_back), at(&device_back)))?.samples_ms;
+    let h2d_pageable = time_runs_plain(gpu, cfg, never, copy(at(&device), at(&pageable)))?.samples_ms;
+    let d2h_pageable = time_runs_plain(gpu, cfg, never, copy(at(&pageable), at(&device_back)))?.samples_ms;
+    // Both ways at once: the second direction on a stream of its own that forks from and joins the timed one.
+    let other = gpu.ctx.new_stream().doing("creating a second stream")?;
+    let (fork, join) = (program::new_event(false)?, program::new_event(false)?);
+    let (up, down) = (copy(at(&device), at(&pinned)), copy(at(&pinned_back), at(&device_back)));
+    let both = time_runs_plain(gpu, cfg, never, |stream| {
+        program::record(fork, stream.cu_stream())?;
+        program::wait(other.cu_stream(), fork)?;
+        up(stream)?;
+        down(&other)?;
+        program::record(join, other.cu_stream())?;
+        program::wait(stream.cu_stream(), join)
+    });
+    // SAFETY: created above, destroyed once, after the last use.
+    unsafe {
+        let _ = sys::cuEventDestroy_v2(fork);
+        let _ = sys::cuEventDestroy_v2(join);
+    }
+    Ok(HostLinkSamples { h2d_pinned, d2h_pinned, bidirectional_pinned: both?.samples_ms, h2d_pageable, d2h_pageable })
 }
 
 /// cuBLAS at a matmul shape, math mode pinned to `CUBLAS_DEFAULT_MATH` (FP32 without TF32 tensor

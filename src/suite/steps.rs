@@ -240,6 +240,9 @@ impl Expansion<'_> {
             if fb.elem != tb.elem {
                 return Err(self.fail(path, format!("the copy goes from `{}` ({}) to `{}` ({}): a copy moves bytes and converts nothing", fb.name, fb.elem.name(), tb.name, tb.elem.name()), "copy between buffers of one type"));
             }
+            if !d.asynchronous && stream.is_some() {
+                return Err(self.fail(&key("stream"), format!("a synchronous copy (cuMemcpy, the host waits) runs on the NULL stream, and this one names stream `{}`", d.stream.as_deref().unwrap_or_default()), "write async = true to issue it on that stream (cuMemcpyAsync), or leave `stream` out"));
+            }
             (Action::Copy { direction, from, to, asynchronous: d.asynchronous }, format!("{} {}", direction.name(), fb.name))
         } else if let Some(kernel) = &d.kernel {
             let l = LaunchDecl { kernel: Some(kernel.clone()), block: d.block.clone(), grid: d.grid.clone(), args: d.args.clone(), shared_bytes: d.shared_bytes.clone() };

@@ -1,0 +1,327 @@
+//! A host-program variant on the GPU: its streams and events created, its steps issued in order on raw driver calls, and its samples timed end to end with each step's own start and end.
+
+use std::ffi::c_void;
+use std::time::Instant;
+
+use cudarc::driver::sys::{self, CUevent, CUstream};
+
+use super::{clock_settled, stop_sampling, Buffers, Doing, Flush, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed, MAX_CLOCK_SETTLE_MS};
+use crate::records::{CacheState, ClockSample, StepTime, Timeline, TimingConfig};
+use crate::suite::{Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
+
+/// Wraps a raw driver result with what was being done.
+pub(super) fn check(result: sys::CUresult, doing: impl FnOnce() -> String) -> Result<(), RunError> {
+    result.result().map_err(|source| RunError::Driver { doing: doing(), source })
+}
+
+pub(super) fn new_event(timing: bool) -> Result<CUevent, RunError> {
+    let mut event: CUevent = std::ptr::null_mut();
+    let flags = if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING } as u32;
+    // SAFETY: `event` is written by the call.
+    check(unsafe { sys::cuEventCreate(&mut event, flags) }, || "creating a CUDA event".into())?;
+    Ok(event)
+}
+
+pub(super) fn record(event: CUevent, stream: CUstream) -> Result<(), RunError> {
+    // SAFETY: a live event and a live stream (or the NULL stream).
+    check(unsafe { sys::cuEventRecord(event, stream) }, || "recording an event".into())
+}
+
+pub(super) fn wait(stream: CUstream, event: CUevent) -> Result<(), RunError> {
+    // SAFETY: a live stream (or the NULL stream) and a live event.
+    check(unsafe { sys::cuStreamWaitEvent(stream, event, 0) }, || "making a stream wait for an event".into())
+}
+
+fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f64, RunError> {
+    let mut ms = 0f32;
+    // SAFETY: two live timing events, both completed (the caller synchronised on the last).
+    check(unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) }, || "reading the time between two events".into())?;
+    Ok(ms as f64)
+}
+
+/// A variant's host program, ready to issue: the streams it declares and the events its steps
+/// record, created once and destroyed with it.
+pub(super) struct HostProgram<'a> {
+    gpu: &'a Gpu,
+    program: &'a StepProgram,
+    streams: Vec<CUstream>,
+    events: Vec<CUevent>,
+}
+
+impl Drop for HostProgram<'_> {
+    fn drop(&mut self) {
+        // SAFETY: each was created by `new` and is destroyed once; destruction waits for pending work.
+        unsafe {
+            for &e in &self.events {
+                let _ = sys::cuEventDestroy_v2(e);
+            }
+            for &s in &self.streams {
+                let _ = sys::cuStreamDestroy_v2(s);
+            }
+        }
+    }
+}
+
+/// The events of one timed sample: the start and end of the whole, and of each step that does work.
+struct Marks {
+    start: CUevent,
+    stop: CUevent,
+    /// Per declared stream: recorded at its end, so that the stop waits for every stream.
+    joins: Vec<CUevent>,
+    steps: Vec<Option<(CUevent, CUevent)>>,
+}
+
+impl Drop for Marks {
+    fn drop(&mut self) {
+        // SAFETY: created by `Marks::new`, destroyed once.
+        unsafe {
+            for e in [self.start, self.stop].into_iter().chain(self.joins.iter().copied()).chain(self.steps.iter().flatten().flat_map(|(a, b)| [*a, *b])) {
+                let _ = sys::cuEventDestroy_v2(e);
+            }
+        }
+    }
+}
+
+impl Marks {
+    fn new(program: &StepProgram) -> Result<Marks, RunError> {
+        let mut marks = Marks { start: new_event(true)?, stop: new_event(true)?, joins: Vec::new(), steps: Vec::new() };
+        for _ in &program.streams {
+            marks.joins.push(new_event(false)?);
+        }
+        for s in &program.steps {
+            marks.steps.push(if s.action.kind().is_some() { Some((new_event(true)?, new_event(true)?)) } else { None });
+        }
+        Ok(marks)
+    }
+}
+
+/// The arguments of one launch as the driver takes them: each value in an 8-byte slot, and a
+/// pointer to each slot.
+fn kernel_params(args: &[ArgSpec], pointers: &Pointers) -> Vec<[u8; 8]> {
+    args.iter()
+        .map(|a| {
+            let mut slot = [0u8; 8];
+            let bytes: Vec<u8> = match *a {
+                ArgSpec::Buffer(i) => pointers.at(i, 0).to_le_bytes().to_vec(),
+                ArgSpec::BufferAt(i, at) => pointers.at(i, at).to_le_bytes().to_vec(),
+                ArgSpec::I32(x) => x.to_le_bytes().to_vec(),
+                ArgSpec::U32(x) => x.to_le_bytes().to_vec(),
+                ArgSpec::I64(x) => x.to_le_bytes().to_vec(),
+                ArgSpec::U64(x) => x.to_le_bytes().to_vec(),
+                ArgSpec::F32(x) => x.to_le_bytes().to_vec(),
+                ArgSpec::F64(x) => x.to_le_bytes().to_vec(),
+                ArgSpec::F16(x) | ArgSpec::Bf16(x) => x.to_le_bytes().to_vec(),
+            };
+            slot[..bytes.len()].copy_from_slice(&bytes);
+            slot
+        })
+        .collect()
+}
+
+impl<'a> HostProgram<'a> {
+    pub fn new(gpu: &'a Gpu, program: &'a StepProgram) -> Result<HostProgram<'a>, RunError> {
+        gpu.ctx.bind_to_thread().doing("making the context current")?;
+        let mut p = HostProgram { gpu, program, streams: Vec::new(), events: Vec::new() };
+        for s in &program.streams {
+            let mut stream: CUstream = std::ptr::null_mut();
+            let flags = if s.non_blocking { sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 } else { 0 };
+            // SAFETY: `stream` is written by the call.
+            check(unsafe { sys::cuStreamCreate(&mut stream, flags) }, || format!("creating stream `{}`", s.name))?;
+            p.streams.push(stream);
+        }
+        for _ in &program.events {
+            p.events.push(new_event(false)?);
+        }
+        Ok(p)
+    }
+
+    fn stream(&self, index: Option<usize>) -> CUstream {
+        // The NULL stream is the null handle: the legacy default stream, which blocking streams wait for.
+        index.map_or(std::ptr::null_mut(), |i| self.streams[i])
+    }
+
+    /// Issues every step once, in order; with `marks`, each step that does work is bracketed by
+    /// events on its stream, and the whole by events on the NULL stream that every stream joins.
+    fn issue(&self, loaded: &Loaded, launches: &[LaunchSpec], buffers: &[BufferSpec], bufs: &Buffers, marks: Option<&Marks>) -> Result<(), RunError> {
+        let null: CUstream = std::ptr::null_mut();
+        if let Some(m) = marks {
+            record(m.start, null)?;
+            // Non-blocking streams do not wait for the NULL stream: they wait for the start.
+            for &s in &self.streams {
+                wait(s, m.start)?;
+            }
+        }
+        let bytes_of = |r: &crate::suite::Region| r.len * buffers[r.buffer].elem.size() as u64;
+        for (i, step) in self.program.steps.iter().enumerate() {
+            // A synchronous copy runs on the NULL stream whatever the step says (as cudaMemcpy does).
+            let stream = match step.action {
+                Action::Copy { asynchronous: false, .. } => null,
+                _ => self.stream(step.stream),
+            };
+            let mark = marks.and_then(|m| m.steps[i]);
+            if let Some((start, _)) = mark {
+                record(start, stream)?;
+            }
+            let doing = || format!("step {} `{}`", i + 1, step.label);
+            match &step.action {
+                Action::Copy { from, to, asynchronous, .. } => {
+                    let (dst, src) = (bufs.copy_addresses[to.buffer] + to.offset * buffers[to.buffer].elem.size() as u64, bufs.copy_addresses[from.buffer] + from.offset * buffers[from.buffer].elem.size() as u64);
+                    let n = bytes_of(from) as usize;
+                    // SAFETY: both regions lie inside live allocations (checked at load); unified
+                    // addressing tells the driver which side each address is on.
+                    let r = unsafe { if *asynchronous { sys::cuMemcpyAsync(dst, src, n, stream) } else { sys::cuMemcpy(dst, src, n) } };
+                    check(r, doing)?;
+                }
+                Action::Kernel { launch } => {
+                    let l = &launches[*launch];
+                    let f = &loaded.functions[&l.kernel];
+                    let mut slots = kernel_params(&l.args, &bufs.pointers);
+                    let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
+                    // SAFETY: the argument sizes were checked against the kernel's parameters at
+                    // load; the slots outlive the call, which copies them.
+                    let r = unsafe { sys::cuLaunchKernel(f.cu_function(), l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared_bytes, stream, params.as_mut_ptr(), std::ptr::null_mut()) };
+                    check(r, || format!("launching `{}` grid {:?} block {:?} ({})", l.kernel, l.grid, l.block, doing()))?;
+                }
+                Action::Memset { region, value } => {
+                    let address = bufs.pointers.at(region.buffer, region.offset);
+                    // SAFETY: a device-visible region of a live allocation.
+                    check(unsafe { sys::cuMemsetD8Async(address, *value, bytes_of(region) as usize, stream) }, doing)?;
+                }
+                Action::Prefetch { region, to } => {
+                    let address = bufs.pointers.at(region.buffer, region.offset);
+                    let location = super::memory::device_or_host(self.gpu, *to == Location::Device);
+                    // SAFETY: a region of a live managed allocation (checked at load).
+                    check(unsafe { sys::cuMemPrefetchAsync_v2(address, bytes_of(region) as usize, location, 0, stream) }, doing)?;
+                }
+                Action::Record { event } => record(self.events[*event], stream)?,
+                Action::Wait { event } => wait(stream, self.events[*event])?,
+                Action::Sync { target } => {
+                    // SAFETY: live handles.
+                    let r = unsafe {
+                        match target {
+                            SyncTarget::Device => sys::cuCtxSynchronize(),
+                            SyncTarget::Stream => sys::cuStreamSynchronize(stream),
+                            SyncTarget::Event(e) => sys::cuEventSynchronize(self.events[*e]),
+                        }
+                    };
+                    check(r, || format!("{} (a fault here is an illegal memory access or a trap in a kernel)", doing()))?;
+                }
+            }
+            if let Some((_, end)) = mark {
+                record(end, stream)?;
+            }
+        }
+        if let Some(m) = marks {
+            for (&s, &join) in self.streams.iter().zip(&m.joins) {
+                record(join, s)?;
+                wait(null, join)?;
+            }
+            record(m.stop, null)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the program once and waits for all of it.
+    pub fn run(&self, loaded: &Loaded, launches: &[LaunchSpec], buffers: &[BufferSpec], bufs: &Buffers, what: &str) -> Result<(), RunError> {
+        self.issue(loaded, launches, buffers, bufs, None)?;
+        self.gpu.ctx.synchronize().doing(format!("running {what} (a fault here is an illegal memory access or a trap in a kernel)"))
+    }
+}
+
+/// Buffers whose pages a sample must find on the host: managed ones (a kernel that touched them
+/// pulled them to the device; the next sample would otherwise not migrate anything).
+fn starts_on_host(b: &BufferSpec) -> bool {
+    b.memory == Memory::Managed
+}
+
+/// Times a host program: warm-up until the SM clock is steady, then one run a sample between
+/// events on the NULL stream that every stream joins (managed buffers written back from the host
+/// and, cold, the L2 flushed before each, outside the timed region). Returns the samples and the
+/// timeline of the sample nearest their median, with each step's median duration.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn time_program(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    program: &HostProgram,
+    loaded: &Loaded,
+    launches: &[LaunchSpec],
+    spec: &crate::suite::JobSpec,
+    bufs: &mut Buffers,
+    check_every: &mut impl FnMut(&mut Buffers) -> Result<(), RunError>,
+) -> Result<(Timed, Timeline), RunError> {
+    let flush = match cfg.cache {
+        CacheState::Warm => None,
+        CacheState::Cold => Some(Flush::new(gpu)?),
+    };
+    let marks = Marks::new(program.program)?;
+    let prepare = |bufs: &mut Buffers, n: usize| -> Result<(), RunError> {
+        bufs.reset_where(gpu, spec, starts_on_host)?;
+        if let Some(f) = &flush {
+            f.write(&gpu.stream, n as u8)?;
+        }
+        gpu.ctx.synchronize().doing("finishing the preparation of a sample")
+    };
+    // One sample: the whole and each step, relative to the start.
+    let sample = |bufs: &mut Buffers, n: usize| -> Result<(f64, Vec<Option<(f64, f64)>>), RunError> {
+        prepare(bufs, n)?;
+        program.issue(loaded, launches, &spec.buffers, bufs, Some(&marks))?;
+        // SAFETY: a live event, recorded just above.
+        check(unsafe { sys::cuEventSynchronize(marks.stop) }, || "running the host program (a fault here is an illegal memory access or a trap in a kernel)".into())?;
+        let total = elapsed_ms(marks.start, marks.stop)?;
+        let steps = marks.steps.iter().map(|m| m.map(|(a, b)| Ok::<_, RunError>((elapsed_ms(marks.start, a)?, elapsed_ms(marks.start, b)?))).transpose()).collect::<Result<Vec<_>, _>>()?;
+        Ok((total, steps))
+    };
+    let wall = Instant::now();
+    let (mut warmup_runs, mut readings) = (0u32, Vec::<u32>::new());
+    loop {
+        sample(bufs, warmup_runs as usize)?;
+        warmup_runs += 1;
+        let elapsed = wall.elapsed().as_secs_f64() * 1e3;
+        if warmup_runs < 3 || elapsed < cfg.warmup_ms {
+            continue;
+        }
+        match gpu.clock() {
+            Some(c) if !clock_settled(&readings) && elapsed < MAX_CLOCK_SETTLE_MS => readings.push(c.sm_mhz),
+            _ => break,
+        }
+    }
+    let warmup_ms = wall.elapsed().as_secs_f64() * 1e3;
+    let (mut samples, mut per_step, mut clocks): (Vec<f64>, Vec<Vec<Option<(f64, f64)>>>, Vec<Option<ClockSample>>) = (Vec::new(), Vec::new(), Vec::new());
+    let mut clock = SamplingClock::start();
+    let stopped_by = loop {
+        let (total, steps) = sample(bufs, samples.len())?;
+        samples.push(total);
+        per_step.push(steps);
+        clocks.push(gpu.clock());
+        clock.verify_every(cfg, samples.len(), &mut || check_every(bufs))?;
+        if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
+            break why;
+        }
+    };
+    let timeline = timeline_of(program.program, &spec.buffers, &samples, &per_step);
+    let method = format!("events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}", if flush.is_some() { " after an L2 flush" } else { "" });
+    Ok((Timed { samples_ms: samples, runs_per_sample: 1, warmup_runs, stopped_by, method, clocks, warmup_ms }, timeline))
+}
+
+/// The sample nearest the median as a timeline, each step with its median duration over all samples.
+fn timeline_of(program: &StepProgram, buffers: &[BufferSpec], samples: &[f64], per_step: &[Vec<Option<(f64, f64)>>]) -> Timeline {
+    let median = crate::stats::summarize(samples).map_or(0.0, |s| s.median);
+    let chosen = (0..samples.len()).min_by(|&a, &b| (samples[a] - median).abs().total_cmp(&(samples[b] - median).abs())).unwrap_or(0);
+    let steps = program
+        .steps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, step)| {
+            let kind = step.action.kind()?;
+            let (start_ms, end_ms) = per_step.get(chosen)?.get(i).copied().flatten()?;
+            let durations: Vec<f64> = per_step.iter().filter_map(|s| s.get(i).copied().flatten().map(|(a, b)| b - a)).collect();
+            let median_ms = crate::stats::summarize(&durations).map_or(end_ms - start_ms, |s| s.median);
+            let stream = match step.action {
+                Action::Copy { asynchronous: false, .. } => "NULL".to_string(),
+                _ => program.stream_name(step.stream),
+            };
+            Some(StepTime { label: step.label.clone(), kind, stream, start_ms, end_ms, bytes: step.action.bytes(buffers), median_ms })
+        })
+        .collect();
+    Timeline { total_ms: samples.get(chosen).copied().unwrap_or(0.0), steps, mock: false }
+}
