@@ -129,7 +129,39 @@ fn intersection(x: &[(f64, f64)], y: &[(f64, f64)]) -> f64 {
     total
 }
 
+/// A timed step as the program knows it, before any sample: what it is called, does, runs on and moves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepInfo {
+    pub label: String,
+    pub kind: StepKind,
+    pub stream: String,
+    pub bytes: u64,
+}
+
 impl Timeline {
+    /// The timeline of the sample whose total is nearest the median of `totals`; each step with
+    /// its median duration over every sample. `spans[sample][step]` is the step's (start, end) in
+    /// that sample, from its start (None where a step was not timed).
+    pub fn nearest_median(steps: &[StepInfo], totals: &[f64], spans: &[Vec<Option<(f64, f64)>>]) -> Timeline {
+        let mut sorted = totals.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = if sorted.is_empty() { 0.0 } else if sorted.len() % 2 == 1 { sorted[sorted.len() / 2] } else { (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0 };
+        let chosen = (0..totals.len()).min_by(|&a, &b| (totals[a] - median).abs().total_cmp(&(totals[b] - median).abs())).unwrap_or(0);
+        let steps = steps
+            .iter()
+            .enumerate()
+            .filter_map(|(i, info)| {
+                let (start_ms, end_ms) = spans.get(chosen)?.get(i).copied().flatten()?;
+                let mut durations: Vec<f64> = spans.iter().filter_map(|s| s.get(i).copied().flatten().map(|(a, b)| b - a)).collect();
+                durations.sort_by(f64::total_cmp);
+                let n = durations.len();
+                let median_ms = if n % 2 == 1 { durations[n / 2] } else { (durations[n / 2 - 1] + durations[n / 2]) / 2.0 };
+                Some(StepTime { label: info.label.clone(), kind: info.kind, stream: info.stream.clone(), start_ms, end_ms, bytes: info.bytes, median_ms })
+            })
+            .collect();
+        Timeline { total_ms: totals.get(chosen).copied().unwrap_or(0.0), steps, mock: false }
+    }
+
     pub fn overlap(&self) -> Overlap {
         let spans = |keep: fn(StepKind) -> bool| union(self.steps.iter().filter(|s| keep(s.kind)).map(|s| (s.start_ms, s.end_ms)).collect());
         let kernels = spans(|k| k == StepKind::Kernel);
@@ -178,6 +210,20 @@ mod tests {
         assert_eq!(serial.overlap().kernel_hidden_pct(), Some(0.0));
         let copies = Timeline { total_ms: 1.0, steps: vec![step(StepKind::H2d, "NULL", 0.0, 1.0)], mock: false };
         assert_eq!((copies.overlap().kernel_hidden_pct(), copies.overlap().transfer_hidden_pct()), (None, Some(0.0)));
+    }
+
+    #[test]
+    fn the_timeline_is_the_sample_nearest_the_median_with_each_steps_median() {
+        let info = |label: &str, kind| StepInfo { label: label.into(), kind, stream: "NULL".into(), bytes: 8 };
+        let steps = [info("h2d a", StepKind::H2d), info("kernel k", StepKind::Kernel)];
+        // Totals 3, 10, 4: median 4, so the third sample is drawn; the kernel was not timed in the first.
+        let spans = vec![vec![Some((0.0, 1.0)), None], vec![Some((0.0, 9.0)), Some((9.0, 10.0))], vec![Some((0.0, 2.0)), Some((2.0, 4.0))]];
+        let t = Timeline::nearest_median(&steps, &[3.0, 10.0, 4.0], &spans);
+        assert_eq!(t.total_ms, 4.0);
+        assert_eq!(t.steps.iter().map(|s| (s.start_ms, s.end_ms, s.median_ms)).collect::<Vec<_>>(), vec![(0.0, 2.0, 2.0), (2.0, 4.0, 1.5)]);
+        assert!(!t.mock);
+        // No samples: an empty timeline, not a panic.
+        assert!(Timeline::nearest_median(&steps, &[], &[]).steps.is_empty());
     }
 
     #[test]

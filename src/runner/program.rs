@@ -6,7 +6,7 @@ use std::time::Instant;
 use cudarc::driver::sys::{self, CUevent, CUstream};
 
 use super::{clock_settled, stop_sampling, Buffers, Doing, Flush, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed, MAX_CLOCK_SETTLE_MS};
-use crate::records::{CacheState, ClockSample, StepTime, Timeline, TimingConfig};
+use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig};
 use crate::suite::{Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
 
 /// Wraps a raw driver result with what was being done.
@@ -298,30 +298,24 @@ pub(super) fn time_program(
             break why;
         }
     };
-    let timeline = timeline_of(program.program, &spec.buffers, &samples, &per_step);
+    let timeline = Timeline::nearest_median(&step_infos(program.program, &spec.buffers), &samples, &per_step);
     let method = format!("events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}", if flush.is_some() { " after an L2 flush" } else { "" });
     Ok((Timed { samples_ms: samples, runs_per_sample: 1, warmup_runs, stopped_by, method, clocks, warmup_ms }, timeline))
 }
 
-/// The sample nearest the median as a timeline, each step with its median duration over all samples.
-fn timeline_of(program: &StepProgram, buffers: &[BufferSpec], samples: &[f64], per_step: &[Vec<Option<(f64, f64)>>]) -> Timeline {
-    let median = crate::stats::summarize(samples).map_or(0.0, |s| s.median);
-    let chosen = (0..samples.len()).min_by(|&a, &b| (samples[a] - median).abs().total_cmp(&(samples[b] - median).abs())).unwrap_or(0);
-    let steps = program
+/// What the timeline needs to know of each step that does work, in step order (None for the others).
+fn step_infos(program: &StepProgram, buffers: &[BufferSpec]) -> Vec<StepInfo> {
+    program
         .steps
         .iter()
-        .enumerate()
-        .filter_map(|(i, step)| {
-            let kind = step.action.kind()?;
-            let (start_ms, end_ms) = per_step.get(chosen)?.get(i).copied().flatten()?;
-            let durations: Vec<f64> = per_step.iter().filter_map(|s| s.get(i).copied().flatten().map(|(a, b)| b - a)).collect();
-            let median_ms = crate::stats::summarize(&durations).map_or(end_ms - start_ms, |s| s.median);
+        .map(|step| {
+            // Steps that only order others (records, waits, syncs) are never timed: their spans are None.
+            let kind = step.action.kind().unwrap_or(crate::records::StepKind::Kernel);
             let stream = match step.action {
                 Action::Copy { asynchronous: false, .. } => "NULL".to_string(),
                 _ => program.stream_name(step.stream),
             };
-            Some(StepTime { label: step.label.clone(), kind, stream, start_ms, end_ms, bytes: step.action.bytes(buffers), median_ms })
+            StepInfo { label: step.label.clone(), kind, stream, bytes: step.action.bytes(buffers) }
         })
-        .collect();
-    Timeline { total_ms: samples.get(chosen).copied().unwrap_or(0.0), steps, mock: false }
+        .collect()
 }
