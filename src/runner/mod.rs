@@ -545,7 +545,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
         if let Some(f) = &flush {
-            f.write(&stream, samples.len() as u8)?;
+            f.evict(&stream)?;
         }
         start.record(&stream).doing("recording an event")?;
         for _ in 0..runs_per_sample {
@@ -608,26 +608,49 @@ fn stop_sampling(cfg: &TimingConfig, samples: &[f64], seconds: f64) -> Option<St
     (seconds >= cfg.max_seconds).then(|| format!("time cap {:.1}s", cfg.max_seconds))
 }
 
-/// The L2 flush buffer of cold timing.
+/// Built-in L2 eviction kernel: reads a buffer of twice the L2, grid-stride, so that every line
+/// the job left there is replaced by a clean one. A write (a memset) would evict as well but leave
+/// the L2 full of dirty lines, whose write-back the timed kernel would then pay for; ncu's cache
+/// control leaves a clean L2.
+const EVICT_KERNEL: &str = r#"
+extern "C" __global__ void gpu_lab_evict_l2(const float4* __restrict__ buffer, unsigned long long n4, float* sink) {
+  float acc = 0.f;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4;
+       i += (unsigned long long)gridDim.x * blockDim.x) { float4 v = buffer[i]; acc += v.x + v.y + v.z + v.w; }
+  // Never true for a buffer of zeros; keeps the loads.
+  if (acc == -1.f) *sink = acc;
+}
+"#;
+
+/// The L2 flush of cold timing: a clean-read of a buffer of twice the L2 (`EVICT_KERNEL`).
 struct Flush {
     _buffer: CudaSlice<u8>,
+    kernel: CudaFunction,
     pointer: u64,
-    bytes: usize,
+    n4: u64,
+    blocks: u32,
 }
 
 impl Flush {
-    /// A buffer of twice the L2, written before every cold sample.
     fn new(gpu: &Gpu) -> Result<Flush, RunError> {
-        let l2 = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).doing("reading the L2 size")?.max(1 << 20) as usize;
-        // SAFETY: only ever written (by memset), never read.
-        let buffer = unsafe { gpu.stream.alloc::<u8>(2 * l2) }.doing("allocating the L2 flush buffer")?;
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let l2 = gpu.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).doing("reading the L2 size")?.max(1 << 20) as usize;
+        let sms = gpu.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).doing("reading the SM count")?.max(1) as u32;
+        // Zeros (so that the kernel's impossible sum stays impossible), plus 4 bytes of sink at the end.
+        let buffer = gpu.stream.alloc_zeros::<u8>(2 * l2 + 16).doing("allocating the L2 flush buffer")?;
         let pointer = buffer.device_ptr(&gpu.stream).0;
-        Ok(Flush { pointer, bytes: 2 * l2, _buffer: buffer })
+        gpu.stream.synchronize().doing("clearing the L2 flush buffer")?;
+        Ok(Flush { _buffer: buffer, kernel: compile_builtin(gpu, EVICT_KERNEL, "gpu_lab_evict_l2")?, pointer, n4: (2 * l2 / 16) as u64, blocks: sms * 8 })
     }
 
-    fn write(&self, stream: &CudaStream, byte: u8) -> Result<(), RunError> {
-        // SAFETY: the pointer and length are those of the live flush buffer.
-        unsafe { cudarc::driver::result::memset_d8_async(self.pointer, byte, self.bytes, stream.cu_stream()) }.doing("flushing the L2")
+    /// Evicts the L2 on `stream` (a kernel launch, so it can be captured into a graph too).
+    fn evict(&self, stream: &CudaStream) -> Result<(), RunError> {
+        let sink = self.pointer + self.n4 * 16;
+        let mut b = stream.launch_builder(&self.kernel);
+        b.arg(&self.pointer).arg(&self.n4).arg(&sink);
+        // SAFETY: the buffer holds n4 float4s and the sink after them, as the kernel takes.
+        unsafe { b.launch(LaunchConfig { grid_dim: (self.blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.doing("evicting the L2")?;
+        Ok(())
     }
 }
 
@@ -637,64 +660,87 @@ enum GraphError {
     Run(RunError),
 }
 
-/// Cold timing of a short kernel: a sample is a CUDA graph of `n` (flush, run) pairs, minus a
-/// graph of `n` flushes alone, over `n`: no launch gap or event overhead between the runs.
+/// Cold timing of a short kernel: a sample is a CUDA graph of `n` (L2 eviction, event, run,
+/// event) in a row, the mean of the `n` runs' times between their events: no launch gap, and
+/// nothing subtracted.
 fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, GraphError> {
-    let graphs = capture_graphs(gpu, flush, per_run, run).map_err(GraphError::Capture)?;
-    sample_graphs(gpu, cfg, graphs, check).map_err(GraphError::Run)
+    let graph = capture_graph(gpu, flush, per_run, run).map_err(GraphError::Capture)?;
+    sample_graph(gpu, cfg, graph, check).map_err(GraphError::Run)
 }
 
-/// The two graphs of a graph sample and their length, on the stream they were captured on.
-struct Graphs {
+/// Events created with timing, destroyed when dropped.
+struct TimingEvents(Vec<cudarc::driver::sys::CUevent>);
+
+impl Drop for TimingEvents {
+    fn drop(&mut self) {
+        for &e in &self.0 {
+            // SAFETY: created by `program::new_event`, destroyed once.
+            let _ = unsafe { cudarc::driver::sys::cuEventDestroy_v2(e) };
+        }
+    }
+}
+
+/// The graph of a graph sample, the stream it was captured on, and its runs' (start, end) events.
+struct RunGraph {
     stream: Arc<CudaStream>,
-    runs: cudarc::driver::CudaGraph,
-    flushes: cudarc::driver::CudaGraph,
+    graph: cudarc::driver::CudaGraph,
+    events: TimingEvents,
     n: usize,
 }
 
-fn capture_graphs(gpu: &Gpu, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Graphs, RunError> {
-    use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+fn capture_graph(gpu: &Gpu, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<RunGraph, RunError> {
+    use cudarc::driver::sys::{self, CUgraphInstantiate_flags, CUstreamCaptureMode};
     // The default (legacy) stream cannot be captured: a stream of its own, after the uploads.
     gpu.stream.synchronize().doing("finishing the uploads")?;
     let stream = gpu.ctx.new_stream().doing("creating a capture stream")?;
     // About 0.2 ms of the kernel's own time per graph, 10 to 100 runs.
     let n = ((0.2 / per_run).ceil() as usize).clamp(10, 100);
-    let mut capture = |with_runs: bool| -> Result<cudarc::driver::CudaGraph, RunError> {
-        stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).doing("starting a graph capture")?;
-        let body = (0..n).try_for_each(|i| {
-            flush.write(&stream, i as u8)?;
-            if with_runs { run(&stream) } else { Ok(()) }
-        });
-        let graph = stream.end_capture(CUgraphInstantiate_flags(0)).doing("ending the graph capture");
-        body?;
-        graph?.ok_or_else(|| RunError::Invalid("the captured graph is empty".into()))
-    };
-    let (runs, flushes) = (capture(true)?, capture(false)?);
-    Ok(Graphs { stream, runs, flushes, n })
+    // Per run: its start and end, then a start and end with nothing between (what the event nodes cost).
+    let events = TimingEvents((0..4 * n).map(|_| program::new_event(true)).collect::<Result<_, _>>()?);
+    // An event recorded with CU_EVENT_RECORD_EXTERNAL during capture becomes an event record node,
+    // recorded each time the graph runs.
+    // SAFETY: a live timing event and the capturing stream.
+    let mark = |event: sys::CUevent| program::check(unsafe { sys::cuEventRecordWithFlags(event, stream.cu_stream(), sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32) }, || "recording an event node in a graph".into());
+    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).doing("starting a graph capture")?;
+    let body = (0..n).try_for_each(|i| {
+        flush.evict(&stream)?;
+        mark(events.0[4 * i])?;
+        run(&stream)?;
+        mark(events.0[4 * i + 1])?;
+        mark(events.0[4 * i + 2])?;
+        mark(events.0[4 * i + 3])
+    });
+    let graph = stream.end_capture(CUgraphInstantiate_flags(0)).doing("ending the graph capture");
+    body?;
+    let graph = graph?.ok_or_else(|| RunError::Invalid("the captured graph is empty".into()))?;
+    Ok(RunGraph { stream, graph, events, n })
 }
 
-fn sample_graphs(gpu: &Gpu, cfg: &TimingConfig, graphs: Graphs, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
-    let Graphs { stream, runs, flushes, n } = graphs;
-    let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
-    let (start, stop) = (event()?, event()?);
-    let time = |graph: &cudarc::driver::CudaGraph| -> Result<f64, RunError> {
-        start.record(&stream).doing("recording an event")?;
+fn sample_graph(gpu: &Gpu, cfg: &TimingConfig, g: RunGraph, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
+    let RunGraph { stream, graph, events, n } = g;
+    let time = || -> Result<f64, RunError> {
         graph.launch().doing("launching a graph")?;
-        stop.record(&stream).doing("recording an event")?;
-        stop.synchronize().doing("timing a graph")?;
-        Ok(start.elapsed_ms(&stop).doing("reading event time")? as f64)
+        stream.synchronize().doing("timing a graph")?;
+        let elapsed = |a, b| -> Result<f64, RunError> {
+            let mut ms = 0f32;
+            // SAFETY: both events were recorded by the graph that just finished.
+            program::check(unsafe { cudarc::driver::sys::cuEventElapsedTime_v2(&mut ms, a, b) }, || "reading a run's time in a graph".into())?;
+            Ok(ms as f64)
+        };
+        let mut total = 0.0;
+        for e in events.0.chunks(4) {
+            total += elapsed(e[0], e[1])? - elapsed(e[2], e[3])?;
+        }
+        Ok(total / n as f64)
     };
     for _ in 0..2 {
-        time(&runs)?;
-        time(&flushes)?;
+        time()?;
     }
     let mut samples = Vec::new();
     let mut clocks = Vec::new();
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
-        // Alternating keeps drift out of the difference.
-        let (with_runs, alone) = (time(&runs)?, time(&flushes)?);
-        samples.push((with_runs - alone) / n as f64);
+        samples.push(time()?);
         clocks.push(gpu.clock());
         clock.verify_every(cfg, samples.len(), check)?;
         // The check resets the buffers on the default stream; the capture stream does not wait for it.
@@ -710,7 +756,7 @@ fn sample_graphs(gpu: &Gpu, cfg: &TimingConfig, graphs: Graphs, check: &mut impl
         warmup_ms: 0.0,
         clocks,
         stopped_by,
-        method: format!("CUDA graph of {n} (L2 flush, run) pairs, minus a graph of {n} flushes, over {n} (runs under {} µs)", GRAPH_BELOW_MS * 1e3),
+        method: format!("CUDA graph of {n} (L2 eviction, event, run, event, event, event); a sample is the mean over the {n} runs of the time between a run's events less the time between the two events after it (runs under {} µs)", GRAPH_BELOW_MS * 1e3),
     })
 }
 

@@ -254,16 +254,16 @@ pub(super) fn time_program(
         CacheState::Cold => Some(Flush::new(gpu)?),
     };
     let marks = Marks::new(program.program)?;
-    let prepare = |bufs: &mut Buffers, n: usize| -> Result<(), RunError> {
+    let prepare = |bufs: &mut Buffers| -> Result<(), RunError> {
         bufs.reset_where(gpu, spec, starts_on_host)?;
         if let Some(f) = &flush {
-            f.write(&gpu.stream, n as u8)?;
+            f.evict(&gpu.stream)?;
         }
         gpu.ctx.synchronize().doing("finishing the preparation of a sample")
     };
     // One sample: the whole and each step, relative to the start.
-    let sample = |bufs: &mut Buffers, n: usize| -> Result<(f64, Vec<Option<(f64, f64)>>), RunError> {
-        prepare(bufs, n)?;
+    let sample = |bufs: &mut Buffers| -> Result<(f64, Vec<Option<(f64, f64)>>), RunError> {
+        prepare(bufs)?;
         program.issue(loaded, launches, &spec.buffers, bufs, Some(&marks))?;
         // SAFETY: a live event, recorded just above.
         check(unsafe { sys::cuEventSynchronize(marks.stop) }, || "running the host program (a fault here is an illegal memory access or a trap in a kernel)".into())?;
@@ -274,7 +274,7 @@ pub(super) fn time_program(
     let wall = Instant::now();
     let (mut warmup_runs, mut readings) = (0u32, Vec::<u32>::new());
     loop {
-        sample(bufs, warmup_runs as usize)?;
+        sample(bufs)?;
         warmup_runs += 1;
         let elapsed = wall.elapsed().as_secs_f64() * 1e3;
         if warmup_runs < 3 || elapsed < cfg.warmup_ms {
@@ -289,7 +289,7 @@ pub(super) fn time_program(
     let (mut samples, mut per_step, mut clocks): (Vec<f64>, Vec<Vec<Option<(f64, f64)>>>, Vec<Option<ClockSample>>) = (Vec::new(), Vec::new(), Vec::new());
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
-        let (total, steps) = sample(bufs, samples.len())?;
+        let (total, steps) = sample(bufs)?;
         samples.push(total);
         per_step.push(steps);
         clocks.push(gpu.clock());
