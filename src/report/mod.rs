@@ -8,6 +8,7 @@ pub mod nvprof;
 pub mod roofline;
 pub mod runs_svg;
 pub mod svg;
+pub mod timeline;
 
 use crate::records::RunData;
 
