@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod frame;
+mod host_programs;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
