@@ -170,6 +170,10 @@ pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
         let e = report::exporter(format);
         store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
     }
+    // The host programs' timelines, which report.md links.
+    for (file, svg) in report::timeline::timeline_files(&run) {
+        store::write_atomic(&dir.join(file), svg.as_bytes())?;
+    }
     Ok(())
 }
 

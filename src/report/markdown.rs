@@ -1,4 +1,4 @@
-//! Markdown exporter: header (GPU, driver, CUDA, ncu, clocks, policy, date), one ladder table per group, readings of notable metrics.
+//! Markdown exporter: header (GPU, driver, CUDA, ncu, clocks, policy, date), one ladder table per group, readings of notable metrics, and the host programs' timelines (`host_programs`).
 
 use std::fmt::Write;
 
@@ -20,7 +20,7 @@ pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
     b.build().with(Style::markdown()).to_string()
 }
 
-fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
+pub(crate) fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
     match j.status {
         JobStatus::Ok if imp.contains_key(j.id()) => "**IMPOSSIBLE**".into(),
         JobStatus::Ok if j.correctness.is_none() => "not checked".into(),
@@ -138,7 +138,7 @@ fn reference<'a>(run: &RunData, imp: &Impossible, jobs: &[&'a JobRecord]) -> Opt
 }
 
 /// `median [95% CI]` in ms.
-fn timing_cell(j: &JobRecord) -> String {
+pub(crate) fn timing_cell(j: &JobRecord) -> String {
     j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into())
 }
 
@@ -525,6 +525,7 @@ impl Exporter<RunData> for Markdown {
         let impossible = run.impossible_jobs();
         for g in run.groups() {
             group_section(run, &impossible, &g, &metrics, &mut out);
+            super::host_programs::section(run, &impossible, &g, &mut out);
         }
         let passes: Vec<f64> = run.profiles.values().filter_map(|p| p.passes).collect();
         if !passes.is_empty() {

@@ -2,12 +2,14 @@
 
 pub mod csv;
 pub mod frame;
+mod host_programs;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
 pub mod roofline;
 pub mod runs_svg;
 pub mod svg;
+pub mod timeline;
 
 use crate::records::RunData;
 
