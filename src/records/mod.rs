@@ -342,6 +342,10 @@ impl JobRecord {
     pub fn gflops(&self) -> Option<f64> {
         rate(self.work.flops?, self.summary?.median)
     }
+    /// A host program with copies over the host link: its bytes are not DRAM traffic.
+    pub fn crosses_host_link(&self) -> bool {
+        self.timeline.as_ref().is_some_and(|t| t.steps.iter().any(|s| s.kind.is_transfer()))
+    }
 }
 
 /// The bandwidth bounds measured for one group, in the same run.
