@@ -133,6 +133,7 @@ mod tests {
             bound: Default::default(),
             pending_launches: None,
             work: Default::default(),
+            steps: None,
         }
     }
 
