@@ -119,9 +119,9 @@ fn assert_refused(variant: &str, at: &str, says: &str, fix: &str) {
     assert!(fix_text.contains(fix), "wanted a fix with `{fix}`: {e}");
 }
 
-/// The chunked program of docs/suite-format.md: C chunks, each copied in, added and copied out
-/// on stream s[chunk % K], depth first; each chunk records `done[chunk]`; s[0] then waits for the
-/// last chunk and the host for its event.
+/// A chunked program like docs/suite-format.md's worked example: C chunks, each copied in, added
+/// and copied out on stream s[chunk % K], depth first; each chunk records `done[chunk]`; s[0] then
+/// waits for the last chunk and the host for its event.
 const DEPTH_FIRST: &str = r#"
 [[variants]]
 name = "overlap"
@@ -332,4 +332,42 @@ fn a_group_without_chunks_is_refused() {
         "variant `v`: a group (`each`) without `chunks`",
         "give the group `chunks = \"C\"`",
     );
+}
+
+/// The fenced block of `lang` that follows `heading` in `text`.
+fn block_after<'t>(text: &'t str, heading: &str, lang: &str) -> &'t str {
+    let from = text.find(heading).unwrap_or_else(|| panic!("no `{heading}`"));
+    let open = format!("```{lang}\n");
+    let start = from + text[from..].find(&open).unwrap_or_else(|| panic!("no {lang} block after `{heading}`")) + open.len();
+    &text[start..start + text[start..].find("```").unwrap()]
+}
+
+#[test]
+fn the_worked_example_of_the_guide_loads_and_expands_as_its_table_says() {
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/suite-format.md")).unwrap();
+    let heading = "### A worked example: the chunked streams program";
+    let (cu, toml) = (block_after(&guide, heading, "cuda"), block_after(&guide, heading, "toml"));
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("overlap");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("overlap.cu"), cu).unwrap();
+    std::fs::write(dir.join("suite.toml"), toml).unwrap();
+    let s = suite::load(&dir.join("suite.toml")).unwrap_or_else(|e| panic!("the guide's example: {e}"));
+    assert_eq!(s.jobs.len(), 4);
+    let j = s.jobs.iter().find(|j| j.label() == "depth_first[K=2]").unwrap();
+    let p = j.steps.as_ref().unwrap();
+    let m: u64 = 33554432 / 8;
+    assert_eq!(p.steps.len(), 42);
+    let row = |i: usize| (p.steps[i].label.as_str(), p.stream_name(p.steps[i].stream));
+    assert_eq!(row(0), ("h2d h_a #0", "s[0]".to_string()));
+    assert_eq!(row(2), ("kernel sum_array_overlap #0", "s[0]".to_string()));
+    assert_eq!(row(4), ("record done[0] #0", "s[0]".to_string()));
+    assert_eq!(row(5), ("h2d h_a #1", "s[1]".to_string()));
+    assert_eq!(row(39), ("record done[7] #7", "s[1]".to_string()));
+    assert_eq!(row(40), ("sync event", "NULL".to_string()));
+    assert_eq!(row(41), ("sync device", "NULL".to_string()));
+    assert_eq!(p.steps[5].action, Action::Copy { direction: Direction::H2d, from: Region { buffer: 0, offset: m, len: m }, to: Region { buffer: 3, offset: m, len: m }, asynchronous: true });
+    assert_eq!((j.launches[0].grid[0], j.launches[0].block[0]), (32768, 128));
+    assert_eq!(p.steps[40].action, Action::Sync { target: SyncTarget::Event(7) });
+    assert_eq!(j.work.bytes, Some(3.0 * 33554432.0 * 4.0));
 }
