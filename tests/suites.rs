@@ -486,3 +486,228 @@ fn the_dynamic_parallelism_suite_builds_its_launching_kernels_as_rdc_and_checks_
     let children = job("copy_children[CHILDREN=1024] @ N=16777216");
     assert_eq!(children.launches[0].args[3], suite::ArgSpec::I64(16384));
 }
+
+/// The stream of each step of a host program, by name (`NULL` for the NULL stream).
+fn step_streams(j: &suite::JobSpec) -> Vec<String> {
+    let p = j.steps.as_ref().unwrap_or_else(|| panic!("{}: not a host program", j.id()));
+    p.steps.iter().map(|s| p.stream_name(s.stream)).collect()
+}
+
+/// What each step of a host program does, in the manifest's words (`h2d`, `kernel`, `sync`, ...).
+fn step_actions(j: &suite::JobSpec) -> Vec<&'static str> {
+    use suite::{Action, Direction};
+    j.steps.as_ref().unwrap().steps.iter().map(|s| match &s.action {
+        Action::Copy { direction: Direction::H2d, .. } => "h2d",
+        Action::Copy { direction: Direction::D2h, .. } => "d2h",
+        Action::Copy { direction: Direction::D2d, .. } => "d2d",
+        Action::Kernel { .. } => "kernel",
+        Action::Memset { .. } => "memset",
+        Action::Prefetch { .. } => "prefetch",
+        Action::Record { .. } => "record",
+        Action::Wait { .. } => "wait",
+        Action::Sync { .. } => "sync",
+    }).collect()
+}
+
+#[test]
+fn the_transfers_suite_runs_c_equals_a_plus_b_through_every_kind_of_host_memory_checked_on_the_host() {
+    use suite::{Action, Location, Memory};
+    let s = suite::load(&kernels_dir().join("transfers/suite.toml")).unwrap();
+    let variants = ["pageable", "pinned", "pinned_async", "zero_copy", "managed", "managed_prefetch"];
+    assert_eq!(s.jobs.len(), variants.len() * 4);
+    let sizes: std::collections::BTreeSet<i64> = s.jobs.iter().map(|j| j.key.group_params["N"]).collect();
+    assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [1 << 20, 1 << 22, 1 << 24, 1 << 26]);
+    for j in &s.jobs {
+        let n = j.key.group_params["N"] as u64;
+        assert!(variants.contains(&j.key.variant.as_str()), "{}", j.id());
+        // Checked on the buffer the host reads, where the host wrote a and b.
+        let CorrectnessSpec::Add { a, b, output, tolerance } = j.correctness else { panic!("{}: not an add check", j.id()) };
+        assert_eq!(tolerance, 0.0, "{}: float adds are exact", j.id());
+        let memory = |i: usize| j.buffers[i].memory;
+        assert!([a, b, output].iter().all(|&i| memory(i) != Memory::Device && j.buffers[i].len == n), "{}", j.id());
+        assert_eq!(j.work.bytes, Some(3.0 * n as f64 * 4.0), "{}", j.id());
+        assert!(j.crosses_host_link() || j.key.variant == "zero_copy" || j.key.variant == "managed", "{}", j.id());
+        // One kernel over all of N.
+        assert_eq!(j.launches.len(), 1);
+        let l = &j.launches[0];
+        assert_eq!(l.kernel, "sum_arrays");
+        assert!(l.grid[0] as u64 * l.block[0] as u64 >= n, "{}", j.id());
+        assert_eq!(l.args[3], suite::ArgSpec::I64(n as i64));
+        let kind = |m: Memory| move |i: &suite::ArgSpec| matches!(i, suite::ArgSpec::Buffer(k) if j.buffers[*k].memory == m);
+        let (actions, streams) = (step_actions(j), step_streams(j));
+        match j.key.variant.as_str() {
+            "pageable" | "pinned" => {
+                let host = if j.key.variant == "pageable" { Memory::Pageable } else { Memory::Pinned };
+                assert_eq!(memory(a), host);
+                assert_eq!(actions, ["h2d", "h2d", "kernel", "d2h"]);
+                assert!(streams.iter().all(|s| s == "NULL"));
+                assert!(l.args[..3].iter().all(kind(Memory::Device)));
+                for step in &j.steps.as_ref().unwrap().steps {
+                    if let Action::Copy { from, to, asynchronous, .. } = step.action {
+                        assert!(!asynchronous && from.len == n && to.len == n && from.offset == 0);
+                    }
+                }
+            }
+            "pinned_async" => {
+                assert_eq!(memory(a), Memory::Pinned);
+                assert_eq!(actions, ["h2d", "h2d", "kernel", "d2h", "sync"]);
+                assert!(streams.iter().all(|s| s == "s"), "{streams:?}");
+                let p = j.steps.as_ref().unwrap();
+                assert!(p.streams[0].non_blocking);
+                assert!(p.steps.iter().all(|s| !matches!(s.action, Action::Copy { asynchronous: false, .. })));
+            }
+            "zero_copy" => {
+                assert_eq!(actions, ["kernel", "sync"]);
+                assert!(l.args[..3].iter().all(kind(Memory::Mapped)), "the kernel reads and writes host memory");
+            }
+            "managed" => {
+                assert_eq!(actions, ["kernel", "sync"]);
+                assert!(l.args[..3].iter().all(kind(Memory::Managed)));
+            }
+            "managed_prefetch" => {
+                assert_eq!(actions, ["prefetch", "prefetch", "prefetch", "kernel", "prefetch", "sync"]);
+                let p = j.steps.as_ref().unwrap();
+                let to: Vec<Location> = p.steps.iter().filter_map(|s| match s.action { Action::Prefetch { to, region } => { assert_eq!(region.len, n); Some(to) } _ => None }).collect();
+                assert_eq!(to, [Location::Device, Location::Device, Location::Device, Location::Host]);
+                assert!(l.args[..3].iter().all(kind(Memory::Managed)));
+            }
+            other => panic!("unexpected variant {other}"),
+        }
+    }
+}
+
+#[test]
+fn the_streams_suite_splits_the_sum_array_program_over_streams_and_reproduces_the_null_stream_and_event_lessons() {
+    use suite::{Action, ArgSpec};
+    let s = suite::load(&kernels_dir().join("streams/suite.toml")).unwrap();
+    // serial, depth_first x 4 stream counts, the four §64 cases and §67's wait.
+    assert_eq!(s.jobs.len(), 1 + 4 + 4 + 1);
+    let job = |id: &str| s.jobs.iter().find(|j| j.id() == id).unwrap_or_else(|| panic!("no job {id}: {:?}", s.jobs.iter().map(|j| j.id()).collect::<Vec<_>>()));
+    for j in &s.jobs {
+        assert!(matches!(j.correctness, CorrectnessSpec::Add { tolerance, .. } if tolerance == 0.0), "{}: every variant is add-checked", j.id());
+        assert!(j.steps.is_some(), "{}: every variant is a host program", j.id());
+    }
+    let n: u64 = 1 << 25;
+    let serial = job("serial @ N=33554432");
+    assert_eq!(step_actions(serial), ["h2d", "h2d", "kernel", "d2h"]);
+    assert!(step_streams(serial).iter().all(|s| s == "NULL"));
+
+    // Depth first: chunk k's four steps in turn on s[k % K], then one sync; 8 chunks of N/8.
+    for k in [1usize, 2, 4, 8] {
+        let j = job(&format!("depth_first[K={k}] @ N=33554432"));
+        let p = j.steps.as_ref().unwrap();
+        assert_eq!(p.streams.len(), k);
+        assert!(p.streams.iter().all(|s| s.non_blocking), "{}", j.id());
+        assert_eq!(p.steps.len(), 8 * 4 + 1);
+        let mut want_actions = ["h2d", "h2d", "kernel", "d2h"].repeat(8);
+        want_actions.push("sync");
+        assert_eq!(step_actions(j), want_actions);
+        let mut want_streams: Vec<String> = (0..8).flat_map(|c| std::iter::repeat_n(format!("s[{}]", c % k), 4)).collect();
+        want_streams.push("NULL".into());
+        assert_eq!(step_streams(j), want_streams);
+        assert_eq!(j.launches.len(), 8);
+        let m = n / 8;
+        for (c, l) in j.launches.iter().enumerate() {
+            let at = c as u64 * m;
+            assert_eq!(l.args[..3], [ArgSpec::BufferAt(3, at), ArgSpec::BufferAt(4, at), ArgSpec::BufferAt(5, at)], "{} chunk {c}", j.id());
+            assert_eq!(l.args[3], ArgSpec::I32(m as i32));
+            assert!(l.grid[0] as u64 * l.block[0] as u64 >= m);
+        }
+        for step in &p.steps[..32] {
+            if let Action::Copy { from, to, asynchronous, .. } = step.action {
+                let c = step.chunk.unwrap();
+                assert!(asynchronous && from.len == m && to.len == m && from.offset == c * m && to.offset == c * m, "{}: {step:?}", j.id());
+            }
+        }
+    }
+
+    // §64: which stream each of the three launches is on, and which streams are non-blocking.
+    let null_cases = [
+        ("blocking_streams", ["stm1", "stm2", "stm3"], vec![false, false, false]),
+        ("null_between_blocking", ["stm1", "NULL", "stm3"], vec![false, false]),
+        ("null_between_mixed", ["stm1", "NULL", "stm3"], vec![false, true]),
+        ("null_between_nonblocking", ["stm1", "NULL", "stm3"], vec![true, true]),
+    ];
+    for (variant, streams, non_blocking) in null_cases {
+        let j = job(&format!("{variant} @ N=33554432"));
+        let p = j.steps.as_ref().unwrap();
+        assert_eq!(step_actions(j), ["kernel", "kernel", "kernel", "sync"], "{variant}");
+        assert_eq!(step_streams(j)[..3], streams, "{variant}");
+        assert_eq!(p.streams.iter().map(|s| s.non_blocking).collect::<Vec<_>>(), non_blocking, "{variant}");
+        // The three kernels add the three thirds of x and y into z, one block each.
+        let thirds: Vec<ArgSpec> = j.launches.iter().map(|l| l.args[2]).collect();
+        assert_eq!(thirds, [ArgSpec::Buffer(8), ArgSpec::BufferAt(8, 32768), ArgSpec::BufferAt(8, 65536)], "{variant}");
+        assert!(j.launches.iter().all(|l| l.grid == [1, 1, 1] && l.args[4] == ArgSpec::I64(1_000_000)));
+    }
+
+    // §67: stm3 waits on the event stm1 recorded after k1; k2 on stm2 waits for nothing.
+    let j = job("event_wait @ N=33554432");
+    let p = j.steps.as_ref().unwrap();
+    assert_eq!(step_actions(j), ["kernel", "record", "wait", "kernel", "kernel", "sync"]);
+    assert_eq!(step_streams(j), ["stm1", "stm1", "stm3", "stm2", "stm3", "NULL"]);
+    assert_eq!(p.events, ["event1"]);
+    assert_eq!((&p.steps[1].action, &p.steps[2].action), (&Action::Record { event: 0 }, &Action::Wait { event: 0 }));
+    assert_eq!(p.steps.iter().map(|s| s.label.as_str()).filter(|l| l.starts_with('k')).collect::<Vec<_>>(), ["k1 (stm1)", "k2 (stm2)", "k3 (stm3)"]);
+}
+
+#[test]
+fn an_add_check_names_each_buffer_it_lacks_and_refuses_short_or_mismatched_ones() {
+    const ADD: &str = r#"
+[suite]
+name = "mine"
+source = "k.cu"
+[[buffers]]
+name = "in"
+type = "f32"
+len = "64"
+init = "random"
+[[buffers]]
+name = "in2"
+type = "f32"
+len = "64"
+init = "random"
+[[buffers]]
+name = "out"
+type = "f32"
+len = "64"
+init = "poison"
+[[buffers]]
+name = "ints"
+type = "i32"
+len = "64"
+init = "random"
+[[buffers]]
+name = "short"
+type = "f32"
+len = "32"
+init = "random"
+[[variants]]
+name = "add"
+kernel = "scale"
+block = ["64"]
+grid = ["1"]
+args = ["in", "out", "64"]
+check = { op = "add", a = "in", b = "in2", output = "out" }
+"#;
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), ADD, CU)).unwrap();
+    assert_eq!(s.jobs[0].correctness, CorrectnessSpec::Add { a: 0, b: 1, output: 2, tolerance: 0.0 });
+    let check_line = line_of(ADD, "check = ");
+    for (from, to, says) in [
+        ("a = \"in\", ", "", "the check has no `a` buffer"),
+        ("b = \"in2\", ", "", "the check has no `b` buffer"),
+        (", output = \"out\"", "", "the check has no `output` buffer"),
+        ("b = \"in2\"", "b = \"nope\"", "check b `nope` is not a buffer"),
+        ("b = \"in2\"", "b = \"short\"", "an add check's b `short` holds 32 elements, fewer than the 64 of output `out`"),
+        ("b = \"in2\"", "b = \"ints\"", "an add check's a `in` is f32 and its b `ints` is i32"),
+        ("a = \"in\", b = \"in2\"", "a = \"ints\", b = \"ints\"", "an add check's a and b are an integer (i32) and its output `out` is a float (f32)"),
+    ] {
+        let e = error_of(&ADD.replace(from, to), CU);
+        assert!(e.contains(&format!("suite.toml:{check_line}:")) && e.contains(says) && e.contains("fix:"), "{says}: {e}");
+    }
+    // a and b are the check's inputs: they must start with data (the error is at the buffer's init).
+    let e = error_of(&ADD.replace("a = \"in\"", "a = \"out\""), CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(ADD, "init = \"poison\""))) && e.contains("check input `out` starts as Poison"), "{e}");
+    let e = error_of(&ADD.replace("op = \"add\"", "op = \"sub\""), CU);
+    assert!(e.contains("unknown check op `sub`") && e.contains("\"add\""), "{e}");
+}

@@ -427,7 +427,8 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
         | CorrectnessSpec::Compact { output, .. }
         | CorrectnessSpec::Sort { output, .. }
         | CorrectnessSpec::Histogram { output, .. }
-        | CorrectnessSpec::Function { output, .. } => {
+        | CorrectnessSpec::Function { output, .. }
+        | CorrectnessSpec::Add { output, .. } => {
             bufs.reset(gpu, spec)?;
             run_checked(gpu, loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, bufs, "the variant")?;
             let (elem, got) = (elem_of(*output), bufs.download(gpu, spec, *output)?);

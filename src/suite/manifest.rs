@@ -153,7 +153,8 @@ impl ToleranceDecl {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CorrectnessDecl {
-    /// Built-in CPU reference: `copy`, `transpose`, `sum`, or `none`.
+    /// Built-in CPU reference: `copy`, `transpose`, `sum`, `matmul`, `scan`, `compact`, `sort`,
+    /// `histogram`, `function`, `add`, or `none`.
     pub op: Option<String>,
     /// Instead of a built-in op: the output must equal this variant's output on the same input.
     pub same_as: Option<String>,
@@ -170,6 +171,7 @@ pub struct CorrectnessDecl {
     pub count: Option<String>,
     /// For `matmul`: `output = alpha * op(a) * op(b) + beta * output`, row-major, op(a) m x k,
     /// op(b) k x n (expressions), `trans_a`/`trans_b` when a is stored k x m / b is stored n x k.
+    /// For `add`: `output[i] = a[i] + b[i]` for every element of the output.
     pub a: Option<String>,
     pub b: Option<String>,
     pub m: Option<String>,

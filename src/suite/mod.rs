@@ -821,7 +821,24 @@ fn resolve_job(
                     }
                     CorrectnessSpec::Function { input, output, f, max_ulp }
                 }
-                Some(other) => return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\", \"scan\", \"compact\", \"sort\", \"histogram\", \"function\" or \"none\", or same_as = \"variant\"")),
+                Some("add") => {
+                    let (a, b, output) = (buffer_index(c.a.as_ref(), "a")?, buffer_index(c.b.as_ref(), "b")?, buffer_index(c.output.as_ref(), "output")?);
+                    let (ea, eb, eo) = (buffers[a].elem, buffers[b].elem, buffers[output].elem);
+                    if ea != eb {
+                        return Err(ctx.err(ctx.check_key(v, "b"), format!("variant `{}`: an add check's a `{}` is {} and its b `{}` is {}", v.name, buffers[a].name, ea.name(), buffers[b].name, eb.name()), "give a and b one element type (the output may be wider)"));
+                    }
+                    if ea.is_float() != eo.is_float() {
+                        let kind = |e: ElemType| if e.is_float() { "a float" } else { "an integer" };
+                        return Err(ctx.err(ctx.check_key(v, "output"), format!("variant `{}`: an add check's a and b are {} ({}) and its output `{}` is {} ({})", v.name, kind(ea), ea.name(), buffers[output].name, kind(eo), eo.name()), "add floats into a float output and integers into an integer one"));
+                    }
+                    for (i, role) in [(a, "a"), (b, "b")] {
+                        if buffers[i].len < buffers[output].len {
+                            return Err(ctx.err(ctx.check_key(v, role), format!("variant `{}`: an add check's {role} `{}` holds {} elements, fewer than the {} of output `{}`", v.name, buffers[i].name, buffers[i].len, buffers[output].len, buffers[output].name), "every element of the output is checked: make a and b at least as long as it"));
+                        }
+                    }
+                    CorrectnessSpec::Add { a, b, output, tolerance: tolerance(&c.tolerance, output)? }
+                }
+                Some(other) => return Err(ctx.err(ctx.check_key(v, "op"), format!("variant `{}`: unknown check op `{other}`", v.name), "use op = \"copy\", \"transpose\", \"sum\", \"matmul\", \"scan\", \"compact\", \"sort\", \"histogram\", \"function\", \"add\" or \"none\", or same_as = \"variant\"")),
             }
         }
     };

@@ -154,7 +154,8 @@ impl Expansion<'_> {
         if text.eq_ignore_ascii_case("null") {
             return Ok(None);
         }
-        let declared = || self.streams.specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ");
+        // As declared: `s`, or a family as `w[0..K]` (not each of its streams: a family may have 1024).
+        let declared = || self.streams.by_name.iter().map(|(name, (_, count))| count.map_or(name.clone(), |n| format!("{name}[0..{n}]"))).collect::<Vec<_>>().join(", ");
         let unknown = || self.fail(path, format!("step names stream `{text}`, which the variant does not declare (it declares: {})", if self.streams.specs.is_empty() { "none".to_string() } else { declared() }), "declare it in the variant's streams = [{ name = \"s\" }] (or { name = \"s\", count = \"K\" } and use `s[i]`), or leave `stream` out for the NULL stream");
         let (name, index) = split_indexed(text).ok_or_else(unknown)?;
         let &(first, count) = self.streams.by_name.get(name).ok_or_else(unknown)?;
@@ -211,8 +212,9 @@ impl Expansion<'_> {
         if self.steps.len() >= MAX_STEPS {
             return Err(self.fail(path, format!("the steps expand to more than {MAX_STEPS}"), "use fewer chunks"));
         }
-        let stream = self.stream(d, env, path)?;
         let key = |k: &str| { let mut p = path.to_vec(); p.push(k.into()); p };
+        // An unknown stream, or a family without its index, is reported on the `stream` key's line.
+        let stream = self.stream(d, env, &key("stream"))?;
         let (action, label) = if let Some(dir) = &d.copy {
             let direction = match dir.trim() {
                 "h2d" => Direction::H2d,

@@ -9,7 +9,7 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 pub use data::HostData;
-pub use reference::{check_compact, check_copy, check_copy_mapped, check_function, check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum, check_transpose, Keep, MathFn};
+pub use reference::{check_add, check_compact, check_copy, check_copy_mapped, check_function, check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum, check_transpose, Keep, MathFn};
 
 /// Element type of a buffer.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -135,6 +135,10 @@ pub enum CorrectnessSpec {
     Histogram { input: usize, output: usize, bins: u64 },
     /// `output[i] = f(input[i])` within `max_ulp` units in the last place (f in float64).
     Function { input: usize, output: usize, f: MathFn, max_ulp: f64 },
+    /// `output[i] = a[i] + b[i]` for every element of `output` (a and b of one type, at least as
+    /// long): integers exactly (wrapping at the output's width), floats bit for bit or within
+    /// `tolerance` × (|a[i]| + |b[i]|).
+    Add { a: usize, b: usize, output: usize, tolerance: f64 },
 }
 
 /// A matrix product `C = alpha * op(A) * op(B) + beta * C`, row-major: op(A) is m x k, op(B) k x n,
@@ -182,7 +186,7 @@ impl CorrectnessSpec {
             | CorrectnessSpec::Sort { input, .. }
             | CorrectnessSpec::Histogram { input, .. }
             | CorrectnessSpec::Function { input, .. } => vec![*input],
-            CorrectnessSpec::Matmul { a, b, .. } => vec![*a, *b],
+            CorrectnessSpec::Matmul { a, b, .. } | CorrectnessSpec::Add { a, b, .. } => vec![*a, *b],
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => Vec::new(),
         }
     }
@@ -190,7 +194,8 @@ impl CorrectnessSpec {
     /// Compares a variant's output with the built-in reference computed from the buffers' initial
     /// contents (`initial[i]`: buffer i before the run, `None` where it started poisoned or zero)
     /// (`None` for specs that have no built-in reference: `none` and `same_as`).
-    /// `input_elem` is the element type of the check's input where it may differ from the output's (a histogram's).
+    /// `input_elem` is the element type of the check's input where it may differ from the output's
+    /// (a histogram's, a function's, an add's a and b).
     pub fn against_inputs(&self, elem: ElemType, input_elem: ElemType, initial: &[Option<&HostData>], output: &HostData) -> Option<Correctness> {
         let input = |i: usize| initial.get(i).copied().flatten();
         Some(match self {
@@ -203,6 +208,7 @@ impl CorrectnessSpec {
             CorrectnessSpec::Sort { input: i, .. } => check_sort(elem, input(*i)?, output),
             CorrectnessSpec::Histogram { input: i, bins, .. } => check_histogram(input_elem, input(*i)?, elem, output, *bins as usize),
             CorrectnessSpec::Function { input: i, f, max_ulp, .. } => check_function(input_elem, input(*i)?, elem, output, *f, *max_ulp),
+            CorrectnessSpec::Add { a, b, tolerance, .. } => check_add(input_elem, input(*a)?, input(*b)?, elem, output, *tolerance),
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => return None,
         })
     }

@@ -463,6 +463,83 @@ pub fn check_function(in_elem: ElemType, input: &HostData, elem: ElemType, out: 
     o
 }
 
+/// An integer element's value from its bits (sign-extended for the signed types).
+fn int_value(elem: ElemType, bits: u64) -> i128 {
+    let width = 8 * elem.size() as u32;
+    if elem.is_signed() && width < 64 {
+        ((bits << (64 - width)) as i64 >> (64 - width)) as i128
+    } else if elem.is_signed() {
+        bits as i64 as i128
+    } else {
+        bits as i128
+    }
+}
+
+/// `out[i]` must be `a[i] + b[i]` for every element of `out` (a and b of one type, `in_elem`, and
+/// at least as long). Integers exactly: the sum of the two values, wrapped at the output's width
+/// (what the GPU's add and a store to a narrower type keep). Floats: the sum computed in float64
+/// and rounded once to the output type, which is the correctly rounded sum a GPU add gives (float64
+/// holds more than twice the bits of every narrower type, so the two roundings agree); bit for bit
+/// when `tolerance` is 0, else within `tolerance` × (|a[i]| + |b[i]|). The worst error found, on
+/// that scale, is the outcome's `rel_error`.
+pub fn check_add(in_elem: ElemType, a: &HostData, b: &HostData, elem: ElemType, out: &HostData, tolerance: f64) -> Correctness {
+    let n = out.len();
+    if a.len() < n || b.len() < n || in_elem.is_float() != elem.is_float() {
+        let why = if in_elem.is_float() != elem.is_float() {
+            format!("a and b are {} and the output {}: an add check compares floats with floats and integers with integers", in_elem.name(), elem.name())
+        } else {
+            format!("a holds {} and b {} elements, fewer than the output's {n}", a.len(), b.len())
+        };
+        return Correctness { passed: false, checked: 0, mismatches: 0, unwritten: 0, rel_error: 0.0, first_mismatch: Some(why), max_error: None, elem: None, max_ulp: None };
+    }
+    if !elem.is_float() {
+        let mask = int_mask(elem);
+        return parallel_tally(elem, n, |lo, hi| {
+            let mut t = Tally::new(elem);
+            for i in lo..hi {
+                let want = (int_value(in_elem, a.word(i)) + int_value(in_elem, b.word(i))) as u64 & mask;
+                t.exact(out.word(i), want, || format!("out[{i}] (a[{i}] + b[{i}])"));
+            }
+            t
+        })
+        .outcome();
+    }
+    // The worst error as f64 bits: for non-negative floats the bits order as the values do.
+    let worst = std::sync::atomic::AtomicU64::new(0);
+    let mut o = parallel_tally(elem, n, |lo, hi| {
+        let mut t = Tally::new(elem);
+        let mut local = 0.0f64;
+        for i in lo..hi {
+            let (x, y) = (value(in_elem, a.word(i)), value(in_elem, b.word(i)));
+            let want_bits = from_value(elem, x + y);
+            let got_bits = out.word(i);
+            if tolerance <= 0.0 {
+                t.exact(got_bits, want_bits, || format!("out[{i}] (a[{i}] + b[{i}] = {x} + {y})"));
+                continue;
+            }
+            let (got, want) = (value(elem, got_bits), value(elem, want_bits));
+            let scale = x.abs() + y.abs();
+            let err = if want.is_nan() && got.is_nan() { 0.0 } else if scale > 0.0 { (got - want).abs() / scale } else { (got - want).abs() };
+            t.checked += 1;
+            // NaN (an unwritten element, or a NaN where a number is due) fails too.
+            if err.is_nan() || err > tolerance {
+                t.mismatches += 1;
+                if is_poison(elem, got_bits) {
+                    t.unwritten += 1;
+                }
+                t.first.get_or_insert_with(|| format!("out[{i}]: got {got} want {want} = {x} + {y} (error {err:.2e} of |a| + |b|, tolerance {tolerance:.1e})"));
+            } else {
+                local = local.max(err);
+            }
+        }
+        worst.fetch_max(local.to_bits(), std::sync::atomic::Ordering::Relaxed);
+        t
+    })
+    .outcome();
+    o.rel_error = f64::from_bits(worst.into_inner());
+    o
+}
+
 fn epsilon(elem: ElemType) -> f64 {
     elem.epsilon()
 }
@@ -816,6 +893,60 @@ mod tests {
         let h = HostData::W4(vec![1, 3, 1]);
         assert!(check_histogram(ElemType::I32, &x, ElemType::U32, &h, 3).passed);
         assert!(!check_histogram(ElemType::I32, &x, ElemType::U32, &HostData::W4(vec![1, 2, 2]), 3).passed);
+    }
+
+    #[test]
+    fn adds_are_checked_element_by_element_and_name_the_first_wrong_one() {
+        let a = HostData::init(ElemType::F32, 10_007, Init::Random, 1);
+        let b = HostData::init(ElemType::F32, 10_007, Init::Random, 2);
+        let (HostData::W4(x), HostData::W4(y)) = (&a, &b) else { panic!() };
+        let sums: Vec<u32> = x.iter().zip(y).map(|(p, q)| (f32::from_bits(*p) + f32::from_bits(*q)).to_bits()).collect();
+        // float32 adds on the host are what the GPU's adds give: bit for bit.
+        let right = HostData::W4(sums.clone());
+        let o = check_add(ElemType::F32, &a, &b, ElemType::F32, &right, 0.0);
+        assert!(o.passed && o.checked == 10_007 && o.mismatches == 0, "{o:?}");
+        // One element off by one unit in the last place: found, with its index.
+        let mut wrong = sums.clone();
+        wrong[4321] += 1;
+        let o = check_add(ElemType::F32, &a, &b, ElemType::F32, &HostData::W4(wrong.clone()), 0.0);
+        assert_eq!((o.passed, o.mismatches, o.unwritten), (false, 1, 0), "{o:?}");
+        assert!(o.first_mismatch.as_deref().unwrap().starts_with("out[4321] (a[4321] + b[4321]"), "{o:?}");
+        // ...which a tolerance of a few eps accepts, and an element never written (poison) never passes.
+        assert!(check_add(ElemType::F32, &a, &b, ElemType::F32, &HostData::W4(wrong.clone()), 4.0 * ElemType::F32.epsilon()).passed);
+        wrong[17] = u32::MAX;
+        let o = check_add(ElemType::F32, &a, &b, ElemType::F32, &HostData::W4(wrong), 1.0);
+        assert_eq!((o.passed, o.unwritten), (false, 1), "{o:?}");
+        assert!(o.first_mismatch.as_deref().unwrap().starts_with("out[17]"), "the earliest wrong element is reported: {o:?}");
+        // Only the output's elements are checked: a and b may be longer, never shorter.
+        let short = HostData::W4(sums[..100].to_vec());
+        assert!(check_add(ElemType::F32, &a, &b, ElemType::F32, &short, 0.0).passed);
+        let o = check_add(ElemType::F32, &HostData::W4(x[..99].to_vec()), &b, ElemType::F32, &short, 0.0);
+        assert!(!o.passed && o.first_mismatch.unwrap().contains("fewer than the output's 100"));
+    }
+
+    #[test]
+    fn integer_adds_wrap_at_the_output_width_and_widen_exactly() {
+        let a = HostData::W1([100i8, -100, 5, -128].iter().map(|&v| v as u8).collect());
+        let b = HostData::W1([100i8, -100, -7, -1].iter().map(|&v| v as u8).collect());
+        // i8 + i8 into i8 wraps: 200 -> -56, -200 -> 56, -129 -> 127.
+        let wrapped = HostData::W1([-56i8, 56, -2, 127].iter().map(|&v| v as u8).collect());
+        assert!(check_add(ElemType::I8, &a, &b, ElemType::I8, &wrapped, 0.0).passed);
+        // Into i32 the sum is exact.
+        let wide = HostData::W4([200i32, -200, -2, -129].iter().map(|&v| v as u32).collect());
+        assert!(check_add(ElemType::I8, &a, &b, ElemType::I32, &wide, 0.0).passed);
+        let mut off = wide.clone();
+        if let HostData::W4(v) = &mut off {
+            v[2] = (-3i32) as u32;
+        }
+        let o = check_add(ElemType::I8, &a, &b, ElemType::I32, &off, 0.0);
+        assert_eq!((o.passed, o.first_mismatch.as_deref()), (false, Some("out[2] (a[2] + b[2]): got -3 want -2")));
+        // u64 sums wrap at 2^64, with no rounding through float64.
+        let big = HostData::W8(vec![u64::MAX - 1, (1u64 << 60) + 1]);
+        let one = HostData::W8(vec![3, 1 << 60]);
+        assert!(check_add(ElemType::U64, &big, &one, ElemType::U64, &HostData::W8(vec![1, (1u64 << 61) + 1]), 0.0).passed);
+        // Floats against integers: refused, not compared.
+        let o = check_add(ElemType::F32, &HostData::W4(vec![0]), &HostData::W4(vec![0]), ElemType::I32, &HostData::W4(vec![0]), 0.0);
+        assert!(!o.passed && o.first_mismatch.unwrap().contains("floats with floats"));
     }
 
     #[test]
