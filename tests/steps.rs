@@ -296,12 +296,35 @@ fn a_kernel_given_pageable_memory_is_refused_on_its_args_line() {
     assert_refused(
         "[[variants]]\nname = \"v\"\n\n[[variants.steps]]\nkernel = \"add\"\ngrid = [\"8\"]\nblock = [\"128\"]\nargs = [\"h_a\", \"d_b\", \"d_c\", \"N\"]\n",
         "args = [\"h_a\"",
-        "kernel `add` takes `h_a`, which is pageable host memory, and a kernel cannot reach that",
+        "the kernel takes `h_a`, which is pageable host memory, and a kernel cannot reach that",
         "memory = \"mapped\" (zero-copy) or \"managed\"",
     );
     // Mapped and managed memory are what a kernel may take from the host.
     let s = load("[[variants]]\nname = \"v\"\nsteps = [{ kernel = \"add\", grid = [\"8\"], block = [\"128\"], args = [\"z_a\", \"m_a\", \"d_c\", \"N\"] }]\n");
     assert_eq!(s.jobs[0].launches[0].args[..2], [ArgSpec::Buffer(9), ArgSpec::Buffer(8)]);
+}
+
+#[test]
+fn host_memory_given_to_a_plain_launch_streams_without_steps_and_a_labelled_group_are_refused() {
+    // A variant of plain launches is held to the same rule as a kernel step.
+    assert_refused(
+        "[[variants]]\nname = \"v\"\nkernel = \"add\"\ngrid = [\"8\"]\nblock = [\"128\"]\nargs = [\"d_a\", \"d_b\", \"p_c\", \"N\"]\n",
+        "args = [\"d_a\"",
+        "the kernel takes `p_c`, which is pinned host memory",
+        "copy it to a device buffer first",
+    );
+    assert_refused(
+        "[[variants]]\nname = \"v\"\nstreams = [{ name = \"s\" }]\nkernel = \"add\"\ngrid = [\"8\"]\nblock = [\"128\"]\nargs = [\"d_a\", \"d_b\", \"d_c\", \"N\"]\n",
+        "streams = [",
+        "declares streams and has no steps to put on them",
+        "remove `streams`",
+    );
+    assert_refused(
+        "[[variants]]\nname = \"v\"\n\n[[variants.steps]]\nchunks = \"2\"\nlabel = \"chunk\"\neach = [{ memset = \"d_c\" }]\n",
+        "label = \"chunk\"",
+        "a group (`each`) has a `label`",
+        "put `label` on the steps inside `each`",
+    );
 }
 
 #[test]

@@ -21,7 +21,7 @@ impl CacheState {
     pub fn describe(self) -> &'static str {
         match self {
             CacheState::Warm => "L2 warm (repeated launches over the same buffers)",
-            CacheState::Cold => "L2 cold (flushed before every sample by writing twice the L2 size, outside the timed region; one run a sample)",
+            CacheState::Cold => "L2 cold (before every sample a kernel reads twice the L2 size, leaving it clean, outside the timed region; one run a sample)",
         }
     }
 }

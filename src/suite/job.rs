@@ -258,7 +258,7 @@ pub struct StreamSpec {
 /// One step of a host program.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Step {
-    /// How reports and timelines name it (`h2d a[2]`, `kernel sum_arrays[2]`).
+    /// How reports and timelines name it (`h2d h_a`, `kernel sum_arrays #2` for chunk 2).
     pub label: String,
     /// The stream it is issued on (index into `StepProgram::streams`); None: the NULL stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]

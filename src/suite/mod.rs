@@ -379,6 +379,9 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
             return Err(ctx.err(ctx.launch_key(v, 0, "kernel"), format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
         }
         if v.steps.is_empty() {
+            if !v.streams.is_empty() {
+                return Err(ctx.err({ let mut p = ctx.variant(v); p.push("streams".into()); p }, format!("variant `{}` declares streams and has no steps to put on them", v.name), "write the variant as [[variants.steps]] with `stream = ...`, or remove `streams`"));
+            }
             for (i, l) in v.launch_decls().iter().enumerate() {
                 validate_launch(ctx, m, source, src, &format!("variant `{}` launch {}", v.name, i + 1), l, &|key| ctx.launch_key(v, i, key))?;
             }
@@ -612,6 +615,14 @@ fn resolve_launch(ctx: &Ctx, m: &Manifest, variant: &str, l: &LaunchDecl, env: &
             "bf16" => ArgSpec::Bf16(half::bf16::from_f64(x).to_bits()),
             _ => ArgSpec::I32(x as i32),
         });
+    }
+    for a in &args {
+        if let ArgSpec::Buffer(i) | ArgSpec::BufferAt(i, _) = a {
+            let (b, memory) = (&m.buffers[*i], m.buffers[*i].memory.unwrap_or_default());
+            if !memory.kernel_visible() {
+                return Err(ctx.err(at("args"), format!("variant `{variant}`: the kernel takes `{}`, which is {} host memory, and a kernel cannot reach that", b.name, memory.name()), "copy it to a device buffer first (a `copy = \"h2d\"` step), or make it memory = \"mapped\" (zero-copy) or \"managed\""));
+            }
+        }
     }
     // `tile_copy<{TILE}>`: template arguments from the job's parameters.
     let written = l.kernel.clone().expect("validated");

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::{buffer_arg, resolve_launch, split_indexed, validate_launch, Ctx, Seg, SuiteError};
 use crate::expr::{self, Bindings};
-use crate::suite::{Action, BufferSpec, Direction, LaunchDecl, LaunchSpec, Location, Manifest, Memory, Region, Step, StepDecl, StepProgram, StreamSpec, SyncTarget, VariantDecl, ArgSpec};
+use crate::suite::{Action, BufferSpec, Direction, LaunchDecl, LaunchSpec, Location, Manifest, Memory, Region, Step, StepDecl, StepProgram, StreamSpec, SyncTarget, VariantDecl};
 
 /// The most steps one job may expand to (chunks multiply them): a host program of more is a typo.
 pub const MAX_STEPS: usize = 10_000;
@@ -94,6 +94,9 @@ pub(super) fn validate(ctx: &Ctx, m: &Manifest, v: &VariantDecl, source: &str, s
     }
     let check = |d: &StepDecl, path: Vec<Seg>, nested: bool| -> Result<(), SuiteError> {
         let action = action_of(d).map_err(|e| ctx.err(path.clone(), format!("variant `{}`: {e}", v.name), "see docs/suite-format.md, steps"))?;
+        if action == "each" && d.label.is_some() {
+            return Err(ctx.err({ let mut p = path.clone(); p.push("label".into()); p }, format!("variant `{}`: a group (`each`) has a `label`, and only its steps are drawn and named", v.name), "put `label` on the steps inside `each`"));
+        }
         if action == "each" && (nested || d.chunks.is_none()) {
             let why = if nested { "a group inside a group" } else { "a group (`each`) without `chunks`" };
             return Err(ctx.err(path, format!("variant `{}`: {why}", v.name), "give the group `chunks = \"C\"`, one level deep: its steps are done for chunk 0, then chunk 1, ..."));
@@ -249,14 +252,6 @@ impl Expansion<'_> {
         } else if let Some(kernel) = &d.kernel {
             let l = LaunchDecl { kernel: Some(kernel.clone()), block: d.block.clone(), grid: d.grid.clone(), args: d.args.clone(), shared_bytes: d.shared_bytes.clone() };
             let launch = resolve_launch(self.ctx, self.m, &self.v.name, &l, env, &key)?;
-            for a in &launch.args {
-                if let ArgSpec::Buffer(i) | ArgSpec::BufferAt(i, _) = a {
-                    let b = &self.buffers[*i];
-                    if !b.memory.kernel_visible() {
-                        return Err(self.fail(&key("args"), format!("kernel `{kernel}` takes `{}`, which is {} host memory, and a kernel cannot reach that", b.name, b.memory.name()), "copy it to a device buffer in an earlier step, or make it memory = \"mapped\" (zero-copy) or \"managed\""));
-                    }
-                }
-            }
             let label = format!("kernel {}", launch.kernel);
             self.launches.push(launch);
             (Action::Kernel { launch: self.launches.len() - 1 }, label)
