@@ -539,6 +539,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         work: job.work,
         bound: job.bound.clone(),
         launches: job.launches.len(),
+        host_link: job.crosses_host_link(),
         nvml_before,
         nvml_after,
         ..Default::default()

@@ -36,6 +36,10 @@ fn a_mock_run_of_host_programs_reports_them_and_draws_their_timelines_marked_moc
     assert!(report.contains("### Host programs") && report.contains("**MOCK: stand-in times, nothing ran."), "{report}");
     assert!(report.contains("Host link at this size (copies of 4.2 MB, MOCK stand-ins, nothing was measured): pinned H2D **50.0 GB/s**"), "{report}");
     assert!(!report.lines().any(|l| l.starts_with("Host link") && l.contains("measured in this run")), "{report}");
+    // Their bytes cross the host link: the main table does not hold them against DRAM's copy bound.
+    // The group's main table comes before its host-programs section: the first `serial` row is its.
+    let main_row = report.lines().find(|l| l.starts_with("| `serial`")).unwrap_or_default();
+    assert!(main_row.contains("| host link | host link |"), "{main_row}\n{report}");
     // One row per variant; the serial one overlaps nothing.
     let (_, section) = report.split_once("### Host programs").unwrap();
     let row = |first: &str| section.lines().find(|l| l.starts_with(&format!("| {first} "))).unwrap_or_else(|| panic!("no row {first}: {section}")).to_string();

@@ -244,6 +244,9 @@ pub struct JobRecord {
     /// Why the child could not read the occupancy, where it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occupancy_error: Option<String>,
+    /// A host program with host or managed buffers: its data crosses the host link.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_link: bool,
     /// A host program's steps in its median sample (`crate::records::Timeline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
@@ -341,10 +344,6 @@ impl JobRecord {
     }
     pub fn gflops(&self) -> Option<f64> {
         rate(self.work.flops?, self.summary?.median)
-    }
-    /// A host program with copies over the host link: its bytes are not DRAM traffic.
-    pub fn crosses_host_link(&self) -> bool {
-        self.timeline.as_ref().is_some_and(|t| t.steps.iter().any(|s| s.kind.is_transfer()))
     }
 }
 

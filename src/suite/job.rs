@@ -387,10 +387,10 @@ impl JobSpec {
         self.key.label()
     }
 
-    /// Some step copies between host and device or prefetches managed memory: its group's bounds
-    /// include the host link.
+    /// Its data crosses the host link: it has host (pageable, pinned, mapped) or managed buffers,
+    /// which only host programs may have. Its group's bounds include the host link.
     pub fn crosses_host_link(&self) -> bool {
-        self.steps.iter().flat_map(|p| &p.steps).any(|s| matches!(s.action, Action::Copy { direction: Direction::H2d | Direction::D2h, .. } | Action::Prefetch { .. }))
+        self.buffers.iter().any(|b| !b.memory.is_device())
     }
 
     pub fn threads_per_launch(&self) -> Vec<u64> {
