@@ -16,7 +16,7 @@ mod outcome;
 mod timeline;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
+pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
 pub use timeline::{Overlap, StepInfo, StepKind, StepTime, Timeline};
 
 /// The run's environment fingerprint and configuration (`run.json`).
@@ -369,25 +369,11 @@ pub struct BoundsRecord {
 }
 
 /// The host link measured in the same run: copies of `BoundsRecord::bytes` each way.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct HostLinkBounds {
-    pub h2d_pinned: Option<Summary>,
-    pub d2h_pinned: Option<Summary>,
-    /// `bytes` each way at once, on two streams.
-    pub bidirectional_pinned: Option<Summary>,
-    pub h2d_pageable: Option<Summary>,
-    pub d2h_pageable: Option<Summary>,
-}
+pub type HostLinkBounds = HostLink<Option<Summary>>;
 
 impl HostLinkBounds {
     pub fn from_samples(s: &HostLinkSamples) -> Self {
-        HostLinkBounds {
-            h2d_pinned: crate::stats::summarize(&s.h2d_pinned),
-            d2h_pinned: crate::stats::summarize(&s.d2h_pinned),
-            bidirectional_pinned: crate::stats::summarize(&s.bidirectional_pinned),
-            h2d_pageable: crate::stats::summarize(&s.h2d_pageable),
-            d2h_pageable: crate::stats::summarize(&s.d2h_pageable),
-        }
+        s.map(|samples| crate::stats::summarize(samples))
     }
 
     /// GB/s of a copy of `bytes` timed as `s` (a bidirectional copy moves `bytes` each way).

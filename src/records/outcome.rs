@@ -278,20 +278,30 @@ pub struct BoundsOutcome {
     pub host: Option<HostLinkSamples>,
 }
 
-/// The host link's bounds, as samples of copies of `bytes` bytes (ms each).
+/// The host link's copies of one size, each way: what the child measures (`HostLinkSamples`) and
+/// what a run keeps of it (`crate::records::HostLinkBounds`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct HostLinkSamples {
+pub struct HostLink<T> {
     /// Pinned host to device.
-    pub h2d_pinned: Vec<f64>,
+    pub h2d_pinned: T,
     /// Device to pinned host.
-    pub d2h_pinned: Vec<f64>,
-    /// Both at once on two streams, `bytes` each way: the time until both are done.
-    pub bidirectional_pinned: Vec<f64>,
+    pub d2h_pinned: T,
+    /// Both at once on two streams, the size each way: the time until both are done.
+    pub bidirectional_pinned: T,
     /// Pageable (malloc'd) host to device.
-    pub h2d_pageable: Vec<f64>,
+    pub h2d_pageable: T,
     /// Device to pageable host.
-    pub d2h_pageable: Vec<f64>,
+    pub d2h_pageable: T,
 }
+
+impl<T> HostLink<T> {
+    pub fn map<U>(&self, f: impl Fn(&T) -> U) -> HostLink<U> {
+        HostLink { h2d_pinned: f(&self.h2d_pinned), d2h_pinned: f(&self.d2h_pinned), bidirectional_pinned: f(&self.bidirectional_pinned), h2d_pageable: f(&self.h2d_pageable), d2h_pageable: f(&self.d2h_pageable) }
+    }
+}
+
+/// Samples (ms) of the host link's copies.
+pub type HostLinkSamples = HostLink<Vec<f64>>;
 
 /// What a child reports for one compute bound: the samples of the vendor routine.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -497,23 +497,10 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     };
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples; it goes on
     // until the SM clock is steady (without NVML, for the set time only).
-    let mut warmup_runs = 0u32;
-    let wall = Instant::now();
-    let mut readings: Vec<u32> = Vec::new();
-    loop {
+    let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || {
         run(&stream)?;
-        warmup_runs += 1;
-        stream.synchronize().doing("warming up")?;
-        let elapsed = wall.elapsed().as_secs_f64() * 1e3;
-        if warmup_runs < 3 || elapsed < cfg.warmup_ms {
-            continue;
-        }
-        match gpu.clock() {
-            Some(c) if !clock_settled(&readings) && elapsed < MAX_CLOCK_SETTLE_MS => readings.push(c.sm_mhz),
-            _ => break,
-        }
-    }
-    let warmup_ms = wall.elapsed().as_secs_f64() * 1e3;
+        stream.synchronize().doing("warming up")
+    })?;
     // Calibrate back to back, as samples run: the warm-up's syncs would add host gaps to short kernels.
     let calibration_runs = warmup_runs.min(100);
     start.record(&stream).doing("recording an event")?;
@@ -562,6 +549,26 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
         }
     };
     Ok(Timed { samples_ms: samples, runs_per_sample, warmup_runs, stopped_by, method, clocks, warmup_ms })
+}
+
+/// Runs `once` (a run that waits for itself) at least 3 times and for `cfg.warmup_ms`, then on
+/// until the SM clock is steady (without NVML, for the set time only): module load, first touch
+/// and a ramping clock stay out of the samples. Returns the runs and the ms it took.
+fn warm_up(gpu: &Gpu, cfg: &TimingConfig, mut once: impl FnMut() -> Result<(), RunError>) -> Result<(u32, f64), RunError> {
+    let (wall, mut runs, mut readings) = (Instant::now(), 0u32, Vec::<u32>::new());
+    loop {
+        once()?;
+        runs += 1;
+        let elapsed = wall.elapsed().as_secs_f64() * 1e3;
+        if runs < 3 || elapsed < cfg.warmup_ms {
+            continue;
+        }
+        match gpu.clock() {
+            Some(c) if !clock_settled(&readings) && elapsed < MAX_CLOCK_SETTLE_MS => readings.push(c.sm_mhz),
+            _ => break,
+        }
+    }
+    Ok((runs, wall.elapsed().as_secs_f64() * 1e3))
 }
 
 /// `time_runs` with nothing to verify between samples (the bounds).

@@ -1,11 +1,10 @@
 //! A host-program variant on the GPU: its streams and events created, its steps issued in order on raw driver calls, and its samples timed end to end with each step's own start and end.
 
 use std::ffi::c_void;
-use std::time::Instant;
 
 use cudarc::driver::sys::{self, CUevent, CUstream};
 
-use super::{clock_settled, stop_sampling, Buffers, Doing, Flush, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed, MAX_CLOCK_SETTLE_MS};
+use super::{stop_sampling, warm_up, Buffers, Doing, Flush, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed};
 use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig};
 use crate::suite::{Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
 
@@ -271,21 +270,7 @@ pub(super) fn time_program(
         let steps = marks.steps.iter().map(|m| m.map(|(a, b)| Ok::<_, RunError>((elapsed_ms(marks.start, a)?, elapsed_ms(marks.start, b)?))).transpose()).collect::<Result<Vec<_>, _>>()?;
         Ok((total, steps))
     };
-    let wall = Instant::now();
-    let (mut warmup_runs, mut readings) = (0u32, Vec::<u32>::new());
-    loop {
-        sample(bufs)?;
-        warmup_runs += 1;
-        let elapsed = wall.elapsed().as_secs_f64() * 1e3;
-        if warmup_runs < 3 || elapsed < cfg.warmup_ms {
-            continue;
-        }
-        match gpu.clock() {
-            Some(c) if !clock_settled(&readings) && elapsed < MAX_CLOCK_SETTLE_MS => readings.push(c.sm_mhz),
-            _ => break,
-        }
-    }
-    let warmup_ms = wall.elapsed().as_secs_f64() * 1e3;
+    let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || sample(bufs).map(|_| ()))?;
     let (mut samples, mut per_step, mut clocks): (Vec<f64>, Vec<Vec<Option<(f64, f64)>>>, Vec<Option<ClockSample>>) = (Vec::new(), Vec::new(), Vec::new());
     let mut clock = SamplingClock::start();
     let stopped_by = loop {

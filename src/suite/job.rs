@@ -387,10 +387,17 @@ impl JobSpec {
         self.key.label()
     }
 
-    /// Its data crosses the host link: it has host (pageable, pinned, mapped) or managed buffers,
-    /// which only host programs may have. Its group's bounds include the host link.
+    /// Its data crosses the host link: a launch or a step of it uses a host (pageable, pinned,
+    /// mapped) or managed buffer, which only host programs may. Its group's bounds include the host link.
     pub fn crosses_host_link(&self) -> bool {
-        self.buffers.iter().any(|b| !b.memory.is_device())
+        let on_host = |i: usize| self.buffers.get(i).is_some_and(|b| !b.memory.is_device());
+        let by_launch = self.launches.iter().flat_map(|l| &l.args).any(|a| matches!(*a, ArgSpec::Buffer(i) | ArgSpec::BufferAt(i, _) if on_host(i)));
+        let by_step = self.steps.iter().flat_map(|p| &p.steps).any(|s| match &s.action {
+            Action::Copy { from, to, .. } => on_host(from.buffer) || on_host(to.buffer),
+            Action::Memset { region, .. } | Action::Prefetch { region, .. } => on_host(region.buffer),
+            Action::Kernel { .. } | Action::Record { .. } | Action::Wait { .. } | Action::Sync { .. } => false,
+        });
+        by_launch || by_step
     }
 
     pub fn threads_per_launch(&self) -> Vec<u64> {
