@@ -296,11 +296,8 @@ fn step_infos(program: &StepProgram, buffers: &[BufferSpec]) -> Vec<StepInfo> {
         .map(|step| {
             // Steps that only order others (records, waits, syncs) are never timed: their spans are None.
             let kind = step.action.kind().unwrap_or(crate::records::StepKind::Kernel);
-            let stream = match step.action {
-                Action::Copy { asynchronous: false, .. } => "NULL".to_string(),
-                _ => program.stream_name(step.stream),
-            };
-            StepInfo { label: step.label.clone(), kind, stream, bytes: step.action.bytes(buffers) }
+            // A synchronous copy has no stream of its own (the manifest refuses one): it is on NULL.
+            StepInfo { label: step.label.clone(), kind, stream: program.stream_name(step.stream), bytes: step.action.bytes(buffers) }
         })
         .collect()
 }
