@@ -170,9 +170,14 @@ pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
         let e = report::exporter(format);
         store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
     }
-    // The host programs' timelines, which report.md links.
-    for (file, svg) in report::timeline::timeline_files(&run) {
-        store::write_atomic(&dir.join(file), svg.as_bytes())?;
+    write_timelines(dir, &run)
+}
+
+/// The host programs' timelines, which report.md links, beside it.
+pub fn write_timelines(dir: &Path, run: &crate::records::RunData) -> anyhow::Result<()> {
+    for (file, svg) in report::timeline::timeline_files(run) {
+        let path = dir.join(file);
+        store::write_atomic(&path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }

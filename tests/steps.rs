@@ -328,6 +328,16 @@ fn host_memory_given_to_a_plain_launch_streams_without_steps_and_a_labelled_grou
 }
 
 #[test]
+fn a_variant_param_named_chunk_is_refused_where_steps_bind_it() {
+    assert_refused(
+        "[[variants]]\nname = \"v\"\nparams = { chunks = 2 }\nsteps = [{ memset = \"d_c\" }]\n",
+        "params = { chunks",
+        "an axis or param is named `chunks`, which repeated steps bind themselves",
+        "rename it",
+    );
+}
+
+#[test]
 fn a_prefetch_of_memory_that_is_not_managed_is_refused() {
     assert_refused(
         "[[variants]]\nname = \"v\"\n\n[[variants.steps]]\nprefetch = \"p_a\"\nto = \"device\"\n",

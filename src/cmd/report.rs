@@ -26,10 +26,7 @@ pub fn report(run: &Path, format: Format, write: bool) -> anyhow::Result<i32> {
         store::write_atomic(&target, text.as_bytes()).with_context(|| format!("writing {}", target.display()))?;
         // The timelines the markdown report links go beside it.
         if format == Format::Md {
-            for (file, svg) in report::timeline::timeline_files(&data) {
-                let path = run.join(file);
-                store::write_atomic(&path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
-            }
+            crate::scheduler::write_timelines(&run, &data)?;
         }
     }
     Ok(exit::OK)

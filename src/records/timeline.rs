@@ -94,6 +94,21 @@ impl Overlap {
     }
 }
 
+/// A step's label without the chunk it was repeated for: `h2d a #3` -> `h2d a` (suite::steps
+/// labels a repeated step `LABEL #CHUNK`).
+pub fn without_chunk(label: &str) -> &str {
+    match label.rsplit_once(" #") {
+        Some((head, chunk)) if !chunk.is_empty() && chunk.chars().all(|c| c.is_ascii_digit()) => head,
+        _ => label,
+    }
+}
+
+/// The time during which some of these spans ran, ms: overlapping spans counted once, empty,
+/// backwards and NaN spans not at all.
+pub fn busy_ms(spans: Vec<(f64, f64)>) -> f64 {
+    length(&union(spans))
+}
+
 /// The union of intervals, sorted and merged.
 fn union(mut spans: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     spans.retain(|(a, b)| b > a);

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::markdown::{status_cell, table, timing_cell};
 use super::timeline::timeline_file;
-use crate::records::{BoundsRecord, HostLinkBounds, Impossible, JobRecord, RunData, StepKind, StepTime, Timeline};
+use crate::records::{busy_ms, without_chunk, BoundsRecord, HostLinkBounds, Impossible, JobRecord, RunData, StepKind, StepTime, Timeline};
 
 /// The directions whose copies are compared with the pinned bounds.
 const COPY_KINDS: [StepKind; 2] = [StepKind::H2d, StepKind::D2h];
@@ -28,20 +28,6 @@ fn mb(bytes: u64) -> String {
     if m < 100.0 { format!("{m:.1} MB") } else { format!("{m:.0} MB") }
 }
 
-/// The time during which some step of these spans ran, ms (overlapping spans counted once).
-fn busy_ms(mut spans: Vec<(f64, f64)>) -> f64 {
-    spans.retain(|(a, b)| a.is_finite() && b.is_finite() && b > a);
-    spans.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let (mut total, mut reach) = (0.0, f64::NEG_INFINITY);
-    for (a, b) in spans {
-        if b > reach {
-            total += b - a.max(reach);
-            reach = b;
-        }
-    }
-    total
-}
-
 /// How near a sample's host-device copies came to the pinned bounds, %: the time copies of their
 /// bytes take at the bound of their direction over the time some copy of that direction ran
 /// (copies that share the link in one direction at once are as busy as one copy of both). None
@@ -60,14 +46,6 @@ pub(crate) fn transfers_pct_of_pinned(t: &Timeline, host: Option<&HostLinkBounds
     (busy > 0.0).then(|| 100.0 * ideal / busy)
 }
 
-/// A step's label without the chunk it belongs to: `h2d a #3` -> `h2d a`.
-fn without_chunk(label: &str) -> &str {
-    match label.rsplit_once(" #") {
-        Some((head, chunk)) if !chunk.is_empty() && chunk.chars().all(|c| c.is_ascii_digit()) => head,
-        _ => label,
-    }
-}
-
 /// The steps of one label, over every chunk.
 struct StepSum<'a> {
     label: &'a str,
@@ -76,6 +54,8 @@ struct StepSum<'a> {
     streams: Vec<&'a str>,
     median_ms: f64,
     bytes: u64,
+    /// The spans of its steps in the drawn sample.
+    spans: Vec<(f64, f64)>,
 }
 
 /// A timeline's steps summed by label without the chunk, in the order each label was first issued
@@ -87,7 +67,7 @@ fn step_sums(t: &Timeline) -> Vec<StepSum<'_>> {
         let i = match out.iter().position(|x| x.label == label && x.kind == s.kind) {
             Some(i) => i,
             None => {
-                out.push(StepSum { label, kind: s.kind, count: 0, streams: Vec::new(), median_ms: 0.0, bytes: 0 });
+                out.push(StepSum { label, kind: s.kind, count: 0, streams: Vec::new(), median_ms: 0.0, bytes: 0, spans: Vec::new() });
                 out.len() - 1
             }
         };
@@ -95,6 +75,7 @@ fn step_sums(t: &Timeline) -> Vec<StepSum<'_>> {
         sum.count += 1;
         sum.median_ms += s.median_ms.max(0.0);
         sum.bytes += s.bytes;
+        sum.spans.push((s.start_ms, s.end_ms));
         if !sum.streams.contains(&s.stream.as_str()) {
             sum.streams.push(&s.stream);
         }
@@ -125,12 +106,16 @@ fn host_link_line(b: &BoundsRecord, host: &HostLinkBounds, mock: bool) -> String
     )
 }
 
-/// One job's steps, chunks summed: count, streams, summed median ms, GB/s, % of the pinned bound.
+/// One job's steps, chunks summed: count, streams, summed median ms, the time they kept busy, GB/s
+/// over it and % of the pinned bound. A step's span includes its wait in the queue of its engine
+/// (copies of one direction on several streams run one at a time), so GB/s is taken over the time
+/// some step of the row ran, not over the sum of their spans.
 fn steps_table(run: &RunData, j: &JobRecord, t: &Timeline) -> String {
     let bound = run.bound_of(j);
-    let mut rows = vec![["step", "kind", "count", "streams", "median ms (sum)", "GB/s", "% of pinned"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    let mut rows = vec![["step", "kind", "count", "streams", "median ms (sum)", "busy ms", "GB/s", "% of pinned"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     for s in step_sums(t) {
-        let gbs = (s.bytes > 0 && s.median_ms > 0.0).then(|| s.bytes as f64 / s.median_ms / 1e6);
+        let busy = busy_ms(s.spans.clone());
+        let gbs = (s.bytes > 0 && busy > 0.0).then(|| s.bytes as f64 / busy / 1e6);
         let pinned = bound.and_then(|b| b.host.as_ref()?.pinned_gbs(b.bytes, s.kind));
         rows.push(vec![
             format!("`{}`", s.label),
@@ -138,6 +123,7 @@ fn steps_table(run: &RunData, j: &JobRecord, t: &Timeline) -> String {
             s.count.to_string(),
             streams_cell(&s.streams),
             format!("{:.4}", s.median_ms),
+            format!("{busy:.4}"),
             gbs.map_or("–".into(), |g| format!("{g:.1}")),
             pct_cell(gbs.zip(pinned).map(|(g, p)| 100.0 * g / p)),
         ]);
@@ -146,10 +132,12 @@ fn steps_table(run: &RunData, j: &JobRecord, t: &Timeline) -> String {
 }
 
 /// The group's host programs (its jobs that recorded a timeline): the host link, a table of the
-/// variants, then each job's steps. Nothing for a group without any.
+/// variants, then each job's steps. The host link alone for a group whose kernels only reach host
+/// memory (mapped or managed buffers given to plain launches); nothing for a group without either.
 pub(crate) fn section(run: &RunData, imp: &Impossible, group: &str, out: &mut String) {
     let jobs: Vec<(&JobRecord, &Timeline)> = run.jobs.iter().filter(|j| j.group() == group).filter_map(|j| Some((j, j.timeline.as_ref()?))).collect();
-    if jobs.is_empty() {
+    let linked = run.jobs.iter().any(|j| j.group() == group && j.host_link);
+    if jobs.is_empty() && !linked {
         return;
     }
     let _ = writeln!(out, "### Host programs\n");
@@ -157,13 +145,16 @@ pub(crate) fn section(run: &RunData, imp: &Impossible, group: &str, out: &mut St
     if mock {
         let _ = writeln!(out, "**MOCK: stand-in times, nothing ran. The timelines, overlaps and bandwidths below test gpu-lab; they are not measurements.**\n");
     }
-    let crosses_link = jobs.iter().any(|(_, t)| t.steps.iter().any(|s| s.kind.is_transfer()));
+    let crosses_link = linked || jobs.iter().any(|(_, t)| t.steps.iter().any(|s| s.kind.is_transfer()));
     match run.bounds.get(group).and_then(|b| Some((b, b.host.as_ref()?))) {
         Some((b, host)) => out.push_str(&host_link_line(b, host, run.info.mock)),
         None if crosses_link => out.push_str("Host link: not measured in this run.\n"),
         None => {}
     }
     out.push('\n');
+    if jobs.is_empty() {
+        return;
+    }
     let mut rows = vec![["variant", "median ms [95% CI]", "kernel time hidden behind transfers", "transfer time hidden behind kernels", "transfers % of pinned", "correct", "timeline"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
     for (j, t) in &jobs {
         let o = t.overlap();
@@ -181,7 +172,7 @@ pub(crate) fn section(run: &RunData, imp: &Impossible, group: &str, out: &mut St
     out.push_str(&table(rows));
     out.push_str("\n\nOf the sample nearest the median: kernel time hidden = the share of the time some kernel ran during which a copy or prefetch ran too; transfer time hidden = the share of the time some copy or prefetch ran during which a kernel ran too; transfers % of pinned = the time the h2d and d2h copies' bytes take at the pinned bounds above over the time some copy of that direction ran (`–`: no such copies, or no bound).\n\n");
     for (j, t) in &jobs {
-        let _ = writeln!(out, "Steps of `{}` (chunks summed; median of each step over the samples; [timeline]({})):\n", j.label, timeline_file(j.id()));
+        let _ = writeln!(out, "Steps of `{}` (chunks summed; median of each step over the samples; busy = the time some step of the row ran in the drawn sample, which GB/s is taken over, since a step's span includes its wait behind others on its engine; [timeline]({})):\n", j.label, timeline_file(j.id()));
         out.push_str(&steps_table(run, j, t));
         out.push_str("\n\n");
     }
@@ -287,16 +278,23 @@ mod tests {
         assert!(md.contains("Host link at this size (copies of 100 MB, measured in this run): pinned H2D **50.0 GB/s**, pinned D2H **25.0 GB/s**, pinned bidirectional **40.0 GB/s** (both directions at once, the bytes of both); pageable H2D 10.0 GB/s, pageable D2H 10.0 GB/s."), "{md}");
         // A variant without a timeline is not a host program.
         assert!(!md.contains("`plain`"), "{md}");
+        // A group whose only host-memory job is a plain launch (zero-copy) gets the host link alone.
+        let mut plain = job("plain", None);
+        plain.host_link = true;
+        let md = render(&run(vec![plain], false));
+        assert!(md.starts_with("### Host programs\n") && md.contains("Host link at this size") && !md.contains("| variant"), "{md}");
+        let md = render(&r);
         assert_eq!(row(&md, "`serial`"), vec!["`serial`", "10.0000 [10.0000, 10.0000]", "0%", "0%", "100%", "not checked", &format!("[svg]({})", timeline_file("serial @ N=1"))]);
         // Chunked: kernels 2-4, transfers 0-6: all kernel time hidden, 2 of 6 ms of transfers.
         assert_eq!(row(&md, "`chunked`")[2..5], ["100%", "33%", "100%"]);
-        // Its steps, chunks summed: 2 copies of 50 MB in 4 ms of medians = 25 GB/s, half the h2d bound.
-        assert!(md.contains(&format!("Steps of `chunked` (chunks summed; median of each step over the samples; [timeline]({}))", timeline_file("chunked @ N=1"))), "{md}");
+        // Its steps, chunks summed: 2 copies of 50 MB, 4 ms of medians, the link busy 3 ms (0-2 and
+        // 1-3 overlap: the second waited) = 33.3 GB/s, 67% of the h2d bound.
+        assert!(md.contains(&format!("Steps of `chunked` (chunks summed; median of each step over the samples; busy = the time some step of the row ran in the drawn sample, which GB/s is taken over, since a step's span includes its wait behind others on its engine; [timeline]({}))", timeline_file("chunked @ N=1"))), "{md}");
         let (serial_steps, chunked_steps) = md.split_once("Steps of `chunked`").unwrap();
-        assert_eq!(row(chunked_steps, "`h2d a`"), vec!["`h2d a`", "h2d", "2", "s[0], s[1]", "4.0000", "25.0", "50%"]);
-        assert_eq!(row(chunked_steps, "`kernel k`"), vec!["`kernel k`", "kernel", "2", "s[0], s[1]", "2.0000", "–", "–"]);
+        assert_eq!(row(chunked_steps, "`h2d a`"), vec!["`h2d a`", "h2d", "2", "s[0], s[1]", "4.0000", "3.0000", "33.3", "67%"]);
+        assert_eq!(row(chunked_steps, "`kernel k`"), vec!["`kernel k`", "kernel", "2", "s[0], s[1]", "2.0000", "2.0000", "–", "–"]);
         // The serial job's steps come first, each once, at its bound.
-        assert_eq!(row(serial_steps, "`d2h c`"), vec!["`d2h c`", "d2h", "1", "NULL", "4.0000", "25.0", "100%"]);
+        assert_eq!(row(serial_steps, "`d2h c`"), vec!["`d2h c`", "d2h", "1", "NULL", "4.0000", "4.0000", "25.0", "100%"]);
     }
 
     #[test]

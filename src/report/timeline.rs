@@ -161,10 +161,7 @@ fn draw(title: &str, t: &Timeline, root: &DrawingArea<SVGBackend, plotters::coor
 /// The longest of a step's names that fits a bar `width_px` wide: its label (`kernel add #1`),
 /// the label without its chunk (`kernel add`), or the label's last word (`add`); None when none fits.
 fn bar_label(label: &str, width_px: f64) -> Option<&str> {
-    let without_chunk = match label.rsplit_once(" #") {
-        Some((head, chunk)) if !chunk.is_empty() && chunk.chars().all(|c| c.is_ascii_digit()) => head,
-        _ => label,
-    };
+    let without_chunk = crate::records::without_chunk(label);
     let last_word = without_chunk.rsplit(' ').next().unwrap_or(without_chunk);
     [label, without_chunk, last_word].into_iter().find(|l| !l.is_empty() && l.chars().count() as f64 * BAR_CHAR_PX + 6.0 < width_px)
 }

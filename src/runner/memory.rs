@@ -17,9 +17,6 @@ pub enum Allocation {
     Managed { address: u64, bytes: usize },
 }
 
-// SAFETY: the raw pointers are owned allocations used only by the one thread that runs the job.
-unsafe impl Send for Allocation {}
-
 impl Drop for Allocation {
     fn drop(&mut self) {
         // Errors on free are ignored: the child exits right after, and the driver frees what is left.
@@ -37,17 +34,13 @@ impl Drop for Allocation {
     }
 }
 
-fn location(gpu: &Gpu, on_device: bool) -> sys::CUmemLocation {
+/// Where a prefetch, a preferred location or an access advice points: the job's GPU or the host.
+pub fn location(gpu: &Gpu, on_device: bool) -> sys::CUmemLocation {
     if on_device {
         sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id: gpu.ordinal as i32 }
     } else {
         sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_HOST, id: 0 }
     }
-}
-
-/// Where a prefetch or a preferred location points: the job's GPU or the host.
-pub fn device_or_host(gpu: &Gpu, on_device: bool) -> sys::CUmemLocation {
-    location(gpu, on_device)
 }
 
 impl Allocation {
@@ -58,7 +51,13 @@ impl Allocation {
         Ok(match memory {
             // SAFETY: every byte is written by the buffer's reset before any kernel reads it.
             Memory::Device => Allocation::Device(unsafe { gpu.stream.alloc::<u8>(bytes) }.doing(doing("device memory"))?),
-            Memory::Pageable => Allocation::Pageable(vec![0u8; bytes]),
+            Memory::Pageable => {
+                // An allocation the host cannot make is this job's error, not an abort of the child.
+                let mut v = Vec::new();
+                v.try_reserve_exact(bytes).map_err(|_| RunError::Invalid(format!("{}: the host has not that much memory free (make the buffer smaller)", doing("pageable host memory"))))?;
+                v.resize(bytes, 0u8);
+                Allocation::Pageable(v)
+            }
             Memory::Pinned | Memory::Mapped => {
                 gpu.ctx.bind_to_thread().doing("making the context current")?;
                 let flags = if memory == Memory::Mapped { sys::CU_MEMHOSTALLOC_DEVICEMAP } else { 0 };

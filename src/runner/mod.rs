@@ -15,7 +15,7 @@ use crate::device::{driver_present, NvmlSession};
 use crate::occupancy::{self, KernelUse, SmLimits};
 use crate::records::{split_by_clock, BoundsOutcome, HostLinkSamples, CacheState, ClockSample, CompileInfo, ComputeOutcome, JobOutcome, LaunchOccupancy, TimingConfig};
 use crate::stats;
-use crate::suite::{ArgSpec, BufferSpec, JobSpec, LaunchSpec, Memory, Program, StepProgram};
+use crate::suite::{BufferSpec, JobSpec, LaunchSpec, Memory, Program, StepProgram};
 use program::HostProgram;
 use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape};
 
@@ -53,6 +53,8 @@ pub struct Gpu {
     /// NVML, for the SM clock after every sample (absent: samples are kept without a reading).
     nvml: NvmlSession,
     ordinal: u32,
+    /// The cold-L2 eviction kernel and its buffer, made once (`Gpu::flush`).
+    flush: std::cell::OnceCell<Flush>,
 }
 
 impl Gpu {
@@ -68,7 +70,16 @@ impl Gpu {
         let ctx = CudaContext::new(ordinal).doing(format!("opening GPU {ordinal}"))?;
         let (major, minor) = ctx.compute_capability().doing("reading the compute capability")?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir, toolkit, nvml: NvmlSession::open(), ordinal: ordinal as u32 })
+        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir, toolkit, nvml: NvmlSession::open(), ordinal: ordinal as u32, flush: std::cell::OnceCell::new() })
+    }
+
+    /// The L2 eviction of cold timing, compiled and allocated on first use.
+    fn flush(&self) -> Result<&Flush, RunError> {
+        if let Some(f) = self.flush.get() {
+            return Ok(f);
+        }
+        let _ = self.flush.set(Flush::new(self)?);
+        Ok(self.flush.get().expect("set just above"))
     }
 }
 
@@ -335,13 +346,15 @@ impl Buffers {
             match (self.memory[i].host_bytes(), &self.initial[i]) {
                 (Some(host), Some(data)) => host[..data.as_bytes().len()].copy_from_slice(data.as_bytes()),
                 (Some(host), None) => host.fill(fill),
-                // SAFETY: the pointer and length are those of a live device allocation; the upload is synchronous.
+                // SAFETY: the pointer and length are those of a live device allocation (from
+                // pageable memory the call may return before the DMA ends: hence the sync below).
                 (None, Some(data)) => unsafe { cudarc::driver::result::memcpy_htod_sync(self.pointers.base[i], data.as_bytes()) }.doing(format!("uploading buffer `{}`", b.name))?,
                 // SAFETY: the pointer and length are those of a live allocation on this stream.
                 (None, None) => unsafe { cudarc::driver::result::memset_d8_async(self.pointers.base[i], fill, b.bytes() as usize, gpu.stream.cu_stream()) }.doing(format!("filling buffer `{}`", b.name))?,
             }
         }
-        Ok(())
+        // Non-blocking streams of a host program do not wait for the NULL stream's uploads and fills.
+        gpu.ctx.synchronize().doing("finishing the buffers' reset")
     }
 
     fn download(&mut self, gpu: &Gpu, spec: &JobSpec, index: usize) -> Result<HostData, RunError> {
@@ -362,34 +375,8 @@ impl Buffers {
 
 /// Launches every kernel of a variant once, in order.
 fn launch_all(stream: &Arc<CudaStream>, loaded: &Loaded, launches: &[LaunchSpec], pointers: &Pointers) -> Result<(), RunError> {
-    for l in launches {
-        let f = &loaded.functions[&l.kernel];
-        let mut b = stream.launch_builder(f);
-        // Arguments live in this vector until the launch is queued (the builder keeps pointers to them).
-        let values: Vec<ArgSpec> = l.args.iter().map(|a| match a {
-            ArgSpec::Buffer(i) => ArgSpec::U64(pointers.at(*i, 0)),
-            ArgSpec::BufferAt(i, at) => ArgSpec::U64(pointers.at(*i, *at)),
-            other => *other,
-        }).collect();
-        for v in &values {
-            match v {
-                ArgSpec::U64(x) => b.arg(x),
-                ArgSpec::I32(x) => b.arg(x),
-                ArgSpec::U32(x) => b.arg(x),
-                ArgSpec::I64(x) => b.arg(x),
-                ArgSpec::F32(x) => b.arg(x),
-                ArgSpec::F64(x) => b.arg(x),
-                ArgSpec::F16(x) | ArgSpec::Bf16(x) => b.arg(x),
-                ArgSpec::Buffer(_) | ArgSpec::BufferAt(..) => unreachable!("replaced by its pointer above"),
-            };
-        }
-        let cfg = LaunchConfig { grid_dim: (l.grid[0], l.grid[1], l.grid[2]), block_dim: (l.block[0], l.block[1], l.block[2]), shared_mem_bytes: l.shared_bytes };
-        // SAFETY: argument count and sizes were checked against the kernel's parameters at load; a
-        // type of the right size but the wrong kind is the author's bug and at worst faults this
-        // child process, which is why jobs run in one.
-        unsafe { b.launch(cfg) }.doing(format!("launching `{}` grid {:?} block {:?}", l.kernel, l.grid, l.block))?;
-    }
-    Ok(())
+    stream.context().bind_to_thread().doing("making the context current")?;
+    launches.iter().try_for_each(|l| program::launch(loaded, l, pointers, stream.cu_stream()))
 }
 
 /// Runs a variant once and waits for it: its launches, or its host program.
@@ -493,7 +480,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     // Cold: a buffer of twice the L2 is written before every sample, outside the timed region.
     let flush = match cfg.cache {
         CacheState::Warm => None,
-        CacheState::Cold => Some(Flush::new(gpu)?),
+        CacheState::Cold => Some(gpu.flush()?),
     };
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples; it goes on
     // until the SM clock is steady (without NVML, for the set time only).
@@ -676,23 +663,11 @@ fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: 
     sample_graph(gpu, cfg, graph, check).map_err(GraphError::Run)
 }
 
-/// Events created with timing, destroyed when dropped.
-struct TimingEvents(Vec<cudarc::driver::sys::CUevent>);
-
-impl Drop for TimingEvents {
-    fn drop(&mut self) {
-        for &e in &self.0 {
-            // SAFETY: created by `program::new_event`, destroyed once.
-            let _ = unsafe { cudarc::driver::sys::cuEventDestroy_v2(e) };
-        }
-    }
-}
-
 /// The graph of a graph sample, the stream it was captured on, and its runs' (start, end) events.
 struct RunGraph {
     stream: Arc<CudaStream>,
     graph: cudarc::driver::CudaGraph,
-    events: TimingEvents,
+    events: program::Events,
     n: usize,
 }
 
@@ -704,7 +679,7 @@ fn capture_graph(gpu: &Gpu, flush: &Flush, per_run: f64, run: &mut impl FnMut(&A
     // About 0.2 ms of the kernel's own time per graph, 10 to 100 runs.
     let n = ((0.2 / per_run).ceil() as usize).clamp(10, 100);
     // Per run: its start and end, then a start and end with nothing between (what the event nodes cost).
-    let events = TimingEvents((0..4 * n).map(|_| program::new_event(true)).collect::<Result<_, _>>()?);
+    let events = program::Events::new(4 * n, true)?;
     // An event recorded with CU_EVENT_RECORD_EXTERNAL during capture becomes an event record node,
     // recorded each time the graph runs.
     // SAFETY: a live timing event and the capturing stream.
@@ -729,15 +704,9 @@ fn sample_graph(gpu: &Gpu, cfg: &TimingConfig, g: RunGraph, check: &mut impl FnM
     let time = || -> Result<f64, RunError> {
         graph.launch().doing("launching a graph")?;
         stream.synchronize().doing("timing a graph")?;
-        let elapsed = |a, b| -> Result<f64, RunError> {
-            let mut ms = 0f32;
-            // SAFETY: both events were recorded by the graph that just finished.
-            program::check(unsafe { cudarc::driver::sys::cuEventElapsedTime_v2(&mut ms, a, b) }, || "reading a run's time in a graph".into())?;
-            Ok(ms as f64)
-        };
         let mut total = 0.0;
         for e in events.0.chunks(4) {
-            total += elapsed(e[0], e[1])? - elapsed(e[2], e[3])?;
+            total += program::elapsed_ms(e[0], e[1])? - program::elapsed_ms(e[2], e[3])?;
         }
         Ok(total / n as f64)
     };
@@ -757,6 +726,9 @@ fn sample_graph(gpu: &Gpu, cfg: &TimingConfig, g: RunGraph, check: &mut impl FnM
             break why;
         }
     };
+    // The graph's event nodes refer to the events: the graph goes first.
+    drop(graph);
+    drop(events);
     Ok(Timed {
         samples_ms: samples,
         runs_per_sample: n as u32,
@@ -967,7 +939,8 @@ fn run_host_link(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<HostLinkSa
     let d2h_pageable = time_runs_plain(gpu, cfg, never, copy(at(&pageable), at(&device_back)))?.samples_ms;
     // Both ways at once: the second direction on a stream of its own that forks from and joins the timed one.
     let other = gpu.ctx.new_stream().doing("creating a second stream")?;
-    let (fork, join) = (program::new_event(false)?, program::new_event(false)?);
+    let events = program::Events::new(2, false)?;
+    let (fork, join) = (events.0[0], events.0[1]);
     let (up, down) = (copy(at(&device), at(&pinned)), copy(at(&pinned_back), at(&device_back)));
     let both = time_runs_plain(gpu, cfg, never, |stream| {
         program::record(fork, stream.cu_stream())?;
@@ -977,11 +950,6 @@ fn run_host_link(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<HostLinkSa
         program::record(join, other.cu_stream())?;
         program::wait(stream.cu_stream(), join)
     });
-    // SAFETY: created above, destroyed once, after the last use.
-    unsafe {
-        let _ = sys::cuEventDestroy_v2(fork);
-        let _ = sys::cuEventDestroy_v2(join);
-    }
     Ok(HostLinkSamples { h2d_pinned, d2h_pinned, bidirectional_pinned: both?.samples_ms, h2d_pageable, d2h_pageable })
 }
 

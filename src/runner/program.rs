@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys::{self, CUevent, CUstream};
 
-use super::{stop_sampling, warm_up, Buffers, Doing, Flush, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed};
+use super::{stop_sampling, warm_up, Buffers, Doing, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed};
 use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig};
 use crate::suite::{Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
 
@@ -13,12 +13,31 @@ pub(super) fn check(result: sys::CUresult, doing: impl FnOnce() -> String) -> Re
     result.result().map_err(|source| RunError::Driver { doing: doing(), source })
 }
 
-pub(super) fn new_event(timing: bool) -> Result<CUevent, RunError> {
-    let mut event: CUevent = std::ptr::null_mut();
-    let flags = if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING } as u32;
-    // SAFETY: `event` is written by the call.
-    check(unsafe { sys::cuEventCreate(&mut event, flags) }, || "creating a CUDA event".into())?;
-    Ok(event)
+/// CUDA events owned together, destroyed when dropped.
+pub(super) struct Events(pub Vec<CUevent>);
+
+impl Events {
+    /// `n` events, with timing or without (events that only order work are cheaper without).
+    pub fn new(n: usize, timing: bool) -> Result<Events, RunError> {
+        let flags = if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING } as u32;
+        let mut events = Events(Vec::with_capacity(n));
+        for _ in 0..n {
+            let mut event: CUevent = std::ptr::null_mut();
+            // SAFETY: `event` is written by the call.
+            check(unsafe { sys::cuEventCreate(&mut event, flags) }, || "creating a CUDA event".into())?;
+            events.0.push(event);
+        }
+        Ok(events)
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        for &e in &self.0 {
+            // SAFETY: created by `Events::new`, destroyed once (the driver waits for pending records).
+            let _ = unsafe { sys::cuEventDestroy_v2(e) };
+        }
+    }
 }
 
 pub(super) fn record(event: CUevent, stream: CUstream) -> Result<(), RunError> {
@@ -31,7 +50,7 @@ pub(super) fn wait(stream: CUstream, event: CUevent) -> Result<(), RunError> {
     check(unsafe { sys::cuStreamWaitEvent(stream, event, 0) }, || "making a stream wait for an event".into())
 }
 
-fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f64, RunError> {
+pub(super) fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f64, RunError> {
     let mut ms = 0f32;
     // SAFETY: two live timing events, both completed (the caller synchronised on the last).
     check(unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) }, || "reading the time between two events".into())?;
@@ -44,19 +63,19 @@ pub(super) struct HostProgram<'a> {
     gpu: &'a Gpu,
     program: &'a StepProgram,
     streams: Vec<CUstream>,
-    events: Vec<CUevent>,
+    /// The declared streams some step is issued on: only they are forked from the start and joined.
+    used: Vec<usize>,
+    events: Events,
 }
 
 impl Drop for HostProgram<'_> {
     fn drop(&mut self) {
-        // SAFETY: each was created by `new` and is destroyed once; destruction waits for pending work.
-        unsafe {
-            for &e in &self.events {
-                let _ = sys::cuEventDestroy_v2(e);
-            }
-            for &s in &self.streams {
-                let _ = sys::cuStreamDestroy_v2(s);
-            }
+        // After a failed step work may still be queued on the streams, over buffers about to be
+        // freed: wait for it (best effort; the child is failing anyway).
+        let _ = self.gpu.ctx.synchronize();
+        for &s in &self.streams {
+            // SAFETY: created by `new`, destroyed once.
+            let _ = unsafe { sys::cuStreamDestroy_v2(s) };
         }
     }
 }
@@ -65,32 +84,19 @@ impl Drop for HostProgram<'_> {
 struct Marks {
     start: CUevent,
     stop: CUevent,
-    /// Per declared stream: recorded at its end, so that the stop waits for every stream.
+    /// Per used stream: recorded at its end, so that the stop waits for every stream.
     joins: Vec<CUevent>,
     steps: Vec<Option<(CUevent, CUevent)>>,
-}
-
-impl Drop for Marks {
-    fn drop(&mut self) {
-        // SAFETY: created by `Marks::new`, destroyed once.
-        unsafe {
-            for e in [self.start, self.stop].into_iter().chain(self.joins.iter().copied()).chain(self.steps.iter().flatten().flat_map(|(a, b)| [*a, *b])) {
-                let _ = sys::cuEventDestroy_v2(e);
-            }
-        }
-    }
+    _owner: (Events, Events),
 }
 
 impl Marks {
-    fn new(program: &StepProgram) -> Result<Marks, RunError> {
-        let mut marks = Marks { start: new_event(true)?, stop: new_event(true)?, joins: Vec::new(), steps: Vec::new() };
-        for _ in &program.streams {
-            marks.joins.push(new_event(false)?);
-        }
-        for s in &program.steps {
-            marks.steps.push(if s.action.kind().is_some() { Some((new_event(true)?, new_event(true)?)) } else { None });
-        }
-        Ok(marks)
+    fn new(program: &StepProgram, used_streams: usize) -> Result<Marks, RunError> {
+        let work = program.steps.iter().filter(|s| s.action.kind().is_some()).count();
+        let (timed, joins) = (Events::new(2 + 2 * work, true)?, Events::new(used_streams, false)?);
+        let mut pairs = timed.0[2..].chunks(2).map(|p| (p[0], p[1]));
+        let steps = program.steps.iter().map(|s| s.action.kind().and_then(|_| pairs.next())).collect();
+        Ok(Marks { start: timed.0[0], stop: timed.0[1], joins: joins.0.clone(), steps, _owner: (timed, joins) })
     }
 }
 
@@ -117,19 +123,31 @@ fn kernel_params(args: &[ArgSpec], pointers: &Pointers) -> Vec<[u8; 8]> {
         .collect()
 }
 
+/// Launches `l` on `stream` (raw handles: a host program's own streams, or a graph capture).
+pub(super) fn launch(loaded: &Loaded, l: &LaunchSpec, pointers: &Pointers, stream: CUstream) -> Result<(), RunError> {
+    let f = &loaded.functions[&l.kernel];
+    let mut slots = kernel_params(&l.args, pointers);
+    let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
+    // SAFETY: argument count and sizes were checked against the kernel's parameters at load (a
+    // type of the right size but the wrong kind is the author's bug and at worst faults this
+    // child process, which is why jobs run in one); the slots outlive the call, which copies them.
+    let r = unsafe { sys::cuLaunchKernel(f.cu_function(), l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared_bytes, stream, params.as_mut_ptr(), std::ptr::null_mut()) };
+    check(r, || format!("launching `{}` grid {:?} block {:?}", l.kernel, l.grid, l.block))
+}
+
 impl<'a> HostProgram<'a> {
     pub fn new(gpu: &'a Gpu, program: &'a StepProgram) -> Result<HostProgram<'a>, RunError> {
         gpu.ctx.bind_to_thread().doing("making the context current")?;
-        let mut p = HostProgram { gpu, program, streams: Vec::new(), events: Vec::new() };
+        let mut used: Vec<usize> = program.steps.iter().filter_map(|s| s.stream).collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut p = HostProgram { gpu, program, streams: Vec::new(), used, events: Events::new(program.events.len(), false)? };
         for s in &program.streams {
             let mut stream: CUstream = std::ptr::null_mut();
             let flags = if s.non_blocking { sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 } else { 0 };
             // SAFETY: `stream` is written by the call.
             check(unsafe { sys::cuStreamCreate(&mut stream, flags) }, || format!("creating stream `{}`", s.name))?;
             p.streams.push(stream);
-        }
-        for _ in &program.events {
-            p.events.push(new_event(false)?);
         }
         Ok(p)
     }
@@ -146,8 +164,8 @@ impl<'a> HostProgram<'a> {
         if let Some(m) = marks {
             record(m.start, null)?;
             // Non-blocking streams do not wait for the NULL stream: they wait for the start.
-            for &s in &self.streams {
-                wait(s, m.start)?;
+            for &i in &self.used {
+                wait(self.streams[i], m.start)?;
             }
         }
         let bytes_of = |r: &crate::suite::Region| r.len * buffers[r.buffer].elem.size() as u64;
@@ -171,16 +189,7 @@ impl<'a> HostProgram<'a> {
                     let r = unsafe { if *asynchronous { sys::cuMemcpyAsync(dst, src, n, stream) } else { sys::cuMemcpy(dst, src, n) } };
                     check(r, doing)?;
                 }
-                Action::Kernel { launch } => {
-                    let l = &launches[*launch];
-                    let f = &loaded.functions[&l.kernel];
-                    let mut slots = kernel_params(&l.args, &bufs.pointers);
-                    let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
-                    // SAFETY: the argument sizes were checked against the kernel's parameters at
-                    // load; the slots outlive the call, which copies them.
-                    let r = unsafe { sys::cuLaunchKernel(f.cu_function(), l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared_bytes, stream, params.as_mut_ptr(), std::ptr::null_mut()) };
-                    check(r, || format!("launching `{}` grid {:?} block {:?} ({})", l.kernel, l.grid, l.block, doing()))?;
-                }
+                Action::Kernel { launch: l } => launch(loaded, &launches[*l], &bufs.pointers, stream)?,
                 Action::Memset { region, value } => {
                     let address = bufs.pointers.at(region.buffer, region.offset);
                     // SAFETY: a device-visible region of a live allocation.
@@ -188,19 +197,19 @@ impl<'a> HostProgram<'a> {
                 }
                 Action::Prefetch { region, to } => {
                     let address = bufs.pointers.at(region.buffer, region.offset);
-                    let location = super::memory::device_or_host(self.gpu, *to == Location::Device);
+                    let location = super::memory::location(self.gpu, *to == Location::Device);
                     // SAFETY: a region of a live managed allocation (checked at load).
                     check(unsafe { sys::cuMemPrefetchAsync_v2(address, bytes_of(region) as usize, location, 0, stream) }, doing)?;
                 }
-                Action::Record { event } => record(self.events[*event], stream)?,
-                Action::Wait { event } => wait(stream, self.events[*event])?,
+                Action::Record { event } => record(self.events.0[*event], stream)?,
+                Action::Wait { event } => wait(stream, self.events.0[*event])?,
                 Action::Sync { target } => {
                     // SAFETY: live handles.
                     let r = unsafe {
                         match target {
                             SyncTarget::Device => sys::cuCtxSynchronize(),
                             SyncTarget::Stream => sys::cuStreamSynchronize(stream),
-                            SyncTarget::Event(e) => sys::cuEventSynchronize(self.events[*e]),
+                            SyncTarget::Event(e) => sys::cuEventSynchronize(self.events.0[*e]),
                         }
                     };
                     check(r, || format!("{} (a fault here is an illegal memory access or a trap in a kernel)", doing()))?;
@@ -211,8 +220,8 @@ impl<'a> HostProgram<'a> {
             }
         }
         if let Some(m) = marks {
-            for (&s, &join) in self.streams.iter().zip(&m.joins) {
-                record(join, s)?;
+            for (&i, &join) in self.used.iter().zip(&m.joins) {
+                record(join, self.streams[i])?;
                 wait(null, join)?;
             }
             record(m.stop, null)?;
@@ -220,7 +229,7 @@ impl<'a> HostProgram<'a> {
         Ok(())
     }
 
-    /// Runs the program once and waits for all of it.
+    /// Runs the program once and waits for all of it (its buffers are ready: `Buffers::reset` syncs).
     pub fn run(&self, loaded: &Loaded, launches: &[LaunchSpec], buffers: &[BufferSpec], bufs: &Buffers, what: &str) -> Result<(), RunError> {
         self.issue(loaded, launches, buffers, bufs, None)?;
         self.gpu.ctx.synchronize().doing(format!("running {what} (a fault here is an illegal memory access or a trap in a kernel)"))
@@ -250,9 +259,9 @@ pub(super) fn time_program(
 ) -> Result<(Timed, Timeline), RunError> {
     let flush = match cfg.cache {
         CacheState::Warm => None,
-        CacheState::Cold => Some(Flush::new(gpu)?),
+        CacheState::Cold => Some(gpu.flush()?),
     };
-    let marks = Marks::new(program.program)?;
+    let marks = Marks::new(program.program, program.used.len())?;
     let prepare = |bufs: &mut Buffers| -> Result<(), RunError> {
         bufs.reset_where(gpu, spec, starts_on_host)?;
         if let Some(f) = &flush {
@@ -283,21 +292,21 @@ pub(super) fn time_program(
             break why;
         }
     };
-    let timeline = Timeline::nearest_median(&step_infos(program.program, &spec.buffers), &samples, &per_step);
+    let timeline = timeline_of(program.program, &spec.buffers, &samples, &per_step);
     let method = format!("events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}", if flush.is_some() { " after an L2 flush" } else { "" });
     Ok((Timed { samples_ms: samples, runs_per_sample: 1, warmup_runs, stopped_by, method, clocks, warmup_ms }, timeline))
 }
 
-/// What the timeline needs to know of each step that does work, in step order (None for the others).
-fn step_infos(program: &StepProgram, buffers: &[BufferSpec]) -> Vec<StepInfo> {
-    program
+/// The timeline of the sample nearest the median: the steps that do work (records, waits and
+/// syncs are never timed), each with its spans in every sample.
+fn timeline_of(program: &StepProgram, buffers: &[BufferSpec], totals: &[f64], per_step: &[Vec<Option<(f64, f64)>>]) -> Timeline {
+    let (work, infos): (Vec<usize>, Vec<StepInfo>) = program
         .steps
         .iter()
-        .map(|step| {
-            // Steps that only order others (records, waits, syncs) are never timed: their spans are None.
-            let kind = step.action.kind().unwrap_or(crate::records::StepKind::Kernel);
-            // A synchronous copy has no stream of its own (the manifest refuses one): it is on NULL.
-            StepInfo { label: step.label.clone(), kind, stream: program.stream_name(step.stream), bytes: step.action.bytes(buffers) }
-        })
-        .collect()
+        .enumerate()
+        // A synchronous copy has no stream of its own (the manifest refuses one): it is on NULL.
+        .filter_map(|(i, step)| Some((i, StepInfo { label: step.label.clone(), kind: step.action.kind()?, stream: program.stream_name(step.stream), bytes: step.action.bytes(buffers) })))
+        .unzip();
+    let spans: Vec<Vec<Option<(f64, f64)>>> = per_step.iter().map(|sample| work.iter().map(|&i| sample.get(i).copied().flatten()).collect()).collect();
+    Timeline::nearest_median(&infos, totals, &spans)
 }

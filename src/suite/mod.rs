@@ -533,18 +533,18 @@ fn resolve_pending_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, rdc: bool,
 /// What a variant runs: its launches, or its host program (steps) with the kernel steps' launches.
 fn resolve_body(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings, buffers: &[BufferSpec]) -> Result<(Vec<LaunchSpec>, Option<StepProgram>), SuiteError> {
     if v.steps.is_empty() {
-        return Ok((resolve_launches(ctx, m, v, env)?, None));
+        return Ok((resolve_launches(ctx, m, v, env, buffers)?, None));
     }
     let (launches, program) = steps::resolve(ctx, m, v, env, buffers)?;
     Ok((launches, Some(program)))
 }
 
-fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Vec<LaunchSpec>, SuiteError> {
-    v.launch_decls().iter().enumerate().map(|(li, l)| resolve_launch(ctx, m, &v.name, l, env, &|key| ctx.launch_key(v, li, key))).collect()
+fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings, buffers: &[BufferSpec]) -> Result<Vec<LaunchSpec>, SuiteError> {
+    v.launch_decls().iter().enumerate().map(|(li, l)| resolve_launch(ctx, m, buffers, &v.name, l, env, &|key| ctx.launch_key(v, li, key))).collect()
 }
 
-/// One launch, evaluated at `env`; `at` gives the manifest path of one of its keys, for errors.
-fn resolve_launch(ctx: &Ctx, m: &Manifest, variant: &str, l: &LaunchDecl, env: &Bindings, at: &dyn Fn(&str) -> Vec<Seg>) -> Result<LaunchSpec, SuiteError> {
+/// One launch, evaluated at `env` over the job's `buffers`; `at` gives the manifest path of one of its keys, for errors.
+fn resolve_launch(ctx: &Ctx, m: &Manifest, buffers: &[BufferSpec], variant: &str, l: &LaunchDecl, env: &Bindings, at: &dyn Fn(&str) -> Vec<Seg>) -> Result<LaunchSpec, SuiteError> {
     let fail = |key: &str, what: &str, err: expr::ExprError| ctx.err(at(key), format!("variant `{variant}`, {what}: {err}"), "use the names of the variant's params/axes and the suite's axes and params");
     let dims = |exprs: &Vec<String>, what: &str| -> Result<[u32; 3], SuiteError> {
         if exprs.is_empty() || exprs.len() > 3 {
@@ -581,7 +581,7 @@ fn resolve_launch(ctx: &Ctx, m: &Manifest, variant: &str, l: &LaunchDecl, env: &
             }
             Some((i, Some(offset))) => {
                 let at_element = expr::eval_count(offset, env).map_err(|err| fail("args", &format!("argument `{a}`"), err))?;
-                let len = expr::eval_count(&m.buffers[i].len, env).unwrap_or(0);
+                let len = buffers[i].len;
                 if at_element >= len {
                     return Err(ctx.err(at("args"), format!("variant `{variant}`: argument `{a}` points at element {at_element} of `{}`, which has {len}", m.buffers[i].name), "keep the offset inside the buffer"));
                 }
@@ -618,7 +618,7 @@ fn resolve_launch(ctx: &Ctx, m: &Manifest, variant: &str, l: &LaunchDecl, env: &
     }
     for a in &args {
         if let ArgSpec::Buffer(i) | ArgSpec::BufferAt(i, _) = a {
-            let (b, memory) = (&m.buffers[*i], m.buffers[*i].memory.unwrap_or_default());
+            let (b, memory) = (&buffers[*i], buffers[*i].memory);
             if !memory.kernel_visible() {
                 return Err(ctx.err(at("args"), format!("variant `{variant}`: the kernel takes `{}`, which is {} host memory, and a kernel cannot reach that", b.name, memory.name()), "copy it to a device buffer first (a `copy = \"h2d\"` step), or make it memory = \"mapped\" (zero-copy) or \"managed\""));
             }

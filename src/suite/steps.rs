@@ -83,6 +83,14 @@ pub(super) fn validate(ctx: &Ctx, m: &Manifest, v: &VariantDecl, source: &str, s
         let key = if v.launches.is_empty() { "kernel" } else { "launches" };
         return Err(ctx.err({ let mut p = ctx.variant(v); p.push(key.into()); p }, format!("variant `{}` has both `steps` and a launch (`kernel` or `launches`)", v.name), "write its kernels as steps (`{ kernel = \"k\", grid = [...], block = [...], args = [...] }`) and remove the variant's own kernel, grid, block, args and launches"));
     }
+    // `chunk` and `chunks` are bound by repeated steps: a sweep axis or param of that name would be shadowed.
+    let variant_key = |k: &str| { let mut p = ctx.variant(v); p.push(k.into()); p };
+    let names: [(Vec<&String>, Vec<Seg>); 4] = [(m.axes.keys().collect(), at!["axes"]), (m.params.keys().collect(), at!["params"]), (v.axes.keys().collect(), variant_key("axes")), (v.params.keys().collect(), variant_key("params"))];
+    for (keys, path) in names {
+        if let Some(name) = keys.into_iter().find(|k| *k == "chunk" || *k == "chunks") {
+            return Err(ctx.err(path, format!("variant `{}` has steps, and an axis or param is named `{name}`, which repeated steps bind themselves", v.name), "rename it (e.g. `CHUNKS`)"));
+        }
+    }
     let mut names = HashSet::new();
     for (i, s) in v.streams.iter().enumerate() {
         let is_name = !s.name.is_empty() && s.name.chars().all(|c| c.is_alphanumeric() || c == '_');
@@ -251,7 +259,7 @@ impl Expansion<'_> {
             (Action::Copy { direction, from, to, asynchronous: d.asynchronous }, format!("{} {}", direction.name(), fb.name))
         } else if let Some(kernel) = &d.kernel {
             let l = LaunchDecl { kernel: Some(kernel.clone()), block: d.block.clone(), grid: d.grid.clone(), args: d.args.clone(), shared_bytes: d.shared_bytes.clone() };
-            let launch = resolve_launch(self.ctx, self.m, &self.v.name, &l, env, &key)?;
+            let launch = resolve_launch(self.ctx, self.m, self.buffers, &self.v.name, &l, env, &key)?;
             let label = format!("kernel {}", launch.kernel);
             self.launches.push(launch);
             (Action::Kernel { launch: self.launches.len() - 1 }, label)
