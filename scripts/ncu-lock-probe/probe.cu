@@ -1,4 +1,4 @@
-// A program for the ncu lock probe: LAUNCHES launches of a small memory-bound kernel, so that ncu's
+//! A program for the ncu lock probe (scripts/ncu-lock-probe/run.sh): LAUNCHES launches of a small memory-bound kernel, so that ncu's
 // per-kernel replay (save, passes, restore) dominates its wall time.
 #include <cstdio>
 #include <cstdlib>
