@@ -279,11 +279,11 @@ struct Buffers {
     memory: Vec<Allocation>,
     initial: Vec<Option<HostData>>,
     pointers: Pointers,
-    /// Each buffer's address for copies (host memory by its host pointer).
-    copy_addresses: Vec<u64>,
+    /// Where each buffer is for copies (host memory by its host pointer).
+    copy_pointers: Pointers,
 }
 
-/// Where each buffer is, as a kernel sees it, and its element size (for `a[offset]` arguments).
+/// Where each buffer is, as a kernel (or a copy) sees it, and its element size (for `a[offset]`).
 #[derive(Clone, Default)]
 struct Pointers {
     base: Vec<u64>,
@@ -303,9 +303,10 @@ impl Buffers {
         for b in &spec.buffers {
             memory.push(Allocation::new(gpu, b.memory, b.bytes() as usize, &b.advise, &b.name)?);
         }
-        let pointers = Pointers { base: memory.iter().map(|m| m.device_address(gpu)).collect(), elem_bytes: spec.buffers.iter().map(|b| b.elem.size() as u64).collect() };
-        let copy_addresses = memory.iter().map(|m| m.copy_address(gpu)).collect();
-        let mut bufs = Buffers { memory, initial: vec![None; spec.buffers.len()], pointers, copy_addresses };
+        let elem_bytes: Vec<u64> = spec.buffers.iter().map(|b| b.elem.size() as u64).collect();
+        let pointers = Pointers { base: memory.iter().map(|m| m.device_address(gpu)).collect(), elem_bytes: elem_bytes.clone() };
+        let copy_pointers = Pointers { base: memory.iter().map(|m| m.copy_address(gpu)).collect(), elem_bytes };
+        let mut bufs = Buffers { memory, initial: vec![None; spec.buffers.len()], pointers, copy_pointers };
         bufs.reseed(spec, seed);
         Ok(bufs)
     }

@@ -85,18 +85,19 @@ struct Marks {
     start: CUevent,
     stop: CUevent,
     /// Per used stream: recorded at its end, so that the stop waits for every stream.
-    joins: Vec<CUevent>,
+    joins: Events,
     steps: Vec<Option<(CUevent, CUevent)>>,
-    _owner: (Events, Events),
+    /// Owns `start`, `stop` and the steps' events.
+    _timed: Events,
 }
 
 impl Marks {
     fn new(program: &StepProgram, used_streams: usize) -> Result<Marks, RunError> {
         let work = program.steps.iter().filter(|s| s.action.kind().is_some()).count();
-        let (timed, joins) = (Events::new(2 + 2 * work, true)?, Events::new(used_streams, false)?);
+        let timed = Events::new(2 + 2 * work, true)?;
         let mut pairs = timed.0[2..].chunks(2).map(|p| (p[0], p[1]));
         let steps = program.steps.iter().map(|s| s.action.kind().and_then(|_| pairs.next())).collect();
-        Ok(Marks { start: timed.0[0], stop: timed.0[1], joins: joins.0.clone(), steps, _owner: (timed, joins) })
+        Ok(Marks { start: timed.0[0], stop: timed.0[1], joins: Events::new(used_streams, false)?, steps, _timed: timed })
     }
 }
 
@@ -168,7 +169,6 @@ impl<'a> HostProgram<'a> {
                 wait(self.streams[i], m.start)?;
             }
         }
-        let bytes_of = |r: &crate::suite::Region| r.len * buffers[r.buffer].elem.size() as u64;
         for (i, step) in self.program.steps.iter().enumerate() {
             // A synchronous copy runs on the NULL stream whatever the step says (as cudaMemcpy does).
             let stream = match step.action {
@@ -182,8 +182,8 @@ impl<'a> HostProgram<'a> {
             let doing = || format!("step {} `{}`", i + 1, step.label);
             match &step.action {
                 Action::Copy { from, to, asynchronous, .. } => {
-                    let (dst, src) = (bufs.copy_addresses[to.buffer] + to.offset * buffers[to.buffer].elem.size() as u64, bufs.copy_addresses[from.buffer] + from.offset * buffers[from.buffer].elem.size() as u64);
-                    let n = bytes_of(from) as usize;
+                    let (dst, src) = (bufs.copy_pointers.at(to.buffer, to.offset), bufs.copy_pointers.at(from.buffer, from.offset));
+                    let n = from.bytes(buffers) as usize;
                     // SAFETY: both regions lie inside live allocations (checked at load); unified
                     // addressing tells the driver which side each address is on.
                     let r = unsafe { if *asynchronous { sys::cuMemcpyAsync(dst, src, n, stream) } else { sys::cuMemcpy(dst, src, n) } };
@@ -193,13 +193,13 @@ impl<'a> HostProgram<'a> {
                 Action::Memset { region, value } => {
                     let address = bufs.pointers.at(region.buffer, region.offset);
                     // SAFETY: a device-visible region of a live allocation.
-                    check(unsafe { sys::cuMemsetD8Async(address, *value, bytes_of(region) as usize, stream) }, doing)?;
+                    check(unsafe { sys::cuMemsetD8Async(address, *value, region.bytes(buffers) as usize, stream) }, doing)?;
                 }
                 Action::Prefetch { region, to } => {
                     let address = bufs.pointers.at(region.buffer, region.offset);
                     let location = super::memory::location(self.gpu, *to == Location::Device);
                     // SAFETY: a region of a live managed allocation (checked at load).
-                    check(unsafe { sys::cuMemPrefetchAsync_v2(address, bytes_of(region) as usize, location, 0, stream) }, doing)?;
+                    check(unsafe { sys::cuMemPrefetchAsync_v2(address, region.bytes(buffers) as usize, location, 0, stream) }, doing)?;
                 }
                 Action::Record { event } => record(self.events.0[*event], stream)?,
                 Action::Wait { event } => wait(stream, self.events.0[*event])?,
@@ -220,7 +220,7 @@ impl<'a> HostProgram<'a> {
             }
         }
         if let Some(m) = marks {
-            for (&i, &join) in self.used.iter().zip(&m.joins) {
+            for (&i, &join) in self.used.iter().zip(&m.joins.0) {
                 record(join, self.streams[i])?;
                 wait(null, join)?;
             }

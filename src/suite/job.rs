@@ -277,6 +277,13 @@ pub struct Region {
     pub len: u64,
 }
 
+impl Region {
+    /// The bytes it spans, in the element size of its buffer in `buffers`.
+    pub fn bytes(&self, buffers: &[BufferSpec]) -> u64 {
+        self.len * buffers.get(self.buffer).map_or(0, |b| b.elem.size() as u64)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
@@ -357,10 +364,9 @@ impl Action {
 
     /// The bytes it moves (copies, memsets, prefetches), for its bandwidth.
     pub fn bytes(&self, buffers: &[BufferSpec]) -> u64 {
-        let of = |r: &Region| r.len * buffers.get(r.buffer).map_or(0, |b| b.elem.size() as u64);
         match self {
-            Action::Copy { from, .. } => of(from),
-            Action::Memset { region, .. } | Action::Prefetch { region, .. } => of(region),
+            Action::Copy { from, .. } => from.bytes(buffers),
+            Action::Memset { region, .. } | Action::Prefetch { region, .. } => region.bytes(buffers),
             _ => 0,
         }
     }
