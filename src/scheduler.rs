@@ -265,27 +265,39 @@ struct Shared<'p, 'f> {
     groups_timing: usize,
     /// Passes queued or running, by suite.
     open_passes: Vec<usize>,
-    /// (suite, group, tag, jobs) of each pass ready to run.
-    passes: VecDeque<(usize, usize, String, Vec<&'p JobSpec>)>,
+    /// Each pass ready to run.
+    passes: VecDeque<Pass<'p>>,
+    /// Passes running now.
+    profiling: usize,
     pass_failed: Vec<bool>,
     infos: Vec<RunInfo>,
     codes: Vec<Option<i32>>,
     finished: &'f mut (dyn FnMut(&Path) + Send),
 }
 
+/// An ncu pass: suite, group, tag and the group's jobs that ran.
+type Pass<'p> = (usize, usize, String, Vec<&'p JobSpec>);
+
+/// What a lane does next: time a task (suite, group, round, job), or run a pass.
+enum Work<'p> {
+    Time((usize, usize, u32, usize)),
+    Profile(Pass<'p>),
+}
+
 /// Runs every plan with a job in it on `lanes`, the executors of one GPU each (one for a plain
 /// run; every GPU of one model for `--gpus`); hands each finished run directory to `finished`.
 /// Returns the exit code: 0, or `exit::JOBS_FAILED` when some job failed, was wrong or went unprofiled.
 ///
-/// Every job of every suite is timed before ncu runs on its GPU: jobs timed right after a profile
-/// pass drifted by up to 6% against a run without ncu, while the group timed before any pass
-/// agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
-/// docs/design-notes.md). Timing tasks are (suite, group, round, job), in that order, so rounds
-/// interleave the variants (A B C A B C …) and drift hits all of them alike. Each lane takes the
-/// next task when its GPU is free, so no two jobs share a card; before its first job of a group
-/// a lane measures that group's bounds on its own GPU. A lane whose timing is over runs the ncu
-/// passes of groups already timed (one pass per lane and group) while others may still time.
-/// After every job and pass the record is saved.
+/// On one GPU every job of every suite is timed before the first ncu pass: jobs timed right after
+/// a profile pass drifted by up to 6% against a run without ncu, while the group timed before any
+/// pass agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
+/// docs/design-notes.md). On several GPUs one lane at a time runs the pass of a group already
+/// timed while the others time (ncu could not use a second GPU anyway), and once the timing is
+/// over every lane takes passes. Timing tasks are (suite, group, round, job), in that order, so
+/// rounds interleave the variants (A B C A B C …) and drift hits all of them alike. Each lane
+/// takes the next task when its GPU is free, so no two jobs share a card; before its first job of
+/// a group a lane measures that group's bounds on its own GPU. After every job and pass the
+/// record is saved.
 pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
     if lanes.is_empty() {
         bail!("no GPU to run on");
@@ -317,6 +329,7 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
         groups_timing: suites.iter().map(|s| s.groups.len()).sum(),
         open_passes: vec![0; suites.len()],
         passes: VecDeque::new(),
+        profiling: 0,
         pass_failed: vec![false; suites.len()],
         infos,
         codes: vec![None; suites.len()],
@@ -354,85 +367,105 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
     };
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    // ncu sessions of one host run one at a time whatever GPU they profile (a driver-wide lock:
+    // scripts/ncu-lock-probe, docs/fleet.md), so while jobs remain to be timed at most one lane
+    // profiles, and a free lane of a several-GPU run takes a ready pass before its next job: the
+    // passes then run beside the other GPUs' timing instead of after it.
+    let interleave = lanes.len() > 1;
     let lane_work = |li: usize, lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
         let mut measured: Vec<(usize, usize)> = Vec::new();
-        while let Some(&(si, gi, round, ji)) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
-            if stop.load(Ordering::SeqCst) {
-                return Ok(());
-            }
-            let sr = &suites[si];
-            sr.began.get_or_init(|| (Instant::now(), now()));
-            let group = &sr.groups[gi];
-            if !measured.contains(&(si, gi)) {
-                bar.set_message(format!("{group}: copy bounds"));
-                // Each lane's own file names in the shared work directory.
-                let tag = if lanes.len() > 1 { format!("{gi}-gpu{li}") } else { gi.to_string() };
-                let ctx = sr.ctx(settings.seed);
-                let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])? };
-                let computes = compute_bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])?;
-                let _saving = lock();
-                append(sr, &Record::Bounds(bounds))?;
-                for record in computes {
-                    append(sr, &Record::Compute(ComputeBoundRecord { gpu: gpu.clone(), ..record }))?;
-                }
-                measured.push((si, gi));
-            }
-            let job = sr.group_jobs[gi][ji];
-            let rounds = sr.timing.rounds.max(1);
-            bar.set_message(format!("{group}: {}{}", job.label(), if rounds > 1 { format!(" (round {}/{rounds})", round + 1) } else { String::new() }));
-            // Each round draws its own inputs: seed, seed + 1 (the second check), seed + 2, …
-            let ctx = sr.ctx(settings.seed.wrapping_add(2 * round as u64));
-            let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
-            let record = JobRecord { gpu: gpu.clone(), ..run_job(lane, &ctx, sr.plan.suite, job, &tag)? };
-            let mut p = lock();
-            let record = if rounds > 1 { JobRecord::with_round(p.so_far[si][gi][ji].take(), record) } else { record };
-            append(sr, &Record::Job(record.clone()))?;
-            p.so_far[si][gi][ji] = Some(record);
-            p.left[si][gi] -= 1;
-            bar.inc(1);
-            if p.left[si][gi] == 0 {
-                // The group is timed: its passes may start on any lane whose timing is over.
-                if profiling {
-                    let ran: Vec<&JobSpec> = sr.group_jobs[gi].iter().zip(p.so_far[si][gi].iter().flatten()).filter(|(_, r)| r.status != JobStatus::Failed && r.status != JobStatus::TimedOut).map(|(j, _)| *j).collect();
-                    let pieces = split_evenly(&ran, lanes.len());
-                    let several = pieces.len() > 1;
-                    p.open_passes[si] += pieces.len();
-                    p.passes.extend(pieces.into_iter().enumerate().map(|(pi, jobs)| (si, gi, if several { format!("profile-{gi}-{pi}") } else { format!("profile-{gi}") }, jobs)));
-                }
-                p.open_groups[si] -= 1;
-                p.groups_timing -= 1;
-                pass_ready.notify_all();
-                warn_on_error(render_reports(&sr.dir));
-                finish_if_done(&mut p, si)?;
-            }
-        }
         loop {
-            let mut p = lock();
-            let (si, gi, tag, jobs) = loop {
-                if stop.load(Ordering::SeqCst) {
-                    return Ok(());
+            let work = {
+                let mut p = lock();
+                loop {
+                    if stop.load(Ordering::SeqCst) {
+                        return Ok(());
+                    }
+                    let timing_left = next.load(Ordering::SeqCst) < tasks.len();
+                    if !timing_left || (interleave && p.profiling == 0) {
+                        if let Some(pass) = p.passes.pop_front() {
+                            p.profiling += 1;
+                            break Work::Profile(pass);
+                        }
+                    }
+                    if timing_left {
+                        if let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
+                            break Work::Time(task);
+                        }
+                        continue;
+                    }
+                    if p.groups_timing == 0 && p.passes.is_empty() {
+                        return Ok(());
+                    }
+                    p = pass_ready.wait_timeout(p, Duration::from_millis(200)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
                 }
-                if let Some(pass) = p.passes.pop_front() {
-                    break pass;
-                }
-                if p.groups_timing == 0 {
-                    return Ok(());
-                }
-                p = pass_ready.wait_timeout(p, Duration::from_millis(200)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
             };
-            drop(p);
-            let sr = &suites[si];
-            bar.set_message(format!("{}: ncu ({} variants)", sr.groups[gi], jobs.len()));
-            let records = lane.profile(&sr.ctx(settings.seed), &tag, &jobs);
-            let mut p = lock();
-            for r in records {
-                p.pass_failed[si] |= r.error.is_some() || !r.missing.is_empty();
-                append(sr, &Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
+            match work {
+                Work::Time((si, gi, round, ji)) => {
+                    let sr = &suites[si];
+                    sr.began.get_or_init(|| (Instant::now(), now()));
+                    let group = &sr.groups[gi];
+                    if !measured.contains(&(si, gi)) {
+                        bar.set_message(format!("{group}: copy bounds"));
+                        // Each lane's own file names in the shared work directory.
+                        let tag = if lanes.len() > 1 { format!("{gi}-gpu{li}") } else { gi.to_string() };
+                        let ctx = sr.ctx(settings.seed);
+                        let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])? };
+                        let computes = compute_bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])?;
+                        let _saving = lock();
+                        append(sr, &Record::Bounds(bounds))?;
+                        for record in computes {
+                            append(sr, &Record::Compute(ComputeBoundRecord { gpu: gpu.clone(), ..record }))?;
+                        }
+                        measured.push((si, gi));
+                    }
+                    let job = sr.group_jobs[gi][ji];
+                    let rounds = sr.timing.rounds.max(1);
+                    bar.set_message(format!("{group}: {}{}", job.label(), if rounds > 1 { format!(" (round {}/{rounds})", round + 1) } else { String::new() }));
+                    // Each round draws its own inputs: seed, seed + 1 (the second check), seed + 2, …
+                    let ctx = sr.ctx(settings.seed.wrapping_add(2 * round as u64));
+                    let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
+                    let record = JobRecord { gpu: gpu.clone(), ..run_job(lane, &ctx, sr.plan.suite, job, &tag)? };
+                    let mut p = lock();
+                    let record = if rounds > 1 { JobRecord::with_round(p.so_far[si][gi][ji].take(), record) } else { record };
+                    append(sr, &Record::Job(record.clone()))?;
+                    p.so_far[si][gi][ji] = Some(record);
+                    p.left[si][gi] -= 1;
+                    bar.inc(1);
+                    if p.left[si][gi] == 0 {
+                        // The group is timed: its pass (one per group: a second session would only
+                        // queue behind the first) may start.
+                        if profiling {
+                            let ran: Vec<&JobSpec> = sr.group_jobs[gi].iter().zip(p.so_far[si][gi].iter().flatten()).filter(|(_, r)| r.status != JobStatus::Failed && r.status != JobStatus::TimedOut).map(|(j, _)| *j).collect();
+                            if !ran.is_empty() {
+                                p.open_passes[si] += 1;
+                                p.passes.push_back((si, gi, format!("profile-{gi}"), ran));
+                            }
+                        }
+                        p.open_groups[si] -= 1;
+                        p.groups_timing -= 1;
+                        pass_ready.notify_all();
+                        warn_on_error(render_reports(&sr.dir));
+                        finish_if_done(&mut p, si)?;
+                    }
+                }
+                Work::Profile((si, gi, tag, jobs)) => {
+                    let sr = &suites[si];
+                    bar.set_message(format!("{}: ncu ({} variants)", sr.groups[gi], jobs.len()));
+                    let records = lane.profile(&sr.ctx(settings.seed), &tag, &jobs);
+                    let mut p = lock();
+                    for r in records {
+                        p.pass_failed[si] |= r.error.is_some() || !r.missing.is_empty();
+                        append(sr, &Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
+                    }
+                    p.open_passes[si] -= 1;
+                    p.profiling -= 1;
+                    pass_ready.notify_all();
+                    bar.inc(jobs.len() as u64);
+                    warn_on_error(render_reports(&sr.dir));
+                    finish_if_done(&mut p, si)?;
+                }
             }
-            p.open_passes[si] -= 1;
-            bar.inc(jobs.len() as u64);
-            warn_on_error(render_reports(&sr.dir));
-            finish_if_done(&mut p, si)?;
         }
     };
     on_every_lane(lanes, &envs, &stop, &lane_work)?;
@@ -466,22 +499,6 @@ fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBoo
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a lane's thread panicked")))).collect()
     });
     results.into_iter().collect()
-}
-
-/// `items` cut into at most `pieces` runs of consecutive items whose lengths differ by at most one.
-pub fn split_evenly<T: Clone>(items: &[T], pieces: usize) -> Vec<Vec<T>> {
-    let pieces = pieces.clamp(1, items.len().max(1));
-    let (base, extra) = (items.len() / pieces, items.len() % pieces);
-    let mut out = Vec::new();
-    let mut at = 0;
-    for p in 0..pieces {
-        let n = base + usize::from(p < extra);
-        if n > 0 {
-            out.push(items[at..at + n].to_vec());
-        }
-        at += n;
-    }
-    out
 }
 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
@@ -709,6 +726,9 @@ mod tests {
         most: std::sync::atomic::AtomicUsize,
         started: std::sync::atomic::AtomicUsize,
         tags: Mutex<Vec<String>>,
+        /// Passes running now, and whether two ever ran while a job was being timed.
+        profiling: std::sync::atomic::AtomicUsize,
+        two_passes_beside_a_job: AtomicBool,
     }
 
     /// The mock of GPU `mock.index`, watched: its jobs take `job_ms` of wall time, or end as
@@ -773,6 +793,12 @@ mod tests {
         }
         fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
             self.log(tag);
+            let w = self.watch;
+            if w.profiling.fetch_add(1, Ordering::SeqCst) > 0 && w.running.load(Ordering::SeqCst) > 0 {
+                w.two_passes_beside_a_job.store(true, Ordering::SeqCst);
+            }
+            std::thread::sleep(Duration::from_millis(self.job_ms));
+            w.profiling.fetch_sub(1, Ordering::SeqCst);
             self.mock.profile(ctx, tag, jobs)
         }
     }
@@ -848,18 +874,36 @@ mod tests {
     }
 
     #[test]
+    fn on_two_gpus_passes_run_beside_the_timing_one_at_a_time() {
+        let watch = Watch::default();
+        let d = tempfile::tempdir().unwrap();
+        let load = |name: &str| crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}/suite.toml"))).unwrap();
+        let suites = [load("shared-memory"), load("warp-divergence")];
+        let (a, b) = (Watched::new(0, &watch, 5, 2), Watched::new(1, &watch, 5, 2));
+        let s = settings(d.path(), true);
+        let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        let mut dirs = Vec::new();
+        assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        let tags = watch.tags.lock().unwrap().clone();
+        let last_job = tags.iter().rposition(|t| t.starts_with("job-")).unwrap();
+        let first_pass = tags.iter().position(|t| t.starts_with("profile-")).unwrap();
+        assert!(first_pass < last_job, "a pass ran while jobs were still being timed: {tags:?}");
+        assert!(!watch.two_passes_beside_a_job.load(Ordering::SeqCst), "ncu runs one session at a time while jobs are timed");
+        // One pass per group, each once; every job timed once and profiled once.
+        let passes: Vec<&String> = tags.iter().filter(|t| t.starts_with("profile-")).collect();
+        let groups: usize = plans.iter().map(|p| p.jobs.iter().map(|j| &j.key.group).collect::<std::collections::BTreeSet<_>>().len()).sum();
+        assert_eq!(passes.len(), groups, "{passes:?}");
+        for (dir, suite) in dirs.iter().zip(&suites) {
+            let (run, _) = store::load_run(dir).unwrap();
+            assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
+        }
+    }
+
+    #[test]
     fn gpus_are_pooled_by_model_in_the_order_first_seen() {
         let models: Vec<String> = ["H100", "H200", "H100", "H200", "L4"].iter().map(|s| s.to_string()).collect();
         assert_eq!(pools_by_model(&models), vec![vec![0, 2], vec![1, 3], vec![4]]);
         assert!(pools_by_model(&[]).is_empty());
-    }
-
-    #[test]
-    fn split_evenly_keeps_order_and_never_makes_an_empty_piece() {
-        assert_eq!(split_evenly(&[1, 2, 3, 4, 5], 2), vec![vec![1, 2, 3], vec![4, 5]]);
-        assert_eq!(split_evenly(&[1], 4), vec![vec![1]]);
-        assert_eq!(split_evenly(&[1, 2, 3], 1), vec![vec![1, 2, 3]]);
-        assert!(split_evenly::<u8>(&[], 3).is_empty());
     }
 
     #[test]

@@ -29,8 +29,8 @@ impl Mock {
 }
 
 /// The executor the command line asks for: the mock, or children on GPU `gpu` (with ncu when
-/// profiling; `shared_host`: other GPUs of this host profile at the same time).
-pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock, shared_host: bool) -> anyhow::Result<Box<dyn Executor>> {
+/// profiling).
+pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock) -> anyhow::Result<Box<dyn Executor>> {
     if mock.on {
         if gpu >= mock.gpu_count() {
             anyhow::bail!("the mock host has {} GPUs (0 to {}); there is no GPU {gpu}", mock.gpu_count(), mock.gpu_count() - 1);
@@ -41,12 +41,7 @@ pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock, shared_ho
     if !profile {
         return Ok(Box::new(children));
     }
-    let ncu = profiler::find(&config.ncu)?;
-    let ncu = match children.environment().device {
-        Some(d) if shared_host => ncu.locking_per_gpu(&std::env::temp_dir(), &d.uuid).map_err(|e| anyhow::anyhow!("creating ncu's lock directory for GPU {gpu}: {e}"))?,
-        _ => ncu,
-    };
-    Ok(Box::new(children.with_ncu(ncu)))
+    Ok(Box::new(children.with_ncu(profiler::find(&config.ncu)?)))
 }
 
 /// The GPUs a run uses: `--gpus` (all of the host's, or those named), else `--gpu`.
@@ -113,7 +108,7 @@ pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileReques
     let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
     let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
     let gpus = selected_gpus(args, mock)?;
-    let executors = gpus.iter().map(|&g| executor(config, g, profile.is_some(), mock, gpus.len() > 1)).collect::<anyhow::Result<Vec<_>>>()?;
+    let executors = gpus.iter().map(|&g| executor(config, g, profile.is_some(), mock)).collect::<anyhow::Result<Vec<_>>>()?;
     let models: Vec<String> = executors.iter().map(|e| { let env = e.environment(); env.device.map(|d| d.name).unwrap_or(env.label) }).collect();
     let finished = std::sync::Mutex::new(finished);
     let run_pool = |pool: &[usize]| -> anyhow::Result<i32> {

@@ -77,11 +77,6 @@ pub struct NcuSearch {
 pub struct Ncu {
     pub path: PathBuf,
     pub version: String,
-    /// Where ncu keeps its lock (`TMPDIR`): ncu serialises every profiling session on a host
-    /// through `$TMPDIR/nsight-compute-lock`, so passes on two GPUs would wait for each other.
-    /// A `--gpus` run gives each GPU its own directory: passes on one GPU still queue (also
-    /// another gpu-lab's), passes on different GPUs run side by side.
-    pub lock_dir: Option<PathBuf>,
 }
 
 impl Ncu {
@@ -89,18 +84,7 @@ impl Ncu {
     pub fn command(&self) -> Command {
         let mut c = Command::new(&self.path);
         c.env("LC_ALL", "C");
-        if let Some(d) = &self.lock_dir {
-            c.env("TMPDIR", d);
-        }
         c
-    }
-
-    /// This ncu with its lock in a directory of its own under `base` for the GPU `uuid` (created if missing).
-    pub fn locking_per_gpu(self, base: &Path, uuid: &str) -> std::io::Result<Ncu> {
-        let safe: String = uuid.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-        let dir = base.join(format!("gpu-lab-ncu-{safe}"));
-        std::fs::create_dir_all(&dir)?;
-        Ok(Ncu { lock_dir: Some(dir), ..self })
     }
 
     /// An ncu command over one of gpu-lab's own children: CUDA numbers GPUs in PCI order there,
@@ -126,7 +110,7 @@ pub fn find(search: &NcuSearch) -> Result<Ncu, ProfilerError> {
     let found = candidates.into_iter().find(|c| c.is_file()).ok_or(ProfilerError::NotFound)?;
     let printed = process::output(Command::new(&found).arg("--version")).map(|f| f.text).unwrap_or_default();
     let version = printed.lines().rev().find(|l| l.contains("Version")).unwrap_or("").trim().to_string();
-    Ok(Ncu { path: found, version, lock_dir: None })
+    Ok(Ncu { path: found, version })
 }
 
 /// The longest `--metrics` argument: Linux's MAX_ARG_STRLEN (32 pages of 4 KiB) less the

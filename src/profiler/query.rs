@@ -108,7 +108,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let calls = Cell::new(0);
         let query = || h200_query(&calls);
-        let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into(), lock_dir: None };
+        let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into() };
         let cache = d.path().join("cache");
         for _ in 0..2 {
             let list = device_metrics_cached(Some(&cache), &ncu, Some("NVIDIA H200"), 0, query).unwrap();
@@ -127,7 +127,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let calls = Cell::new(0);
         let query = || h200_query(&calls);
-        let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into(), lock_dir: None };
+        let ncu = Ncu { path: "ncu".into(), version: "Version 2025.3.1.0".into() };
         let cache = d.path().join("cache");
         for _ in 0..2 {
             let list = device_metrics_cached(Some(&cache), &ncu, Some("NVIDIA H200 NVL"), 0, query).unwrap();
@@ -139,7 +139,7 @@ mod tests {
 
     #[test]
     fn an_ncu_that_cannot_list_is_an_error_not_a_panic() {
-        let ncu = Ncu { path: "/bin/true".into(), version: String::new(), lock_dir: None };
+        let ncu = Ncu { path: "/bin/true".into(), version: String::new() };
         assert!(device_metrics(&ncu, None, None, 0).unwrap_err().to_string().contains("no metric list"));
     }
 }
