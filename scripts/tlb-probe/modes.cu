@@ -1,0 +1,82 @@
+// Issue 12 probe, first version (reports/strided-h100/tlb-probe-modes.txt): are the column-strided
+// transpose kernels slower under gpu-lab's cold timing than under ncu because of the L2 flush, or
+// because the flush also evicts their page translations? Times copy_row, copy_column and naive_row
+// with events after: nothing (warm), a read of 2x the L2 (gpu-lab's eviction), that read plus one
+// load per page of the job's buffers (L2 cold, translations warm), and a memset of 2x the L2.
+// `modes ncu` just launches each kernel 5 times for ncu to time with --cache-control all.
+// Build: nvcc -O3 -arch=sm_90 -o modes modes.cu; run as run.sh runs probe.cu, without the arguments.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <algorithm>
+#include <cuda_runtime.h>
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+
+extern "C" __global__ void copy_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
+  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ix < nx && iy < ny) { size_t i = (size_t)iy * nx + ix; out[i] = in[i]; }
+}
+extern "C" __global__ void copy_column(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
+  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ix < nx && iy < ny) { size_t i = (size_t)ix * ny + iy; out[i] = in[i]; }
+}
+extern "C" __global__ void naive_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
+  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ix < nx && iy < ny) out[(size_t)ix * ny + iy] = in[(size_t)iy * nx + ix];
+}
+__global__ void evict(const float4* __restrict__ b, unsigned long long n4, float* sink) {
+  float acc = 0.f;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4; i += (unsigned long long)gridDim.x * blockDim.x) { float4 v = b[i]; acc += v.x + v.y + v.z + v.w; }
+  if (acc == -1.f) *sink = acc;
+}
+// One load per `stride` bytes: a page's translation, one sector of L2.
+__global__ void touch(const char* __restrict__ b, unsigned long long bytes, unsigned long long stride, float* sink) {
+  float acc = 0.f;
+  for (unsigned long long i = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) * stride; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x * stride) acc += b[i];
+  if (acc == -1.f) *sink = acc;
+}
+
+int main(int argc, char** argv) {
+  bool ncu = argc > 1 && !strcmp(argv[1], "ncu");
+  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  size_t fb = 2 * (size_t)l2;
+  char* flush; CK(cudaMalloc(&flush, fb + 16)); CK(cudaMemset(flush, 0, fb + 16));
+  struct Shape { int nx, ny; } shapes[] = {{16384, 16384}, {1024, 2048}};
+  typedef void (*K)(const float*, float*, int, int);
+  struct Kern { const char* name; K k; } kerns[] = {{"copy_row", copy_row}, {"copy_column", copy_column}, {"naive_row", naive_row}};
+  const char* modes[] = {"warm", "evict", "evict+touch64K", "evict+touch2M", "memset"};
+  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+  for (auto s : shapes) {
+    size_t n = (size_t)s.nx * s.ny, bytes = n * 4;
+    float *in, *out; CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
+    CK(cudaMemset(in, 0, bytes)); CK(cudaMemset(out, 0, bytes));
+    dim3 block(32, 8), grid((s.nx + 31) / 32, (s.ny + 7) / 8);
+    for (auto kk : kerns) {
+      // copy_column's grid runs along ny in x.
+      dim3 g = grid;
+      if (!strcmp(kk.name, "copy_column")) g = dim3((s.ny + 31) / 32, (s.nx + 7) / 8);
+      int nx = s.nx, ny = s.ny;
+      if (!strcmp(kk.name, "copy_column")) { nx = s.ny; ny = s.nx; }
+      if (ncu) { for (int r = 0; r < 5; ++r) kk.k<<<g, block>>>(in, out, nx, ny); CK(cudaDeviceSynchronize()); continue; }
+      for (int m = 0; m < 5; ++m) {
+        std::vector<float> t;
+        for (int r = 0; r < 33; ++r) {
+          if (m >= 1 && m <= 3) evict<<<132 * 8, 256>>>((const float4*)flush, fb / 16, (float*)(flush + fb));
+          if (m == 2 || m == 3) {
+            unsigned long long st = m == 2 ? 65536 : 2 << 20;
+            touch<<<264, 256>>>((const char*)in, bytes, st, (float*)(flush + fb));
+            touch<<<264, 256>>>((const char*)out, bytes, st, (float*)(flush + fb));
+          }
+          if (m == 4) CK(cudaMemsetAsync(flush, 0, fb));
+          CK(cudaEventRecord(a)); kk.k<<<g, block>>>(in, out, nx, ny); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
+          float ms; CK(cudaEventElapsedTime(&ms, a, b)); if (r >= 3) t.push_back(ms);
+        }
+        std::sort(t.begin(), t.end());
+        printf("%-12s %5dx%-5d %-15s median %.4f ms  min %.4f  max %.4f\n", kk.name, s.nx, s.ny, modes[m], t[t.size() / 2], t.front(), t.back());
+      }
+    }
+    CK(cudaFree(in)); CK(cudaFree(out));
+  }
+  return 0;
+}
