@@ -1,0 +1,77 @@
+// Issue 12 probe, third step (reports/strided-h100/habits.txt): what gpu-lab's child does around its
+// cold samples that a plain program does not, one habit at a time, for copy_row, copy_column and
+// naive_row at 16384²: plain (eviction, events, kernel), the NVML reads gpu-lab makes after every
+// sample (SM clock and throttle reasons), and plain again after 2 s of back-to-back runs (gpu-lab's
+// warm-up goes on until the clock settles). Build: nvcc -O3 -arch=sm_90 habits.cu -lnvidia-ml.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <nvml.h>
+#include <chrono>
+#include <string>
+#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+
+extern "C" __global__ void copy_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
+  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ix < nx && iy < ny) { size_t i = (size_t)iy * nx + ix; out[i] = in[i]; }
+}
+extern "C" __global__ void copy_column(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
+  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ix < nx && iy < ny) { size_t i = (size_t)ix * ny + iy; out[i] = in[i]; }
+}
+extern "C" __global__ void naive_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
+  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ix < nx && iy < ny) out[(size_t)ix * ny + iy] = in[(size_t)iy * nx + ix];
+}
+__global__ void evict(const float4* __restrict__ b, unsigned long long n4, float* sink) {
+  float acc = 0.f;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4; i += (unsigned long long)gridDim.x * blockDim.x) { float4 v = b[i]; acc += v.x + v.y + v.z + v.w; }
+  if (acc == -1.f) *sink = acc;
+}
+// One load per `stride` bytes: a page's translation, one sector of L2.
+__global__ void touch(const char* __restrict__ b, unsigned long long bytes, unsigned long long stride, float* sink) {
+  float acc = 0.f;
+  for (unsigned long long i = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) * stride; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x * stride) acc += b[i];
+  if (acc == -1.f) *sink = acc;
+}
+
+int main() {
+  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  size_t fb = 2 * (size_t)l2;
+  char* flush; CK(cudaMalloc(&flush, fb + 16)); CK(cudaMemset(flush, 0, fb + 16));
+  if (nvmlInit_v2() != NVML_SUCCESS) { fprintf(stderr, "nvmlInit failed\n"); return 1; }
+  typedef void (*K)(const float*, float*, int, int);
+  struct Kern { const char* name; K k; } kerns[] = {{"copy_row", copy_row}, {"copy_column", copy_column}, {"naive_row", naive_row}};
+  const char* modes[] = {"plain", "nvml-reads", "plain", "after-2s-runs"};
+  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+  int n1 = 16384;
+  size_t n = (size_t)n1 * n1, bytes = n * 4;
+  float *in, *out; CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
+  CK(cudaMemset(in, 0, bytes)); CK(cudaMemset(out, 0, bytes));
+  dim3 block(32, 8), g((n1 + 31) / 32, (n1 + 7) / 8);
+  for (auto kk : kerns) {
+    for (int m = 0; m < 4; ++m) {
+      if (m == 3) {
+        auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2)) { kk.k<<<g, block>>>(in, out, n1, n1); CK(cudaDeviceSynchronize()); }
+      }
+      std::vector<float> t;
+      unsigned mhz = 0;
+      for (int r = 0; r < 33; ++r) {
+        evict<<<132 * 8, 256>>>((const float4*)flush, fb / 16, (float*)(flush + fb));
+        CK(cudaEventRecord(a)); kk.k<<<g, block>>>(in, out, n1, n1); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
+        float ms; CK(cudaEventElapsedTime(&ms, a, b)); if (r >= 3) t.push_back(ms);
+        if (m == 1) {
+          nvmlDevice_t d; unsigned long long reasons;
+          nvmlDeviceGetHandleByIndex_v2(0, &d); nvmlDeviceGetClockInfo(d, NVML_CLOCK_SM, &mhz); nvmlDeviceGetCurrentClocksEventReasons(d, &reasons);
+        }
+      }
+      std::sort(t.begin(), t.end());
+      printf("events %-12s %5dx%-5d %-14s median %.4f ms  min %.4f  max %.4f  %s\n", kk.name, n1, n1, modes[m], t[t.size() / 2], t.front(), t.back(), m == 1 ? (std::to_string(mhz) + " MHz").c_str() : "");
+    }
+  }
+  return 0;
+}
