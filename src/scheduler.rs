@@ -292,8 +292,7 @@ enum Work<'p> {
 /// a profile pass drifted by up to 6% against a run without ncu, while the group timed before any
 /// pass agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
 /// docs/design-notes.md). On several GPUs one lane at a time runs the pass of a group already
-/// timed while the others time (ncu could not use a second GPU anyway), and once the timing is
-/// over every lane takes passes. Timing tasks are (suite, group, round, job), in that order, so
+/// timed while the others time (ncu could not use a second GPU anyway). Timing tasks are (suite, group, round, job), in that order, so
 /// rounds interleave the variants (A B C A B C …) and drift hits all of them alike. Each lane
 /// takes the next task when its GPU is free, so no two jobs share a card; before its first job of
 /// a group a lane measures that group's bounds on its own GPU. After every job and pass the
@@ -368,9 +367,10 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     // ncu sessions of one host run one at a time whatever GPU they profile (a driver-wide lock:
-    // scripts/ncu-lock-probe, docs/fleet.md), so while jobs remain to be timed at most one lane
-    // profiles, and a free lane of a several-GPU run takes a ready pass before its next job: the
-    // passes then run beside the other GPUs' timing instead of after it.
+    // scripts/ncu-lock-probe, docs/fleet.md), so one lane profiles at a time (a second session
+    // would only hold its GPU idle, and its pass's timeout would run while it queued), and a free
+    // lane of a several-GPU run takes a ready pass before its next job: the passes then run beside
+    // the other GPUs' timing instead of after it.
     let interleave = lanes.len() > 1;
     let lane_work = |li: usize, lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
         let mut measured: Vec<(usize, usize)> = Vec::new();
@@ -382,7 +382,7 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
                         return Ok(());
                     }
                     let timing_left = next.load(Ordering::SeqCst) < tasks.len();
-                    if !timing_left || (interleave && p.profiling == 0) {
+                    if p.profiling == 0 && (interleave || !timing_left) {
                         if let Some(pass) = p.passes.pop_front() {
                             p.profiling += 1;
                             break Work::Profile(pass);
@@ -477,6 +477,17 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
 /// What a lane does: given its index, its executor and its GPU's UUID.
 type LaneWork<'a> = dyn Fn(usize, &dyn Executor, Option<String>) -> anyhow::Result<()> + Sync + 'a;
 
+/// Raises the stop flag if its thread unwinds.
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 /// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
 /// the first error stops the others before their next task and is returned.
 fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &LaneWork) -> anyhow::Result<()> {
@@ -488,6 +499,8 @@ fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBoo
             .map(|(li, (lane, env))| {
                 let gpu = env.device.as_ref().map(|d| d.uuid.clone());
                 s.spawn(move || {
+                    // A lane that panics stops the others too: they would wait for its group forever.
+                    let _stop_on_panic = StopOnPanic(stop);
                     let result = work(li, *lane, gpu);
                     if result.is_err() {
                         stop.store(true, Ordering::SeqCst);
@@ -726,9 +739,9 @@ mod tests {
         most: std::sync::atomic::AtomicUsize,
         started: std::sync::atomic::AtomicUsize,
         tags: Mutex<Vec<String>>,
-        /// Passes running now, and whether two ever ran while a job was being timed.
+        /// Passes running now, and the most that ever ran at once.
         profiling: std::sync::atomic::AtomicUsize,
-        two_passes_beside_a_job: AtomicBool,
+        most_passes: std::sync::atomic::AtomicUsize,
     }
 
     /// The mock of GPU `mock.index`, watched: its jobs take `job_ms` of wall time, or end as
@@ -774,6 +787,9 @@ mod tests {
         }
         fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
             self.log(tag);
+            if matches!(&self.failure, Some(Failure::Fatal(why)) if why == "panic") {
+                panic!("this mock lane panics");
+            }
             if let Some(f) = &self.failure {
                 return Err(f.clone());
             }
@@ -794,9 +810,8 @@ mod tests {
         fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
             self.log(tag);
             let w = self.watch;
-            if w.profiling.fetch_add(1, Ordering::SeqCst) > 0 && w.running.load(Ordering::SeqCst) > 0 {
-                w.two_passes_beside_a_job.store(true, Ordering::SeqCst);
-            }
+            let now = w.profiling.fetch_add(1, Ordering::SeqCst) + 1;
+            w.most_passes.fetch_max(now, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(self.job_ms));
             w.profiling.fetch_sub(1, Ordering::SeqCst);
             self.mock.profile(ctx, tag, jobs)
@@ -887,16 +902,33 @@ mod tests {
         let tags = watch.tags.lock().unwrap().clone();
         let last_job = tags.iter().rposition(|t| t.starts_with("job-")).unwrap();
         let first_pass = tags.iter().position(|t| t.starts_with("profile-")).unwrap();
-        assert!(first_pass < last_job, "a pass ran while jobs were still being timed: {tags:?}");
-        assert!(!watch.two_passes_beside_a_job.load(Ordering::SeqCst), "ncu runs one session at a time while jobs are timed");
+        assert!(first_pass < last_job, "no pass ran before the last job was timed: {tags:?}");
+        assert_eq!(watch.most_passes.load(Ordering::SeqCst), 1, "one ncu session at a time");
         // One pass per group, each once; every job timed once and profiled once.
         let passes: Vec<&String> = tags.iter().filter(|t| t.starts_with("profile-")).collect();
         let groups: usize = plans.iter().map(|p| p.jobs.iter().map(|j| &j.key.group).collect::<std::collections::BTreeSet<_>>().len()).sum();
         assert_eq!(passes.len(), groups, "{passes:?}");
-        for (dir, suite) in dirs.iter().zip(&suites) {
+        assert_eq!(dirs.len(), suites.len(), "every suite's run finished");
+        for dir in &dirs {
             let (run, _) = store::load_run(dir).unwrap();
+            let suite = suites.iter().find(|s| s.name() == run.info.suite).unwrap();
+            assert!(run.info.finished.is_some());
             assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
         }
+    }
+
+    #[test]
+    fn a_lane_that_panics_stops_the_others_instead_of_leaving_them_waiting() {
+        let watch = Watch::default();
+        let d = tempfile::tempdir().unwrap();
+        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
+        let suites = [suite];
+        let healthy = Watched::new(0, &watch, 5, 1);
+        let panicking = Watched::failing(&watch, Failure::Fatal("panic".into()));
+        let s = settings(d.path(), true);
+        let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        let e = run(&[&healthy, &panicking], &plans, &s, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("panicked"), "{e}");
     }
 
     #[test]
