@@ -5,37 +5,7 @@
 // load per page of the job's buffers (L2 cold, translations warm), and a memset of 2x the L2.
 // `modes ncu` just launches each kernel 5 times for ncu to time with --cache-control all.
 // Build: nvcc -O3 -arch=sm_90 -o modes modes.cu; run as run.sh runs probe.cu, without the arguments.
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
-
-extern "C" __global__ void copy_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
-  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
-  if (ix < nx && iy < ny) { size_t i = (size_t)iy * nx + ix; out[i] = in[i]; }
-}
-extern "C" __global__ void copy_column(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
-  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
-  if (ix < nx && iy < ny) { size_t i = (size_t)ix * ny + iy; out[i] = in[i]; }
-}
-extern "C" __global__ void naive_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
-  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
-  if (ix < nx && iy < ny) out[(size_t)ix * ny + iy] = in[(size_t)iy * nx + ix];
-}
-__global__ void evict(const float4* __restrict__ b, unsigned long long n4, float* sink) {
-  float acc = 0.f;
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4; i += (unsigned long long)gridDim.x * blockDim.x) { float4 v = b[i]; acc += v.x + v.y + v.z + v.w; }
-  if (acc == -1.f) *sink = acc;
-}
-// One load per `stride` bytes: a page's translation, one sector of L2.
-__global__ void touch(const char* __restrict__ b, unsigned long long bytes, unsigned long long stride, float* sink) {
-  float acc = 0.f;
-  for (unsigned long long i = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) * stride; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x * stride) acc += b[i];
-  if (acc == -1.f) *sink = acc;
-}
+#include "strided.cuh"
 
 int main(int argc, char** argv) {
   bool ncu = argc > 1 && !strcmp(argv[1], "ncu");

@@ -1,40 +1,8 @@
-// Issue 12 probe: are the column-strided transpose kernels slower under gpu-lab's cold timing than
-// under ncu because of the L2 flush, or because the flush also evicts their page translations?
-// Times copy_row, copy_column and naive_row with events after: nothing (warm), a read of 2x the
-// L2 (gpu-lab's eviction), that read plus one load per page of the job's buffers (L2 cold,
-// translations warm), and a memset of 2x the L2. `probe ncu` just launches each kernel 5 times
-// for ncu to time with --cache-control all.
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-#include <algorithm>
-#include <cuda_runtime.h>
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
-
-extern "C" __global__ void copy_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
-  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
-  if (ix < nx && iy < ny) { size_t i = (size_t)iy * nx + ix; out[i] = in[i]; }
-}
-extern "C" __global__ void copy_column(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
-  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
-  if (ix < nx && iy < ny) { size_t i = (size_t)ix * ny + iy; out[i] = in[i]; }
-}
-extern "C" __global__ void naive_row(const float* __restrict__ in, float* __restrict__ out, int nx, int ny) {
-  int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
-  if (ix < nx && iy < ny) out[(size_t)ix * ny + iy] = in[(size_t)iy * nx + ix];
-}
-__global__ void evict(const float4* __restrict__ b, unsigned long long n4, float* sink) {
-  float acc = 0.f;
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n4; i += (unsigned long long)gridDim.x * blockDim.x) { float4 v = b[i]; acc += v.x + v.y + v.z + v.w; }
-  if (acc == -1.f) *sink = acc;
-}
-// One load per `stride` bytes: a page's translation, one sector of L2.
-__global__ void touch(const char* __restrict__ b, unsigned long long bytes, unsigned long long stride, float* sink) {
-  float acc = 0.f;
-  for (unsigned long long i = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) * stride; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x * stride) acc += b[i];
-  if (acc == -1.f) *sink = acc;
-}
+// Issue 12 probe, second step (run.sh; reports/strided-h100/alloc-probe.txt, probe-same-card.txt):
+// do the allocation or the data make the column-strided transposes slower under events than under
+// ncu? `probe time ALLOC DATA` times copy_row, copy_column and naive_row with events after gpu-lab's
+// L2 eviction; `probe ncu ALLOC DATA` launches each 5 times for ncu to time.
+#include "strided.cuh"
 
 __global__ void fill_random(unsigned* p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
