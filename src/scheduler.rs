@@ -1,7 +1,7 @@
 //! The only place that knows every stage: suites -> plans -> jobs through an executor -> records, saved after every job, and the reports re-rendered from disk.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -269,6 +269,8 @@ struct Shared<'p, 'f> {
     passes: VecDeque<Pass<'p>>,
     /// Passes running now.
     profiling: usize,
+    /// The next timing task to hand out.
+    next_task: usize,
     pass_failed: Vec<bool>,
     infos: Vec<RunInfo>,
     codes: Vec<Option<i32>>,
@@ -292,11 +294,11 @@ enum Work<'p> {
 /// a profile pass drifted by up to 6% against a run without ncu, while the group timed before any
 /// pass agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
 /// docs/design-notes.md). On several GPUs one lane at a time runs the pass of a group already
-/// timed while the others time (ncu could not use a second GPU anyway). Timing tasks are (suite, group, round, job), in that order, so
-/// rounds interleave the variants (A B C A B C …) and drift hits all of them alike. Each lane
-/// takes the next task when its GPU is free, so no two jobs share a card; before its first job of
-/// a group a lane measures that group's bounds on its own GPU. After every job and pass the
-/// record is saved.
+/// timed while the others time (ncu could not use a second GPU anyway). Timing tasks are (suite,
+/// group, round, job), in that order, so rounds interleave the variants (A B C A B C …) and drift
+/// hits all of them alike. Each lane takes the next task when its GPU is free, so no two jobs
+/// share a card; before its first job of a group a lane measures that group's bounds on its own
+/// GPU. After every job and pass the record is saved.
 pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
     if lanes.is_empty() {
         bail!("no GPU to run on");
@@ -329,6 +331,7 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
         open_passes: vec![0; suites.len()],
         passes: VecDeque::new(),
         profiling: 0,
+        next_task: 0,
         pass_failed: vec![false; suites.len()],
         infos,
         codes: vec![None; suites.len()],
@@ -364,7 +367,6 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
         (p.finished)(&sr.dir);
         Ok(())
     };
-    let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     // ncu sessions of one host run one at a time whatever GPU they profile (a driver-wide lock:
     // scripts/ncu-lock-probe, docs/fleet.md), so one lane profiles at a time (a second session
@@ -381,7 +383,7 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
                     if stop.load(Ordering::SeqCst) {
                         return Ok(());
                     }
-                    let timing_left = next.load(Ordering::SeqCst) < tasks.len();
+                    let timing_left = p.next_task < tasks.len();
                     if p.profiling == 0 && (interleave || !timing_left) {
                         if let Some(pass) = p.passes.pop_front() {
                             p.profiling += 1;
@@ -389,10 +391,8 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
                         }
                     }
                     if timing_left {
-                        if let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) {
-                            break Work::Time(task);
-                        }
-                        continue;
+                        p.next_task += 1;
+                        break Work::Time(tasks[p.next_task - 1]);
                     }
                     if p.groups_timing == 0 && p.passes.is_empty() {
                         return Ok(());
