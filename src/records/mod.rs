@@ -16,7 +16,7 @@ mod outcome;
 mod timeline;
 
 pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
+pub use outcome::{kept_by_clock, split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
 pub use timeline::{busy_ms, without_chunk, Overlap, StepInfo, StepKind, StepTime, Timeline};
 
 /// The run's environment fingerprint and configuration (`run.json`).

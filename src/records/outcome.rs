@@ -191,25 +191,38 @@ pub const CLOCK_FLOOR: f64 = 0.95;
 /// Splits samples into those kept and those taken while throttled or below `CLOCK_FLOOR` of the
 /// highest SM clock seen (pure). Samples without a clock reading (no NVML) are all kept.
 pub fn split_by_clock(samples: &[f64], clocks: &[Option<ClockSample>]) -> (Vec<f64>, Vec<ExcludedSample>) {
-    let top = clocks.iter().flatten().map(|c| c.sm_mhz).max().unwrap_or(0) as f64;
+    let keep = kept_by_clock(clocks, samples.len());
     let mut kept = Vec::with_capacity(samples.len());
     let mut excluded = Vec::new();
     for (i, &ms) in samples.iter().enumerate() {
-        match clocks.get(i).copied().flatten() {
-            Some(c) if c.throttled || (c.sm_mhz as f64) < CLOCK_FLOOR * top => excluded.push(ExcludedSample { ms, clock: c }),
+        match (keep[i], clocks.get(i).copied().flatten()) {
+            (false, Some(clock)) => excluded.push(ExcludedSample { ms, clock }),
             _ => kept.push(ms),
         }
     }
-    // A job whose every sample would go is measured as found rather than not at all.
-    if kept.is_empty() {
-        return (samples.to_vec(), Vec::new());
-    }
     (kept, excluded)
+}
+
+/// Which of `samples` samples the median keeps: each not throttled and within `CLOCK_FLOOR` of the
+/// highest clock read (a sample without a reading stays). A job whose every sample would go is
+/// measured as found rather than not at all.
+pub fn kept_by_clock(clocks: &[Option<ClockSample>], samples: usize) -> Vec<bool> {
+    let top = clocks.iter().flatten().map(|c| c.sm_mhz).max().unwrap_or(0) as f64;
+    let keep: Vec<bool> = (0..samples).map(|i| !matches!(clocks.get(i).copied().flatten(), Some(c) if c.throttled || (c.sm_mhz as f64) < CLOCK_FLOOR * top)).collect();
+    if keep.contains(&true) { keep } else { vec![true; samples] }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kept_mask_matches_the_split_and_keeps_all_when_none_would_stay() {
+        let c = |mhz, throttled| Some(ClockSample { sm_mhz: mhz, throttled });
+        assert_eq!(kept_by_clock(&[c(1980, false), c(1980, true), c(1700, false), None], 5), vec![true, false, false, true, true]);
+        assert_eq!(kept_by_clock(&[c(1980, true), c(1980, true)], 2), vec![true, true]);
+        assert!(kept_by_clock(&[], 0).is_empty());
+    }
 
     #[test]
     fn throttled_and_low_clock_samples_are_left_out() {

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use cudarc::driver::sys::{self, CUevent, CUstream};
 
 use super::{stop_sampling, warm_up, Buffers, Doing, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed};
-use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig};
+use crate::records::{kept_by_clock, CacheState, ClockSample, StepInfo, Timeline, TimingConfig};
 use crate::suite::{Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
 
 /// Wraps a raw driver result with what was being done.
@@ -292,7 +292,10 @@ pub(super) fn time_program(
             break why;
         }
     };
-    let timeline = timeline_of(program.program, &spec.buffers, &samples, &per_step);
+    // The timeline is drawn from the samples the median keeps.
+    let keep = kept_by_clock(&clocks, samples.len());
+    let (kept_totals, kept_steps): (Vec<f64>, Vec<Vec<Option<(f64, f64)>>>) = samples.iter().zip(per_step).zip(keep).filter(|(_, k)| *k).map(|((&t, s), _)| (t, s)).unzip();
+    let timeline = timeline_of(program.program, &spec.buffers, &kept_totals, &kept_steps);
     let method = format!("events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}", if flush.is_some() { " after an L2 flush" } else { "" });
     Ok((Timed { samples_ms: samples, runs_per_sample: 1, warmup_runs, stopped_by, method, clocks, warmup_ms }, timeline))
 }
