@@ -267,8 +267,6 @@ struct Shared<'p, 'f> {
     open_passes: Vec<usize>,
     /// Each pass ready to run.
     passes: VecDeque<Pass<'p>>,
-    /// Passes running now.
-    profiling: usize,
     /// The next timing task to hand out.
     next_task: usize,
     pass_failed: Vec<bool>,
@@ -280,10 +278,10 @@ struct Shared<'p, 'f> {
 /// An ncu pass: suite, group, tag and the group's jobs that ran.
 type Pass<'p> = (usize, usize, String, Vec<&'p JobSpec>);
 
-/// What a lane does next: time a task (suite, group, round, job), or run a pass.
-enum Work<'p> {
+/// What a lane does next: time a task (suite, group, round, job), or run a pass holding the host's ncu slot.
+enum Work<'p, 's> {
     Time((usize, usize, u32, usize)),
-    Profile(Pass<'p>),
+    Profile(Pass<'p>, HeldSlot<'s>),
 }
 
 /// Runs every plan with a job in it on `lanes`, the executors of one GPU each (one for a plain
@@ -300,6 +298,32 @@ enum Work<'p> {
 /// share a card; before its first job of a group a lane measures that group's bounds on its own
 /// GPU. After every job and pass the record is saved.
 pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
+    run_sharing(lanes, plans, settings, &NcuSlot::default(), finished)
+}
+
+/// The one ncu session a host runs at a time, shared by the runs of one process (a mixed host
+/// runs one per GPU model, side by side): a pass waits for it instead of queueing in the driver,
+/// where its GPU would idle and its timeout would run.
+#[derive(Default)]
+pub struct NcuSlot(AtomicBool);
+
+impl NcuSlot {
+    /// The slot, if free, held until the returned guard drops (an error or a panic lets it go too).
+    fn try_take(&self) -> Option<HeldSlot<'_>> {
+        self.0.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok().then_some(HeldSlot(self))
+    }
+}
+
+struct HeldSlot<'a>(&'a NcuSlot);
+
+impl Drop for HeldSlot<'_> {
+    fn drop(&mut self) {
+        self.0 .0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// `run`, with the host's ncu slot shared with other runs of this process.
+pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, ncu: &NcuSlot, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
     if lanes.is_empty() {
         bail!("no GPU to run on");
     }
@@ -330,7 +354,6 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
         groups_timing: suites.iter().map(|s| s.groups.len()).sum(),
         open_passes: vec![0; suites.len()],
         passes: VecDeque::new(),
-        profiling: 0,
         next_task: 0,
         pass_failed: vec![false; suites.len()],
         infos,
@@ -369,10 +392,9 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
     };
     let stop = AtomicBool::new(false);
     // ncu sessions of one host run one at a time whatever GPU they profile (a driver-wide lock:
-    // scripts/ncu-lock-probe, docs/fleet.md), so one lane profiles at a time (a second session
-    // would only hold its GPU idle, and its pass's timeout would run while it queued), and a free
-    // lane of a several-GPU run takes a ready pass before its next job: the passes then run beside
-    // the other GPUs' timing instead of after it.
+    // scripts/ncu-lock-probe, docs/fleet.md), so a lane profiles only holding the host's `ncu`
+    // slot, and a free lane of a several-GPU run takes a ready pass before its next job: the
+    // passes then run beside the other GPUs' timing instead of after it.
     let interleave = lanes.len() > 1;
     let lane_work = |li: usize, lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
         let mut measured: Vec<(usize, usize)> = Vec::new();
@@ -384,10 +406,11 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
                         return Ok(());
                     }
                     let timing_left = p.next_task < tasks.len();
-                    if p.profiling == 0 && (interleave || !timing_left) {
-                        if let Some(pass) = p.passes.pop_front() {
-                            p.profiling += 1;
-                            break Work::Profile(pass);
+                    if (interleave || !timing_left) && !p.passes.is_empty() {
+                        if let Some(held) = ncu.try_take() {
+                            if let Some(pass) = p.passes.pop_front() {
+                                break Work::Profile(pass, held);
+                            }
                         }
                     }
                     if timing_left {
@@ -449,7 +472,7 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
                         finish_if_done(&mut p, si)?;
                     }
                 }
-                Work::Profile((si, gi, tag, jobs)) => {
+                Work::Profile((si, gi, tag, jobs), held) => {
                     let sr = &suites[si];
                     bar.set_message(format!("{}: ncu ({} variants)", sr.groups[gi], jobs.len()));
                     let records = lane.profile(&sr.ctx(settings.seed), &tag, &jobs);
@@ -459,7 +482,7 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
                         append(sr, &Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
                     }
                     p.open_passes[si] -= 1;
-                    p.profiling -= 1;
+                    drop(held);
                     pass_ready.notify_all();
                     bar.inc(jobs.len() as u64);
                     warn_on_error(render_reports(&sr.dir));
@@ -915,6 +938,27 @@ mod tests {
             assert!(run.info.finished.is_some());
             assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
         }
+    }
+
+    #[test]
+    fn runs_of_two_gpu_models_share_the_hosts_one_ncu_session() {
+        let watch = Watch::default();
+        let d = tempfile::tempdir().unwrap();
+        let load = |name: &str| crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}/suite.toml"))).unwrap();
+        let suites = [load("warp-divergence")];
+        let (a, b) = (Watched::new(0, &watch, 2, 1), Watched::new(1, &watch, 2, 1));
+        let plans = plan(&suites, &[], Some(&ProfileRequest { names: vec![], clock_control: ClockControl::None }), &Catalog::builtin().unwrap()).unwrap();
+        let slot = NcuSlot::default();
+        let (sa, sb) = (settings(&d.path().join("a"), true), settings(&d.path().join("b"), true));
+        let codes: Vec<i32> = std::thread::scope(|s| {
+            let one = s.spawn(|| run_sharing(&[&a], &plans, &sa, &slot, &mut |_| {}).unwrap());
+            let two = s.spawn(|| run_sharing(&[&b], &plans, &sb, &slot, &mut |_| {}).unwrap());
+            vec![one.join().unwrap(), two.join().unwrap()]
+        });
+        assert_eq!(codes, [exit::OK, exit::OK]);
+        assert_eq!(watch.most_passes.load(Ordering::SeqCst), 1, "one ncu session on the host at a time");
+        let passes = watch.tags.lock().unwrap().iter().filter(|t| t.starts_with("profile-")).count();
+        assert!(passes >= 2, "both runs profiled: {passes}");
     }
 
     #[test]
