@@ -310,15 +310,15 @@ pub struct NcuSlot(AtomicBool);
 impl NcuSlot {
     /// The slot, if free, held until the returned guard drops (an error or a panic lets it go too).
     fn try_take(&self) -> Option<HeldSlot<'_>> {
-        self.0.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok().then_some(HeldSlot(self))
+        self.0.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok().then_some(HeldSlot(&self.0))
     }
 }
 
-struct HeldSlot<'a>(&'a NcuSlot);
+struct HeldSlot<'a>(&'a AtomicBool);
 
 impl Drop for HeldSlot<'_> {
     fn drop(&mut self) {
-        self.0 .0.store(false, Ordering::SeqCst);
+        self.0.store(false, Ordering::SeqCst);
     }
 }
 
