@@ -51,6 +51,18 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
 }
 
+/// The median of `v` (not empty), reordering it: linear time, no sorted copy.
+pub fn median_in_place(v: &mut [f64]) -> f64 {
+    let n = v.len();
+    let (_, upper, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let upper = *upper;
+    if n % 2 == 1 {
+        return upper;
+    }
+    let lower = v[..n / 2].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lower + upper) / 2.0
+}
+
 /// Summarises samples; `None` when there are none or any is not finite.
 pub fn summarize(samples: &[f64]) -> Option<Summary> {
     if samples.is_empty() || samples.iter().any(|x| !x.is_finite()) {

@@ -8,6 +8,8 @@
 
 use rand_core::Rng;
 
+use crate::stats::median_in_place;
+
 /// Resamples per interval: Efron and Tibshirani (*An Introduction to the Bootstrap*, §13.3)
 /// advise 1000 or more for percentile intervals; more only smooths the third digit.
 pub const RESAMPLES: usize = 5000;
@@ -18,17 +20,6 @@ pub struct Interval {
     pub estimate: f64,
     pub low: f64,
     pub high: f64,
-}
-
-fn median_in_place(v: &mut [f64]) -> f64 {
-    let n = v.len();
-    let (_, upper, _) = v.select_nth_unstable_by(n / 2, f64::total_cmp);
-    let upper = *upper;
-    if n % 2 == 1 {
-        return upper;
-    }
-    let lower = v[..n / 2].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (lower + upper) / 2.0
 }
 
 /// A seed that depends only on the job, so a job's interval does not depend on the jobs around it.

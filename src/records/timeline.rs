@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::median_in_place;
+
 /// What kind of work a timed step did, for colours, bandwidths and the overlap.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
@@ -158,19 +160,16 @@ impl Timeline {
     /// its median duration over every sample. `spans[sample][step]` is the step's (start, end) in
     /// that sample, from its start (None where a step was not timed).
     pub fn nearest_median(steps: &[StepInfo], totals: &[f64], spans: &[Vec<Option<(f64, f64)>>]) -> Timeline {
-        let mut sorted = totals.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let median = if sorted.is_empty() { 0.0 } else if sorted.len() % 2 == 1 { sorted[sorted.len() / 2] } else { (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0 };
+        let median = if totals.is_empty() { 0.0 } else { median_in_place(&mut totals.to_vec()) };
         let chosen = (0..totals.len()).min_by(|&a, &b| (totals[a] - median).abs().total_cmp(&(totals[b] - median).abs())).unwrap_or(0);
         let steps = steps
             .iter()
             .enumerate()
             .filter_map(|(i, info)| {
                 let (start_ms, end_ms) = spans.get(chosen)?.get(i).copied().flatten()?;
+                // Never empty: the chosen sample timed this step.
                 let mut durations: Vec<f64> = spans.iter().filter_map(|s| s.get(i).copied().flatten().map(|(a, b)| b - a)).collect();
-                durations.sort_by(f64::total_cmp);
-                let n = durations.len();
-                let median_ms = if n % 2 == 1 { durations[n / 2] } else { (durations[n / 2 - 1] + durations[n / 2]) / 2.0 };
+                let median_ms = median_in_place(&mut durations);
                 Some(StepTime { label: info.label.clone(), kind: info.kind, stream: info.stream.clone(), start_ms, end_ms, bytes: info.bytes, median_ms })
             })
             .collect();
