@@ -478,7 +478,7 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     // cudarc's default event flags disable timing; events that time need CU_EVENT_DEFAULT.
     let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
     let (start, stop) = (event()?, event()?);
-    // Cold: a buffer of twice the L2 is written before every sample, outside the timed region.
+    // Cold: a buffer of twice the L2 is read before every sample, outside the timed region.
     let flush = match cfg.cache {
         CacheState::Warm => None,
         CacheState::Cold => Some(gpu.flush()?),
