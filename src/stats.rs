@@ -153,6 +153,12 @@ mod tests {
     }
 
     #[test]
+    fn medians_of_odd_and_even_sets() {
+        assert_eq!(median_in_place(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median_in_place(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
     fn empty_or_nan_gives_none() {
         assert!(summarize(&[]).is_none());
         assert!(summarize(&[1.0, f64::NAN]).is_none());

@@ -112,12 +112,6 @@ mod tests {
     }
 
     #[test]
-    fn medians_of_odd_and_even_sets() {
-        assert_eq!(median_in_place(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median_in_place(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
-    }
-
-    #[test]
     fn identical_samples_give_an_interval_around_zero() {
         let s = noisy(0.3, 11, 0.01);
         let c = change_of_median(&s, &s, RESAMPLES, 1).unwrap();
