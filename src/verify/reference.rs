@@ -1,6 +1,6 @@
 //! The CPU references: does a kernel's output match what its correctness spec says (pure: no GPU, no disk).
 
-use super::data::{from_value, is_poison, threads, value, HostData};
+use super::data::{from_value, is_poison, threads, value, HostData, CHUNK};
 use super::{CopyMap, Correctness, ElemType, MatmulShape};
 
 struct Tally {
@@ -62,6 +62,13 @@ fn parallel_parts<R: Send>(n: usize, part: impl Fn(usize, usize) -> R + Sync) ->
         let handles: Vec<_> = (0..n).step_by(step).map(|a| s.spawn(move || part(a, (a + step).min(n)))).collect();
         handles.into_iter().map(|h| h.join().expect("check thread panicked")).collect()
     })
+}
+
+/// `f(start, end)` for each CHUNK-element range of `0..n`, on all cores; the results in order.
+/// Ranges fixed by CHUNK, not by the core count, keep float sums the same on every machine.
+fn per_chunk<R: Send>(n: usize, f: impl Fn(usize, usize) -> R + Sync) -> Vec<R> {
+    let f = &f;
+    parallel_parts(n.div_ceil(CHUNK), |lo, hi| (lo..hi).map(|c| f(c * CHUNK, ((c + 1) * CHUNK).min(n))).collect::<Vec<R>>()).into_iter().flatten().collect()
 }
 
 /// Runs `part(start, end)` over `0..n` split into ranges on all cores, merging tallies in order.
@@ -223,12 +230,10 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
     let unwritten = if elem.is_float() { (0..count).filter(|&i| is_poison(elem, out.word(i))).count() as u64 } else { 0 };
     let mut o = Correctness { passed: false, checked: count as u64, mismatches: 0, unwritten, rel_error: 0.0, first_mismatch: None, max_error: None, elem: None, max_ulp: None };
     if elem.is_float() {
-        let (mut want, mut scale) = (0.0f64, 0.0f64);
-        for i in (0..input.len()).step_by(stride) {
-            let v = value(elem, input.word(i));
-            want += v;
-            scale += v.abs();
-        }
+        let sums = per_chunk(input.len().div_ceil(stride), |lo, hi| {
+            (lo..hi).map(|k| value(elem, input.word(k * stride))).fold((0.0f64, 0.0f64), |(sum, scale), v| (sum + v, scale + v.abs()))
+        });
+        let (want, scale) = sums.into_iter().fold((0.0, 0.0), |(a, b), (sum, scale)| (a + sum, b + scale));
         let got: f64 = (0..count).map(|i| value(elem, out.word(i))).sum();
         o.rel_error = if scale > 0.0 { (got - want).abs() / scale } else { (got - want).abs() };
         o.passed = count > 0 && unwritten == 0 && o.rel_error <= tolerance;
@@ -241,7 +246,9 @@ pub fn check_sum(elem: ElemType, input: &HostData, out: &HostData, count: usize,
         let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
         let signed = matches!(elem, ElemType::I32 | ElemType::I64);
         let widen = |w: u64| if signed && bits == 32 { w as u32 as i32 as i64 as u64 } else { w };
-        let wrap_sum = |d: &HostData, n: usize, step: usize| (0..n).step_by(step).fold(0u64, |acc, i| acc.wrapping_add(widen(d.word(i)))) & mask;
+        let wrap_sum = |d: &HostData, n: usize, step: usize| {
+            per_chunk(n.div_ceil(step), |lo, hi| (lo..hi).fold(0u64, |acc, k| acc.wrapping_add(widen(d.word(k * step))))).into_iter().fold(0u64, u64::wrapping_add) & mask
+        };
         let (got, want) = (wrap_sum(out, count, 1), wrap_sum(input, input.len(), stride));
         o.passed = count > 0 && got == want;
         if !o.passed {
@@ -300,40 +307,51 @@ fn int_mask(elem: ElemType) -> u64 {
 /// float64 prefix (the scale any order of float adds can lose precision against).
 pub fn check_scan(elem: ElemType, input: &HostData, out: &HostData, count: usize, exclusive: bool, tolerance: f64) -> Correctness {
     let count = count.min(input.len()).min(out.len());
-    let mut t = Tally::new(elem);
-    let mut worst = 0.0f64;
-    if elem.is_float() {
-        let (mut sum, mut scale) = (0.0f64, 0.0f64);
-        for i in 0..count {
-            let x = value(elem, input.word(i));
-            let (want, bound) = if exclusive { (sum, scale) } else { (sum + x, scale + x.abs()) };
-            let got_bits = out.word(i);
-            let got = value(elem, got_bits);
-            let err = if bound > 0.0 { (got - want).abs() / bound } else { (got - want).abs() };
-            t.checked += 1;
-            // NaN (an unwritten element) fails too.
-            if err.is_nan() || err > tolerance {
-                t.mismatches += 1;
-                if is_poison(elem, got_bits) {
-                    t.unwritten += 1;
+    // Each chunk's sums first, on all cores; then each chunk is checked from the prefix before it.
+    let parts: Vec<(Tally, f64)> = if elem.is_float() {
+        let sums = per_chunk(count, |lo, hi| (lo..hi).map(|i| value(elem, input.word(i))).fold((0.0f64, 0.0f64), |(s, a), x| (s + x, a + x.abs())));
+        let starts: Vec<(f64, f64)> = sums.iter().scan((0.0f64, 0.0f64), |acc, &(s, a)| Some(std::mem::replace(acc, (acc.0 + s, acc.1 + a)))).collect();
+        per_chunk(count, |lo, hi| {
+            let (mut t, mut worst) = (Tally::new(elem), 0.0f64);
+            let (mut sum, mut scale) = starts[lo / CHUNK];
+            for i in lo..hi {
+                let x = value(elem, input.word(i));
+                let (want, bound) = if exclusive { (sum, scale) } else { (sum + x, scale + x.abs()) };
+                let got_bits = out.word(i);
+                let got = value(elem, got_bits);
+                let err = if bound > 0.0 { (got - want).abs() / bound } else { (got - want).abs() };
+                t.checked += 1;
+                // NaN (an unwritten element) fails too.
+                if err.is_nan() || err > tolerance {
+                    t.mismatches += 1;
+                    if is_poison(elem, got_bits) {
+                        t.unwritten += 1;
+                    }
+                    t.first.get_or_insert_with(|| format!("out[{i}]: got {got} want {want} (error {err:.2e} of the prefix's sum|x|, tolerance {tolerance:.1e})"));
+                } else {
+                    worst = worst.max(err);
                 }
-                t.first.get_or_insert_with(|| format!("out[{i}]: got {got} want {want} (error {err:.2e} of the prefix's sum|x|, tolerance {tolerance:.1e})"));
-            } else {
-                worst = worst.max(err);
+                sum += x;
+                scale += x.abs();
             }
-            sum += x;
-            scale += x.abs();
-        }
+            (t, worst)
+        })
     } else {
         let mask = int_mask(elem);
-        let mut sum = 0u64;
-        for i in 0..count {
-            let x = input.word(i);
-            let want = if exclusive { sum } else { sum.wrapping_add(x) } & mask;
-            t.exact(out.word(i), want, || format!("out[{i}]"));
-            sum = sum.wrapping_add(x);
-        }
-    }
+        let sums = per_chunk(count, |lo, hi| (lo..hi).fold(0u64, |acc, i| acc.wrapping_add(input.word(i))));
+        let starts: Vec<u64> = sums.iter().scan(0u64, |acc, &s| Some(std::mem::replace(acc, acc.wrapping_add(s)))).collect();
+        per_chunk(count, |lo, hi| {
+            let (mut t, mut sum) = (Tally::new(elem), starts[lo / CHUNK]);
+            for i in lo..hi {
+                let x = input.word(i);
+                let want = if exclusive { sum } else { sum.wrapping_add(x) } & mask;
+                t.exact(out.word(i), want, || format!("out[{i}]"));
+                sum = sum.wrapping_add(x);
+            }
+            (t, 0.0)
+        })
+    };
+    let (t, worst) = parts.into_iter().fold((Tally::new(elem), 0.0f64), |(t, w), (part, worst)| (t.merge(part), w.max(worst)));
     let mut o = t.outcome();
     o.rel_error = worst;
     o
@@ -938,6 +956,27 @@ mod tests {
         // An unwritten (NaN) element never passes a tolerance.
         let o = check_scan(ElemType::F32, &fx, &HostData::W4(vec![0.1f32.to_bits(), u32::MAX, 0.6f32.to_bits()]), 3, false, 1.0);
         assert_eq!((o.passed, o.unwritten), (false, 1));
+    }
+
+    #[test]
+    fn scans_and_sums_over_many_chunks_carry_each_chunks_prefix() {
+        let n = 2 * CHUNK + 5;
+        let x = HostData::init(ElemType::I32, n, Init::Random, 8);
+        let HostData::W4(v) = &x else { panic!() };
+        let mut prefix: Vec<u32> = v.iter().scan(0u32, |s, &e| Some(std::mem::replace(s, s.wrapping_add(e)))).collect();
+        assert!(check_scan(ElemType::I32, &x, &HostData::W4(prefix.clone()), n, true, 0.0).passed);
+        prefix[CHUNK + 9] ^= 4;
+        let o = check_scan(ElemType::I32, &x, &HostData::W4(prefix), n, true, 0.0);
+        assert_eq!(o.mismatches, 1);
+        assert!(o.first_mismatch.unwrap().starts_with(&format!("out[{}]", CHUNK + 9)));
+        let f = HostData::init(ElemType::F32, n, Init::Random, 8);
+        let HostData::W4(fv) = &f else { panic!() };
+        let inclusive: Vec<u32> = fv.iter().scan(0.0f64, |s, &e| { *s += f32::from_bits(e) as f64; Some((*s as f32).to_bits()) }).collect();
+        assert!(check_scan(ElemType::F32, &f, &HostData::W4(inclusive), n, false, 1e-6).passed);
+        // A sum over every other element of many chunks: exact for integers, one partial holding it all.
+        let total = v.iter().step_by(2).fold(0u32, |s, &e| s.wrapping_add(e));
+        assert!(check_sum(ElemType::I32, &x, &HostData::W4(vec![total]), 1, 2, 0.0).passed);
+        assert!(!check_sum(ElemType::I32, &x, &HostData::W4(vec![total ^ 1]), 1, 2, 0.0).passed);
     }
 
     #[test]
