@@ -8,6 +8,10 @@ BIN=$(realpath "${GPU_LAB:-target/release/gpu-lab}")
 SUITES=${SUITES:-transpose,reduction,shared-memory}
 ARGS=${ARGS:-}
 WORK=$(mktemp -d /tmp/gpu-lab-gpus.XXXXXX)
+# Suites are read from a private copy: a device call copies the working tree onto the host again,
+# and a kernel source read at that moment was once missing (reports/cold-all-h200).
+TREE=$(mktemp -d /tmp/gpu-lab-tree.XXXXXX)
+cp -a kernels scripts "$TREE"/ && cd "$TREE" || exit 1
 mkdir -p "$OUT" "$WORK/one" "$WORK/all"
 {
   echo "== $(date -u +%FT%TZ) $(hostname)"

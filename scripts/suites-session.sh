@@ -6,7 +6,12 @@
 set -uo pipefail
 RES=${RES:-/tmp/gpu-lab-res}
 BIN=$(realpath "${GPU_LAB:-target/release/gpu-lab}")
+export GPU_LAB=$BIN
 mkdir -p "$RES"
+# Suites are read from a private copy: a device call copies the working tree onto the host again,
+# and a kernel source read at that moment was once missing (reports/cold-all-h200).
+TREE=$(mktemp -d /tmp/gpu-lab-tree.XXXXXX)
+cp -a kernels scripts "$TREE"/ && cd "$TREE" || exit 1
 if [ "${NOISE:-1}" != 0 ]; then
   OUT=$RES/noise SUITE=transpose A="run --rounds 3" RUN_ARGS="--rounds 3" bash scripts/noise-session.sh > /dev/null 2>&1
 fi
