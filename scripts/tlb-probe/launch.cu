@@ -1,0 +1,55 @@
+// Issue 12 probe: is it how gpu-lab launches? Times copy_row, copy_column and naive_row at 16384²,
+// cold (gpu-lab's read eviction before every sample), interleaved, by three paths in one process:
+// the runtime's <<<>>> on this file's kernels; cuLaunchKernel on the same kernels
+// (cudaGetFuncBySymbol); cuLaunchKernel on kernels/transpose/transpose.cu built by nvcc -cubin and
+// loaded with cuModuleLoad, as gpu-lab loads a module. Usage: launch CUBIN [samples].
+// Build: nvcc -O3 -arch=sm_90 -o launch launch.cu -lcuda
+#include "strided.cuh"
+#include <cuda.h>
+#define CU(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char* s; cuGetErrorString(r, &s); fprintf(stderr, "%s: %s\n", #x, s); exit(1); } } while (0)
+
+int main(int argc, char** argv) {
+  if (argc < 2) { fprintf(stderr, "usage: launch CUBIN [samples]\n"); return 2; }
+  int samples = argc > 2 ? atoi(argv[2]) : 30;
+  CK(cudaSetDevice(0)); CK(cudaFree(0));
+  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  size_t fb = 2 * (size_t)l2;
+  char* flush; CK(cudaMalloc(&flush, fb + 16)); CK(cudaMemset(flush, 0, fb + 16));
+  int nx = 16384, ny = 16384; size_t bytes = (size_t)nx * ny * 4;
+  float *in, *out; CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
+  CK(cudaMemset(in, 0, bytes)); CK(cudaMemset(out, 0, bytes));
+  CUmodule mod; CU(cuModuleLoad(&mod, argv[1]));
+  const char* names[] = {"copy_row", "copy_column", "naive_row"};
+  const void* here[] = {(const void*)copy_row, (const void*)copy_column, (const void*)naive_row};
+  CUfunction fn[3][2];
+  for (int k = 0; k < 3; k++) {
+    CK(cudaGetFuncBySymbol(&fn[k][0], here[k]));
+    CU(cuModuleGetFunction(&fn[k][1], mod, names[k]));
+  }
+  dim3 block(32, 8), grid((nx + 31) / 32, (ny + 7) / 8);
+  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+  const char* paths[] = {"runtime <<<>>>", "cuLaunchKernel, this file", "cuLaunchKernel, transpose.cubin"};
+  std::vector<float> t[3][3];
+  auto launch = [&](int k, int p) {
+    void* args[] = {&in, &out, &nx, &ny};
+    if (p == 0) {
+      typedef void (*K)(const float*, float*, int, int);
+      K ks[] = {copy_row, copy_column, naive_row};
+      ks[k]<<<grid, block>>>(in, out, nx, ny);
+    } else {
+      CU(cuLaunchKernel(fn[k][p - 1], grid.x, grid.y, 1, block.x, block.y, 1, 0, 0, args, nullptr));
+    }
+  };
+  for (int k = 0; k < 3; k++) for (int p = 0; p < 3; p++) for (int w = 0; w < 3; w++) launch(k, p);
+  CK(cudaDeviceSynchronize());
+  for (int s = 0; s < samples; s++) for (int k = 0; k < 3; k++) for (int p = 0; p < 3; p++) {
+    evict<<<132 * 8, 256>>>((const float4*)flush, fb / 16, (float*)(flush + fb));
+    CK(cudaEventRecord(a)); launch(k, p); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
+    float ms; CK(cudaEventElapsedTime(&ms, a, b)); t[k][p].push_back(ms);
+  }
+  for (int k = 0; k < 3; k++) for (int p = 0; p < 3; p++) {
+    auto v = t[k][p]; std::sort(v.begin(), v.end());
+    printf("%-12s %-32s median %.4f ms  min %.4f  max %.4f  (%d samples)\n", names[k], paths[p], v[v.size() / 2], v.front(), v.back(), (int)v.size());
+  }
+  return 0;
+}
