@@ -2,7 +2,9 @@
 // cold (gpu-lab's read eviction before every sample), interleaved, by three paths in one process:
 // the runtime's <<<>>> on this file's kernels; cuLaunchKernel on the same kernels
 // (cudaGetFuncBySymbol); cuLaunchKernel on kernels/transpose/transpose.cu built by nvcc -cubin and
-// loaded with cuModuleLoad, as gpu-lab loads a module. Usage: launch CUBIN [samples].
+// loaded with cuModuleLoad, as gpu-lab loads a module. Usage: launch CUBIN [samples [ORDER [ALLOC]]]:
+// ORDER `flush-first` (the default) or `buffers-first` (gpu-lab's order: the job's buffers, then the
+// flush buffer at the first cold sample); ALLOC `malloc` (default) or `pool` (cudaMallocAsync, as cudarc).
 // Build: nvcc -O3 -arch=sm_90 -o launch launch.cu -lcuda
 #include "strided.cuh"
 #include <cuda.h>
@@ -12,12 +14,17 @@ int main(int argc, char** argv) {
   if (argc < 2) { fprintf(stderr, "usage: launch CUBIN [samples]\n"); return 2; }
   int samples = argc > 2 ? atoi(argv[2]) : 30;
   CK(cudaSetDevice(0)); CK(cudaFree(0));
+  bool buffers_first = argc > 3 && !strcmp(argv[3], "buffers-first"), pool = argc > 4 && !strcmp(argv[4], "pool");
+  auto alloc = [&](void** p, size_t n) { if (pool) CK(cudaMallocAsync(p, n, 0)); else CK(cudaMalloc(p, n)); CK(cudaMemset(*p, 0, n)); };
   int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   size_t fb = 2 * (size_t)l2;
-  char* flush; CK(cudaMalloc(&flush, fb + 16)); CK(cudaMemset(flush, 0, fb + 16));
   int nx = 16384, ny = 16384; size_t bytes = (size_t)nx * ny * 4;
-  float *in, *out; CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
-  CK(cudaMemset(in, 0, bytes)); CK(cudaMemset(out, 0, bytes));
+  char* flush; float *in, *out;
+  if (!buffers_first) alloc((void**)&flush, fb + 16);
+  alloc((void**)&in, bytes); alloc((void**)&out, bytes);
+  if (buffers_first) alloc((void**)&flush, fb + 16);
+  CK(cudaDeviceSynchronize());
+  printf("order %s, %s\n", buffers_first ? "buffers-first" : "flush-first", pool ? "cudaMallocAsync" : "cudaMalloc");
   CUmodule mod; CU(cuModuleLoad(&mod, argv[1]));
   const char* names[] = {"copy_row", "copy_column", "naive_row"};
   const void* here[] = {(const void*)copy_row, (const void*)copy_column, (const void*)naive_row};

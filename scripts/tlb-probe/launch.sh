@@ -16,4 +16,5 @@ import csv, sys
 for r in csv.DictReader(sys.stdin):
     if '16384' in r['job_id']: print(f\"gpu-lab {r['job_id']:55s} median {float(r['median_ms']):.4f} ms\")"
   "$W/launch" "$W/transpose.cubin" 30
+  for order in flush-first buffers-first; do for alloc in malloc pool; do "$W/launch" "$W/transpose.cubin" 20 $order $alloc | grep -v "this file"; done; done
 } 2>&1 | tee "$OUT/launch-probe.txt"
