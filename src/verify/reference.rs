@@ -30,6 +30,21 @@ impl Tally {
         }
     }
 
+    /// Counts an element judged by its error against `tolerance`; a NaN error (an unwritten
+    /// element, or a NaN where a number is due) fails too. The error, when it passes.
+    fn within(&mut self, err: f64, tolerance: f64, got_bits: u64, at: impl FnOnce() -> String) -> Option<f64> {
+        self.checked += 1;
+        if !err.is_nan() && err <= tolerance {
+            return Some(err);
+        }
+        self.mismatches += 1;
+        if is_poison(self.elem, got_bits) {
+            self.unwritten += 1;
+        }
+        self.first.get_or_insert_with(at);
+        None
+    }
+
     /// Adds a later part's tally; the first mismatch stays the earliest one.
     fn merge(mut self, later: Tally) -> Tally {
         self.checked += later.checked;
@@ -320,15 +335,8 @@ pub fn check_scan(elem: ElemType, input: &HostData, out: &HostData, count: usize
                 let got_bits = out.word(i);
                 let got = value(elem, got_bits);
                 let err = if bound > 0.0 { (got - want).abs() / bound } else { (got - want).abs() };
-                t.checked += 1;
-                // NaN (an unwritten element) fails too.
-                if err.is_nan() || err > tolerance {
-                    t.mismatches += 1;
-                    if is_poison(elem, got_bits) {
-                        t.unwritten += 1;
-                    }
-                    t.first.get_or_insert_with(|| format!("out[{i}]: got {got} want {want} (error {err:.2e} of the prefix's sum|x|, tolerance {tolerance:.1e})"));
-                } else {
+                let at = || format!("out[{i}]: got {got} want {want} (error {err:.2e} of the prefix's sum|x|, tolerance {tolerance:.1e})");
+                if let Some(err) = t.within(err, tolerance, got_bits, at) {
                     worst = worst.max(err);
                 }
                 sum += x;
@@ -597,15 +605,8 @@ pub fn check_add(in_elem: ElemType, a: &HostData, b: &HostData, elem: ElemType, 
             let (got, want) = (value(elem, got_bits), value(elem, want_bits));
             let scale = x.abs() + y.abs();
             let err = if want.is_nan() && got.is_nan() { 0.0 } else if scale > 0.0 { (got - want).abs() / scale } else { (got - want).abs() };
-            t.checked += 1;
-            // NaN (an unwritten element, or a NaN where a number is due) fails too.
-            if err.is_nan() || err > tolerance {
-                t.mismatches += 1;
-                if is_poison(elem, got_bits) {
-                    t.unwritten += 1;
-                }
-                t.first.get_or_insert_with(|| format!("out[{i}]: got {got} want {want} = {x} + {y} (error {err:.2e} of |a| + |b|, tolerance {tolerance:.1e})"));
-            } else {
+            let at = || format!("out[{i}]: got {got} want {want} = {x} + {y} (error {err:.2e} of |a| + |b|, tolerance {tolerance:.1e})");
+            if let Some(err) = t.within(err, tolerance, got_bits, at) {
                 local = local.max(err);
             }
         }
