@@ -52,9 +52,11 @@ if d:
             print(f"   {r*100:+.1f}%  {k[0]} {k[1]}  ({one[k]:.4f} -> {both[k]:.4f} ms, {gpus[k]})")
 PY
 } > "$OUT/gpus.log" 2>&1
-for s in ${SUITES//,/ }; do
-  a=$(ls -d "$WORK"/one/*-"$s"-* 2>/dev/null | head -1); b=$(ls -d "$WORK"/all/*-"$s"-* 2>/dev/null | head -1)
-  [ -n "$a" ] && [ -n "$b" ] && "$BIN" compare "$a" "$b" > "$OUT/compare-$s.md" 2>&1
+# One comparison per suite that both runs have (SUITES=all names none itself).
+for a in "$WORK"/one/*/; do
+  s=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['suite'])" "$a/run.json" 2>/dev/null) || continue
+  b=$(ls -d "$WORK"/all/*-"$s"-* 2>/dev/null | head -1)
+  [ -n "$b" ] && "$BIN" compare "$a" "$b" > "$OUT/compare-$s.md" 2>&1
 done
 tar -C "$WORK" --exclude='*.ncu-rep' -czf "$OUT/runs.tar.gz" one all
 cat "$OUT/gpus.log"
