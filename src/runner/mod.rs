@@ -282,7 +282,8 @@ struct Buffers {
     /// Where each buffer is for copies (host memory by its host pointer).
     copy_pointers: Pointers,
     /// Host memory of earlier downloads, kept for the next download of the same buffer: faulting
-    /// in a fresh 1 GiB allocation takes longer than the copy into it.
+    /// in a fresh 1 GiB allocation takes longer than the copy into it. The price: one host copy
+    /// of each checked output stays allocated through timing.
     spare: Vec<Option<HostData>>,
 }
 
@@ -840,7 +841,9 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
 
 /// Runs each job's launches exactly once, in order, for `ncu` to profile: no check, no timing,
 /// so that the n-th profiled kernel is the n-th launch listed here. Jobs of one group declare the
-/// same buffers: those are made and filled once and put back to their start before each job.
+/// same buffers: device buffers are made and filled once and put back to their start before each
+/// job. Host-resident and managed ones are made afresh, since where their pages are after a reset
+/// is the driver's choice and would change what the next job's kernel is profiled on.
 pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64) -> Result<(), RunError> {
     set_pending_launches(gpu, &specs.iter().collect::<Vec<_>>())?;
     let mut kept: Option<(&[BufferSpec], Buffers)> = None;
@@ -848,7 +851,7 @@ pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64) -> Result<(), R
         let mut compile = Vec::new();
         let loaded = load(gpu, &spec.program, &spec.key.variant, &spec.launches, &spec.buffers, &mut compile)?;
         let bufs = match kept.take() {
-            Some((buffers, bufs)) if buffers == spec.buffers.as_slice() => bufs,
+            Some((buffers, bufs)) if buffers == spec.buffers.as_slice() && buffers.iter().all(|b| b.memory.is_device()) => bufs,
             other => {
                 drop(other); // the previous group's buffers go before this one's are made
                 Buffers::new(gpu, spec, seed)?
