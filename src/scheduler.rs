@@ -663,11 +663,26 @@ mod tests {
         }
     }
 
+    /// A suite of this repository, by its manifest's path from the crate root.
+    fn repo_suite(manifest: &str) -> Suite {
+        crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(manifest)).unwrap()
+    }
+
+    /// Every run directory is one of `suites`, finished, with each job timed once and profiled once.
+    fn assert_each_run_complete(dirs: &[PathBuf], suites: &[Suite]) {
+        for dir in dirs {
+            let (run, _) = store::load_run(dir).unwrap();
+            let suite = suites.iter().find(|s| s.name() == run.info.suite).unwrap();
+            assert!(run.info.finished.is_some() && run.info.wall_seconds.is_some());
+            assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
+        }
+    }
+
     // Orchestration only, through the mock: every job of a built-in suite gets a record, saved as it goes.
     #[test]
     fn a_mock_run_records_every_job_bound_and_profile_and_says_mock() {
         let d = tempfile::tempdir().unwrap();
-        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
+        let suite = repo_suite("kernels/shared-memory/suite.toml");
         let suites = [suite];
         let mock = MockExecutor::default();
         let s = settings(d.path(), true);
@@ -741,7 +756,7 @@ mod tests {
     #[test]
     fn a_jobs_occupancy_is_stored_with_its_record_and_reported() {
         let d = tempfile::tempdir().unwrap();
-        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/occupancy/suite.toml")).unwrap();
+        let suite = repo_suite("kernels/occupancy/suite.toml");
         let suites = [suite];
         let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
         let mut dirs = Vec::new();
@@ -845,7 +860,7 @@ mod tests {
     fn two_gpus_share_a_suites_jobs_one_job_per_gpu_at_a_time_each_with_its_own_bounds() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
-        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
+        let suite = repo_suite("kernels/shared-memory/suite.toml");
         let suites = [suite];
         let (a, b) = (Watched::new(0, &watch, 5, 2), Watched::new(1, &watch, 5, 2));
         let s = settings(d.path(), true);
@@ -889,8 +904,7 @@ mod tests {
     fn one_gpu_times_every_job_of_every_suite_before_its_first_ncu_pass() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
-        let load = |name: &str| crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}/suite.toml"))).unwrap();
-        let suites = [load("shared-memory"), load("warp-divergence")];
+        let suites = [repo_suite("kernels/shared-memory/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
         let lane = Watched::new(0, &watch, 0, 1);
         let s = settings(d.path(), true);
         let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
@@ -904,19 +918,16 @@ mod tests {
         // Both runs finished, in suite order, each complete.
         assert_eq!(dirs.len(), 2);
         for (dir, suite) in dirs.iter().zip(&suites) {
-            let (run, _) = store::load_run(dir).unwrap();
-            assert_eq!(run.info.suite, suite.name());
-            assert!(run.info.finished.is_some() && run.info.wall_seconds.is_some());
-            assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
+            assert_eq!(store::load_run(dir).unwrap().0.info.suite, suite.name());
         }
+        assert_each_run_complete(&dirs, &suites);
     }
 
     #[test]
     fn on_two_gpus_passes_run_beside_the_timing_one_at_a_time() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
-        let load = |name: &str| crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}/suite.toml"))).unwrap();
-        let suites = [load("shared-memory"), load("warp-divergence")];
+        let suites = [repo_suite("kernels/shared-memory/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
         let (a, b) = (Watched::new(0, &watch, 5, 2), Watched::new(1, &watch, 5, 2));
         let s = settings(d.path(), true);
         let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
@@ -932,20 +943,14 @@ mod tests {
         let groups: usize = plans.iter().map(|p| p.jobs.iter().map(|j| &j.key.group).collect::<std::collections::BTreeSet<_>>().len()).sum();
         assert_eq!(passes.len(), groups, "{passes:?}");
         assert_eq!(dirs.len(), suites.len(), "every suite's run finished");
-        for dir in &dirs {
-            let (run, _) = store::load_run(dir).unwrap();
-            let suite = suites.iter().find(|s| s.name() == run.info.suite).unwrap();
-            assert!(run.info.finished.is_some());
-            assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
-        }
+        assert_each_run_complete(&dirs, &suites);
     }
 
     #[test]
     fn runs_of_two_gpu_models_share_the_hosts_one_ncu_session() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
-        let load = |name: &str| crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("kernels/{name}/suite.toml"))).unwrap();
-        let suites = [load("warp-divergence")];
+        let suites = [repo_suite("kernels/warp-divergence/suite.toml")];
         let (a, b) = (Watched::new(0, &watch, 2, 1), Watched::new(1, &watch, 2, 1));
         let plans = plan(&suites, &[], Some(&ProfileRequest { names: vec![], clock_control: ClockControl::None }), &Catalog::builtin().unwrap()).unwrap();
         let slot = NcuSlot::default();
@@ -965,7 +970,7 @@ mod tests {
     fn a_lane_that_panics_stops_the_others_instead_of_leaving_them_waiting() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
-        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/shared-memory/suite.toml")).unwrap();
+        let suite = repo_suite("kernels/shared-memory/suite.toml");
         let suites = [suite];
         let healthy = Watched::new(0, &watch, 5, 1);
         let panicking = Watched::failing(&watch, Failure::Fatal("panic".into()));
@@ -985,7 +990,7 @@ mod tests {
     #[test]
     fn a_hung_job_keeps_its_log_and_a_fatal_failure_stops_the_run_unfinished() {
         let d = tempfile::tempdir().unwrap();
-        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu/faults/suite.toml")).unwrap();
+        let suite = repo_suite("tests/gpu/faults/suite.toml");
         let suites = [suite];
         let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
         let log = d.path().join("hung.log");
@@ -1009,7 +1014,7 @@ mod tests {
 
     #[test]
     fn a_variant_no_suite_has_is_an_error_with_the_fix() {
-        let suite = crate::suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/transpose/suite.toml")).unwrap();
+        let suite = repo_suite("kernels/transpose/suite.toml");
         let suites = [suite];
         let e = plan(&suites, &["nope".into()], None, &Catalog::builtin().unwrap()).err().unwrap().to_string();
         assert!(e.contains("no suite has a variant named nope") && e.contains("fix:"), "{e}");
