@@ -9,12 +9,8 @@
 #include "strided.cuh"
 
 int main() {
-  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  size_t fb = 2 * (size_t)l2;
-  char* flush; CK(cudaMalloc(&flush, fb + 16)); CK(cudaMemset(flush, 0, fb + 16));
+  Flush flush = make_flush();
   if (nvmlInit_v2() != NVML_SUCCESS) { fprintf(stderr, "nvmlInit failed\n"); return 1; }
-  typedef void (*K)(const float*, float*, int, int);
-  struct Kern { const char* name; K k; } kerns[] = {{"copy_row", copy_row}, {"copy_column", copy_column}, {"naive_row", naive_row}};
   const char* modes[] = {"plain", "nvml-reads", "plain", "after-2s-runs"};
   cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
   int n1 = 16384;
@@ -22,7 +18,7 @@ int main() {
   float *in, *out; CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
   CK(cudaMemset(in, 0, bytes)); CK(cudaMemset(out, 0, bytes));
   dim3 block(32, 8), g((n1 + 31) / 32, (n1 + 7) / 8);
-  for (auto kk : kerns) {
+  for (auto kk : kKernels) {
     for (int m = 0; m < 4; ++m) {
       if (m == 3) {
         auto t0 = std::chrono::steady_clock::now();
@@ -31,7 +27,7 @@ int main() {
       std::vector<float> t;
       unsigned mhz = 0;
       for (int r = 0; r < 33; ++r) {
-        evict<<<132 * 8, 256>>>((const float4*)flush, fb / 16, (float*)(flush + fb));
+        flush.evict();
         CK(cudaEventRecord(a)); kk.k<<<g, block>>>(in, out, n1, n1); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
         float ms; CK(cudaEventElapsedTime(&ms, a, b)); if (r >= 3) t.push_back(ms);
         if (m == 1) {

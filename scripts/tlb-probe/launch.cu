@@ -16,22 +16,19 @@ int main(int argc, char** argv) {
   CK(cudaSetDevice(0)); CK(cudaFree(0));
   bool buffers_first = argc > 3 && !strcmp(argv[3], "buffers-first"), pool = argc > 4 && !strcmp(argv[4], "pool");
   auto alloc = [&](void** p, size_t n) { if (pool) CK(cudaMallocAsync(p, n, 0)); else CK(cudaMalloc(p, n)); CK(cudaMemset(*p, 0, n)); };
-  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  size_t fb = 2 * (size_t)l2;
   int nx = 16384, ny = 16384; size_t bytes = (size_t)nx * ny * 4;
-  char* flush; float *in, *out;
-  if (!buffers_first) alloc((void**)&flush, fb + 16);
+  Flush flush{nullptr, flush_bytes()};
+  float *in, *out;
+  if (!buffers_first) alloc((void**)&flush.buf, flush.bytes + 16);
   alloc((void**)&in, bytes); alloc((void**)&out, bytes);
-  if (buffers_first) alloc((void**)&flush, fb + 16);
+  if (buffers_first) alloc((void**)&flush.buf, flush.bytes + 16);
   CK(cudaDeviceSynchronize());
   printf("order %s, %s\n", buffers_first ? "buffers-first" : "flush-first", pool ? "cudaMallocAsync" : "cudaMalloc");
   CUmodule mod; CU(cuModuleLoad(&mod, argv[1]));
-  const char* names[] = {"copy_row", "copy_column", "naive_row"};
-  const void* here[] = {(const void*)copy_row, (const void*)copy_column, (const void*)naive_row};
   CUfunction fn[3][2];
   for (int k = 0; k < 3; k++) {
-    CK(cudaGetFuncBySymbol(&fn[k][0], here[k]));
-    CU(cuModuleGetFunction(&fn[k][1], mod, names[k]));
+    CK(cudaGetFuncBySymbol(&fn[k][0], (const void*)kKernels[k].k));
+    CU(cuModuleGetFunction(&fn[k][1], mod, kKernels[k].name));
   }
   dim3 block(32, 8), grid((nx + 31) / 32, (ny + 7) / 8);
   cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
@@ -40,9 +37,7 @@ int main(int argc, char** argv) {
   auto launch = [&](int k, int p) {
     void* args[] = {&in, &out, &nx, &ny};
     if (p == 0) {
-      typedef void (*K)(const float*, float*, int, int);
-      K ks[] = {copy_row, copy_column, naive_row};
-      ks[k]<<<grid, block>>>(in, out, nx, ny);
+      kKernels[k].k<<<grid, block>>>(in, out, nx, ny);
     } else {
       CU(cuLaunchKernel(fn[k][p - 1], grid.x, grid.y, 1, block.x, block.y, 1, 0, 0, args, nullptr));
     }
@@ -50,13 +45,13 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 3; k++) for (int p = 0; p < 3; p++) for (int w = 0; w < 3; w++) launch(k, p);
   CK(cudaDeviceSynchronize());
   for (int s = 0; s < samples; s++) for (int k = 0; k < 3; k++) for (int p = 0; p < 3; p++) {
-    evict<<<132 * 8, 256>>>((const float4*)flush, fb / 16, (float*)(flush + fb));
+    flush.evict();
     CK(cudaEventRecord(a)); launch(k, p); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
     float ms; CK(cudaEventElapsedTime(&ms, a, b)); t[k][p].push_back(ms);
   }
   for (int k = 0; k < 3; k++) for (int p = 0; p < 3; p++) {
     auto v = t[k][p]; std::sort(v.begin(), v.end());
-    printf("%-12s %-32s median %.4f ms  min %.4f  max %.4f  (%d samples)\n", names[k], paths[p], v[v.size() / 2], v.front(), v.back(), (int)v.size());
+    printf("%-12s %-32s median %.4f ms  min %.4f  max %.4f  (%d samples)\n", kKernels[k].name, paths[p], v[v.size() / 2], v.front(), v.back(), (int)v.size());
   }
   return 0;
 }

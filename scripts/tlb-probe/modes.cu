@@ -9,20 +9,15 @@
 
 int main(int argc, char** argv) {
   bool ncu = argc > 1 && !strcmp(argv[1], "ncu");
-  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  size_t fb = 2 * (size_t)l2;
-  char* flush; CK(cudaMalloc(&flush, fb + 16)); CK(cudaMemset(flush, 0, fb + 16));
-  struct Shape { int nx, ny; } shapes[] = {{16384, 16384}, {1024, 2048}};
-  typedef void (*K)(const float*, float*, int, int);
-  struct Kern { const char* name; K k; } kerns[] = {{"copy_row", copy_row}, {"copy_column", copy_column}, {"naive_row", naive_row}};
+  Flush flush = make_flush();
   const char* modes[] = {"warm", "evict", "evict+touch64K", "evict+touch2M", "memset"};
   cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-  for (auto s : shapes) {
+  for (auto s : kShapes) {
     size_t n = (size_t)s.nx * s.ny, bytes = n * 4;
     float *in, *out; CK(cudaMalloc(&in, bytes)); CK(cudaMalloc(&out, bytes));
     CK(cudaMemset(in, 0, bytes)); CK(cudaMemset(out, 0, bytes));
     dim3 block(32, 8), grid((s.nx + 31) / 32, (s.ny + 7) / 8);
-    for (auto kk : kerns) {
+    for (auto kk : kKernels) {
       // copy_column's grid runs along ny in x.
       dim3 g = grid;
       if (!strcmp(kk.name, "copy_column")) g = dim3((s.ny + 31) / 32, (s.nx + 7) / 8);
@@ -32,13 +27,13 @@ int main(int argc, char** argv) {
       for (int m = 0; m < 5; ++m) {
         std::vector<float> t;
         for (int r = 0; r < 33; ++r) {
-          if (m >= 1 && m <= 3) evict<<<132 * 8, 256>>>((const float4*)flush, fb / 16, (float*)(flush + fb));
+          if (m >= 1 && m <= 3) flush.evict();
           if (m == 2 || m == 3) {
             unsigned long long st = m == 2 ? 65536 : 2 << 20;
-            touch<<<264, 256>>>((const char*)in, bytes, st, (float*)(flush + fb));
-            touch<<<264, 256>>>((const char*)out, bytes, st, (float*)(flush + fb));
+            touch<<<264, 256>>>((const char*)in, bytes, st, flush.sink());
+            touch<<<264, 256>>>((const char*)out, bytes, st, flush.sink());
           }
-          if (m == 4) CK(cudaMemsetAsync(flush, 0, fb));
+          if (m == 4) CK(cudaMemsetAsync(flush.buf, 0, flush.bytes));
           CK(cudaEventRecord(a)); kk.k<<<g, block>>>(in, out, nx, ny); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
           float ms; CK(cudaEventElapsedTime(&ms, a, b)); if (r >= 3) t.push_back(ms);
         }

@@ -17,14 +17,9 @@ int main(int argc, char** argv) {
   const char* alloc = argc > 2 ? argv[2] : "malloc";
   const char* data = argc > 3 ? argv[3] : "zero";
   bool pool = !strcmp(alloc, "pool");
-  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  size_t fb = 2 * (size_t)l2;
-  char* flush; CK(cudaMalloc(&flush, fb + 16)); CK(cudaMemset(flush, 0, fb + 16));
-  struct Shape { int nx, ny; } shapes[] = {{16384, 16384}, {1024, 2048}};
-  typedef void (*K)(const float*, float*, int, int);
-  struct Kern { const char* name; K k; } kerns[] = {{"copy_row", copy_row}, {"copy_column", copy_column}, {"naive_row", naive_row}};
+  Flush flush = make_flush();
   cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-  for (auto s : shapes) {
+  for (auto s : kShapes) {
     size_t n = (size_t)s.nx * s.ny, bytes = n * 4;
     float *in, *out;
     if (pool) { CK(cudaMallocAsync(&in, bytes, 0)); CK(cudaMallocAsync(&out, bytes, 0)); }
@@ -33,14 +28,14 @@ int main(int argc, char** argv) {
     else { CK(cudaMemset(in, 0, bytes)); CK(cudaMemset(out, 0, bytes)); }
     CK(cudaDeviceSynchronize());
     dim3 block(32, 8), grid((s.nx + 31) / 32, (s.ny + 7) / 8);
-    for (auto kk : kerns) {
+    for (auto kk : kKernels) {
       dim3 g = grid;
       int nx = s.nx, ny = s.ny;
       if (!strcmp(kk.name, "copy_column")) { g = dim3((s.ny + 31) / 32, (s.nx + 7) / 8); nx = s.ny; ny = s.nx; }
       if (ncu) { for (int r = 0; r < 5; ++r) kk.k<<<g, block>>>(in, out, nx, ny); CK(cudaDeviceSynchronize()); continue; }
       std::vector<float> t;
       for (int r = 0; r < 33; ++r) {
-        evict<<<132 * 8, 256>>>((const float4*)flush, fb / 16, (float*)(flush + fb));
+        flush.evict();
         CK(cudaEventRecord(a)); kk.k<<<g, block>>>(in, out, nx, ny); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
         float ms; CK(cudaEventElapsedTime(&ms, a, b)); if (r >= 3) t.push_back(ms);
       }

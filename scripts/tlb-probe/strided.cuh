@@ -1,5 +1,6 @@
 // Shared by the probes of scripts/tlb-probe: the transpose suite's copy_row, copy_column and
-// naive_row, gpu-lab's L2 eviction kernel, and a kernel that loads one word per page.
+// naive_row (and a table of them), gpu-lab's L2 eviction kernel and flush buffer, the two shapes,
+// and a kernel that loads one word per page.
 #pragma once
 #include <cstdio>
 #include <cstdlib>
@@ -31,4 +32,30 @@ __global__ void touch(const char* __restrict__ b, unsigned long long bytes, unsi
   float acc = 0.f;
   for (unsigned long long i = (blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x) * stride; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x * stride) acc += b[i];
   if (acc == -1.f) *sink = acc;
+}
+
+typedef void (*Kernel)(const float*, float*, int, int);
+struct NamedKernel { const char* name; Kernel k; };
+static const NamedKernel kKernels[] = {{"copy_row", copy_row}, {"copy_column", copy_column}, {"naive_row", naive_row}};
+struct Shape { int nx, ny; };
+// The two transpose shapes where gpu-lab's cold event time exceeded ncu's on H100s.
+static const Shape kShapes[] = {{16384, 16384}, {1024, 2048}};
+
+// gpu-lab's cold-timing flush: a zeroed buffer of twice the L2 size with 16 bytes of sink after it.
+struct Flush {
+  char* buf;
+  size_t bytes;
+  float* sink() const { return (float*)(buf + bytes); }
+  // gpu-lab's read eviction: the whole buffer read through L2, on the default stream.
+  void evict() const { ::evict<<<132 * 8, 256>>>((const float4*)buf, bytes / 16, sink()); }
+};
+static size_t flush_bytes() {
+  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  return 2 * (size_t)l2;
+}
+// The flush buffer from cudaMalloc, zeroed.
+static Flush make_flush() {
+  Flush f{nullptr, flush_bytes()};
+  CK(cudaMalloc(&f.buf, f.bytes + 16)); CK(cudaMemset(f.buf, 0, f.bytes + 16));
+  return f;
 }
