@@ -27,30 +27,7 @@ mkdir -p "$OUT" "$WORK/one" "$WORK/all"
   echo "exit $?"
   all=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
   echo "wall one GPU: $one s; --gpus all: $all s; ratio $(python3 -c "print(round($all / $one, 3))")"
-  python3 - "$WORK/one" "$WORK/all" <<'PY'
-import json, os, sys, statistics
-def medians(root):
-    out, gpus = {}, {}
-    for d in sorted(os.listdir(root)):
-        suite = json.load(open(os.path.join(root, d, "run.json")))["suite"]
-        for l in open(os.path.join(root, d, "results.jsonl"), errors="replace"):
-            v = json.loads(l)
-            if v.get("kind") == "job" and v.get("summary"):
-                out[(suite, v["id"])] = v["summary"]["median"]
-                gpus[(suite, v["id"])] = v.get("gpu")
-    return out, gpus
-one, _ = medians(sys.argv[1])
-both, gpus = medians(sys.argv[2])
-common = sorted(set(one) & set(both))
-d = sorted(abs(both[k] / one[k] - 1) * 100 for k in common)
-print(f"jobs in both: {len(common)} (one GPU {len(one)}, --gpus all {len(both)}); per GPU in --gpus all: " + ", ".join(f"{g}: {n}" for g, n in sorted({g: sum(1 for x in gpus.values() if x == g) for g in set(gpus.values())}.items(), key=str)))
-if d:
-    print(f"|median(--gpus all) / median(one GPU) - 1|: p50 {d[len(d)//2]:.2f}%  p90 {d[int(len(d)*0.9)]:.2f}%  max {d[-1]:.2f}%")
-    for k in common:
-        r = both[k] / one[k] - 1
-        if abs(r) > 0.05:
-            print(f"   {r*100:+.1f}%  {k[0]} {k[1]}  ({one[k]:.4f} -> {both[k]:.4f} ms, {gpus[k]})")
-PY
+  python3 "$TREE/scripts/gpus-agreement.py" "$WORK/one" "$WORK/all"
 } > "$OUT/gpus.log" 2>&1
 # One comparison per suite that both runs have (SUITES=all names none itself).
 for a in "$WORK"/one/*/; do

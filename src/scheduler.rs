@@ -294,23 +294,88 @@ enum Work<'p, 's> {
 /// docs/design-notes.md). On several GPUs one lane at a time runs the pass of a group already
 /// timed while the others time (ncu could not use a second GPU anyway). Timing tasks are (suite,
 /// group, round, job), in that order, so rounds interleave the variants (A B C A B C …) and drift
-/// hits all of them alike. Each lane takes the next task when its GPU is free, so no two jobs
-/// share a card; before its first job of a group a lane measures that group's bounds on its own
-/// GPU. After every job and pass the record is saved.
+/// hits all of them alike; suites that time the host link come first. Each lane takes the next
+/// task when its GPU is free, so no two jobs share a card, and a task that times the host link
+/// when every other GPU of the host is idle; before its first job of a group a lane measures that
+/// group's bounds on its own GPU. After every job and pass the record is saved.
 pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
-    run_sharing(lanes, plans, settings, &NcuSlot::default(), finished)
+    run_sharing(lanes, plans, settings, &HostShare::default(), finished)
 }
 
-/// The one ncu session a host runs at a time, shared by the runs of one process (a mixed host
-/// runs one per GPU model, side by side): a pass waits for it instead of queueing in the driver,
-/// where its GPU would idle and its timeout would run.
+/// What the lanes of one host share, also across the side-by-side runs of one process (a mixed
+/// host runs one per GPU model): the one ncu session it runs at a time (a pass waits for it
+/// instead of queueing in the driver, where its GPU would idle and its timeout would run), and
+/// the host link, which a job that crosses it has to itself (see `HostShare::exclusive`).
 #[derive(Default)]
-pub struct NcuSlot(AtomicBool);
+pub struct HostShare {
+    ncu: AtomicBool,
+    lanes: Mutex<LaneCount>,
+}
 
-impl NcuSlot {
-    /// The slot, if free, held until the returned guard drops (an error or a panic lets it go too).
-    fn try_take(&self) -> Option<HeldSlot<'_>> {
-        self.0.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok().then_some(HeldSlot(&self.0))
+/// Lanes running work now, and whether one holds (or is waiting to hold) the host alone.
+#[derive(Default)]
+struct LaneCount {
+    busy: usize,
+    exclusive: bool,
+}
+
+impl HostShare {
+    /// The ncu slot, if free, held until the returned guard drops (an error or a panic lets it go too).
+    fn try_take_ncu(&self) -> Option<HeldSlot<'_>> {
+        self.ncu.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok().then_some(HeldSlot(&self.ncu))
+    }
+
+    fn count(&self) -> std::sync::MutexGuard<'_, LaneCount> {
+        self.lanes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A lane's turn at ordinary work, unless a lane holds or awaits the host alone.
+    fn try_share(&self) -> Option<Busy<'_>> {
+        let mut c = self.count();
+        (!c.exclusive).then(|| {
+            c.busy += 1;
+            Busy { host: self, exclusive: false }
+        })
+    }
+
+    /// Claims the host for one lane alone, unless another lane has; `Busy::wait_alone` then waits
+    /// for the others' work in hand to end. A host-link job is timed with every other GPU of the
+    /// host idle: beside another GPU's job its copies shared the host's memory and links and
+    /// moved by up to 36% (transfers, streams on two H200s, reports/gpus-h200x2/suite-all), while
+    /// device-only jobs timed side by side agreed with a one-GPU run within 1%.
+    fn try_exclusive(&self) -> Option<Busy<'_>> {
+        let mut c = self.count();
+        (!c.exclusive).then(|| {
+            c.exclusive = true;
+            c.busy += 1;
+            Busy { host: self, exclusive: true }
+        })
+    }
+}
+
+/// A lane's work in hand, counted until it drops (an error or a panic ends it too).
+struct Busy<'h> {
+    host: &'h HostShare,
+    exclusive: bool,
+}
+
+impl Busy<'_> {
+    /// For exclusive work, returns once it is the only work running on the host (later work waits
+    /// for it to drop); shared work goes at once.
+    fn wait_alone(&self, stop: &AtomicBool) {
+        while self.exclusive && self.host.count().busy > 1 && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut c = self.host.count();
+        c.busy -= 1;
+        if self.exclusive {
+            c.exclusive = false;
+        }
     }
 }
 
@@ -322,8 +387,8 @@ impl Drop for HeldSlot<'_> {
     }
 }
 
-/// `run`, with the host's ncu slot shared with other runs of this process.
-pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, ncu: &NcuSlot, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
+/// `run`, with the host's ncu slot and host link shared with other runs of this process.
+pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, host: &HostShare, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
     if lanes.is_empty() {
         bail!("no GPU to run on");
     }
@@ -337,7 +402,12 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
     }
     let profiling = settings.profile.is_some();
     let mut tasks: Vec<(usize, usize, u32, usize)> = Vec::new();
-    for (si, sr) in suites.iter().enumerate() {
+    // Suites that time the host link go first: their tasks take the host alone, and at the start
+    // no other GPU is in an ncu pass that they would wait out.
+    let mut order: Vec<usize> = (0..suites.len()).collect();
+    order.sort_by_key(|&si| !suites[si].host_link);
+    for si in order {
+        let sr = &suites[si];
         for (gi, jobs) in sr.group_jobs.iter().enumerate() {
             for round in 0..sr.timing.rounds.max(1) {
                 tasks.extend((0..jobs.len()).map(|ji| (si, gi, round, ji)));
@@ -394,12 +464,14 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
     // ncu sessions of one host run one at a time whatever GPU they profile (a driver-wide lock:
     // scripts/ncu-lock-probe, docs/fleet.md), so a lane profiles only holding the host's `ncu`
     // slot, and a free lane of a several-GPU run takes a ready pass before its next job: the
-    // passes then run beside the other GPUs' timing instead of after it.
+    // passes then run beside the other GPUs' timing instead of after it. A task that times the
+    // host link (a job crossing it, or the first job of a group whose bounds measure it) waits
+    // for the host to itself (`HostShare::try_exclusive`).
     let interleave = lanes.len() > 1;
     let lane_work = |li: usize, lane: &dyn Executor, gpu: Option<String>| -> anyhow::Result<()> {
         let mut measured: Vec<(usize, usize)> = Vec::new();
         loop {
-            let work = {
+            let (work, busy) = {
                 let mut p = lock();
                 loop {
                     if stop.load(Ordering::SeqCst) {
@@ -407,15 +479,22 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     }
                     let timing_left = p.next_task < tasks.len();
                     if (interleave || !timing_left) && !p.passes.is_empty() {
-                        if let Some(held) = ncu.try_take() {
-                            if let Some(pass) = p.passes.pop_front() {
-                                break Work::Profile(pass, held);
+                        if let Some(busy) = host.try_share() {
+                            if let Some(held) = host.try_take_ncu() {
+                                if let Some(pass) = p.passes.pop_front() {
+                                    break (Work::Profile(pass, held), busy);
+                                }
                             }
                         }
                     }
                     if timing_left {
-                        p.next_task += 1;
-                        break Work::Time(tasks[p.next_task - 1]);
+                        let task @ (si, gi, _, ji) = tasks[p.next_task];
+                        let sr = &suites[si];
+                        let alone = sr.group_jobs[gi][ji].crosses_host_link() || (sr.host_link && !measured.contains(&(si, gi)));
+                        if let Some(busy) = if alone { host.try_exclusive() } else { host.try_share() } {
+                            p.next_task += 1;
+                            break (Work::Time(task), busy);
+                        }
                     }
                     if p.groups_timing == 0 && p.passes.is_empty() {
                         return Ok(());
@@ -423,6 +502,10 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     p = pass_ready.wait_timeout(p, Duration::from_millis(200)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
                 }
             };
+            busy.wait_alone(&stop);
+            if stop.load(Ordering::SeqCst) {
+                return Ok(());
+            }
             match work {
                 Work::Time((si, gi, round, ji)) => {
                     let sr = &suites[si];
@@ -489,6 +572,9 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     finish_if_done(&mut p, si)?;
                 }
             }
+            // A lane waiting for the host (or for it alone) need not sleep out its timeout.
+            drop(busy);
+            pass_ready.notify_all();
         }
     };
     on_every_lane(lanes, &envs, &stop, &lane_work)?;
@@ -780,6 +866,13 @@ mod tests {
         /// Passes running now, and the most that ever ran at once.
         profiling: std::sync::atomic::AtomicUsize,
         most_passes: std::sync::atomic::AtomicUsize,
+        /// Steps (bounds, jobs, passes) running now, those of them that use the host link, and
+        /// the tags of steps that had company they must not have.
+        steps: std::sync::atomic::AtomicUsize,
+        linked: std::sync::atomic::AtomicUsize,
+        crowded: Mutex<Vec<String>>,
+        /// For each job in start order, whether it crosses the host link.
+        jobs_linked: Mutex<Vec<bool>>,
     }
 
     /// The mock of GPU `mock.index`, watched: its jobs take `job_ms` of wall time, or end as
@@ -803,6 +896,26 @@ mod tests {
         fn log(&self, tag: &str) {
             self.watch.tags.lock().unwrap().push(tag.to_string());
         }
+        /// Runs `step`, noting it as crowded if it uses the host link (`linked`) while another
+        /// step runs, or starts while one that does runs. (A linked step counts itself in
+        /// `linked` before `steps`, any step the other way round: of two starting together, one
+        /// sees the other.)
+        fn step<T>(&self, tag: &str, linked: bool, step: impl FnOnce() -> T) -> T {
+            let w = self.watch;
+            if linked {
+                w.linked.fetch_add(1, Ordering::SeqCst);
+            }
+            let others = w.steps.fetch_add(1, Ordering::SeqCst);
+            if w.linked.load(Ordering::SeqCst) > usize::from(linked) || (linked && others > 0) {
+                w.crowded.lock().unwrap().push(tag.to_string());
+            }
+            let out = step();
+            w.steps.fetch_sub(1, Ordering::SeqCst);
+            if linked {
+                w.linked.fetch_sub(1, Ordering::SeqCst);
+            }
+            out
+        }
     }
 
     impl Executor for Watched<'_> {
@@ -817,7 +930,7 @@ mod tests {
         }
         fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
             self.log(tag);
-            self.mock.bounds(ctx, tag, bytes)
+            self.step(tag, ctx.host_link, || self.mock.bounds(ctx, tag, bytes))
         }
         fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
             self.log(tag);
@@ -841,7 +954,8 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
-            std::thread::sleep(Duration::from_millis(self.job_ms));
+            w.jobs_linked.lock().unwrap().push(job.crosses_host_link());
+            self.step(tag, job.crosses_host_link(), || std::thread::sleep(Duration::from_millis(self.job_ms)));
             w.running.fetch_sub(1, Ordering::SeqCst);
             self.mock.job(ctx, tag, job)
         }
@@ -850,7 +964,7 @@ mod tests {
             let w = self.watch;
             let now = w.profiling.fetch_add(1, Ordering::SeqCst) + 1;
             w.most_passes.fetch_max(now, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(self.job_ms));
+            self.step(tag, false, || std::thread::sleep(Duration::from_millis(self.job_ms)));
             w.profiling.fetch_sub(1, Ordering::SeqCst);
             self.mock.profile(ctx, tag, jobs)
         }
@@ -947,13 +1061,31 @@ mod tests {
     }
 
     #[test]
+    fn a_job_that_crosses_the_host_link_is_timed_with_every_other_gpu_idle() {
+        let watch = Watch::default();
+        let d = tempfile::tempdir().unwrap();
+        let suites = [repo_suite("kernels/warp-divergence/suite.toml"), repo_suite("kernels/transfers/suite.toml")];
+        let (a, b) = (Watched::new(0, &watch, 3, 1), Watched::new(1, &watch, 3, 1));
+        let s = settings(d.path(), true);
+        let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        assert!(!plans[0].jobs.iter().any(JobSpec::crosses_host_link) && plans[1].jobs.iter().all(JobSpec::crosses_host_link));
+        let mut dirs = Vec::new();
+        assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        assert_eq!(*watch.crowded.lock().unwrap(), Vec::<String>::new(), "steps that shared the host with a host-link step");
+        assert_eq!(watch.most.load(Ordering::SeqCst), 2, "device-only jobs still ran on both GPUs at once");
+        let linked = watch.jobs_linked.lock().unwrap().clone();
+        assert!(linked.windows(2).all(|w| w[0] >= w[1]), "the host-link suite (listed second) ran first: {linked:?}");
+        assert_each_run_complete(&dirs, &suites);
+    }
+
+    #[test]
     fn runs_of_two_gpu_models_share_the_hosts_one_ncu_session() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
         let suites = [repo_suite("kernels/warp-divergence/suite.toml")];
         let (a, b) = (Watched::new(0, &watch, 2, 1), Watched::new(1, &watch, 2, 1));
         let plans = plan(&suites, &[], Some(&ProfileRequest { names: vec![], clock_control: ClockControl::None }), &Catalog::builtin().unwrap()).unwrap();
-        let slot = NcuSlot::default();
+        let slot = HostShare::default();
         let (sa, sb) = (settings(&d.path().join("a"), true), settings(&d.path().join("b"), true));
         let codes: Vec<i32> = std::thread::scope(|s| {
             let one = s.spawn(|| run_sharing(&[&a], &plans, &sa, &slot, &mut |_| {}).unwrap());

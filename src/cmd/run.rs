@@ -111,13 +111,13 @@ pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileReques
     let executors = gpus.iter().map(|&g| executor(config, g, profile.is_some(), mock)).collect::<anyhow::Result<Vec<_>>>()?;
     let models: Vec<String> = executors.iter().map(|e| { let env = e.environment(); env.device.map(|d| d.name).unwrap_or(env.label) }).collect();
     let finished = std::sync::Mutex::new(finished);
-    let ncu = scheduler::NcuSlot::default();
+    let host = scheduler::HostShare::default();
     let run_pool = |pool: &[usize]| -> anyhow::Result<i32> {
         let lanes: Vec<&dyn Executor> = pool.iter().map(|&i| executors[i].as_ref()).collect();
         let mut plans = plans.clone();
         scheduler::screen(&mut plans, lanes[0])?;
         let settings = RunSettings { shard: shard.clone(), ..settings(config, args, profile.clone(), command_line.clone()) };
-        scheduler::run_sharing(&lanes, &plans, &settings, &ncu, &mut |dir| (finished.lock().unwrap_or_else(|e| e.into_inner()))(dir))
+        scheduler::run_sharing(&lanes, &plans, &settings, &host, &mut |dir| (finished.lock().unwrap_or_else(|e| e.into_inner()))(dir))
     };
     let pools = scheduler::pools_by_model(&models);
     let codes: Vec<anyhow::Result<i32>> = std::thread::scope(|s| {

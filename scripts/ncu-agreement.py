@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+# Each job's cold event median against ncu's gpu__time_duration from the same profiled run (summed
+# over the job's kernels; both cold: ncu flushes the caches before each launch it profiles), for the
+# run directories named: the distribution for one-launch jobs at ncu >= 20 us (target: within 3%) and
+# below (within 10%), and for jobs of several launches; each job outside its band is listed. Host
+# programs and kernels that launch kernels are left out: their event time is not their kernels' time.
+# Usage: ncu-agreement.py RUN_DIR...   (issue 12's "agreement with ncu, measured")
+import json, os, statistics, sys
+
+rows, left_out, first = [], {"host": 0, "nested": 0}, None
+for run in sys.argv[1:]:
+    info = json.load(open(os.path.join(run, "run.json")))
+    first = first or info
+    jobs, durations = {}, {}
+    for line in open(os.path.join(run, "results.jsonl"), errors="replace"):
+        try:
+            v = json.loads(line)
+        except ValueError:
+            continue
+        if v.get("kind") == "job" and v.get("status") == "ok" and v.get("summary"):
+            jobs[v["id"]] = v
+        elif v.get("kind") == "profile" and (v.get("metrics") or {}).get("duration"):
+            durations[v["job_id"]] = v["metrics"]["duration"]
+    # A suite whose kernels launch kernels is built with relocatable device code and timed with
+    # events even where a variant launches none: all of it is left out.
+    nested = any("launch kernels" in j.get("timing_method", "") for j in jobs.values())
+    for job_id, job in jobs.items():
+        if job_id not in durations:
+            continue
+        method = job.get("timing_method", "")
+        if "host program" in method:
+            left_out["host"] += 1
+        elif nested:
+            left_out["nested"] += 1
+        else:
+            ncu_ns = durations[job_id]
+            rows.append((job["summary"]["median"] * 1e6 / ncu_ns, ncu_ns / 1e3, "graph" if method.startswith("CUDA graph") else "events",
+                         info["suite"], job_id, job.get("launches", 1) == 1))
+if first is None:
+    sys.exit("no run directory named: ncu-agreement.py RUN_DIR...")
+words = first.get("command", "?").split()[1:]
+command = " ".join(w for i, w in enumerate(words) if w not in ("--out", "--quiet") and (i == 0 or words[i - 1] != "--out"))
+print(f"cold event median / ncu gpu__time_duration (summed over a job's kernels), {(first.get('device') or {}).get('name', '?')}, "
+      f"`gpu-lab {command}`, {first.get('started', '?')}")
+print(f"{len(rows) + sum(left_out.values())} jobs with both; left out as not the same quantity: host programs (transfers, streams: "
+      f"the program's time against its kernels') {left_out['host']}, suites whose kernels launch kernels (dynamic-parallelism) {left_out['nested']}")
+for single, title in ((True, "one launch a job"), (False, "several launches a job (each profiled cold by ncu, only the first cold when timed)")):
+    part = [r for r in rows if r[5] == single]
+    print(f"== {title}: {len(part)} jobs")
+    for long_, band in ((True, 0.03), (False, 0.10)):
+        xs = sorted(r for r in part if (r[1] >= 20) == long_)
+        if not xs:
+            continue
+        rs = [x[0] for x in xs]
+        q = lambda p: rs[min(len(rs) - 1, int(p * len(rs)))]
+        print(f"ncu {'>=' if long_ else '<'} 20 us: n={len(rs)} min={rs[0]:.3f} p10={q(0.1):.3f} median={statistics.median(rs):.3f} "
+              f"p90={q(0.9):.3f} max={rs[-1]:.3f}; within {band:.0%}: {sum(abs(r - 1) <= band for r in rs)}")
+        for ratio, us, method, suite, job_id, _ in xs:
+            if abs(ratio - 1) > band:
+                print(f"   {ratio:.3f}  ncu {us:.1f} us  {method}  {suite}  {job_id}")
