@@ -684,6 +684,7 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
         bound: job.bound.clone(),
         launches: job.launches.len(),
         host_link: job.crosses_host_link(),
+        noise_threshold_pct: job.noise_threshold_pct,
         nvml_before,
         nvml_after,
         ..Default::default()

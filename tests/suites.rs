@@ -436,6 +436,28 @@ fn relocatable_device_code_is_a_manifest_field_and_its_misuse_is_named_with_the_
 }
 
 #[test]
+fn a_noise_threshold_is_set_per_suite_or_variant_and_must_be_a_percentage() {
+    // The suite's reaches every variant; a variant's own replaces it.
+    let toml = GOOD.replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\nnoise_threshold = 12.5").replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = 20");
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), &toml, CU)).unwrap();
+    let of = |prefix: &str| s.jobs.iter().filter(|j| j.id().starts_with(prefix)).map(|j| j.noise_threshold_pct).collect::<Vec<_>>();
+    assert_eq!(of("ref"), [Some(12.5), Some(12.5)]);
+    assert_eq!(of("swept"), [Some(20.0); 4]);
+    let plain = suite::load(&write_suite(tempfile::tempdir().unwrap().path(), GOOD, CU)).unwrap();
+    assert!(plain.jobs.iter().all(|j| j.noise_threshold_pct.is_none()));
+    // Not a percentage: named where it is written, with the fix.
+    for value in ["0", "-5", "100", "250", "nan"] {
+        let bad = GOOD.replace("name = \"swept\"", &format!("name = \"swept\"\nnoise_threshold = {value}"));
+        let e = error_of(&bad, CU);
+        assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "noise_threshold"))) && e.contains("not a percentage above 0 and below 100") && e.contains("fix: write the threshold in percent"), "{value}: {e}");
+    }
+    let bad = GOOD.replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\nnoise_threshold = \"20%\"");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "noise_threshold"))) && e.contains("expected f64"), "{e}");
+}
+
+#[test]
 fn the_dynamic_parallelism_suite_builds_its_launching_kernels_as_rdc_and_checks_every_variant() {
     use suite::Compiler;
     let s = suite::load(&kernels_dir().join("dynamic-parallelism/suite.toml")).unwrap();

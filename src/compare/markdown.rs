@@ -132,7 +132,7 @@ impl Exporter<Comparison> for Markdown {
         if verdicts {
             let _ = writeln!(
                 out,
-                "Rules: a job **regressed** when it is no longer correct, when the 95% interval of the change of its {quantity} lies wholly above the noise threshold (±{:.1}%, or {:.2} µs over the baseline's median where that is more), or when a counter moved by its definition's tolerance or more in its worse direction; **improved** in the mirror cases; otherwise the same. Timings are normalised by the clock they scale with where that clock differs.\n",
+                "Rules: a job **regressed** when it is no longer correct, when the 95% interval of the change of its {quantity} lies wholly above the noise threshold (±{:.1}%, or the suite's own `noise_threshold`, or {:.2} µs over the baseline's median, whichever is more), or when a counter moved by its definition's tolerance or more in its worse direction; **improved** in the mirror cases; otherwise the same. Timings are normalised by the clock they scale with where that clock differs.\n",
                 c.settings.noise_threshold * 100.0,
                 c.settings.noise_floor_ms * 1000.0,
             );

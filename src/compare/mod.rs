@@ -198,7 +198,9 @@ fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: 
         notes.push("timing not compared: the samples give no interval".into());
         return None;
     };
-    let threshold = timing::threshold(s.noise_threshold, s.noise_floor_ms, base_ms);
+    // A suite that declares its own threshold (jobs that vary more between runs) widens this one.
+    let own = [base, new].iter().filter_map(|j| j.noise_threshold_pct).fold(0.0, f64::max) / 100.0;
+    let threshold = timing::threshold(s.noise_threshold.max(own), s.noise_floor_ms, base_ms);
     let verdict = match timing::judge(&change, threshold) {
         Direction::Slower => Verdict::Regressed,
         Direction::Faster => Verdict::Improved,

@@ -58,6 +58,22 @@ fn one_job_twenty_percent_slower_regresses_alone() {
 }
 
 #[test]
+fn a_suites_own_noise_threshold_widens_checks_for_its_jobs() {
+    let base = h200();
+    let mut new = base.clone();
+    scale_job(&mut new, SMEM_PAD, 1.2);
+    // The suite declared 25% for this job (the record carries it, in either run): 20% is noise.
+    new.jobs.iter_mut().find(|j| j.id() == SMEM_PAD).unwrap().noise_threshold_pct = Some(25.0);
+    let c = check(&base, &new);
+    assert!(verdicts(&c).is_empty(), "{:?}", verdicts(&c));
+    let t = c.jobs.iter().find(|j| j.id == SMEM_PAD).unwrap().timing.clone().unwrap();
+    assert_eq!(t.threshold, 0.25);
+    // One below the command line's threshold changes nothing.
+    new.jobs.iter_mut().find(|j| j.id() == SMEM_PAD).unwrap().noise_threshold_pct = Some(2.0);
+    assert_eq!(verdicts(&check(&base, &new)), vec![(SMEM_PAD.to_string(), Verdict::Regressed)]);
+}
+
+#[test]
 fn one_job_twenty_percent_faster_improves() {
     let base = h200();
     let mut new = base.clone();

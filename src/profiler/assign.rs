@@ -132,6 +132,7 @@ mod tests {
             reference: None,
             bound: Default::default(),
             pending_launches: None,
+            noise_threshold_pct: None,
             work: Default::default(),
             steps: None,
         }

@@ -247,6 +247,9 @@ pub struct JobRecord {
     /// A host program with host or managed buffers: its data crosses the host link.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub host_link: bool,
+    /// Its suite's or variant's own noise threshold for `check`, percent (`noise_threshold`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_threshold_pct: Option<f64>,
     /// A host program's steps in its median sample (`crate::records::Timeline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,

@@ -26,6 +26,9 @@ pub struct JobSpec {
     /// The device runtime's pending launch limit to set before the first launch (rdc programs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_launches: Option<u32>,
+    /// The suite's or variant's own noise threshold for `check`, in percent (`noise_threshold`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_threshold_pct: Option<f64>,
     #[serde(flatten)]
     pub work: Work,
     /// A host program instead of bare launches: copies, launches, events and syncs on streams

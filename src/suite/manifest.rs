@@ -68,6 +68,9 @@ pub struct SuiteHeader {
     /// The device runtime's buffer of launches not yet started (`cudaLimitDevRuntimePendingLaunchCount`,
     /// default 2048), an expression; only with `rdc = true`.
     pub pending_launches: Option<String>,
+    /// `check`'s noise threshold for its jobs, in percent, where it must be more than the command
+    /// line's: for jobs that vary more than that between runs (pageable and managed copies).
+    pub noise_threshold: Option<f64>,
 }
 
 impl VariantDecl {
@@ -263,6 +266,8 @@ pub struct VariantDecl {
     pub rdc: Option<bool>,
     /// `pending_launches` for this variant.
     pub pending_launches: Option<String>,
+    /// `noise_threshold` for this variant (percent).
+    pub noise_threshold: Option<f64>,
     pub check: Option<CorrectnessDecl>,
     pub bytes: Option<String>,
     pub flops: Option<String>,

@@ -879,6 +879,7 @@ fn resolve_job(
         },
         suite: m.suite.name.clone(),
         pending_launches: resolve_pending_launches(ctx, m, v, v.rdc.or(m.suite.rdc).unwrap_or(false), env)?,
+        noise_threshold_pct: resolve_noise_threshold(ctx, m, v)?,
         program: resolve_program(ctx, suite, v, env)?,
         launches,
         steps,
@@ -891,6 +892,16 @@ fn resolve_job(
             flops: amount(v.flops.as_ref().or(m.suite.flops.as_ref()), "flops")?,
         },
     })
+}
+
+/// The variant's `noise_threshold` (or the suite's): a percentage above 0 and below 100.
+fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl) -> Result<Option<f64>, SuiteError> {
+    let Some(pct) = v.noise_threshold.or(m.suite.noise_threshold) else { return Ok(None) };
+    if pct.is_finite() && pct > 0.0 && pct < 100.0 {
+        return Ok(Some(pct));
+    }
+    let key = if v.noise_threshold.is_some() { let mut p = ctx.variant(v); p.push("noise_threshold".into()); p } else { at!["suite", "noise_threshold"] };
+    Err(ctx.err(key, format!("noise_threshold {pct} is not a percentage above 0 and below 100"), "write the threshold in percent, for example noise_threshold = 20 for 20%"))
 }
 
 /// What the suite's `bound` asks each job to be compared with.
