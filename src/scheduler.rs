@@ -1080,6 +1080,26 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_two_gpu_models_time_host_link_jobs_with_the_other_model_idle_too() {
+        let watch = Watch::default();
+        let d = tempfile::tempdir().unwrap();
+        let suites = [repo_suite("kernels/transfers/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
+        let (a, b) = (Watched::new(0, &watch, 2, 1), Watched::new(1, &watch, 2, 1));
+        let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
+        let host = HostShare::default();
+        let (sa, sb) = (settings(&d.path().join("a"), false), settings(&d.path().join("b"), false));
+        let codes: Vec<i32> = std::thread::scope(|s| {
+            let one = s.spawn(|| run_sharing(&[&a], &plans, &sa, &host, &mut |_| {}).unwrap());
+            let two = s.spawn(|| run_sharing(&[&b], &plans, &sb, &host, &mut |_| {}).unwrap());
+            vec![one.join().unwrap(), two.join().unwrap()]
+        });
+        assert_eq!(codes, [exit::OK, exit::OK]);
+        assert_eq!(*watch.crowded.lock().unwrap(), Vec::<String>::new(), "steps that shared the host with a host-link step");
+        let jobs = suites.iter().map(|s| s.jobs.len()).sum::<usize>();
+        assert_eq!(watch.jobs_linked.lock().unwrap().len(), 2 * jobs, "each model ran every job");
+    }
+
+    #[test]
     fn runs_of_two_gpu_models_share_the_hosts_one_ncu_session() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
