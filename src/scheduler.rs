@@ -1079,21 +1079,28 @@ mod tests {
         assert_each_run_complete(&dirs, &suites);
     }
 
-    #[test]
-    fn runs_of_two_gpu_models_time_host_link_jobs_with_the_other_model_idle_too() {
-        let watch = Watch::default();
+    /// Two one-GPU runs of `suites` side by side, as a host of two GPU models runs them, sharing
+    /// one `HostShare`; both must end well.
+    fn two_models_side_by_side(watch: &Watch, suites: &[Suite], profile: bool) {
         let d = tempfile::tempdir().unwrap();
-        let suites = [repo_suite("kernels/transfers/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
-        let (a, b) = (Watched::new(0, &watch, 2, 1), Watched::new(1, &watch, 2, 1));
-        let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
+        let (a, b) = (Watched::new(0, watch, 2, 1), Watched::new(1, watch, 2, 1));
+        let request = ProfileRequest { names: vec![], clock_control: ClockControl::None };
+        let plans = plan(suites, &[], profile.then_some(&request), &Catalog::builtin().unwrap()).unwrap();
         let host = HostShare::default();
-        let (sa, sb) = (settings(&d.path().join("a"), false), settings(&d.path().join("b"), false));
+        let (sa, sb) = (settings(&d.path().join("a"), profile), settings(&d.path().join("b"), profile));
         let codes: Vec<i32> = std::thread::scope(|s| {
             let one = s.spawn(|| run_sharing(&[&a], &plans, &sa, &host, &mut |_| {}).unwrap());
             let two = s.spawn(|| run_sharing(&[&b], &plans, &sb, &host, &mut |_| {}).unwrap());
             vec![one.join().unwrap(), two.join().unwrap()]
         });
         assert_eq!(codes, [exit::OK, exit::OK]);
+    }
+
+    #[test]
+    fn runs_of_two_gpu_models_time_host_link_jobs_with_the_other_model_idle_too() {
+        let watch = Watch::default();
+        let suites = [repo_suite("kernels/transfers/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
+        two_models_side_by_side(&watch, &suites, false);
         assert_eq!(*watch.crowded.lock().unwrap(), Vec::<String>::new(), "steps that shared the host with a host-link step");
         let jobs = suites.iter().map(|s| s.jobs.len()).sum::<usize>();
         assert_eq!(watch.jobs_linked.lock().unwrap().len(), 2 * jobs, "each model ran every job");
@@ -1102,18 +1109,7 @@ mod tests {
     #[test]
     fn runs_of_two_gpu_models_share_the_hosts_one_ncu_session() {
         let watch = Watch::default();
-        let d = tempfile::tempdir().unwrap();
-        let suites = [repo_suite("kernels/warp-divergence/suite.toml")];
-        let (a, b) = (Watched::new(0, &watch, 2, 1), Watched::new(1, &watch, 2, 1));
-        let plans = plan(&suites, &[], Some(&ProfileRequest { names: vec![], clock_control: ClockControl::None }), &Catalog::builtin().unwrap()).unwrap();
-        let slot = HostShare::default();
-        let (sa, sb) = (settings(&d.path().join("a"), true), settings(&d.path().join("b"), true));
-        let codes: Vec<i32> = std::thread::scope(|s| {
-            let one = s.spawn(|| run_sharing(&[&a], &plans, &sa, &slot, &mut |_| {}).unwrap());
-            let two = s.spawn(|| run_sharing(&[&b], &plans, &sb, &slot, &mut |_| {}).unwrap());
-            vec![one.join().unwrap(), two.join().unwrap()]
-        });
-        assert_eq!(codes, [exit::OK, exit::OK]);
+        two_models_side_by_side(&watch, &[repo_suite("kernels/warp-divergence/suite.toml")], true);
         assert_eq!(watch.most_passes.load(Ordering::SeqCst), 1, "one ncu session on the host at a time");
         let passes = watch.tags.lock().unwrap().iter().filter(|t| t.starts_with("profile-")).count();
         assert!(passes >= 2, "both runs profiled: {passes}");
