@@ -305,7 +305,7 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
 /// What the lanes of one host share, also across the side-by-side runs of one process (a mixed
 /// host runs one per GPU model): the one ncu session it runs at a time (a pass waits for it
 /// instead of queueing in the driver, where its GPU would idle and its timeout would run), and
-/// the host link, which a job that crosses it has to itself (see `HostShare::exclusive`).
+/// the host link, which a job that crosses it has to itself (see `HostShare::try_exclusive`).
 #[derive(Default)]
 pub struct HostShare {
     ncu: AtomicBool,

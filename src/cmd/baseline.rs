@@ -62,7 +62,7 @@ fn export(name: &str, dir: &Path, threshold: f64, floor_ms: f64) -> anyhow::Resu
         .jobs
         .iter()
         .filter(|j| j.job.status == JobStatus::Ok)
-        .filter_map(|j| j.job.summary.map(|s| crate::compare::reframe::Reference { id: &j.job.key.id, median_ms: s.median, own_threshold: j.job.noise_threshold_pct.map(|p| p / 100.0) }))
+        .filter_map(|j| j.job.summary.map(|s| crate::compare::reframe::Reference { id: &j.job.key.id, median_ms: s.median, own_threshold: j.job.own_noise_threshold() }))
         .collect();
     let gpu = b.fingerprint.gpu.clone().unwrap_or_else(|| "unknown GPU".into());
     print!("{}", crate::compare::reframe::references(name, &gpu, &b.run.suite, &jobs, threshold, floor_ms));

@@ -199,7 +199,7 @@ fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: 
         return None;
     };
     // A suite that declares its own threshold (jobs that vary more between runs) widens this one.
-    let own = [base, new].iter().filter_map(|j| j.noise_threshold_pct).fold(0.0, f64::max) / 100.0;
+    let own = [base, new].iter().filter_map(|j| j.own_noise_threshold()).fold(0.0, f64::max);
     let threshold = timing::threshold(s.noise_threshold.max(own), s.noise_floor_ms, base_ms);
     let verdict = match timing::judge(&change, threshold) {
         Direction::Slower => Verdict::Regressed,

@@ -68,9 +68,11 @@ fn a_suites_own_noise_threshold_widens_checks_for_its_jobs() {
     assert!(verdicts(&c).is_empty(), "{:?}", verdicts(&c));
     let t = c.jobs.iter().find(|j| j.id == SMEM_PAD).unwrap().timing.clone().unwrap();
     assert_eq!(t.threshold, 0.25);
-    // One below the command line's threshold changes nothing.
-    new.jobs.iter_mut().find(|j| j.id() == SMEM_PAD).unwrap().noise_threshold_pct = Some(2.0);
-    assert_eq!(verdicts(&check(&base, &new)), vec![(SMEM_PAD.to_string(), Verdict::Regressed)]);
+    // One below the command line's threshold changes nothing; nor does one no manifest could hold.
+    for stored in [2.0, 500.0, -30.0, f64::NAN, f64::INFINITY] {
+        new.jobs.iter_mut().find(|j| j.id() == SMEM_PAD).unwrap().noise_threshold_pct = Some(stored);
+        assert_eq!(verdicts(&check(&base, &new)), vec![(SMEM_PAD.to_string(), Verdict::Regressed)], "{stored}");
+    }
 }
 
 #[test]

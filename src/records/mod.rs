@@ -288,6 +288,13 @@ impl JobStatus {
 }
 
 impl JobRecord {
+    /// Its suite's own noise threshold as a fraction, where the record holds a usable one (a
+    /// percentage above 0 and below 100, as the manifest requires; anything else in a stored
+    /// record is ignored rather than let it widen or narrow a check).
+    pub fn own_noise_threshold(&self) -> Option<f64> {
+        self.noise_threshold_pct.filter(|p| p.is_finite() && *p > 0.0 && *p < 100.0).map(|p| p / 100.0)
+    }
+
     /// Adds one more round's record of the same job to the rounds so far (`None` before the
     /// first). The combined record's samples are the round medians, its status the worst round's.
     pub fn with_round(so_far: Option<JobRecord>, round: JobRecord) -> JobRecord {
