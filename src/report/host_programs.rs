@@ -285,6 +285,10 @@ mod tests {
         assert!(md.starts_with("### Host programs\n") && md.contains("Host link at this size") && !md.contains("| variant"), "{md}");
         let md = render(&r);
         assert_eq!(row(&md, "`serial`"), vec!["`serial`", "10.0000 [10.0000, 10.0000]", "0%", "0%", "100%", "not checked", &format!("[svg]({})", timeline_file("serial @ N=1"))]);
+        // A suite's own noise threshold says how far the next run may land.
+        let mut noisy = job("serial", Some(serial()));
+        noisy.noise_threshold_pct = Some(20.0);
+        assert_eq!(row(&render(&run(vec![noisy], false)), "`serial`")[1], "10.0000 [10.0000, 10.0000], ±20% between runs");
         // Chunked: kernels 2-4, transfers 0-6: all kernel time hidden, 2 of 6 ms of transfers.
         assert_eq!(row(&md, "`chunked`")[2..5], ["100%", "33%", "100%"]);
         // Its steps, chunks summed: 2 copies of 50 MB, 4 ms of medians, the link busy 3 ms (0-2 and

@@ -137,9 +137,11 @@ fn reference<'a>(run: &RunData, imp: &Impossible, jobs: &[&'a JobRecord]) -> Opt
     jobs.iter().copied().find(|j| run.rankable_in(j, imp) && j.summary.is_some())
 }
 
-/// `median [95% CI]` in ms.
+/// `median [95% CI]` in ms, and where the suite declares how much the job varies between runs
+/// (its `noise_threshold`), that too: the interval is of this run alone.
 pub(crate) fn timing_cell(j: &JobRecord) -> String {
-    j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into())
+    let between_runs = j.own_noise_threshold().map(|t| format!(", ±{:.0}% between runs", t * 100.0)).unwrap_or_default();
+    j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]{between_runs}", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into())
 }
 
 /// The job's speedup over the table's reference, for ranked jobs only.
