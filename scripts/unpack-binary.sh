@@ -6,8 +6,11 @@ set -euo pipefail
 mkdir -p target/release
 out=target/release/gpu-lab
 if [ -f .carry/gpu-lab.xz ]; then
-  xz -dc .carry/gpu-lab.xz > "$out" 2>/dev/null ||
+  if command -v xz > /dev/null; then
+    xz -dc .carry/gpu-lab.xz > "$out"
+  else
     python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' .carry/gpu-lab.xz "$out"
+  fi
 elif [ -f .carry/gpu-lab.gz ]; then
   gunzip -c .carry/gpu-lab.gz > "$out"
 else

@@ -1,12 +1,13 @@
-// Why do some 20-70 us kernels time 3-9% shorter in gpu-lab's cold graphs than under ncu
+// Why do some 20-70 us kernels time 4-10% shorter in gpu-lab's cold graphs than under ncu
 // (reports/gpus-h200x2/suite-all, ncu-agreement-*.txt), while most agree within 1%? One kernel
 // that disagrees (reduction `best`, GRID 1024 and 2048, 2^24+ ints) and one that agrees (an
 // element-wise copy of the same bytes), each timed after gpu-lab's L2 eviction:
 //   graph      gpu-lab's graph: n x (evict, event, kernel, event, event, event); raw = between a
 //              kernel's events, net = raw less the empty pair after it (what gpu-lab reports)
 //   events     one launch between events after an eviction, back to back
-//   idle-1ms   the same after the host sleeps 1 ms (the GPU idle, as between ncu's replays)
-//   idle-20ms  after 20 ms idle
+//   idle-1ms   the host sleeps 1 ms (the GPU idles), then the eviction and the timed launch, as
+//              ncu idles between replays and flushes before each
+//   idle-20ms  the same after 20 ms
 // `gap ncu` launches each kernel 20 times after an eviction, for ncu to time (run.sh).
 #include <cuda_runtime.h>
 #include <algorithm>

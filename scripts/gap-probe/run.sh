@@ -23,7 +23,9 @@ by = collections.defaultdict(list)
 for i, r in enumerate(rows):
     grid = r['Grid Size'].strip('()').split(',')[0]
     name = r['Kernel Name'].split('(')[0] + (f'[GRID={grid}]' if 'reduce' in r['Kernel Name'] else '')
-    scale = {'nsecond': 1e-3, 'ns': 1e-3, 'usecond': 1.0, 'us': 1.0, 'msecond': 1e3, 'ms': 1e3}[r['Metric Unit']]
+    scale = {'nsecond': 1e-3, 'ns': 1e-3, 'usecond': 1.0, 'us': 1.0, 'msecond': 1e3, 'ms': 1e3}.get(r['Metric Unit'])
+    if scale is None:
+        print(f'ncu: unit {r[\"Metric Unit\"]!r} not known, row skipped'); continue
     by[name].append(float(r['Metric Value'].replace(',', '')) * scale)
 for k, v in by.items():
     print(f'ncu --cache-control $cache  {k:34s} n=$n: median {statistics.median(v):8.2f} us ({len(v)} launches)')
@@ -33,5 +35,7 @@ for k, v in by.items():
   "$BIN" run --suite reduction --variant best --out "$W/runs" --quiet > "$W/path" && "$BIN" report "$(tail -n 1 "$W/path")" --format frame | python3 -c "
 import csv, sys
 for r in csv.DictReader(sys.stdin):
-    print(f\"gpu-lab {r['job_id']:45s} median {float(r['median_ms']) * 1e3:8.2f} us\")"
+    m = r['median_ms']
+    print(f\"gpu-lab {r['job_id']:45s} \" + (f'median {float(m) * 1e3:8.2f} us' if m else 'no median (see the run report)'))"
 } 2>&1 | tee "$OUT/gap-probe.txt"
+rm -rf "$W"

@@ -287,12 +287,17 @@ impl JobStatus {
     }
 }
 
+/// A noise threshold in percent that a suite may declare: above 0 and below 100.
+pub fn usable_noise_threshold_pct(pct: f64) -> bool {
+    pct.is_finite() && pct > 0.0 && pct < 100.0
+}
+
 impl JobRecord {
     /// Its suite's own noise threshold as a fraction, where the record holds a usable one (a
     /// percentage above 0 and below 100, as the manifest requires; anything else in a stored
     /// record is ignored rather than let it widen or narrow a check).
     pub fn own_noise_threshold(&self) -> Option<f64> {
-        self.noise_threshold_pct.filter(|p| p.is_finite() && *p > 0.0 && *p < 100.0).map(|p| p / 100.0)
+        self.noise_threshold_pct.filter(|&p| usable_noise_threshold_pct(p)).map(|p| p / 100.0)
     }
 
     /// Adds one more round's record of the same job to the rounds so far (`None` before the

@@ -288,7 +288,9 @@ mod tests {
         // A suite's own noise threshold says how far the next run may land.
         let mut noisy = job("serial", Some(serial()));
         noisy.noise_threshold_pct = Some(20.0);
-        assert_eq!(row(&render(&run(vec![noisy], false)), "`serial`")[1], "10.0000 [10.0000, 10.0000], ±20% between runs");
+        assert_eq!(row(&render(&run(vec![noisy.clone()], false)), "`serial`")[1], "10.0000 [10.0000, 10.0000], ±20% between runs");
+        noisy.noise_threshold_pct = Some(12.5);
+        assert_eq!(row(&render(&run(vec![noisy], false)), "`serial`")[1], "10.0000 [10.0000, 10.0000], ±12.5% between runs");
         // Chunked: kernels 2-4, transfers 0-6: all kernel time hidden, 2 of 6 ms of transfers.
         assert_eq!(row(&md, "`chunked`")[2..5], ["100%", "33%", "100%"]);
         // Its steps, chunks summed: 2 copies of 50 MB, 4 ms of medians, the link busy 3 ms (0-2 and

@@ -138,9 +138,9 @@ fn reference<'a>(run: &RunData, imp: &Impossible, jobs: &[&'a JobRecord]) -> Opt
 }
 
 /// `median [95% CI]` in ms, and where the suite declares how much the job varies between runs
-/// (its `noise_threshold`), that too: the interval is of this run alone.
+/// (its `noise_threshold`), that too: a one-round run's interval does not cover it.
 pub(crate) fn timing_cell(j: &JobRecord) -> String {
-    let between_runs = j.own_noise_threshold().map(|t| format!(", ±{:.0}% between runs", t * 100.0)).unwrap_or_default();
+    let between_runs = j.own_noise_threshold().map(|t| format!(", ±{}% between runs", (t * 1000.0).round() / 10.0)).unwrap_or_default();
     j.summary.map(|s| format!("{:.4} [{:.4}, {:.4}]{between_runs}", s.median, s.ci_low, s.ci_high)).unwrap_or("–".into())
 }
 

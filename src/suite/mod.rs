@@ -897,7 +897,7 @@ fn resolve_job(
 /// The variant's `noise_threshold` (or the suite's): a percentage above 0 and below 100.
 fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl) -> Result<Option<f64>, SuiteError> {
     let Some(pct) = v.noise_threshold.or(m.suite.noise_threshold) else { return Ok(None) };
-    if pct.is_finite() && pct > 0.0 && pct < 100.0 {
+    if crate::records::usable_noise_threshold_pct(pct) {
         return Ok(Some(pct));
     }
     let key = if v.noise_threshold.is_some() { let mut p = ctx.variant(v); p.push("noise_threshold".into()); p } else { at!["suite", "noise_threshold"] };
