@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One suite list profiled on one GPU of a multi-GPU host and then with --gpus all, back to back: the wall
 # times, their ratio, and each job's median in both (agreement within noise). SUITES (comma-separated),
-# ARGS (more options for both runs). Writes $OUT/gpus.log and $OUT/runs.tar.gz (run directories, no .ncu-rep).
+# ARGS (more options for both runs). Writes $OUT/gpus.log, one compare-SUITE.md per suite,
+# ncu-agreement-{one,all}.txt and $OUT/runs.tar.gz (run directories, no .ncu-rep).
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-lab-out}
 BIN=$(realpath "${GPU_LAB:-target/release/gpu-lab}")
@@ -35,5 +36,7 @@ for a in "$WORK"/one/*/; do
   b=$(ls -d "$WORK"/all/*-"$s"-* 2>/dev/null | head -1)
   [ -n "$b" ] && "$BIN" compare "$a" "$b" > "$OUT/compare-$s.md" 2>&1
 done
+# Each run's event time against ncu (issue 12), from the same data.
+for r in one all; do python3 "$TREE/scripts/ncu-agreement.py" "$WORK/$r"/*/ > "$OUT/ncu-agreement-$r.txt" 2>&1; done
 tar -C "$WORK" --exclude='*.ncu-rep' -czf "$OUT/runs.tar.gz" one all
 cat "$OUT/gpus.log"
