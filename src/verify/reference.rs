@@ -91,6 +91,14 @@ fn parallel_tally(elem: ElemType, n: usize, part: impl Fn(usize, usize) -> Tally
     parallel_parts(n, part).into_iter().fold(Tally::new(elem), Tally::merge)
 }
 
+/// The parts' tallies merged in order into one outcome, its `rel_error` the worst part's error.
+fn merged_with_worst(elem: ElemType, parts: Vec<(Tally, f64)>) -> Correctness {
+    let (t, worst) = parts.into_iter().fold((Tally::new(elem), 0.0f64), |(t, w), (part, worst)| (t.merge(part), w.max(worst)));
+    let mut o = t.outcome();
+    o.rel_error = worst;
+    o
+}
+
 /// Element bits by index: a typed slice (loops the compiler unrolls and vectorises) or, for two
 /// buffers of different widths, the `HostData` itself.
 trait Words: Sync {
@@ -360,10 +368,7 @@ pub fn check_scan(elem: ElemType, input: &HostData, out: &HostData, count: usize
             (t, 0.0)
         })
     };
-    let (t, worst) = parts.into_iter().fold((Tally::new(elem), 0.0f64), |(t, w), (part, worst)| (t.merge(part), w.max(worst)));
-    let mut o = t.outcome();
-    o.rel_error = worst;
-    o
+    merged_with_worst(elem, parts)
 }
 
 /// Which elements a compaction keeps.
@@ -544,10 +549,8 @@ pub fn check_function(in_elem: ElemType, input: &HostData, elem: ElemType, out: 
         }
         (t, worst)
     });
-    let (t, worst) = parts.into_iter().fold((Tally::new(elem), 0.0f64), |(t, w), (part, worst)| (t.merge(part), w.max(worst)));
-    let mut o = t.outcome();
-    o.rel_error = worst;
-    o.max_ulp = Some(worst);
+    let mut o = merged_with_worst(elem, parts);
+    o.max_ulp = Some(o.rel_error);
     o
 }
 
@@ -613,10 +616,7 @@ pub fn check_add(in_elem: ElemType, a: &HostData, b: &HostData, elem: ElemType, 
         }
         (t, local)
     });
-    let (t, worst) = parts.into_iter().fold((Tally::new(elem), 0.0f64), |(t, w), (part, local)| (t.merge(part), w.max(local)));
-    let mut o = t.outcome();
-    o.rel_error = worst;
-    o
+    merged_with_worst(elem, parts)
 }
 
 fn epsilon(elem: ElemType) -> f64 {
