@@ -454,7 +454,24 @@ fn a_noise_threshold_is_set_per_suite_or_variant_and_must_be_a_percentage() {
     }
     let bad = GOOD.replace("bytes = \"8 * N\"", "bytes = \"8 * N\"\nnoise_threshold = \"20%\"");
     let e = error_of(&bad, CU);
-    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "noise_threshold"))) && e.contains("expected f64"), "{e}");
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "noise_threshold"))) && e.contains("cannot evaluate `20%`") && e.contains("fix: write a percentage"), "{e}");
+}
+
+#[test]
+fn a_noise_threshold_can_depend_on_the_job_and_zero_leaves_the_command_lines() {
+    // One job of a sweep that varies more between runs gets its own threshold; the others none.
+    let toml = GOOD.replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = \"if(N == 4096, 30, 0)\"");
+    let d = tempfile::tempdir().unwrap();
+    let s = suite::load(&write_suite(d.path(), &toml, CU)).unwrap();
+    let swept: Vec<_> = s.jobs.iter().filter(|j| j.id().starts_with("swept")).map(|j| (j.key.group.clone(), j.noise_threshold_pct)).collect();
+    assert!(swept.iter().all(|(group, pct)| *pct == if group == "N=4096" { Some(30.0) } else { None }) && swept.iter().any(|(_, pct)| pct.is_some()) && swept.iter().any(|(_, pct)| pct.is_none()), "{swept:?}");
+    // An expression that names no axis, or gives no percentage, is named where it is written.
+    let bad = GOOD.replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = \"if(CHILDREN == 32, 30, 0)\"");
+    let e = error_of(&bad, CU);
+    assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "noise_threshold"))) && e.contains("unknown name `CHILDREN`"), "{e}");
+    let bad = GOOD.replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = \"N\"");
+    let e = error_of(&bad, CU);
+    assert!(e.contains("variant `swept`: noise_threshold") && e.contains("is not a percentage above 0 and below 100"), "{e}");
 }
 
 #[test]

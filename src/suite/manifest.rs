@@ -70,7 +70,7 @@ pub struct SuiteHeader {
     pub pending_launches: Option<String>,
     /// `check`'s noise threshold for its jobs, in percent, where it must be more than the command
     /// line's: for jobs that vary more than that between runs (pageable and managed copies).
-    pub noise_threshold: Option<f64>,
+    pub noise_threshold: Option<NoiseThresholdDecl>,
 }
 
 impl VariantDecl {
@@ -118,6 +118,15 @@ pub struct BufferDecl {
 pub enum ToleranceDecl {
     Relative(f64),
     Text(String),
+}
+
+/// A noise threshold in percent: one number for every job, or an expression over each job's axes
+/// and params (`if(CHILDREN == 32, 30, 0)`), where 0 leaves that job to the command line's.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum NoiseThresholdDecl {
+    Percent(f64),
+    Expr(String),
 }
 
 impl Default for ToleranceDecl {
@@ -267,7 +276,7 @@ pub struct VariantDecl {
     /// `pending_launches` for this variant.
     pub pending_launches: Option<String>,
     /// `noise_threshold` for this variant (percent).
-    pub noise_threshold: Option<f64>,
+    pub noise_threshold: Option<NoiseThresholdDecl>,
     pub check: Option<CorrectnessDecl>,
     pub bytes: Option<String>,
     pub flops: Option<String>,

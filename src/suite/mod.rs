@@ -879,7 +879,7 @@ fn resolve_job(
         },
         suite: m.suite.name.clone(),
         pending_launches: resolve_pending_launches(ctx, m, v, v.rdc.or(m.suite.rdc).unwrap_or(false), env)?,
-        noise_threshold_pct: resolve_noise_threshold(ctx, m, v)?,
+        noise_threshold_pct: resolve_noise_threshold(ctx, m, v, env)?,
         program: resolve_program(ctx, suite, v, env)?,
         launches,
         steps,
@@ -894,14 +894,25 @@ fn resolve_job(
     })
 }
 
-/// The variant's `noise_threshold` (or the suite's): a percentage above 0 and below 100.
-fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl) -> Result<Option<f64>, SuiteError> {
-    let Some(pct) = v.noise_threshold.or(m.suite.noise_threshold) else { return Ok(None) };
+/// The variant's `noise_threshold` (or the suite's) for this job: a percentage above 0 and below
+/// 100, or none where an expression gives 0 (the command line's threshold then holds).
+fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Option<f64>, SuiteError> {
+    let key = || if v.noise_threshold.is_some() { let mut p = ctx.variant(v); p.push("noise_threshold".into()); p } else { at!["suite", "noise_threshold"] };
+    let pct = match v.noise_threshold.as_ref().or(m.suite.noise_threshold.as_ref()) {
+        None => return Ok(None),
+        Some(NoiseThresholdDecl::Percent(pct)) => *pct,
+        Some(NoiseThresholdDecl::Expr(e)) => match expr::eval(e, env) {
+            Ok(0.0) => return Ok(None),
+            Ok(pct) => pct,
+            Err(err) => {
+                return Err(ctx.err(key(), format!("variant `{}`, noise_threshold: {err}", v.name), "write a percentage (noise_threshold = 20) or an expression over the job's axes and params that gives one, 0 for the command line's (\"if(CHILDREN == 32, 30, 0)\")"));
+            }
+        },
+    };
     if crate::records::usable_noise_threshold_pct(pct) {
         return Ok(Some(pct));
     }
-    let key = if v.noise_threshold.is_some() { let mut p = ctx.variant(v); p.push("noise_threshold".into()); p } else { at!["suite", "noise_threshold"] };
-    Err(ctx.err(key, format!("noise_threshold {pct} is not a percentage above 0 and below 100"), "write the threshold in percent, for example noise_threshold = 20 for 20%"))
+    Err(ctx.err(key(), format!("variant `{}`: noise_threshold {pct} is not a percentage above 0 and below 100", v.name), "write the threshold in percent, for example noise_threshold = 20 for 20%"))
 }
 
 /// What the suite's `bound` asks each job to be compared with.
