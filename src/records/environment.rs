@@ -68,7 +68,11 @@ impl Fingerprint {
             run: run_label.to_string(),
             suite: run.info.suite.clone(),
             gpu: d.map(|d| d.name.clone()),
-            uuid: d.map(|d| d.uuid.clone()),
+            // A run over several GPUs (`--gpus`) names each of them: its jobs ran on all.
+            uuid: match run.info.gpus.as_slice() {
+                [_, _, ..] => Some(run.info.gpus.iter().map(|g| g.uuid.as_str()).collect::<Vec<_>>().join(", ")),
+                _ => d.map(|d| d.uuid.clone()),
+            },
             driver: d.map(|d| d.driver.clone()),
             cuda: d.map(|d| d.cuda_driver.clone()),
             ncu: run.info.ncu_version.clone(),
