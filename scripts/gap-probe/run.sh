@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds gap.cu on the GPU host, prints its timings (see its header) at two sizes, then each
 # kernel's gpu__time_duration under ncu with the caches flushed (--cache-control all, as gpu-lab's
-# passes) and not (none); clocks as found. Then gpu-lab's own cold timing of the reduction suite's
-# `best` jobs on the same card. Writes $OUT/gap-probe.txt.
+# passes) and not (none), its first launch apart from the median of the other 19; the same 20
+# launches under the reduction suite's metric set (several replay passes, as gpu-lab's profile
+# pass collects them); then gpu-lab's own profile of the suite's `best` jobs, event median beside
+# its pass's ncu duration. Clocks as found. Writes $OUT/gap-probe.txt.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-lab-out}
 BIN=$(realpath "${GPU_LAB:-target/release/gpu-lab}")
@@ -28,14 +30,24 @@ for i, r in enumerate(rows):
         print(f'ncu: unit {r[\"Metric Unit\"]!r} not known, row skipped'); continue
     by[name].append(float(r['Metric Value'].replace(',', '')) * scale)
 for k, v in by.items():
-    print(f'ncu --cache-control $cache  {k:34s} n=$n: median {statistics.median(v):8.2f} us ({len(v)} launches)')
+    rest = f'median of the other {len(v) - 1} {statistics.median(v[1:]):8.2f} us' if len(v) > 1 else ''
+    print(f'ncu --cache-control $cache  {k:34s} n=$n: median {statistics.median(v):8.2f} us ({len(v)} launches); first {v[0]:8.2f} us, {rest}')
 "
     done
   done
-  "$BIN" run --suite reduction --variant best --out "$W/runs" --quiet > "$W/path" && "$BIN" report "$(tail -n 1 "$W/path")" --format frame | python3 -c "
+  # The suite's metric set over the same 20 launches a kernel: min / mean / max of their durations.
+  "$BIN" ncu --set reduction -k 'reduce_best|copy_ints' --format csv -- "$W/gap" ncu 20000003 | python3 -c "
+import csv, sys
+for r in csv.DictReader(l for l in sys.stdin if not l.startswith('note:')):
+    if r['metric'] == 'duration':
+        us = lambda k: float(r[k]) / (1e3 if r['unit'] == 'ns' else 1.0)
+        unit = 'us' if r['unit'] == 'ns' else r['unit']
+        print(f\"gpu-lab ncu --set reduction  {r['kernel']:24s} n=20000003: {r['invocations']} launches, duration min {us('min'):8.2f} mean {us('avg'):8.2f} max {us('max'):8.2f} {unit}\")"
+  # gpu-lab's own profile: the event median and its pass's ncu duration (one launch a job).
+  "$BIN" profile --suite reduction --variant best --out "$W/runs" --quiet > "$W/path" && "$BIN" report "$(tail -n 1 "$W/path")" --format frame | python3 -c "
 import csv, sys
 for r in csv.DictReader(sys.stdin):
-    m = r['median_ms']
-    print(f\"gpu-lab {r['job_id']:45s} \" + (f'median {float(m) * 1e3:8.2f} us' if m else 'no median (see the run report)'))"
+    m, d = r['median_ms'], r.get('metric.duration', '')
+    print(f\"gpu-lab {r['job_id']:45s} \" + (f'median {float(m) * 1e3:8.2f} us' if m else 'no median (see the run report)') + (f', profile pass duration {float(d) / 1e3:8.2f} us' if d else ', no ncu duration'))"
 } 2>&1 | tee "$OUT/gap-probe.txt"
 rm -rf "$W"
