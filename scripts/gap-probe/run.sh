@@ -18,31 +18,12 @@ mkdir -p "$OUT"
     "$W/gap" time $n
     for cache in all none; do
       ncu --clock-control none --cache-control $cache --print-units base --metrics gpu__time_duration.sum --csv -k regex:'reduce_best|copy_ints' "$W/gap" ncu $n \
-        | python3 -c "
-import csv, sys, statistics, collections
-rows = [r for r in csv.DictReader(l for l in sys.stdin if l.startswith('\"'))]
-by = collections.defaultdict(list)
-for i, r in enumerate(rows):
-    grid = r['Grid Size'].strip('()').split(',')[0]
-    name = r['Kernel Name'].split('(')[0] + (f'[GRID={grid}]' if 'reduce' in r['Kernel Name'] else '')
-    scale = {'nsecond': 1e-3, 'ns': 1e-3, 'usecond': 1.0, 'us': 1.0, 'msecond': 1e3, 'ms': 1e3}.get(r['Metric Unit'])
-    if scale is None:
-        print(f'ncu: unit {r[\"Metric Unit\"]!r} not known, row skipped'); continue
-    by[name].append(float(r['Metric Value'].replace(',', '')) * scale)
-for k, v in by.items():
-    rest = f'median of the other {len(v) - 1} {statistics.median(v[1:]):8.2f} us' if len(v) > 1 else ''
-    print(f'ncu --cache-control $cache  {k:34s} n=$n: median {statistics.median(v):8.2f} us ({len(v)} launches); first {v[0]:8.2f} us, {rest}')
-"
+        | python3 scripts/gap-probe/durations.py "ncu --cache-control $cache n=$n"
     done
   done
-  # The suite's metric set over the same 20 launches a kernel: min / mean / max of their durations.
-  "$BIN" ncu --set reduction -k 'reduce_best|copy_ints' --format csv -- "$W/gap" ncu 20000003 | python3 -c "
-import csv, sys
-for r in csv.DictReader(l for l in sys.stdin if not l.startswith('note:')):
-    if r['metric'] == 'duration':
-        us = lambda k: float(r[k]) / (1e3 if r['unit'] == 'ns' else 1.0)
-        unit = 'us' if r['unit'] == 'ns' else r['unit']
-        print(f\"gpu-lab ncu --set reduction  {r['kernel']:24s} n=20000003: {r['invocations']} launches, duration min {us('min'):8.2f} mean {us('avg'):8.2f} max {us('max'):8.2f} {unit}\")"
+  # The suite's metric set (several replay passes, as gpu-lab's profile pass) over the same launches.
+  "$BIN" ncu --set reduction -k 'reduce_best|copy_ints' --export "$W/set" -- "$W/gap" ncu 20000003 > /dev/null \
+    && ncu --import "$W/set.ncu-rep" --csv --page raw --print-units base | python3 scripts/gap-probe/durations.py "gpu-lab ncu --set reduction n=20000003"
   # gpu-lab's own profile: the event median and its pass's ncu duration (one launch a job).
   "$BIN" profile --suite reduction --variant best --out "$W/runs" --quiet > "$W/path" && "$BIN" report "$(tail -n 1 "$W/path")" --format frame | python3 -c "
 import csv, sys
