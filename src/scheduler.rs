@@ -310,6 +310,8 @@ pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings,
 pub struct HostShare {
     ncu: AtomicBool,
     lanes: Mutex<LaneCount>,
+    /// Signalled whenever a lane's work ends, for a lane waiting to have the host alone.
+    work_ended: Condvar,
 }
 
 /// Lanes running work now, and whether one holds (or is waiting to hold) the host alone.
@@ -363,8 +365,13 @@ impl Busy<'_> {
     /// For exclusive work, returns once it is the only work running on the host (later work waits
     /// for it to drop); shared work goes at once.
     fn wait_alone(&self, stop: &AtomicBool) {
-        while self.exclusive && self.host.count().busy > 1 && !stop.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(5));
+        if !self.exclusive {
+            return;
+        }
+        let mut c = self.host.count();
+        // The timeout only bounds how late a stop (another lane's failure) is seen.
+        while c.busy > 1 && !stop.load(Ordering::SeqCst) {
+            c = self.host.work_ended.wait_timeout(c, Duration::from_millis(100)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
         }
     }
 }
@@ -376,6 +383,8 @@ impl Drop for Busy<'_> {
         if self.exclusive {
             c.exclusive = false;
         }
+        drop(c);
+        self.host.work_ended.notify_all();
     }
 }
 
