@@ -3,18 +3,16 @@
 # run directories): how many jobs both have, which GPU ran each in the second, and |ratio - 1| of the
 # medians (p50, p90, max) with the 95% intervals' overlap, for device-only jobs and for jobs that
 # cross the host link apart; jobs more than 5% apart are listed. Usage: gpus-agreement.py ONE ALL
-import json, os, sys
+import os, sys
+
+from run_records import info, records
 
 def jobs(root):
     out = {}
     for d in sorted(os.listdir(root)):
-        suite = json.load(open(os.path.join(root, d, "run.json")))["suite"]
-        for line in open(os.path.join(root, d, "results.jsonl"), errors="replace"):
-            try:
-                v = json.loads(line)
-            except ValueError:
-                continue
-            if v.get("kind") == "job" and v.get("summary"):
+        suite = info(os.path.join(root, d))["suite"]
+        for v in records(os.path.join(root, d), "job"):
+            if v.get("summary"):
                 out[(suite, v["id"])] = v
     return out
 

@@ -1,21 +1,15 @@
 #!/usr/bin/env python3
 """One line per job of each run directory named: id, status, median ms, timing method, error (the device scripts' logs)."""
-import json
 import os
 import sys
 
+from run_records import records
+
 for run in sys.argv[1:]:
-    results = os.path.join(run, "results.jsonl")
-    if not os.path.isfile(results):
+    if not os.path.isfile(os.path.join(run, "results.jsonl")):
         continue
     print(f"== {os.path.basename(os.path.normpath(run))}")
-    for line in open(results, errors="replace"):
-        try:
-            v = json.loads(line)
-        except ValueError:
-            continue
-        if v.get("kind") != "job":
-            continue
+    for v in records(run, "job"):
         s = v.get("summary") or {}
         c = v.get("check") or {}
         method = "graph" if v.get("timing_method", "").startswith("CUDA graph") else "events"

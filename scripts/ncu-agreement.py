@@ -5,18 +5,16 @@
 # below (within 10%), and for jobs of several launches; each job outside its band is listed. Host
 # programs and kernels that launch kernels are left out: their event time is not their kernels' time.
 # Usage: ncu-agreement.py RUN_DIR...   (issue 12's "agreement with ncu, measured")
-import json, os, statistics, sys
+import statistics, sys
+
+import run_records
 
 rows, left_out, first = [], {"host": 0, "nested": 0}, None
 for run in sys.argv[1:]:
-    info = json.load(open(os.path.join(run, "run.json")))
+    info = run_records.info(run)
     first = first or info
     jobs, durations = {}, {}
-    for line in open(os.path.join(run, "results.jsonl"), errors="replace"):
-        try:
-            v = json.loads(line)
-        except ValueError:
-            continue
+    for v in run_records.records(run):
         if v.get("kind") == "job" and v.get("status") == "ok" and v.get("summary"):
             jobs[v["id"]] = v
         elif v.get("kind") == "profile" and (v.get("metrics") or {}).get("duration"):
