@@ -237,11 +237,14 @@ fn gpus_all_spreads_one_run_over_the_hosts_gpus_and_tags_every_record() {
     }
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("GPU 0: MOCK GPU") && report.contains("GPU 1: MOCK GPU"), "{report}");
-    // The merged-looking run re-renders and baselines like any other, and a check names both GPUs.
+    // The merged-looking run re-renders like any other; checked against a one-GPU run, it names
+    // both GPUs and says that it ran on other cards than the baseline.
     lab(d.path()).args(["report", dirs[0]]).assert().code(0);
-    lab(d.path()).args(["baseline", "save", "both", "--from", dirs[0], "--dir", "bl", "--quiet", "--allow-mock"]).assert().code(0);
-    let check = stdout(&lab(d.path()).args(["check", "--baseline", "both", "--baseline-dir", "bl", "--from", dirs[0]]).assert().code(0));
+    let one = stdout(&lab(d.path()).args(["--mock-gpu", "profile", "--suite", "transpose", "--gpu", "0", "--out", "one", "--quiet"]).assert().code(0));
+    lab(d.path()).args(["baseline", "save", "one", "--from", one.trim(), "--dir", "bl", "--quiet", "--allow-mock"]).assert().code(0);
+    let check = stdout(&lab(d.path()).args(["check", "--baseline", "one", "--baseline-dir", "bl", "--from", dirs[0]]).assert().code(0));
     assert!(check.lines().any(|l| l.starts_with("| GPU") && l.contains("MOCK-GPU-0, MOCK-GPU-1")), "{check}");
+    assert!(check.contains("other cards of the same model: MOCK-GPU-0 → MOCK-GPU-0, MOCK-GPU-1"), "{check}");
 }
 
 #[test]

@@ -469,9 +469,13 @@ fn a_noise_threshold_can_depend_on_the_job_and_zero_leaves_the_command_lines() {
     let bad = GOOD.replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = \"if(CHILDREN == 32, 30, 0)\"");
     let e = error_of(&bad, CU);
     assert!(e.contains(&format!("suite.toml:{}:", line_of(&bad, "noise_threshold"))) && e.contains("unknown name `CHILDREN`"), "{e}");
-    let bad = GOOD.replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = \"N\"");
+    let bad = GOOD.replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = \"if(N == 4096, N, 0)\"");
     let e = error_of(&bad, CU);
-    assert!(e.contains("variant `swept`: noise_threshold") && e.contains("is not a percentage above 0 and below 100"), "{e}");
+    assert!(e.contains("variant `swept`: noise_threshold = `if(N == 4096, N, 0)` gives 4096 for the job with") && e.contains("N=4096") && e.contains("is not a percentage above 0 and below 100"), "{e}");
+    // Neither a number nor a string: what is expected, not serde's name for the type.
+    let bad = GOOD.replace("name = \"swept\"", "name = \"swept\"\nnoise_threshold = true");
+    let e = error_of(&bad, CU);
+    assert!(e.contains("a percentage (noise_threshold = 20) or an expression string"), "{e}");
 }
 
 #[test]

@@ -339,7 +339,7 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
         (Some((a, b)), _) => notes.push(format!(
             "different GPU models ({a} → {b}): each job is compared by its time relative to the copy bound measured in its own run (its % of copy), clocks are not normalised; counters are compared as usual"
         )),
-        (None, Some((a, b))) if a.uuid != b.uuid => notes.push(format!("another card of the same model: {} → {}", a.uuid, b.uuid)),
+        (None, Some(_)) if base.gpu_uuids() != new.gpu_uuids() => notes.push(format!("other cards of the same model: {} → {}", base.gpu_uuids().join(", "), new.gpu_uuids().join(", "))),
         (None, None) => notes.push("the GPU of one run is unknown (NVML gave no device): the model could not be verified".into()),
         _ => {}
     }

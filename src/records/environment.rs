@@ -44,6 +44,16 @@ pub fn peak_bandwidth_gbs(mem_clock_mhz: u32, bus_width_bits: u32) -> f64 {
     2.0 * mem_clock_mhz as f64 * 1e6 * bus_width_bits as f64 / 8.0 / 1e9
 }
 
+impl RunData {
+    /// The UUIDs of the GPUs its jobs ran on: every GPU of a `--gpus` run, else its one device.
+    pub fn gpu_uuids(&self) -> Vec<&str> {
+        match self.info.gpus.as_slice() {
+            [] => self.info.device.iter().map(|d| d.uuid.as_str()).collect(),
+            gpus => gpus.iter().map(|g| g.uuid.as_str()).collect(),
+        }
+    }
+}
+
 /// What a run was measured on and with: the facts that decide whether two runs compare.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fingerprint {
@@ -69,10 +79,7 @@ impl Fingerprint {
             suite: run.info.suite.clone(),
             gpu: d.map(|d| d.name.clone()),
             // A run over several GPUs (`--gpus`) names each of them: its jobs ran on all.
-            uuid: match run.info.gpus.as_slice() {
-                [_, _, ..] => Some(run.info.gpus.iter().map(|g| g.uuid.as_str()).collect::<Vec<_>>().join(", ")),
-                _ => d.map(|d| d.uuid.clone()),
-            },
+            uuid: Some(run.gpu_uuids().join(", ")).filter(|u| !u.is_empty()),
             driver: d.map(|d| d.driver.clone()),
             cuda: d.map(|d| d.cuda_driver.clone()),
             ncu: run.info.ncu_version.clone(),

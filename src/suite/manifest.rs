@@ -123,7 +123,7 @@ pub enum ToleranceDecl {
 /// A noise threshold in percent: one number for every job, or an expression over each job's axes
 /// and params (`if(CHILDREN == 32, 30, 0)`), where 0 leaves that job to the command line's.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(untagged)]
+#[serde(untagged, expecting = "a percentage (noise_threshold = 20) or an expression string over the job's axes and params (\"if(N == 4096, 30, 0)\")")]
 pub enum NoiseThresholdDecl {
     Percent(f64),
     Expr(String),

@@ -898,21 +898,25 @@ fn resolve_job(
 /// 100, or none where an expression gives 0 (the command line's threshold then holds).
 fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Option<f64>, SuiteError> {
     let key = || if v.noise_threshold.is_some() { let mut p = ctx.variant(v); p.push("noise_threshold".into()); p } else { at!["suite", "noise_threshold"] };
-    let pct = match v.noise_threshold.as_ref().or(m.suite.noise_threshold.as_ref()) {
+    let (pct, what) = match v.noise_threshold.as_ref().or(m.suite.noise_threshold.as_ref()) {
         None => return Ok(None),
-        Some(NoiseThresholdDecl::Percent(pct)) => *pct,
-        Some(NoiseThresholdDecl::Expr(e)) => match expr::eval(e, env) {
-            Ok(0.0) => return Ok(None),
-            Ok(pct) => pct,
-            Err(err) => {
-                return Err(ctx.err(key(), format!("variant `{}`, noise_threshold: {err}", v.name), "write a percentage (noise_threshold = 20) or an expression over the job's axes and params that gives one, 0 for the command line's (\"if(CHILDREN == 32, 30, 0)\")"));
+        Some(NoiseThresholdDecl::Percent(pct)) => (*pct, format!("noise_threshold {pct}")),
+        Some(NoiseThresholdDecl::Expr(e)) => {
+            // Which job: an expression may suit some of a sweep's jobs and not others.
+            let job = env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
+            match expr::eval(e, env) {
+                Ok(0.0) => return Ok(None),
+                Ok(pct) => (pct, format!("noise_threshold = `{e}` gives {pct} for the job with {job}, which")),
+                Err(err) => {
+                    return Err(ctx.err(key(), format!("variant `{}`, noise_threshold, for the job with {job}: {err}", v.name), "write a percentage (noise_threshold = 20) or an expression over the job's axes and params that gives one, 0 for the command line's (\"if(CHILDREN == 32, 30, 0)\")"));
+                }
             }
-        },
+        }
     };
     if crate::records::usable_noise_threshold_pct(pct) {
         return Ok(Some(pct));
     }
-    Err(ctx.err(key(), format!("variant `{}`: noise_threshold {pct} is not a percentage above 0 and below 100", v.name), "write the threshold in percent, for example noise_threshold = 20 for 20%"))
+    Err(ctx.err(key(), format!("variant `{}`: {what} is not a percentage above 0 and below 100", v.name), "write the threshold in percent, for example noise_threshold = 20 for 20%; an expression may give 0 for jobs that keep the command line's threshold"))
 }
 
 /// What the suite's `bound` asks each job to be compared with.
