@@ -903,7 +903,7 @@ fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindi
         Some(NoiseThresholdDecl::Percent(pct)) => (*pct, format!("noise_threshold {pct}")),
         Some(NoiseThresholdDecl::Expr(e)) => {
             // Which job: an expression may suit some of a sweep's jobs and not others.
-            let job = env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
+            let job = env.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join(", ");
             match expr::eval(e, env) {
                 Ok(0.0) => return Ok(None),
                 Ok(pct) => (pct, format!("noise_threshold = `{e}` gives {pct} for the job with {job}, which")),
