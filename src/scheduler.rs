@@ -496,14 +496,14 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                         sr.group_jobs[gi][ji].crosses_host_link() || (sr.host_link && !measured.contains(&(si, gi)))
                     };
                     // A pass started now would hold up the next task, which needs the host alone.
-                    if (interleave || !timing_left) && !next_alone && !p.passes.is_empty() {
-                        if let Some(busy) = host.try_share() {
-                            if let Some(held) = host.try_take_ncu() {
-                                if let Some(pass) = p.passes.pop_front() {
-                                    break (Work::Profile(pass, held), busy);
-                                }
-                            }
-                        }
+                    if (interleave || !timing_left)
+                        && !next_alone
+                        && !p.passes.is_empty()
+                        && let Some(busy) = host.try_share()
+                        && let Some(held) = host.try_take_ncu()
+                        && let Some(pass) = p.passes.pop_front()
+                    {
+                        break (Work::Profile(pass, held), busy);
                     }
                     if timing_left {
                         let task = tasks[p.next_task];

@@ -26,7 +26,7 @@ pub fn report(run: &Path, format: Format, write: bool) -> anyhow::Result<i32> {
         store::write_atomic(&target, text.as_bytes()).with_context(|| format!("writing {}", target.display()))?;
         // The timelines the markdown report links go beside it.
         if format == Format::Md {
-            crate::scheduler::write_timelines(&run, &data)?;
+            crate::scheduler::write_timelines(run, &data)?;
         }
     }
     Ok(exit::OK)
