@@ -36,7 +36,7 @@ pub fn references(name: &str, gpu: &str, suite: &str, jobs: &[Reference], thresh
     let _ = writeln!(out, "# Each value: (median time, lower, upper, unit), bounds as fractions of the median: gpu-lab's noise threshold of {:.1}% (or the suite's own, where it sets more) or {:.2} us, whichever is more.", threshold * 100.0, floor_ms * 1e3);
     let _ = writeln!(out, "GPU_LAB_REFERENCES = {{\n    {}: {{", py(gpu));
     for j in jobs.iter().filter(|j| j.median_ms.is_finite() && j.median_ms > 0.0) {
-        let t = threshold.max(j.own_threshold.unwrap_or(0.0)).max(floor_ms / j.median_ms);
+        let t = super::timing::threshold(threshold.max(j.own_threshold.unwrap_or(0.0)), floor_ms, j.median_ms);
         let _ = writeln!(out, "        {}: ({:.6e}, {:.4}, {:.4}, 'ms'),", py(&format!("{suite}/{}", j.id)), j.median_ms, -t, t);
     }
     out.push_str("    },\n}\n");
