@@ -252,6 +252,9 @@ pub enum Command {
         child: ChildArgs,
         #[arg(long)]
         seed: u64,
+        /// With N > 0: run each job once unprofiled, then N times inside cuProfilerStart/Stop.
+        #[arg(long, default_value_t = 0)]
+        profiled_runs: u32,
     },
     /// Child process: measure the copy bounds for a byte count.
     #[command(name = "__bounds", hide = true)]

@@ -27,9 +27,9 @@ pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Res
     Ok(exit::OK)
 }
 
-pub fn profile_pass(specs: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {
+pub fn profile_pass(specs: &Path, child: &ChildArgs, seed: u64, profiled_runs: u32) -> anyhow::Result<i32> {
     let specs: Vec<JobSpec> = read_json(specs)?;
-    runner::run_profile_pass(&open(child)?, &specs, seed)?;
+    runner::run_profile_pass(&open(child)?, &specs, seed, profiled_runs)?;
     Ok(exit::OK)
 }
 

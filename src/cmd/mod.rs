@@ -20,7 +20,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
     // The children are told everything they need on their own command line.
     match cli.command {
         Command::Job { spec, out, child, seed } => return child::job(&spec, &out, &child, seed),
-        Command::ProfilePass { specs, child, seed } => return child::profile_pass(&specs, &child, seed),
+        Command::ProfilePass { specs, child, seed, profiled_runs } => return child::profile_pass(&specs, &child, seed, profiled_runs),
         Command::Bounds { bytes, out, child, timing, fma, host_link } => return child::bounds(bytes, &out, &child, &timing, fma, host_link),
         Command::ComputeBound { bound, out, child, timing } => return child::compute_bound(&bound, &out, &child, &timing),
         _ => {}

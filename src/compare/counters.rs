@@ -128,6 +128,7 @@ mod tests {
             error: None,
             not_applicable: Default::default(),
             gpu: None,
+            duration_from: None,
         }
     }
 

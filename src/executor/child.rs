@@ -10,7 +10,7 @@ use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
 use crate::profiler::{self, pass, Ncu};
-use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot};
+use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot, DURATION_RUNS};
 use crate::store::write_json;
 use crate::suite::JobSpec;
 
@@ -150,6 +150,7 @@ impl Executor for ChildExecutor {
             name: tag.to_string(),
             // Every job's launches run once under replay: the pass may take a job's time per job.
             timeout: ctx.timeout.saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
+            duration_target: Some(self.profile_target(&specs, ctx.seed).into_iter().chain(["--profiled-runs".into(), DURATION_RUNS.to_string().into()]).collect()),
         })
     }
 }

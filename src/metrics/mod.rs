@@ -129,6 +129,9 @@ pub struct Catalog {
 /// Counter every profile collects: the kernel's duration, to weight means and to sanity-check timings.
 pub const DURATION: &str = "gpu__time_duration.sum";
 
+/// The catalogue's metric of that counter alone: what a job's ncu time is read from.
+pub const DURATION_METRIC: &str = "duration";
+
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
     #[error("{file}: {message}")]

@@ -100,6 +100,7 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         gpu: None,
         not_applicable,
+        duration_from: None,
     }
 }
 

@@ -8,7 +8,8 @@ use super::{assign_kernels, check_counters, diagnose, export_raw, profile_args, 
 use crate::metrics::{self, MetricDef};
 use crate::parse;
 use crate::process::{self, FailureKind};
-use crate::records::ProfileRecord;
+use crate::records::{ProfileRecord, DURATION_OWN_SESSION, DURATION_RUNS};
+use crate::stats;
 use crate::store::write_atomic;
 use crate::suite::JobSpec;
 
@@ -24,6 +25,12 @@ pub struct Pass<'a> {
     pub dir: &'a Path,
     pub name: String,
     pub timeout: Duration,
+    /// The same program told to run each job once unprofiled, then `DURATION_RUNS` times between
+    /// cuProfilerStart and cuProfilerStop. When given and `defs` has `duration`, that metric comes
+    /// from a second session of its own over this program, `NAME-duration`: under a metric set's
+    /// replay, and on a process's first launch, ncu reads kernels up to 6% and 14% longer than
+    /// alone and warm (reports/gap-probe-h200), where the event time is neither.
+    pub duration_target: Option<Vec<OsString>>,
 }
 
 /// Profiles the pass; a job ncu could not measure gets a record that says why, never a guess.
@@ -31,16 +38,49 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
     if p.jobs.is_empty() {
         return Vec::new();
     }
-    let failed = |why: String, report: Option<String>| p.jobs.iter().map(|j| ProfileRecord::failed(j.id(), why.clone(), report.clone())).collect();
-    let report_base = p.dir.join(&p.name);
+    let mut records = session(p, p.jobs, &p.target, p.defs, &p.name, false);
+    if let (Some(target), Some(def)) = (&p.duration_target, p.defs.iter().find(|d| d.name == metrics::DURATION_METRIC)) {
+        // The profiled runs, in launch order: each job DURATION_RUNS times over.
+        let runs: Vec<&JobSpec> = p.jobs.iter().flat_map(|j| std::iter::repeat_n(*j, DURATION_RUNS as usize)).collect();
+        let own = session(p, &runs, target, std::slice::from_ref(def), &format!("{}-duration", p.name), true);
+        take_durations(&mut records, &own);
+    }
+    records
+}
+
+/// Gives each record the median duration of its runs in the duration's own session, and says
+/// where its duration came from; where one of those runs failed, the metric set's stays, with why.
+pub fn take_durations(records: &mut [ProfileRecord], own: &[ProfileRecord]) {
+    for r in records.iter_mut().filter(|r| r.metrics.contains_key(metrics::DURATION_METRIC)) {
+        let runs: Vec<&ProfileRecord> = own.iter().filter(|d| d.job_id == r.job_id).collect();
+        let mut durations: Vec<f64> = runs.iter().filter(|d| d.error.is_none()).filter_map(|d| d.metrics.get(metrics::DURATION_METRIC).copied().flatten()).collect();
+        if !runs.is_empty() && durations.len() == runs.len() {
+            r.metrics.insert(metrics::DURATION_METRIC.to_string(), Some(stats::median_in_place(&mut durations)));
+            r.duration_from = Some(DURATION_OWN_SESSION.to_string());
+        } else {
+            let why = runs.iter().find_map(|d| d.error.clone()).unwrap_or_else(|| "it profiled no launch of this job".into());
+            r.duration_from = Some(format!("the metric set's session, since the duration's own session failed: {why}"));
+        }
+    }
+}
+
+/// One ncu session over `target` collecting the counters of `defs`; with `from_start_off`, only
+/// the launches between cuProfilerStart and cuProfilerStop are profiled.
+fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef], name: &str, from_start_off: bool) -> Vec<ProfileRecord> {
+    let failed = |why: String, report: Option<String>| jobs.iter().map(|j| ProfileRecord::failed(j.id(), why.clone(), report.clone())).collect();
+    let report_base = p.dir.join(name);
     let report = report_path(&report_base);
-    let log = p.dir.join(format!("{}.log", p.name));
-    let counters = metrics::counters_needed(p.defs);
+    let log = p.dir.join(format!("{name}.log"));
+    let counters = metrics::counters_needed(defs);
     if let Err(e) = check_counters(&counters) {
         return failed(e.to_string(), None);
     }
     let mut cmd = p.ncu.command_over_child();
-    cmd.args(profile_args(&counters, p.clock_control, &report_base)).args(&p.target);
+    cmd.args(profile_args(&counters, p.clock_control, &report_base));
+    if from_start_off {
+        cmd.args(["--profile-from-start", "off"]);
+    }
+    cmd.args(target);
     let ended = process::run(&mut cmd, &process::Output::Log(log.clone()), Some(p.timeout));
     let text = match &ended {
         Ok(f) => f.text.clone(),
@@ -64,14 +104,14 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
         Err(e) => return failed(e.to_string(), None),
     };
     let report_name = report.file_name().map(|n| n.to_string_lossy().to_string());
-    if let Err(e) = write_atomic(&p.dir.join(format!("{}.csv", p.name)), csv.as_bytes()) {
+    if let Err(e) = write_atomic(&p.dir.join(format!("{name}.csv")), csv.as_bytes()) {
         trouble.get_or_insert(format!("could not keep ncu's export beside the report: {e}"));
     }
     let parsed = match parse::parse_ncu_csv(&csv) {
         Ok(parsed) => parsed,
         Err(e) => return failed(format!("{e}; see {}", log.display()), report_name),
     };
-    records(p.jobs, p.defs, &parsed.kernels, report_name, trouble)
+    records(jobs, defs, &parsed.kernels, report_name, trouble)
 }
 
 /// Each job's record from the kernels ncu profiled, in the pass's launch order.
@@ -89,4 +129,46 @@ pub fn records(jobs: &[&JobSpec], defs: &[MetricDef], kernels: &[parse::KernelRo
             Err(e) => ProfileRecord::failed(job.id(), e, report_name.clone()),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(job: &str, duration: Option<f64>, error: Option<&str>) -> ProfileRecord {
+        let mut r = ProfileRecord::failed(job, String::new(), None);
+        r.error = error.map(str::to_string);
+        if let Some(ns) = duration {
+            r.metrics.insert(metrics::DURATION_METRIC.into(), Some(ns));
+        }
+        r
+    }
+
+    #[test]
+    fn the_median_of_the_own_sessions_runs_replaces_the_metric_sets_duration_and_says_so() {
+        let mut records = vec![record("a", Some(22_700.0), None), record("b", Some(40_000.0), None)];
+        let own = [("a", 22_400.0), ("b", 39_000.0), ("a", 20_500.0), ("a", 20_600.0), ("b", 39_200.0), ("b", 39_100.0)];
+        take_durations(&mut records, &own.map(|(job, ns)| record(job, Some(ns), None)));
+        assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(20_600.0));
+        assert_eq!(records[1].metrics[metrics::DURATION_METRIC], Some(39_100.0));
+        assert!(records.iter().all(|r| r.duration_from.as_deref() == Some(DURATION_OWN_SESSION)));
+        assert!(DURATION_OWN_SESSION.contains(&format!("median of {DURATION_RUNS} profiled runs")));
+    }
+
+    #[test]
+    fn a_failed_own_session_keeps_the_metric_sets_duration_with_the_reason() {
+        let mut records = vec![record("a", Some(22_700.0), None), record("b", Some(40_000.0), None)];
+        take_durations(&mut records, &[record("a", Some(20_500.0), None), record("a", None, Some("ncu timed out"))]);
+        assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(22_700.0));
+        assert!(records[0].duration_from.as_deref().is_some_and(|f| f.starts_with("the metric set's session") && f.ends_with("ncu timed out")), "{:?}", records[0].duration_from);
+        assert_eq!(records[1].metrics[metrics::DURATION_METRIC], Some(40_000.0));
+        assert!(records[1].duration_from.as_deref().is_some_and(|f| f.contains("profiled no launch of this job")), "{:?}", records[1].duration_from);
+    }
+
+    #[test]
+    fn a_record_without_a_duration_gets_none_from_the_own_session() {
+        let mut records = vec![record("a", None, Some("ncu could not start"))];
+        take_durations(&mut records, &[record("a", Some(20_500.0), None)]);
+        assert!(records[0].metrics.is_empty() && records[0].duration_from.is_none());
+    }
 }

@@ -512,12 +512,23 @@ pub struct ProfileRecord {
     /// The UUID of the GPU ncu profiled it on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
+    /// Which ncu session the `duration` metric comes from (`profiler::pass::take_durations`);
+    /// absent where it is the metric set's own, as in runs made before the duration had a session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_from: Option<String>,
 }
+
+/// How many runs of a job the duration's own session profiles; its duration is their median, since
+/// one profiled launch of a 20 µs kernel varies by a few percent from run to run.
+pub const DURATION_RUNS: u32 = 5;
+
+/// What a profile record's `duration_from` says when its duration came from the session of its own.
+pub const DURATION_OWN_SESSION: &str = "own session: gpu__time_duration alone, the median of 5 profiled runs after one unprofiled run of the job";
 
 impl ProfileRecord {
     /// A job ncu could not give numbers for, and why.
     pub fn failed(job_id: &str, error: String, report_file: Option<String>) -> Self {
-        ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error), not_applicable: BTreeMap::new(), gpu: None }
+        ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error), not_applicable: BTreeMap::new(), gpu: None, duration_from: None }
     }
 }
 

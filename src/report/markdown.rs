@@ -534,7 +534,12 @@ impl Exporter<RunData> for Markdown {
         if !passes.is_empty() {
             let (lo, hi) = passes.iter().fold((f64::MAX, f64::MIN), |(a, b), &p| (a.min(p), b.max(p)));
             let times = if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0}–{hi:.0}") };
-            let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table).\n");
+            let own = if run.profiles.values().any(|p| p.duration_from.as_deref() == Some(crate::records::DURATION_OWN_SESSION)) {
+                "; ncu's duration of a kernel from one more session that collects it alone, after one unprofiled run of the job"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table{own}).\n");
         }
         if run.jobs.iter().any(is_compute) {
             out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s); % of FP32 peak = over SMs × FP32 lanes × 2 × the SM clock seen; % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes, flop/DRAM byte = over the DRAM bytes ncu counted (`dram_bytes`: what the caches left); % of roofline = over min(FP32 peak, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
