@@ -3,13 +3,14 @@
 # over the job's kernels; both cold: ncu flushes the caches before each launch it profiles), for the
 # run directories named: the distribution for one-launch jobs at ncu >= 20 us (target: within 3%) and
 # below (within 10%), and for jobs of several launches; each job outside its band is listed. Host
-# programs and kernels that launch kernels are left out: their event time is not their kernels' time.
+# programs and kernels that launch kernels are left out: their event time is not their kernels' time;
+# so are jobs of a --gpus run timed on one GPU and profiled on another.
 # Usage: ncu-agreement.py RUN_DIR...   (issue 12's "agreement with ncu, measured")
 import statistics, sys
 
 import run_records
 
-rows, left_out, first = [], {"host": 0, "nested": 0}, None
+rows, left_out, first = [], {"host": 0, "nested": 0, "cards": 0}, None
 for run in sys.argv[1:]:
     info = run_records.info(run)
     first = first or info
@@ -18,7 +19,7 @@ for run in sys.argv[1:]:
         if v.get("kind") == "job" and v.get("status") == "ok" and v.get("summary"):
             jobs[v["id"]] = v
         elif v.get("kind") == "profile" and (v.get("metrics") or {}).get("duration"):
-            durations[v["job_id"]] = v["metrics"]["duration"]
+            durations[v["job_id"]] = (v["metrics"]["duration"], v.get("gpu"))
     # A suite whose kernels launch kernels is built with relocatable device code and timed with
     # events even where a variant launches none: all of it is left out.
     nested = any("launch kernels" in j.get("timing_method", "") for j in jobs.values())
@@ -26,12 +27,16 @@ for run in sys.argv[1:]:
         if job_id not in durations:
             continue
         method = job.get("timing_method", "")
+        ncu_ns, profiled_on = durations[job_id]
         if "host program" in method:
             left_out["host"] += 1
         elif nested:
             left_out["nested"] += 1
+        elif profiled_on and job.get("gpu") and profiled_on != job["gpu"]:
+            # Under --gpus a group's jobs are timed on whichever GPU is free, and its ncu pass runs
+            # on one of them: a job timed on one card and profiled on another compares two cards.
+            left_out["cards"] += 1
         else:
-            ncu_ns = durations[job_id]
             rows.append((job["summary"]["median"] * 1e6 / ncu_ns, ncu_ns / 1e3, "graph" if method.startswith("CUDA graph") else "events",
                          info["suite"], job_id, job.get("launches", 1) == 1))
 if first is None:
@@ -41,7 +46,8 @@ command = " ".join(w for i, w in enumerate(words) if w not in ("--out", "--quiet
 print(f"cold event median / ncu gpu__time_duration (summed over a job's kernels), {(first.get('device') or {}).get('name', '?')}, "
       f"`gpu-lab {command}`, {first.get('started', '?')}")
 print(f"{len(rows) + sum(left_out.values())} jobs with both; left out as not the same quantity: host programs (transfers, streams: "
-      f"the program's time against its kernels') {left_out['host']}, suites whose kernels launch kernels (dynamic-parallelism) {left_out['nested']}")
+      f"the program's time against its kernels') {left_out['host']}, suites whose kernels launch kernels (dynamic-parallelism) {left_out['nested']}, "
+      f"jobs timed on one GPU and profiled on another (--gpus) {left_out['cards']}")
 for single, title in ((True, "one launch a job"), (False, "several launches a job (each profiled cold by ncu, only the first cold when timed)")):
     part = [r for r in rows if r[5] == single]
     print(f"== {title}: {len(part)} jobs")
