@@ -197,3 +197,43 @@ fn occupancy_records_get_a_table_beside_the_time() {
     assert!(section.contains(&line), "{line}\n{section}");
     assert!(md.contains("Legend of the occupancy tables"));
 }
+
+/// The committed H100 reduction run of 2026-11-23: every job's ncu duration is the median of its
+/// five profiled runs in the duration's own session, recomputed here from that session's raw
+/// export, and the report says where the durations came from.
+#[test]
+fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
+    use gpu_lab::records::{DURATION_OWN_SESSION, DURATION_RUNS};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/cold-all-h100/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
+    let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let lines = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let profiles: Vec<gpu_lab::records::ProfileRecord> = lines
+        .lines()
+        .filter_map(|l| match serde_json::from_str(l).unwrap() {
+            gpu_lab::records::Record::Profile(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(profiles.len(), run.jobs.len());
+    let mut checked = 0;
+    for pass in ["profile-0", "profile-1"] {
+        let csv = std::fs::read_to_string(dir.join(format!("{pass}-duration.csv"))).unwrap();
+        let rows = gpu_lab::parse::parse_ncu_csv(&csv).unwrap().kernels;
+        let mut next = 0;
+        for p in profiles.iter().filter(|p| p.report_file.as_deref() == Some(&format!("{pass}.ncu-rep"))) {
+            assert_eq!(p.duration_from.as_deref(), Some(DURATION_OWN_SESSION), "{}", p.job_id);
+            let n = p.kernels.len();
+            let mut runs: Vec<f64> = (0..DURATION_RUNS as usize)
+                .map(|r| rows[next + r * n..next + (r + 1) * n].iter().map(|k| k.values[gpu_lab::metrics::DURATION]).sum())
+                .collect();
+            next += DURATION_RUNS as usize * n;
+            assert_eq!(p.metrics["duration"], Some(gpu_lab::stats::median_in_place(&mut runs)), "{}", p.job_id);
+            checked += 1;
+        }
+        assert_eq!(next, rows.len(), "{pass}: every profiled launch belongs to a job");
+    }
+    assert_eq!(checked, profiles.len());
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    assert!(md.contains("each job's ncu duration from one more session that collects only it"), "{md}");
+}

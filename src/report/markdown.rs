@@ -535,7 +535,7 @@ impl Exporter<RunData> for Markdown {
             let (lo, hi) = passes.iter().fold((f64::MAX, f64::MIN), |(a, b), &p| (a.min(p), b.max(p)));
             let times = if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0}–{hi:.0}") };
             let own = if run.profiles.values().any(|p| p.duration_from.as_deref() == Some(crate::records::DURATION_OWN_SESSION)) {
-                "; ncu's duration of a kernel from one more session that collects it alone, after one unprofiled run of the job"
+                "; each job's ncu duration from one more session that collects only it: the median of its profiled runs after one unprofiled run"
             } else {
                 ""
             };
