@@ -8,6 +8,9 @@ use super::{stop_sampling, warm_up, Buffers, Doing, Gpu, Loaded, Pointers, RunEr
 use crate::records::{kept_by_clock, CacheState, ClockSample, StepInfo, Timeline, TimingConfig};
 use crate::suite::{Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
 
+/// Each step's start and end in one sample, in ms from the sample's start (`None`: the step records no events).
+type StepSpans = Vec<Option<(f64, f64)>>;
+
 /// Wraps a raw driver result with what was being done.
 pub(super) fn check(result: sys::CUresult, doing: impl FnOnce() -> String) -> Result<(), RunError> {
     result.result().map_err(|source| RunError::Driver { doing: doing(), source })
@@ -270,7 +273,7 @@ pub(super) fn time_program(
         gpu.ctx.synchronize().doing("finishing the preparation of a sample")
     };
     // One sample: the whole and each step, relative to the start.
-    let sample = |bufs: &mut Buffers| -> Result<(f64, Vec<Option<(f64, f64)>>), RunError> {
+    let sample = |bufs: &mut Buffers| -> Result<(f64, StepSpans), RunError> {
         prepare(bufs)?;
         program.issue(loaded, launches, &spec.buffers, bufs, Some(&marks))?;
         // SAFETY: a live event, recorded just above.
@@ -280,7 +283,7 @@ pub(super) fn time_program(
         Ok((total, steps))
     };
     let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || sample(bufs).map(|_| ()))?;
-    let (mut samples, mut per_step, mut clocks): (Vec<f64>, Vec<Vec<Option<(f64, f64)>>>, Vec<Option<ClockSample>>) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut samples, mut per_step, mut clocks): (Vec<f64>, Vec<StepSpans>, Vec<Option<ClockSample>>) = (Vec::new(), Vec::new(), Vec::new());
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
         let (total, steps) = sample(bufs)?;
@@ -294,7 +297,7 @@ pub(super) fn time_program(
     };
     // The timeline is drawn from the samples the median keeps.
     let keep = kept_by_clock(&clocks, samples.len());
-    let (kept_totals, kept_steps): (Vec<f64>, Vec<Vec<Option<(f64, f64)>>>) = samples.iter().zip(per_step).zip(keep).filter(|(_, k)| *k).map(|((&t, s), _)| (t, s)).unzip();
+    let (kept_totals, kept_steps): (Vec<f64>, Vec<StepSpans>) = samples.iter().zip(per_step).zip(keep).filter(|(_, k)| *k).map(|((&t, s), _)| (t, s)).unzip();
     let timeline = timeline_of(program.program, &spec.buffers, &kept_totals, &kept_steps);
     let method = format!("events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}", if flush.is_some() { " after an L2 flush" } else { "" });
     Ok((Timed { samples_ms: samples, runs_per_sample: 1, warmup_runs, stopped_by, method, clocks, warmup_ms }, timeline))
