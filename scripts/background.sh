@@ -3,8 +3,9 @@
 # CMD in a session of its own (a device call's end kills only its own processes) with its output in
 # /tmp/gpu-lab-bg/NAME/log and its exit code in .../rc once it ends; `wait NAME SECONDS` returns when
 # that exit code exists (printing DONE and it) or after SECONDS (printing WAITING and the log's
-# tail). Issue the next call at once: a host left idle for 30 s is given back, the command with it,
-# and every host goes back after 30 minutes held. Completion is the rc file, never a process
+# tail). Issue the next call at once, alone: a host left idle for 30 s is given back, the command
+# with it, and every host goes back after 30 minutes held. (A wait issued beside a long local
+# command returns only when both end; a 20-minute suite run was lost that way on 2026-11-23.) Completion is the rc file, never a process
 # search (a search for the command's name also finds the call that searches).
 set -uo pipefail
 BASE=/tmp/gpu-lab-bg
