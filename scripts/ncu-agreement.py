@@ -10,7 +10,7 @@ import statistics, sys
 
 import run_records
 
-rows, left_out, first = [], {"host": 0, "nested": 0, "cards": 0}, None
+rows, left_out, first = [], {"host": 0, "nested": 0, "cards": 0, "fallback": 0}, None
 for run in sys.argv[1:]:
     info = run_records.info(run)
     first = first or info
@@ -19,7 +19,7 @@ for run in sys.argv[1:]:
         if v.get("kind") == "job" and v.get("status") == "ok" and v.get("summary"):
             jobs[v["id"]] = v
         elif v.get("kind") == "profile" and (v.get("metrics") or {}).get("duration"):
-            durations[v["job_id"]] = (v["metrics"]["duration"], v.get("gpu"))
+            durations[v["job_id"]] = (v["metrics"]["duration"], v.get("gpu"), v.get("duration_from"))
     # A suite whose kernels launch kernels is built with relocatable device code and timed with
     # events even where a variant launches none: all of it is left out.
     nested = any("launch kernels" in j.get("timing_method", "") for j in jobs.values())
@@ -27,7 +27,7 @@ for run in sys.argv[1:]:
         if job_id not in durations:
             continue
         method = job.get("timing_method", "")
-        ncu_ns, profiled_on = durations[job_id]
+        ncu_ns, profiled_on, duration_from = durations[job_id]
         if "host program" in method:
             left_out["host"] += 1
         elif nested:
@@ -36,6 +36,11 @@ for run in sys.argv[1:]:
             # Under --gpus a group's jobs are timed on whichever GPU is free, and its ncu pass runs
             # on one of them: a job timed on one card and profiled on another compares two cards.
             left_out["cards"] += 1
+        elif duration_from and not duration_from.startswith("own session"):
+            # The duration's own session failed for the job: ncu's reading under the metric set's
+            # replay is not the quantity the others are compared with. (Runs made before the
+            # duration had a session of its own say nothing, and are read as they are.)
+            left_out["fallback"] += 1
         else:
             rows.append((job["summary"]["median"] * 1e6 / ncu_ns, ncu_ns / 1e3, "graph" if method.startswith("CUDA graph") else "events",
                          info["suite"], job_id, job.get("launches", 1) == 1))
@@ -47,7 +52,8 @@ print(f"cold event median / ncu gpu__time_duration (summed over a job's kernels)
       f"`gpu-lab {command}`, {first.get('started', '?')}")
 print(f"{len(rows) + sum(left_out.values())} jobs with both; left out as not the same quantity: host programs (transfers, streams: "
       f"the program's time against its kernels') {left_out['host']}, suites whose kernels launch kernels (dynamic-parallelism) {left_out['nested']}, "
-      f"jobs timed on one GPU and profiled on another (--gpus) {left_out['cards']}")
+      f"jobs timed on one GPU and profiled on another (--gpus) {left_out['cards']}, "
+      f"jobs whose duration's own session failed (the metric set's reading) {left_out['fallback']}")
 for single, title in ((True, "one launch a job"), (False, "several launches a job (each profiled cold by ncu, only the first cold when timed)")):
     part = [r for r in rows if r[5] == single]
     print(f"== {title}: {len(part)} jobs")

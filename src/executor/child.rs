@@ -140,17 +140,20 @@ impl Executor for ChildExecutor {
         if let Err(e) = write_json(&specs, &jobs) {
             return failed(format!("{e:#}"));
         }
+        let target = self.profile_target(&specs, ctx.seed);
+        let duration_target = target.iter().cloned().chain(["--profiled-runs".into(), DURATION_RUNS.to_string().into()]).collect();
         pass::profile(&pass::Pass {
             ncu,
-            target: self.profile_target(&specs, ctx.seed),
+            target,
             jobs,
             defs: ctx.metrics,
             clock_control: ctx.clock_control,
             dir: ctx.dir,
             name: tag.to_string(),
-            // Every job's launches run once under replay: the pass may take a job's time per job.
+            // The metric session runs every job's launches once under replay: it may take a job's
+            // time per job (the duration's session, which runs each job more often, scales this).
             timeout: ctx.timeout.saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
-            duration_target: Some(self.profile_target(&specs, ctx.seed).into_iter().chain(["--profiled-runs".into(), DURATION_RUNS.to_string().into()]).collect()),
+            duration_target: Some(duration_target),
         })
     }
 }

@@ -105,7 +105,7 @@ pub fn profile_record(job: &JobSpec, defs: &[MetricDef], rows: &[KernelRow], rep
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -121,7 +121,8 @@ mod tests {
         assert!(!kernel_name_matches("copy_row_x", "copy_row"));
     }
 
-    fn job(id: &str, grid: u32) -> JobSpec {
+    /// A job of one `copy` launch of `grid` blocks of 256 threads, for tests of the mapping.
+    pub(crate) fn job(id: &str, grid: u32) -> JobSpec {
         use crate::suite::{CorrectnessSpec, JobKey, LaunchSpec, Program};
         JobSpec {
             key: JobKey { id: id.into(), variant: id.into(), ..Default::default() },

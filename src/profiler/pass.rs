@@ -8,7 +8,7 @@ use super::{assign_kernels, check_counters, diagnose, export_raw, profile_args, 
 use crate::metrics::{self, MetricDef};
 use crate::parse;
 use crate::process::{self, FailureKind};
-use crate::records::{ProfileRecord, DURATION_OWN_SESSION, DURATION_RUNS};
+use crate::records::{ProfileRecord, DURATION_RUNS};
 use crate::stats;
 use crate::store::write_atomic;
 use crate::suite::JobSpec;
@@ -38,35 +38,41 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
     if p.jobs.is_empty() {
         return Vec::new();
     }
-    let mut records = session(p, p.jobs, &p.target, p.defs, &p.name, false);
+    let mut records = session(p, p.jobs, &p.target, p.defs, &p.name, false, p.timeout);
     if let (Some(target), Some(def)) = (&p.duration_target, p.defs.iter().find(|d| d.name == metrics::DURATION_METRIC)) {
-        // The profiled runs, in launch order: each job DURATION_RUNS times over.
+        // The profiled runs, in launch order: each job DURATION_RUNS times over. The child runs
+        // every job DURATION_RUNS + 1 times, so it may take that many times the pass's time.
         let runs: Vec<&JobSpec> = p.jobs.iter().flat_map(|j| std::iter::repeat_n(*j, DURATION_RUNS as usize)).collect();
-        let own = session(p, &runs, target, std::slice::from_ref(def), &format!("{}-duration", p.name), true);
+        let own = session(p, &runs, target, std::slice::from_ref(def), &format!("{}-duration", p.name), true, p.timeout.saturating_mul(DURATION_RUNS + 1));
         take_durations(&mut records, &own);
     }
     records
 }
 
 /// Gives each record the median duration of its runs in the duration's own session, and says
-/// where its duration came from; where one of those runs failed, the metric set's stays, with why.
+/// where its duration came from; where a run of the job has no duration there, the metric set's
+/// stays, with why.
 pub fn take_durations(records: &mut [ProfileRecord], own: &[ProfileRecord]) {
     for r in records.iter_mut().filter(|r| r.metrics.contains_key(metrics::DURATION_METRIC)) {
         let runs: Vec<&ProfileRecord> = own.iter().filter(|d| d.job_id == r.job_id).collect();
         let mut durations: Vec<f64> = runs.iter().filter(|d| d.error.is_none()).filter_map(|d| d.metrics.get(metrics::DURATION_METRIC).copied().flatten()).collect();
         if !runs.is_empty() && durations.len() == runs.len() {
             r.metrics.insert(metrics::DURATION_METRIC.to_string(), Some(stats::median_in_place(&mut durations)));
-            r.duration_from = Some(DURATION_OWN_SESSION.to_string());
+            r.duration_from = Some(ProfileRecord::own_session_duration());
         } else {
-            let why = runs.iter().find_map(|d| d.error.clone()).unwrap_or_else(|| "it profiled no launch of this job".into());
-            r.duration_from = Some(format!("the metric set's session, since the duration's own session failed: {why}"));
+            let why = match runs.iter().find_map(|d| d.error.clone()) {
+                Some(error) => format!("it failed: {error}"),
+                None if runs.is_empty() => "it has no record of this job".to_string(),
+                None => format!("{} of its {} runs of this job have no duration", runs.len() - durations.len(), runs.len()),
+            };
+            r.duration_from = Some(format!("the metric set's session, since the duration's own session could not give it: {why}"));
         }
     }
 }
 
 /// One ncu session over `target` collecting the counters of `defs`; with `from_start_off`, only
 /// the launches between cuProfilerStart and cuProfilerStop are profiled.
-fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef], name: &str, from_start_off: bool) -> Vec<ProfileRecord> {
+fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef], name: &str, from_start_off: bool, timeout: Duration) -> Vec<ProfileRecord> {
     let failed = |why: String, report: Option<String>| jobs.iter().map(|j| ProfileRecord::failed(j.id(), why.clone(), report.clone())).collect();
     let report_base = p.dir.join(name);
     let report = report_path(&report_base);
@@ -81,7 +87,7 @@ fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef],
         cmd.args(["--profile-from-start", "off"]);
     }
     cmd.args(target);
-    let ended = process::run(&mut cmd, &process::Output::Log(log.clone()), Some(p.timeout));
+    let ended = process::run(&mut cmd, &process::Output::Log(log.clone()), Some(timeout));
     let text = match &ended {
         Ok(f) => f.text.clone(),
         Err(_) => std::fs::read_to_string(&log).unwrap_or_default(),
@@ -99,6 +105,10 @@ fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef],
         Err(e) if matches!(e.kind, FailureKind::TimedOut(_)) || !report.exists() => return failed(ProfilerError::Failed(e).to_string(), None),
         Err(e) => trouble = Some(format!("ncu or the profiled pass failed: {e}")),
     }
+    if !report.exists() {
+        let range = if from_start_off { " between cuProfilerStart and cuProfilerStop" } else { "" };
+        return failed(format!("ncu profiled no launch{range} and wrote no report, though the pass ran to its end; see {}", log.display()), None);
+    }
     let csv = match export_raw(p.ncu, &report) {
         Ok(csv) => csv,
         Err(e) => return failed(e.to_string(), None),
@@ -114,19 +124,25 @@ fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef],
     records(jobs, defs, &parsed.kernels, report_name, trouble)
 }
 
-/// Each job's record from the kernels ncu profiled, in the pass's launch order.
+/// Each job's record from the kernels ncu profiled, in the pass's launch order. More kernels
+/// than the pass launched means some launch was profiled that no job made, so which kernel is
+/// whose cannot be told from the order: every record then says so.
 pub fn records(jobs: &[&JobSpec], defs: &[MetricDef], kernels: &[parse::KernelRow], report_name: Option<String>, trouble: Option<String>) -> Vec<ProfileRecord> {
+    let launched: usize = jobs.iter().map(|j| j.launches.len()).sum();
+    let extra = (kernels.len() > launched).then(|| format!("ncu profiled {} launches where the pass made {launched}: which launch is whose is uncertain, so these numbers are not kept", kernels.len()));
     assign_kernels(jobs, kernels)
         .into_iter()
-        .map(|(job, rows)| match rows {
-            Ok(rows) => {
+        .map(|(job, rows)| match (rows, &extra) {
+            (_, Some(extra)) => ProfileRecord::failed(job.id(), extra.clone(), report_name.clone()),
+            (Ok(rows), None) => {
                 let mut r = profile_record(job, defs, &rows, report_name.clone());
                 if !r.missing.is_empty() && r.error.is_none() {
                     r.error = trouble.clone();
                 }
                 r
             }
-            Err(e) => ProfileRecord::failed(job.id(), e, report_name.clone()),
+            // A launch that failed is the likelier reason for a short pass than ncu itself.
+            (Err(e), None) => ProfileRecord::failed(job.id(), match &trouble { Some(t) => format!("{e} ({t})"), None => e }, report_name.clone()),
         })
         .collect()
 }
@@ -151,18 +167,46 @@ mod tests {
         take_durations(&mut records, &own.map(|(job, ns)| record(job, Some(ns), None)));
         assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(20_600.0));
         assert_eq!(records[1].metrics[metrics::DURATION_METRIC], Some(39_100.0));
-        assert!(records.iter().all(|r| r.duration_from.as_deref() == Some(DURATION_OWN_SESSION)));
-        assert!(DURATION_OWN_SESSION.contains(&format!("median of {DURATION_RUNS} profiled runs")));
+        assert!(records.iter().all(|r| r.duration_from_own_session()));
+        assert!(records[0].duration_from.as_deref().is_some_and(|f| f.contains(&format!("median of {DURATION_RUNS} profiled runs"))));
     }
 
     #[test]
     fn a_failed_own_session_keeps_the_metric_sets_duration_with_the_reason() {
-        let mut records = vec![record("a", Some(22_700.0), None), record("b", Some(40_000.0), None)];
-        take_durations(&mut records, &[record("a", Some(20_500.0), None), record("a", None, Some("ncu timed out"))]);
+        let mut records = vec![record("a", Some(22_700.0), None), record("b", Some(40_000.0), None), record("c", Some(30_000.0), None)];
+        let own = [record("a", Some(20_500.0), None), record("a", None, Some("ncu timed out")), record("b", Some(39_000.0), None), record("b", None, None)];
+        take_durations(&mut records, &own);
+        let from = |i: usize| records[i].duration_from.clone().unwrap_or_default();
         assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(22_700.0));
-        assert!(records[0].duration_from.as_deref().is_some_and(|f| f.starts_with("the metric set's session") && f.ends_with("ncu timed out")), "{:?}", records[0].duration_from);
+        assert!(from(0).starts_with("the metric set's session") && from(0).ends_with("it failed: ncu timed out"), "{}", from(0));
         assert_eq!(records[1].metrics[metrics::DURATION_METRIC], Some(40_000.0));
-        assert!(records[1].duration_from.as_deref().is_some_and(|f| f.contains("profiled no launch of this job")), "{:?}", records[1].duration_from);
+        assert!(from(1).ends_with("1 of its 2 runs of this job have no duration"), "{}", from(1));
+        assert_eq!(records[2].metrics[metrics::DURATION_METRIC], Some(30_000.0));
+        assert!(from(2).ends_with("it has no record of this job"), "{}", from(2));
+        assert!(records.iter().all(|r| !r.duration_from_own_session()));
+    }
+
+    /// A launch profiled that no job made shifts which kernel is whose: no record keeps numbers.
+    #[test]
+    fn more_kernels_than_launches_fail_every_record_of_the_pass() {
+        let job = super::super::assign::tests::job("a", 10);
+        let row = |id: u64| parse::KernelRow {
+            id,
+            process_id: "1".into(),
+            kernel_name: "copy".into(),
+            block_size: "(256, 1, 1)".into(),
+            grid_size: "(10, 1, 1)".into(),
+            device: "0".into(),
+            cc: "9.0".into(),
+            values: [(metrics::DURATION.to_string(), 20_000.0)].into(),
+            text: Default::default(),
+        };
+        let defs = [];
+        let exact = records(&[&job], &defs, &[row(0)], None, None);
+        assert!(exact[0].error.is_none(), "{:?}", exact[0].error);
+        let extra = records(&[&job], &defs, &[row(0), row(1)], None, None);
+        assert!(extra[0].error.as_deref().is_some_and(|e| e.contains("ncu profiled 2 launches where the pass made 1")), "{:?}", extra[0].error);
+        assert!(extra[0].metrics.is_empty());
     }
 
     #[test]

@@ -522,10 +522,20 @@ pub struct ProfileRecord {
 /// one profiled launch of a 20 µs kernel varies by a few percent from run to run.
 pub const DURATION_RUNS: u32 = 5;
 
-/// What a profile record's `duration_from` says when its duration came from the session of its own.
-pub const DURATION_OWN_SESSION: &str = "own session: gpu__time_duration alone, the median of 5 profiled runs after one unprofiled run of the job";
+/// How a profile record's `duration_from` begins when its duration came from the session of its own.
+pub const DURATION_OWN_SESSION: &str = "own session";
 
 impl ProfileRecord {
+    /// What `duration_from` says of a duration from the session of its own.
+    pub fn own_session_duration() -> String {
+        format!("{DURATION_OWN_SESSION}: gpu__time_duration alone, the median of {DURATION_RUNS} profiled runs after one unprofiled run of the job")
+    }
+
+    /// Whether the record's `duration` came from the session of its own.
+    pub fn duration_from_own_session(&self) -> bool {
+        self.duration_from.as_deref().is_some_and(|f| f.starts_with(DURATION_OWN_SESSION))
+    }
+
     /// A job ncu could not give numbers for, and why.
     pub fn failed(job_id: &str, error: String, report_file: Option<String>) -> Self {
         ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error), not_applicable: BTreeMap::new(), gpu: None, duration_from: None }

@@ -534,10 +534,13 @@ impl Exporter<RunData> for Markdown {
         if !passes.is_empty() {
             let (lo, hi) = passes.iter().fold((f64::MAX, f64::MIN), |(a, b), &p| (a.min(p), b.max(p)));
             let times = if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0}–{hi:.0}") };
-            let own = if run.profiles.values().any(|p| p.duration_from.as_deref() == Some(crate::records::DURATION_OWN_SESSION)) {
-                "; each job's ncu duration from one more session that collects only it: the median of its profiled runs after one unprofiled run"
-            } else {
-                ""
+            // Runs made before the duration had its own session say nothing of where it came from.
+            let own = run.profiles.values().filter(|p| p.duration_from_own_session()).count();
+            let fell_back = run.profiles.values().filter(|p| p.duration_from.is_some() && !p.duration_from_own_session()).count();
+            let own = match (own, fell_back) {
+                (0, 0) => String::new(),
+                (_, 0) => "; each job's ncu duration from one more session that collects only it: the median of its profiled runs after one unprofiled run".to_string(),
+                (_, n) => format!("; each job's ncu duration from one more session that collects only it, except {n} whose duration is the set's reading, longer under its replay (each record's `duration_from` says why)"),
             };
             let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table{own}).\n");
         }

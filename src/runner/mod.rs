@@ -839,16 +839,18 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
     })
 }
 
-/// Runs each job's launches exactly once, in order, for `ncu` to profile: no check, no timing,
-/// so that the n-th profiled kernel is the n-th launch listed here. Jobs of one group declare the
-/// same buffers: device buffers are made and filled once and put back to their start before each
-/// job. Host-resident and managed ones are made afresh, since where their pages are after a reset
-/// is the driver's choice and would change what the next job's kernel is profiled on.
+/// Runs each job's launches once, in order, for `ncu` to profile: no check, no timing, so that
+/// the n-th profiled kernel is the n-th launch listed here. Jobs of one group declare the same
+/// buffers: device buffers are made and filled once and put back to their start before each job.
+/// Host-resident and managed ones are made afresh for each job, since where their pages are after
+/// a reset is the driver's choice and would change what the next job's kernel is profiled on.
 ///
 /// With `profiled_runs` > 0, each job first runs once unprofiled, then that many times between
 /// cuProfilerStart and cuProfilerStop (for ncu's `--profile-from-start off`), its buffers reset
 /// before each: a process's first launch of a kernel reads up to 14% long under ncu
-/// (reports/gap-probe-h200), while every timed sample follows warm-up launches.
+/// (reports/gap-probe-h200), while every timed sample follows warm-up launches. Within one job
+/// the buffers are kept, as the timed samples keep them: the profiled runs find managed pages
+/// where the job's own earlier runs left them, as every sample after the first does.
 pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64, profiled_runs: u32) -> Result<(), RunError> {
     set_pending_launches(gpu, &specs.iter().collect::<Vec<_>>())?;
     let mut kept: Option<(&[BufferSpec], Buffers)> = None;
