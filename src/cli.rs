@@ -199,6 +199,11 @@ pub enum Command {
         /// ncu clock control: `none` measures the card as found; `base` locks base clocks (owners only).
         #[arg(long, value_enum, default_value_t = ClockControl::None)]
         clock_control: ClockControl,
+        /// ncu's duration of a job: the median of this many profiled runs, after one unprofiled run, in
+        /// an ncu session that collects only the duration. 0: read it from the metric set's session
+        /// (faster, but a set's replay and a first launch read kernels up to 6% and 14% long).
+        #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
+        duration_runs: u32,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
     #[command(after_help = NCU_HELP)]

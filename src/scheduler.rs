@@ -34,6 +34,9 @@ pub struct SuitePlan<'a> {
 pub struct ProfileRequest {
     pub names: Vec<String>,
     pub clock_control: ClockControl,
+    /// Profiled runs a job's duration is the median of, in a session of its own; 0: none, the
+    /// duration is the metric set's reading.
+    pub duration_runs: u32,
 }
 
 /// How every suite of one command runs.
@@ -201,6 +204,7 @@ struct SuiteRun<'p> {
     work: PathBuf,
     timing: TimingConfig,
     clock_control: ClockControl,
+    duration_runs: u32,
     fma: bool,
     host_link: bool,
     timeout: Duration,
@@ -246,11 +250,12 @@ impl<'p> SuiteRun<'p> {
         let group_jobs = groups.iter().map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect()).collect();
         let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
         let host_link = plan.jobs.iter().any(JobSpec::crosses_host_link);
-        Ok((SuiteRun { plan, dir, work, timing, clock_control, fma, host_link, timeout: settings.timeout, groups, group_jobs, began: OnceLock::new() }, info))
+        let duration_runs = settings.profile.as_ref().map_or(0, |p| p.duration_runs);
+        Ok((SuiteRun { plan, dir, work, timing, clock_control, duration_runs, fma, host_link, timeout: settings.timeout, groups, group_jobs, began: OnceLock::new() }, info))
     }
 
     fn ctx(&self, seed: u64) -> RunContext<'_> {
-        RunContext { dir: &self.dir, work: &self.work, timing: &self.timing, seed, timeout: self.timeout, metrics: &self.plan.metrics, clock_control: self.clock_control, fma: self.fma, host_link: self.host_link }
+        RunContext { dir: &self.dir, work: &self.work, timing: &self.timing, seed, timeout: self.timeout, metrics: &self.plan.metrics, clock_control: self.clock_control, duration_runs: self.duration_runs, fma: self.fma, host_link: self.host_link }
     }
 }
 
@@ -763,7 +768,7 @@ mod tests {
             cache: None,
             seed: 1,
             timeout: Duration::from_secs(5),
-            profile: profile.then(|| ProfileRequest { names: vec![], clock_control: ClockControl::None }),
+            profile: profile.then(|| ProfileRequest { names: vec![], clock_control: ClockControl::None, duration_runs: crate::records::DURATION_RUNS }),
             command_line: "test".into(),
             quiet: true,
             shard: None,
@@ -1114,7 +1119,7 @@ mod tests {
     fn two_models_side_by_side(watch: &Watch, suites: &[Suite], profile: bool) {
         let d = tempfile::tempdir().unwrap();
         let (a, b) = (Watched::new(0, watch, 2, 1), Watched::new(1, watch, 2, 1));
-        let request = ProfileRequest { names: vec![], clock_control: ClockControl::None };
+        let request = ProfileRequest { names: vec![], clock_control: ClockControl::None, duration_runs: crate::records::DURATION_RUNS };
         let plans = plan(suites, &[], profile.then_some(&request), &Catalog::builtin().unwrap()).unwrap();
         let host = HostShare::default();
         let (sa, sb) = (settings(&d.path().join("a"), profile), settings(&d.path().join("b"), profile));

@@ -93,6 +93,7 @@ fn unknown_suite_and_usage_errors() {
     gpu_lab().args(["run", "--suite", "transpose", "--noise=-1"]).assert().code(2).stderr(predicate::str::contains("not a positive number"));
     gpu_lab().args(["report", RUN, "--format", "pdf"]).assert().code(2).stderr(predicate::str::contains("md, json, csv, svg"));
     gpu_lab().args(["check", "--baseline", "x", "--from", RUN, "--normalize", "often"]).assert().code(2).stderr(predicate::str::contains("auto, sm, memory, none"));
+    gpu_lab().args(["profile", "--suite", "transpose", "--duration-runs", "101"]).assert().code(2).stderr(predicate::str::contains("not in 0..=100"));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::exit;
 use crate::metrics::MetricDef;
 use crate::profiler::ClockControl;
-use crate::records::RunData;
+use crate::records::{RunData, DURATION_RUNS};
 use crate::scheduler::ProfileRequest;
 use crate::store::{self, baseline};
 
@@ -44,7 +44,9 @@ fn run_suite(config: &Config, args: &SuiteArgs, base: &RunData, no_profile: bool
         if !unknown.is_empty() {
             eprintln!("warning: the baseline's metrics {} are not defined here and are not collected", unknown.join(", "));
         }
-        Some(ProfileRequest { names: known, clock_control: ClockControl::from_policy(&base.info.clock_policy) })
+        // Durations are never judged as counters (the timing verdict covers time), so the
+        // duration's own session keeps its default whatever the baseline used.
+        Some(ProfileRequest { names: known, clock_control: ClockControl::from_policy(&base.info.clock_policy), duration_runs: DURATION_RUNS })
     } else {
         None
     };

@@ -34,9 +34,9 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
         Command::Merge { runs, out } => merge::merge(&runs, &out),
         Command::Plan { suite, variant, suite_dir, shards } => run::plan(&config, &suite, &variant, &suite_dir, shards as usize),
-        Command::Profile { suite, set, metrics, clock_control } => {
+        Command::Profile { suite, set, metrics, clock_control, duration_runs } => {
             let names = set.into_iter().chain(metrics).collect();
-            run::run(&config, &suite, Some(ProfileRequest { names, clock_control }), &mock, command_line)
+            run::run(&config, &suite, Some(ProfileRequest { names, clock_control, duration_runs }), &mock, command_line)
         }
         Command::Report { run, format, write } => report::report(&run, format, write),
         Command::Baseline { action } => baseline::baseline(action),

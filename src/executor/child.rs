@@ -10,7 +10,7 @@ use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
 use crate::profiler::{self, pass, Ncu};
-use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot, DURATION_RUNS};
+use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot};
 use crate::store::write_json;
 use crate::suite::JobSpec;
 
@@ -141,7 +141,10 @@ impl Executor for ChildExecutor {
             return failed(format!("{e:#}"));
         }
         let target = self.profile_target(&specs, ctx.seed);
-        let duration_target = target.iter().cloned().chain(["--profiled-runs".into(), DURATION_RUNS.to_string().into()]).collect();
+        let duration = (ctx.duration_runs > 0).then(|| pass::DurationSession {
+            target: target.iter().cloned().chain(["--profiled-runs".into(), ctx.duration_runs.to_string().into()]).collect(),
+            runs: ctx.duration_runs,
+        });
         pass::profile(&pass::Pass {
             ncu,
             target,
@@ -153,7 +156,7 @@ impl Executor for ChildExecutor {
             // The metric session runs every job's launches once under replay: it may take a job's
             // time per job (the duration's session, which runs each job more often, scales this).
             timeout: ctx.timeout.saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
-            duration_target: Some(duration_target),
+            duration,
         })
     }
 }

@@ -43,6 +43,8 @@ pub struct RunContext<'a> {
     pub timeout: Duration,
     pub metrics: &'a [MetricDef],
     pub clock_control: ClockControl,
+    /// Profiled runs a job's ncu duration is the median of (`ProfileRequest::duration_runs`).
+    pub duration_runs: u32,
     /// Some job declares flops: the bounds include the FP32 multiply-add rate.
     pub fma: bool,
     /// Some job copies between host and device: the bounds include the host link's copies.

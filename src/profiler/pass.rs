@@ -8,7 +8,7 @@ use super::{assign_kernels, check_counters, diagnose, export_raw, profile_args, 
 use crate::metrics::{self, MetricDef};
 use crate::parse;
 use crate::process::{self, FailureKind};
-use crate::records::{ProfileRecord, DURATION_RUNS};
+use crate::records::ProfileRecord;
 use crate::stats;
 use crate::store::write_atomic;
 use crate::suite::JobSpec;
@@ -25,12 +25,19 @@ pub struct Pass<'a> {
     pub dir: &'a Path,
     pub name: String,
     pub timeout: Duration,
-    /// The same program told to run each job once unprofiled, then `DURATION_RUNS` times between
-    /// cuProfilerStart and cuProfilerStop. When given and `defs` has `duration`, that metric comes
-    /// from a second session of its own over this program, `NAME-duration`: under a metric set's
-    /// replay, and on a process's first launch, ncu reads kernels up to 6% and 14% longer than
-    /// alone and warm (reports/gap-probe-h200), where the event time is neither.
-    pub duration_target: Option<Vec<OsString>>,
+    /// When given and `defs` has `duration`, that metric comes from a second session of its own,
+    /// `NAME-duration`: under a metric set's replay, and on a process's first launch, ncu reads
+    /// kernels up to 6% and 14% longer than alone and warm (reports/gap-probe-h200), where the
+    /// event time is neither.
+    pub duration: Option<DurationSession>,
+}
+
+/// The duration's own session.
+pub struct DurationSession {
+    /// The pass's program told to run each job once unprofiled, then `runs` times between
+    /// cuProfilerStart and cuProfilerStop.
+    pub target: Vec<OsString>,
+    pub runs: u32,
 }
 
 /// Profiles the pass; a job ncu could not measure gets a record that says why, never a guess.
@@ -39,11 +46,11 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
         return Vec::new();
     }
     let mut records = session(p, p.jobs, &p.target, p.defs, &p.name, false, p.timeout);
-    if let (Some(target), Some(def)) = (&p.duration_target, p.defs.iter().find(|d| d.name == metrics::DURATION_METRIC)) {
-        // The profiled runs, in launch order: each job DURATION_RUNS times over. The child runs
-        // every job DURATION_RUNS + 1 times, so it may take that many times the pass's time.
-        let runs: Vec<&JobSpec> = p.jobs.iter().flat_map(|j| std::iter::repeat_n(*j, DURATION_RUNS as usize)).collect();
-        let own = session(p, &runs, target, std::slice::from_ref(def), &format!("{}-duration", p.name), true, p.timeout.saturating_mul(DURATION_RUNS + 1));
+    if let (Some(d), Some(def)) = (&p.duration, p.defs.iter().find(|d| d.name == metrics::DURATION_METRIC)) {
+        // The profiled runs, in launch order: each job `runs` times over. The child runs every
+        // job `runs + 1` times, so it may take that many times the pass's time.
+        let runs: Vec<&JobSpec> = p.jobs.iter().flat_map(|j| std::iter::repeat_n(*j, d.runs as usize)).collect();
+        let own = session(p, &runs, &d.target, std::slice::from_ref(def), &format!("{}-duration", p.name), true, p.timeout.saturating_mul(d.runs.saturating_add(1)));
         take_durations(&mut records, &own);
     }
     records
@@ -58,7 +65,7 @@ pub fn take_durations(records: &mut [ProfileRecord], own: &[ProfileRecord]) {
         let mut durations: Vec<f64> = runs.iter().filter(|d| d.error.is_none()).filter_map(|d| d.metrics.get(metrics::DURATION_METRIC).copied().flatten()).collect();
         if !runs.is_empty() && durations.len() == runs.len() {
             r.metrics.insert(metrics::DURATION_METRIC.to_string(), Some(stats::median_in_place(&mut durations)));
-            r.duration_from = Some(ProfileRecord::own_session_duration());
+            r.duration_from = Some(ProfileRecord::own_session_duration(runs.len()));
         } else {
             let why = match runs.iter().find_map(|d| d.error.clone()) {
                 Some(error) => format!("it failed: {error}"),
@@ -168,7 +175,7 @@ mod tests {
         assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(20_600.0));
         assert_eq!(records[1].metrics[metrics::DURATION_METRIC], Some(39_100.0));
         assert!(records.iter().all(|r| r.duration_from_own_session()));
-        assert!(records[0].duration_from.as_deref().is_some_and(|f| f.contains(&format!("median of {DURATION_RUNS} profiled runs"))));
+        assert!(records[0].duration_from.as_deref().is_some_and(|f| f.contains("median of 3 profiled runs")));
     }
 
     #[test]

@@ -518,17 +518,18 @@ pub struct ProfileRecord {
     pub duration_from: Option<String>,
 }
 
-/// How many runs of a job the duration's own session profiles; its duration is their median, since
-/// one profiled launch of a 20 µs kernel varies by a few percent from run to run.
+/// How many runs of a job the duration's own session profiles unless told otherwise; its duration
+/// is their median, since one profiled launch of a 20 µs kernel varies by a few percent from run
+/// to run.
 pub const DURATION_RUNS: u32 = 5;
 
 /// How a profile record's `duration_from` begins when its duration came from the session of its own.
 pub const DURATION_OWN_SESSION: &str = "own session";
 
 impl ProfileRecord {
-    /// What `duration_from` says of a duration from the session of its own.
-    pub fn own_session_duration() -> String {
-        format!("{DURATION_OWN_SESSION}: gpu__time_duration alone, the median of {DURATION_RUNS} profiled runs after one unprofiled run of the job")
+    /// What `duration_from` says of a duration from the session of its own, over `runs` runs.
+    pub fn own_session_duration(runs: usize) -> String {
+        format!("{DURATION_OWN_SESSION}: gpu__time_duration alone, the median of {runs} profiled runs after one unprofiled run of the job")
     }
 
     /// Whether the record's `duration` came from the session of its own.
