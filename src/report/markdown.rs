@@ -537,12 +537,12 @@ impl Exporter<RunData> for Markdown {
             // Runs made before the duration had its own session say nothing of where it came from.
             let own = run.profiles.values().filter(|p| p.duration_from_own_session()).count();
             let fell_back = run.profiles.values().filter(|p| p.duration_from.is_some() && !p.duration_from_own_session()).count();
-            let own = match (own, fell_back) {
+            let duration_note = match (own, fell_back) {
                 (0, 0) => String::new(),
                 (_, 0) => "; each job's ncu duration from one more session that collects only it: the median of its profiled runs after one unprofiled run".to_string(),
                 (_, n) => format!("; each job's ncu duration from one more session that collects only it, except {n} whose duration is the set's reading, longer under its replay (each record's `duration_from` says why)"),
             };
-            let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table{own}).\n");
+            let _ = writeln!(out, "ncu replayed each kernel {times} times to collect these counters (one profiled launch per variant, one ncu session per table{duration_note}).\n");
         }
         if run.jobs.iter().any(is_compute) {
             out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s); % of FP32 peak = over SMs × FP32 lanes × 2 × the SM clock seen; % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes, flop/DRAM byte = over the DRAM bytes ncu counted (`dram_bytes`: what the caches left); % of roofline = over min(FP32 peak, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
