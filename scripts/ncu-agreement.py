@@ -37,9 +37,10 @@ for run in sys.argv[1:]:
             # on one of them: a job timed on one card and profiled on another compares two cards.
             left_out["cards"] += 1
         elif duration_from and not duration_from.startswith("own session"):
-            # The duration's own session failed for the job: ncu's reading under the metric set's
-            # replay is not the quantity the others are compared with. (Runs made before the
-            # duration had a session of its own say nothing, and are read as they are.)
+            # The duration's own session failed for the job, or the run asked for none
+            # (--duration-runs 0): ncu's reading under the metric set's replay is not the quantity
+            # the others are compared with. (Runs made before the duration had a session of its
+            # own say nothing, and are read as they are.)
             left_out["fallback"] += 1
         else:
             rows.append((job["summary"]["median"] * 1e6 / ncu_ns, ncu_ns / 1e3, "graph" if method.startswith("CUDA graph") else "events",
@@ -53,7 +54,7 @@ print(f"cold event median / ncu gpu__time_duration (summed over a job's kernels)
 print(f"{len(rows) + sum(left_out.values())} jobs with both; left out as not the same quantity: host programs (transfers, streams: "
       f"the program's time against its kernels') {left_out['host']}, suites whose kernels launch kernels (dynamic-parallelism) {left_out['nested']}, "
       f"jobs timed on one GPU and profiled on another (--gpus) {left_out['cards']}, "
-      f"jobs whose duration's own session failed (the metric set's reading) {left_out['fallback']}")
+      f"jobs whose duration is the metric set's reading (its own session failed, or --duration-runs 0) {left_out['fallback']}")
 for single, title in ((True, "one launch a job"), (False, "several launches a job (each profiled cold by ncu, only the first cold when timed)")):
     part = [r for r in rows if r[5] == single]
     print(f"== {title}: {len(part)} jobs")

@@ -242,4 +242,11 @@ fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
     first.duration_from = Some("the metric set's session, since the duration's own session could not give it: it failed: ncu timed out".into());
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
     assert!(md.contains("except 1 whose duration is the set's reading"), "{md}");
+    // A run that asked for no session of its own says the durations are the set's, as asked.
+    for p in run.profiles.values_mut() {
+        p.duration_from = Some(gpu_lab::records::ProfileRecord::METRIC_SET_DURATION_ASKED.into());
+    }
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    assert!(md.contains("each job's ncu duration the set's reading, as `--duration-runs 0` asked"), "{md}");
+    assert!(!md.contains("except"), "{md}");
 }

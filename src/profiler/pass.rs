@@ -46,14 +46,28 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
         return Vec::new();
     }
     let mut records = session(p, p.jobs, &p.target, p.defs, &p.name, false, p.timeout);
-    if let (Some(d), Some(def)) = (&p.duration, p.defs.iter().find(|d| d.name == metrics::DURATION_METRIC)) {
-        // The profiled runs, in launch order: each job `runs` times over. The child runs every
-        // job `runs + 1` times, so it may take that many times the pass's time.
-        let runs: Vec<&JobSpec> = p.jobs.iter().flat_map(|j| std::iter::repeat_n(*j, d.runs as usize)).collect();
-        let own = session(p, &runs, &d.target, std::slice::from_ref(def), &format!("{}-duration", p.name), true, p.timeout.saturating_mul(d.runs.saturating_add(1)));
-        take_durations(&mut records, &own);
+    let Some(def) = p.defs.iter().find(|d| d.name == metrics::DURATION_METRIC) else {
+        return records;
+    };
+    match &p.duration {
+        Some(d) => {
+            // The profiled runs, in launch order: each job `runs` times over. The child runs every
+            // job `runs + 1` times, so it may take that many times the pass's time.
+            let runs: Vec<&JobSpec> = p.jobs.iter().flat_map(|j| std::iter::repeat_n(*j, d.runs as usize)).collect();
+            let own = session(p, &runs, &d.target, std::slice::from_ref(def), &format!("{}-duration", p.name), true, p.timeout.saturating_mul(d.runs.saturating_add(1)));
+            take_durations(&mut records, &own);
+        }
+        None => keep_metric_set_durations(&mut records),
     }
     records
+}
+
+/// Says of each record that has a duration that it is the metric set's reading, as asked
+/// (`--duration-runs 0`), so that it is never taken for one from the session of its own.
+pub fn keep_metric_set_durations(records: &mut [ProfileRecord]) {
+    for r in records.iter_mut().filter(|r| r.metrics.contains_key(metrics::DURATION_METRIC)) {
+        r.duration_from = Some(ProfileRecord::METRIC_SET_DURATION_ASKED.to_string());
+    }
 }
 
 /// Gives each record the median duration of its runs in the duration's own session, and says
@@ -214,6 +228,15 @@ mod tests {
         let extra = records(&[&job], &defs, &[row(0), row(1)], None, None);
         assert!(extra[0].error.as_deref().is_some_and(|e| e.contains("ncu profiled 2 launches where the pass made 1")), "{:?}", extra[0].error);
         assert!(extra[0].metrics.is_empty());
+    }
+
+    #[test]
+    fn durations_kept_from_the_metric_set_as_asked_say_so_and_are_not_taken_for_a_failure() {
+        let mut records = vec![record("a", Some(22_700.0), None), record("b", None, Some("ncu could not start"))];
+        keep_metric_set_durations(&mut records);
+        assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(22_700.0));
+        assert!(records[0].duration_from_metric_set_as_asked() && !records[0].duration_from_own_session());
+        assert!(records[1].duration_from.is_none());
     }
 
     #[test]

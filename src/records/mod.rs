@@ -512,8 +512,8 @@ pub struct ProfileRecord {
     /// The UUID of the GPU ncu profiled it on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
-    /// Which ncu session the `duration` metric comes from (`profiler::pass::take_durations`);
-    /// absent where it is the metric set's own, as in runs made before the duration had a session.
+    /// Which ncu session the `duration` metric comes from (`profiler::pass::take_durations`,
+    /// `keep_metric_set_durations`); absent in runs made before the duration had a session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_from: Option<String>,
 }
@@ -530,6 +530,15 @@ impl ProfileRecord {
     /// What `duration_from` says of a duration from the session of its own, over `runs` runs.
     pub fn own_session_duration(runs: usize) -> String {
         format!("{DURATION_OWN_SESSION}: gpu__time_duration alone, the median of {runs} profiled runs after one unprofiled run of the job")
+    }
+
+    /// What `duration_from` says where no session of its own was asked for.
+    pub const METRIC_SET_DURATION_ASKED: &str = "the metric set's session, as asked (--duration-runs 0): read under its replay, up to 6% longer than alone";
+
+    /// Whether the record's `duration` is the metric set's reading because the run asked for no
+    /// session of its own (as against one that failed).
+    pub fn duration_from_metric_set_as_asked(&self) -> bool {
+        self.duration_from.as_deref() == Some(Self::METRIC_SET_DURATION_ASKED)
     }
 
     /// Whether the record's `duration` came from the session of its own.

@@ -536,8 +536,10 @@ impl Exporter<RunData> for Markdown {
             let times = if lo == hi { format!("{lo:.0}") } else { format!("{lo:.0}–{hi:.0}") };
             // Runs made before the duration had its own session say nothing of where it came from.
             let own = run.profiles.values().filter(|p| p.duration_from_own_session()).count();
-            let fell_back = run.profiles.values().filter(|p| p.duration_from.is_some() && !p.duration_from_own_session()).count();
+            let asked = run.profiles.values().filter(|p| p.duration_from_metric_set_as_asked()).count();
+            let fell_back = run.profiles.values().filter(|p| p.duration_from.is_some() && !p.duration_from_own_session()).count() - asked;
             let duration_note = match (own, fell_back) {
+                (0, 0) if asked > 0 => "; each job's ncu duration the set's reading, as `--duration-runs 0` asked: up to 6% longer under its replay than alone".to_string(),
                 (0, 0) => String::new(),
                 (_, 0) => "; each job's ncu duration from one more session that collects only it: the median of its profiled runs after one unprofiled run".to_string(),
                 (_, n) => format!("; each job's ncu duration from one more session that collects only it, except {n} whose duration is the set's reading, longer under its replay (each record's `duration_from` says why)"),
