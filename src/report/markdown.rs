@@ -537,7 +537,7 @@ impl Exporter<RunData> for Markdown {
             // Runs made before the duration had its own session say nothing of where it came from.
             let own = run.profiles.values().filter(|p| p.duration_from_own_session()).count();
             let asked = run.profiles.values().filter(|p| p.duration_from_metric_set_as_asked()).count();
-            let fell_back = run.profiles.values().filter(|p| p.duration_from.is_some() && !p.duration_from_own_session()).count() - asked;
+            let fell_back = run.profiles.values().filter(|p| p.duration_from.is_some() && !p.duration_from_own_session() && !p.duration_from_metric_set_as_asked()).count();
             let duration_note = match (own, fell_back) {
                 (0, 0) if asked > 0 => "; each job's ncu duration the set's reading, as `--duration-runs 0` asked: up to 6% longer under its replay than alone".to_string(),
                 (0, 0) => String::new(),
