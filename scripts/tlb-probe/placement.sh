@@ -20,13 +20,10 @@ W=$(mktemp -d)
   ncu --metrics gpu__time_duration.sum --cache-control all --clock-control none -k "regex:^(${KERNELS//,/|})\$" \
     -o "$W/placement" -f "$W/placement" "$W/transpose.cubin" 8192 8192 5 "$PLACES" "$KERNELS" > "$W/ncu-stdout.txt" 2>&1 || { tail -20 "$W/ncu-stdout.txt"; }
   ncu --import "$W/placement.ncu-rep" --csv --page raw > "$W/ncu.csv"
-  python3 - "$W/ncu.csv" "$PLACES" "$KERNELS" <<'PY'
-import csv, statistics, sys
-rows = list(csv.reader(open(sys.argv[1])))
-head, units = rows[0], rows[1]
-col = head.index("gpu__time_duration.sum")
-scale = {"ns": 1e-6, "nsecond": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0}[units[col]]
-ms = [float(r[col].replace(",", "")) * scale for r in rows[2:]]
+  PYTHONPATH="$HERE/../gap-probe" python3 - "$W/ncu.csv" "$PLACES" "$KERNELS" <<'PY'
+import statistics, sys
+from durations import durations  # scripts/gap-probe: each launch's duration, in us, from either ncu page
+ms = [us / 1e3 for _, us in durations(open(sys.argv[1]))]
 places, kernels = sys.argv[2].split(","), sys.argv[3].split(",")
 per = (3 + 5) * len(kernels)
 if len(ms) != per * len(places):
