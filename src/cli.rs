@@ -8,7 +8,11 @@ use crate::compare::clocks::Normalize;
 use crate::profiler::ClockControl;
 
 #[derive(Debug, Parser)]
-#[command(name = "gpu-lab", version, about = "Compare CUDA kernel variants: check, time, profile with ncu (nvprof metric names included), report.")]
+#[command(
+    name = "gpu-lab",
+    version,
+    about = "Compare CUDA kernel variants: check, time, profile with ncu (nvprof metric names included), report."
+)]
 #[command(after_help = crate::exit::HELP)]
 pub struct Cli {
     #[command(subcommand)]
@@ -26,7 +30,13 @@ pub struct Cli {
     #[arg(long, global = true, hide = true, env = "GPU_LAB_MOCK_GPU", value_parser = clap::builder::FalseyValueParser::new())]
     pub mock_gpu: bool,
     /// With --mock-gpu: the mock host's GPUs, one model name each (`A,A,B`); without it, two of one model.
-    #[arg(long, global = true, hide = true, value_delimiter = ',', requires = "mock_gpu")]
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_delimiter = ',',
+        requires = "mock_gpu"
+    )]
     pub mock_gpus: Vec<String>,
     /// With --mock-gpu: multiply the stand-in time of a variant (`VARIANT=FACTOR`, repeatable), to test the regression gate.
     #[arg(long, global = true, hide = true, value_parser = slowdown, requires = "mock_gpu")]
@@ -48,7 +58,9 @@ fn gpu_selection(s: &str) -> Result<GpuSelection, String> {
     for part in s.split(',') {
         let i: u32 = part.trim().parse().map_err(|_| format!("`{part}` is not a GPU index: write `all` or indices such as 0,2 (as nvidia-smi numbers them)"))?;
         if indices.contains(&i) {
-            return Err(format!("GPU {i} is named twice: a GPU runs one job at a time"));
+            return Err(format!(
+                "GPU {i} is named twice: a GPU runs one job at a time"
+            ));
         }
         indices.push(i);
     }
@@ -56,7 +68,9 @@ fn gpu_selection(s: &str) -> Result<GpuSelection, String> {
 }
 
 fn slowdown(s: &str) -> Result<(String, f64), String> {
-    let (variant, factor) = s.split_once('=').ok_or_else(|| format!("`{s}` is not VARIANT=FACTOR"))?;
+    let (variant, factor) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not VARIANT=FACTOR"))?;
     Ok((variant.to_string(), positive(factor)?))
 }
 
@@ -80,8 +94,6 @@ pub enum ListWhat {
     Metrics,
     Sets,
 }
-
-
 
 #[derive(Debug, Args, Clone)]
 pub struct SuiteArgs {
@@ -228,7 +240,9 @@ pub enum Command {
     /// Judge a run against a baseline, job by job: exit 0 when nothing regressed, 3 when something did.
     Check(CheckArgs),
     /// Stored runs side by side, also across GPUs, without verdicts.
-    #[command(after_help = "Two runs: every job's change with its interval, clocks, counters and correctness (md or json). More runs: one table of medians and % of copy per run, from the runs' polars frame. --format csv: the frame of every run (one row per job of each run; schema in docs/frame.md), for polars or pandas.")]
+    #[command(
+        after_help = "Two runs: every job's change with its interval, clocks, counters and correctness (md or json). More runs: one table of medians and % of copy per run, from the runs' polars frame. --format csv: the frame of every run (one row per job of each run; schema in docs/frame.md), for polars or pandas."
+    )]
     Compare {
         /// Run directories, two or more.
         #[arg(num_args = 2.., required = true)]
@@ -344,7 +358,9 @@ pub enum BaselineAction {
 }
 
 #[derive(Debug, Args)]
-#[command(override_usage = "gpu-lab check --baseline NAME (--from RUN | --suite S [run options]) [OPTIONS]")]
+#[command(
+    override_usage = "gpu-lab check --baseline NAME (--from RUN | --suite S [run options]) [OPTIONS]"
+)]
 pub struct CheckArgs {
     /// Baseline name (`DIR/NAME.json`) or a path to a baseline file.
     #[arg(long)]

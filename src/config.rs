@@ -40,22 +40,37 @@ pub struct Environment<'a> {
 impl Environment<'_> {
     /// This process's environment.
     pub fn current() -> Environment<'static> {
-        Environment { var: &|name| std::env::var_os(name), exe: std::env::current_exe().ok(), temp_dir: std::env::temp_dir() }
+        Environment {
+            var: &|name| std::env::var_os(name),
+            exe: std::env::current_exe().ok(),
+            temp_dir: std::env::temp_dir(),
+        }
     }
 }
 
 /// The CUDA toolkit the kernels are built with: `CUDA_HOME` or `CUDA_PATH`, else nvcc's on `PATH`, else /usr/local/cuda.
 pub fn toolkit(env: &Environment) -> crate::build::Toolkit {
     let var = |name: &str| (env.var)(name).filter(|v| !v.is_empty());
-    let home = var("CUDA_HOME").or_else(|| var("CUDA_PATH")).map(PathBuf::from);
-    let path_dirs: Vec<PathBuf> = var("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let home = var("CUDA_HOME")
+        .or_else(|| var("CUDA_PATH"))
+        .map(PathBuf::from);
+    let path_dirs: Vec<PathBuf> = var("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
     crate::build::Toolkit::locate(home, &path_dirs)
 }
 
 impl Config {
-    pub fn new(env: &Environment, metrics_files: &[PathBuf], quiet: bool) -> anyhow::Result<Config> {
+    pub fn new(
+        env: &Environment,
+        metrics_files: &[PathBuf],
+        quiet: bool,
+    ) -> anyhow::Result<Config> {
         let var = |name: &str| (env.var)(name).filter(|v| !v.is_empty());
-        let mut suite_dirs: Vec<PathBuf> = var("GPU_LAB_KERNELS").map(PathBuf::from).into_iter().collect();
+        let mut suite_dirs: Vec<PathBuf> = var("GPU_LAB_KERNELS")
+            .map(PathBuf::from)
+            .into_iter()
+            .collect();
         suite_dirs.push(PathBuf::from("kernels"));
         // target/release/gpu-lab -> the repository root's kernels/
         if let Some(root) = env.exe.as_deref().and_then(|e| e.ancestors().nth(3)) {
@@ -65,13 +80,20 @@ impl Config {
             .map(PathBuf::from)
             .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("gpu-lab")))
             .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache").join("gpu-lab")));
-        let path_dirs: Vec<PathBuf> = var("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+        let path_dirs: Vec<PathBuf> = var("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
         Ok(Config {
             suite_dirs,
             cache_dir,
-            ncu: NcuSearch { explicit: var("NCU").map(PathBuf::from), path_dirs: path_dirs.clone() },
+            ncu: NcuSearch {
+                explicit: var("NCU").map(PathBuf::from),
+                path_dirs: path_dirs.clone(),
+            },
             path_dirs,
-            exe: env.exe.clone().context("cannot find the gpu-lab executable itself (it starts its own children)")?,
+            exe: env.exe.clone().context(
+                "cannot find the gpu-lab executable itself (it starts its own children)",
+            )?,
             temp_dir: env.temp_dir.clone(),
             metrics_files: metrics_files.to_vec(),
             catalog: OnceLock::new(),
@@ -119,9 +141,21 @@ mod tests {
             "NCU" => Some(OsString::from("")),
             _ => None,
         };
-        let env = Environment { var: &vars, exe: Some(PathBuf::from("/src/gpu-lab/target/release/gpu-lab")), temp_dir: PathBuf::from("/tmp") };
+        let env = Environment {
+            var: &vars,
+            exe: Some(PathBuf::from("/src/gpu-lab/target/release/gpu-lab")),
+            temp_dir: PathBuf::from("/tmp"),
+        };
         let c = Config::new(&env, &[], false).unwrap();
-        assert_eq!(c.suite_search(&[PathBuf::from("mine")]), [PathBuf::from("mine"), "/suites".into(), "kernels".into(), "/src/gpu-lab/kernels".into()]);
+        assert_eq!(
+            c.suite_search(&[PathBuf::from("mine")]),
+            [
+                PathBuf::from("mine"),
+                "/suites".into(),
+                "kernels".into(),
+                "/src/gpu-lab/kernels".into()
+            ]
+        );
         assert_eq!(c.cache_dir, Some(PathBuf::from("/xdg/gpu-lab")));
         assert_eq!(c.ncu.explicit, None, "an empty NCU is unset");
         assert_eq!(c.path_dirs, [PathBuf::from("/a"), "/b".into()]);

@@ -8,12 +8,22 @@ pub fn check_expression(expr: &str) -> Result<(), String> {
     if expr.is_empty() {
         return Err("the kernel name is empty".into());
     }
-    if let Some(c) = expr.chars().find(|c| !(c.is_ascii_alphanumeric() || " _:<>,*&()+-/.%".contains(*c))) {
-        return Err(format!("kernel name `{expr}` holds `{c}`, which no C++ function name or template argument list here may"));
+    if let Some(c) = expr
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || " _:<>,*&()+-/.%".contains(*c)))
+    {
+        return Err(format!(
+            "kernel name `{expr}` holds `{c}`, which no C++ function name or template argument list here may"
+        ));
     }
     // Digraphs (`<%` is `{`, `%:` is `#`) and comments could still add code to nvcc's wrapper.
-    if let Some(pair) = ["<%", "%>", "%:", "<:", ":>", "//", "/*"].iter().find(|p| expr.contains(*p)) {
-        return Err(format!("kernel name `{expr}` holds `{pair}`, which no C++ function name or template argument list here may"));
+    if let Some(pair) = ["<%", "%>", "%:", "<:", ":>", "//", "/*"]
+        .iter()
+        .find(|p| expr.contains(*p))
+    {
+        return Err(format!(
+            "kernel name `{expr}` holds `{pair}`, which no C++ function name or template argument list here may"
+        ));
     }
     let (mut angle, mut paren) = (0i32, 0i32);
     for c in expr.chars() {
@@ -41,7 +51,9 @@ pub fn check_expression(expr: &str) -> Result<(), String> {
 /// identifier such as an `extern "C"` kernel's.
 pub fn is_plain_identifier(expr: &str) -> bool {
     let e = expr.trim();
-    !e.is_empty() && e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !e.starts_with(|c: char| c.is_ascii_digit())
+    !e.is_empty()
+        && e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !e.starts_with(|c: char| c.is_ascii_digit())
 }
 
 /// The qualified name without template arguments: `wt::gemm<float, 64>` -> `wt::gemm`.
@@ -70,12 +82,16 @@ pub fn global_functions(src: &str) -> Vec<String> {
         // Walk tokens up to the parameter list's `(`, skipping parenthesised attribute groups.
         loop {
             let trimmed = cursor.trim_start();
-            let Some(c) = trimmed.chars().next() else { break };
+            let Some(c) = trimmed.chars().next() else {
+                break;
+            };
             if c == '(' {
                 match last_ident {
                     Some(name) if name.starts_with("__") || name == "alignas" => {
                         // An attribute such as __launch_bounds__(256, 2): skip its arguments.
-                        let Some(close) = matching_paren(trimmed) else { break };
+                        let Some(close) = matching_paren(trimmed) else {
+                            break;
+                        };
                         cursor = &trimmed[close + 1..];
                         last_ident = None;
                         continue;
@@ -89,7 +105,9 @@ pub fn global_functions(src: &str) -> Vec<String> {
                 break;
             }
             if c.is_ascii_alphabetic() || c == '_' {
-                let end = trimmed.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(trimmed.len());
+                let end = trimmed
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(trimmed.len());
                 last_ident = Some(&trimmed[..end]);
                 cursor = &trimmed[end..];
             } else {
@@ -120,17 +138,25 @@ fn matching_paren(s: &str) -> Option<usize> {
 
 /// Substitutes `{EXPR}` in a kernel name with the value `eval` gives the expression inside the
 /// braces: `tile_copy<{TILE}>` with TILE = 32 is `tile_copy<32>`.
-pub fn substitute(name: &str, mut eval: impl FnMut(&str) -> Result<String, String>) -> Result<String, String> {
+pub fn substitute(
+    name: &str,
+    mut eval: impl FnMut(&str) -> Result<String, String>,
+) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = name;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
-        let close = rest[open..].find('}').ok_or_else(|| format!("kernel name `{name}` opens `{{` without closing it"))? + open;
+        let close = rest[open..]
+            .find('}')
+            .ok_or_else(|| format!("kernel name `{name}` opens `{{` without closing it"))?
+            + open;
         out.push_str(&eval(&rest[open + 1..close])?);
         rest = &rest[close + 1..];
     }
     if rest.contains('}') {
-        return Err(format!("kernel name `{name}` closes `}}` without opening it"));
+        return Err(format!(
+            "kernel name `{name}` closes `}}` without opening it"
+        ));
     }
     out.push_str(rest);
     Ok(out)
@@ -140,7 +166,23 @@ pub fn substitute(name: &str, mut eval: impl FnMut(&str) -> Result<String, Strin
 /// (how demanglers print non-type template arguments), no integer suffixes.
 pub fn normalize(name: &str) -> String {
     let mut s: String = name.chars().filter(|c| !c.is_whitespace()).collect();
-    for cast in ["(int)", "(unsignedint)", "(unsigned)", "(long)", "(unsignedlong)", "(longlong)", "(unsignedlonglong)", "(short)", "(unsignedshort)", "(char)", "(signedchar)", "(unsignedchar)", "(bool)", "(std::size_t)", "(size_t)"] {
+    for cast in [
+        "(int)",
+        "(unsignedint)",
+        "(unsigned)",
+        "(long)",
+        "(unsignedlong)",
+        "(longlong)",
+        "(unsignedlonglong)",
+        "(short)",
+        "(unsignedshort)",
+        "(char)",
+        "(signedchar)",
+        "(unsignedchar)",
+        "(bool)",
+        "(std::size_t)",
+        "(size_t)",
+    ] {
         s = s.replace(cast, "");
     }
     // 64u, 64ul, 64ll: the suffix follows a digit and precedes `,` or `>`.
@@ -149,12 +191,17 @@ pub fn normalize(name: &str) -> String {
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        if (c == 'u' || c == 'U' || c == 'l' || c == 'L') && i > 0 && chars[i - 1].is_ascii_digit() {
+        if (c == 'u' || c == 'U' || c == 'l' || c == 'L') && i > 0 && chars[i - 1].is_ascii_digit()
+        {
             let mut j = i;
             while j < chars.len() && "uUlL".contains(chars[j]) {
                 j += 1;
             }
-            let starts_number = chars[..i].iter().rev().take_while(|c| c.is_ascii_alphanumeric() || **c == '_').all(|c| c.is_ascii_digit());
+            let starts_number = chars[..i]
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
+                .all(|c| c.is_ascii_digit());
             if starts_number && (j == chars.len() || ",>)".contains(chars[j])) {
                 i = j;
                 continue;
@@ -199,13 +246,21 @@ pub fn demangled_name(demangled: &str) -> String {
 /// (the symbol itself for `extern "C"` kernels): the one whose name matches in normalised
 /// spelling, else the only one with the same qualified name (template arguments written as
 /// expressions, `128/2`, do not match textually). Err: the names there are, for the message.
-pub fn find_symbol<'a>(expr: &str, kernels: &'a [(String, String)]) -> Result<&'a str, Vec<String>> {
+pub fn find_symbol<'a>(
+    expr: &str,
+    kernels: &'a [(String, String)],
+) -> Result<&'a str, Vec<String>> {
     let want = normalize(expr);
-    if let Some((symbol, _)) = kernels.iter().find(|(symbol, demangled)| symbol == expr.trim() || normalize(&demangled_name(demangled)) == want) {
+    if let Some((symbol, _)) = kernels.iter().find(|(symbol, demangled)| {
+        symbol == expr.trim() || normalize(&demangled_name(demangled)) == want
+    }) {
         return Ok(symbol);
     }
     let base = qualified_base(expr);
-    let same_base: Vec<&(String, String)> = kernels.iter().filter(|(_, d)| qualified_base(&demangled_name(d)) == base).collect();
+    let same_base: Vec<&(String, String)> = kernels
+        .iter()
+        .filter(|(_, d)| qualified_base(&demangled_name(d)) == base)
+        .collect();
     match same_base.as_slice() {
         [(symbol, _)] => Ok(symbol),
         _ => Err(kernels.iter().map(|(_, d)| demangled_name(d)).collect()),
@@ -229,7 +284,10 @@ __global__ void copy(int);
 __device__ void helper(float) {}
 template <typename T> __global__ __launch_bounds__(256) void reduce(T* x);
 "#;
-        assert_eq!(global_functions(src), vec!["sgemmWarptiling", "copy", "reduce"]);
+        assert_eq!(
+            global_functions(src),
+            vec!["sgemmWarptiling", "copy", "reduce"]
+        );
     }
 
     #[test]
@@ -237,18 +295,41 @@ template <typename T> __global__ __launch_bounds__(256) void reduce(T* x);
         assert_eq!(qualified_base("wt::gemm<float, 64>"), "wt::gemm");
         assert_eq!(base_name("wt::gemm<float, 64>"), "gemm");
         assert_eq!(base_name("copy"), "copy");
-        assert!(is_plain_identifier("transpose_naive") && !is_plain_identifier("gemm<64>") && !is_plain_identifier("wt::f"));
-        let tile = |e: &str| if e == "TILE" { Ok("32".to_string()) } else { Err(format!("unknown {e}")) };
-        assert_eq!(substitute("tile_copy<{TILE}, float>", tile).unwrap(), "tile_copy<32, float>");
-        assert!(substitute("tile_copy<{TILE>", tile).unwrap_err().contains("without closing"));
-        assert!(substitute("tile_copy<{N}>", tile).unwrap_err().contains("unknown N"));
+        assert!(
+            is_plain_identifier("transpose_naive")
+                && !is_plain_identifier("gemm<64>")
+                && !is_plain_identifier("wt::f")
+        );
+        let tile = |e: &str| {
+            if e == "TILE" {
+                Ok("32".to_string())
+            } else {
+                Err(format!("unknown {e}"))
+            }
+        };
+        assert_eq!(
+            substitute("tile_copy<{TILE}, float>", tile).unwrap(),
+            "tile_copy<32, float>"
+        );
+        assert!(
+            substitute("tile_copy<{TILE>", tile)
+                .unwrap_err()
+                .contains("without closing")
+        );
+        assert!(
+            substitute("tile_copy<{N}>", tile)
+                .unwrap_err()
+                .contains("unknown N")
+        );
     }
 
     #[test]
     fn expressions_that_could_add_code_are_refused() {
         assert!(check_expression("sgemm2DBlocktiling<128, 128, 8, 8, 8>").is_ok());
         assert!(check_expression("wt::gemm<float, 64 * 2>").is_ok());
-        for bad in ["k; int x", "k<1>{}", "k\nint", "k\"", "gemm<64", "", "  ", "1abc"] {
+        for bad in [
+            "k; int x", "k<1>{}", "k\nint", "k\"", "gemm<64", "", "  ", "1abc",
+        ] {
             assert!(check_expression(bad).is_err(), "{bad:?}");
         }
     }
@@ -256,20 +337,44 @@ template <typename T> __global__ __launch_bounds__(256) void reduce(T* x);
     #[test]
     fn demangled_symbols_match_the_users_spelling() {
         let kernels = vec![
-            ("_ZN2wt4gemmILi64EfEEviPT0_".to_string(), "void wt::gemm<(int)64, float>(int, T2 *)".to_string()),
-            ("_Z5scaleILi128E6__halfEviPT0_".to_string(), "void scale<(int)128, __half>(int, T2 *)".to_string()),
-            ("_Z5scaleILi256E6__halfEviPT0_".to_string(), "void scale<256, __half>(int, T2*)".to_string()),
+            (
+                "_ZN2wt4gemmILi64EfEEviPT0_".to_string(),
+                "void wt::gemm<(int)64, float>(int, T2 *)".to_string(),
+            ),
+            (
+                "_Z5scaleILi128E6__halfEviPT0_".to_string(),
+                "void scale<(int)128, __half>(int, T2 *)".to_string(),
+            ),
+            (
+                "_Z5scaleILi256E6__halfEviPT0_".to_string(),
+                "void scale<256, __half>(int, T2*)".to_string(),
+            ),
             ("copy".to_string(), "copy".to_string()),
         ];
-        assert_eq!(find_symbol("wt::gemm<64, float>", &kernels), Ok("_ZN2wt4gemmILi64EfEEviPT0_"));
-        assert_eq!(find_symbol("scale<128, __half>", &kernels), Ok("_Z5scaleILi128E6__halfEviPT0_"));
-        assert_eq!(find_symbol("scale<256u,__half>", &kernels), Ok("_Z5scaleILi256E6__halfEviPT0_"));
+        assert_eq!(
+            find_symbol("wt::gemm<64, float>", &kernels),
+            Ok("_ZN2wt4gemmILi64EfEEviPT0_")
+        );
+        assert_eq!(
+            find_symbol("scale<128, __half>", &kernels),
+            Ok("_Z5scaleILi128E6__halfEviPT0_")
+        );
+        assert_eq!(
+            find_symbol("scale<256u,__half>", &kernels),
+            Ok("_Z5scaleILi256E6__halfEviPT0_")
+        );
         assert_eq!(find_symbol("copy", &kernels), Ok("copy"));
         // An argument written as an expression still finds the only instantiation of its template.
-        assert_eq!(find_symbol("wt::gemm<32 * 2, float>", &kernels), Ok("_ZN2wt4gemmILi64EfEEviPT0_"));
+        assert_eq!(
+            find_symbol("wt::gemm<32 * 2, float>", &kernels),
+            Ok("_ZN2wt4gemmILi64EfEEviPT0_")
+        );
         // Two instantiations: an expression cannot choose, and the error lists what there is.
         let names = find_symbol("scale<64 * 2, __half>", &kernels).unwrap_err();
-        assert!(names.contains(&"scale<(int)128, __half>".to_string()) && names.len() == 4, "{names:?}");
+        assert!(
+            names.contains(&"scale<(int)128, __half>".to_string()) && names.len() == 4,
+            "{names:?}"
+        );
         assert_eq!(normalize("f<(unsigned int)3u, 2ll>"), "f<3,2>");
         assert_eq!(normalize("f<uint4, float2>"), "f<uint4,float2>");
     }

@@ -1,13 +1,15 @@
 //! The GPUs of this machine: whether the CUDA driver is there and how many GPUs it sees, and NVML's facts and clock/power snapshots; a machine where NVML fails still runs, and says so.
 
-use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 
-use crate::records::{peak_bandwidth_gbs, DeviceInfo, Snapshot};
+use crate::records::{DeviceInfo, Snapshot, peak_bandwidth_gbs};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum DeviceError {
-    #[error("no NVIDIA GPU driver found on this machine (libcuda.so could not be loaded)\n  fix: run on a machine with an NVIDIA GPU and its driver; `gpu-lab doctor` checks every requirement. `gpu-lab report RUN` works without a GPU.")]
+    #[error(
+        "no NVIDIA GPU driver found on this machine (libcuda.so could not be loaded)\n  fix: run on a machine with an NVIDIA GPU and its driver; `gpu-lab doctor` checks every requirement. `gpu-lab report RUN` works without a GPU."
+    )]
     NoDriver,
     #[error("the CUDA driver cannot count GPUs: {0}\n  fix: `gpu-lab doctor` checks the driver")]
     Cuda(String),
@@ -31,7 +33,9 @@ pub fn cuda_device_count() -> Result<usize, DeviceError> {
     if !driver_present() {
         return Err(DeviceError::NoDriver);
     }
-    cudarc::driver::CudaContext::device_count().map(|n| n.max(0) as usize).map_err(|e| DeviceError::Cuda(e.to_string()))
+    cudarc::driver::CudaContext::device_count()
+        .map(|n| n.max(0) as usize)
+        .map_err(|e| DeviceError::Cuda(e.to_string()))
 }
 
 /// Fails, with the fix, unless GPU `gpu` exists.
@@ -50,7 +54,9 @@ pub struct NvmlSession {
 
 impl NvmlSession {
     pub fn open() -> Self {
-        NvmlSession { nvml: Nvml::init().map_err(|e| DeviceError::NvmlUnavailable(e.to_string())) }
+        NvmlSession {
+            nvml: Nvml::init().map_err(|e| DeviceError::NvmlUnavailable(e.to_string())),
+        }
     }
 
     pub fn error(&self) -> Option<String> {
@@ -59,13 +65,17 @@ impl NvmlSession {
 
     pub fn count(&self) -> Result<u32, DeviceError> {
         let nvml = self.nvml.as_ref().map_err(Clone::clone)?;
-        nvml.device_count().map_err(|e| DeviceError::NvmlUnavailable(e.to_string()))
+        nvml.device_count()
+            .map_err(|e| DeviceError::NvmlUnavailable(e.to_string()))
     }
 
     /// Device `index` in PCI bus order (the child runs with CUDA_DEVICE_ORDER=PCI_BUS_ID so CUDA agrees).
     pub fn info(&self, index: u32) -> Result<DeviceInfo, DeviceError> {
         let nvml = self.nvml.as_ref().map_err(Clone::clone)?;
-        let d = nvml.device_by_index(index).map_err(|e| DeviceError::Nvml { index, message: e.to_string() })?;
+        let d = nvml.device_by_index(index).map_err(|e| DeviceError::Nvml {
+            index,
+            message: e.to_string(),
+        })?;
         let cuda = nvml.sys_cuda_driver_version().ok();
         let bus = d.memory_bus_width().unwrap_or(0);
         let max_mem = d.max_clock_info(Clock::Memory).unwrap_or(0);
@@ -74,8 +84,13 @@ impl NvmlSession {
             name: d.name().unwrap_or_default(),
             uuid: d.uuid().unwrap_or_default(),
             driver: nvml.sys_driver_version().unwrap_or_default(),
-            cuda_driver: cuda.map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10)).unwrap_or_default(),
-            compute_capability: d.cuda_compute_capability().map(|c| format!("{}.{}", c.major, c.minor)).unwrap_or_default(),
+            cuda_driver: cuda
+                .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10))
+                .unwrap_or_default(),
+            compute_capability: d
+                .cuda_compute_capability()
+                .map(|c| format!("{}.{}", c.major, c.minor))
+                .unwrap_or_default(),
             memory_total_bytes: d.memory_info().map(|m| m.total).unwrap_or(0),
             bus_width_bits: bus,
             max_sm_clock_mhz: d.max_clock_info(Clock::SM).unwrap_or(0),
@@ -90,8 +105,19 @@ impl NvmlSession {
         let nvml = self.nvml.as_ref().ok()?;
         let d = nvml.device_by_index(index).ok()?;
         let sm_mhz = d.clock_info(Clock::SM).ok()?;
-        let reasons: Vec<String> = d.current_throttle_reasons().ok().map(|r| r.iter_names().map(|(n, _)| n.to_string()).collect()).unwrap_or_default();
-        let throttled = Snapshot { sm_clock_mhz: None, mem_clock_mhz: None, temperature_c: None, power_w: None, throttle_reasons: reasons }.is_throttled();
+        let reasons: Vec<String> = d
+            .current_throttle_reasons()
+            .ok()
+            .map(|r| r.iter_names().map(|(n, _)| n.to_string()).collect())
+            .unwrap_or_default();
+        let throttled = Snapshot {
+            sm_clock_mhz: None,
+            mem_clock_mhz: None,
+            temperature_c: None,
+            power_w: None,
+            throttle_reasons: reasons,
+        }
+        .is_throttled();
         Some(crate::records::ClockSample { sm_mhz, throttled })
     }
 

@@ -20,7 +20,13 @@ mod tests {
 
     #[test]
     fn the_help_text_lists_every_code() {
-        for (code, word) in [(OK, "ok"), (ERROR, "error"), (USAGE, "usage"), (REGRESSION, "regression"), (JOBS_FAILED, "some jobs failed")] {
+        for (code, word) in [
+            (OK, "ok"),
+            (ERROR, "error"),
+            (USAGE, "usage"),
+            (REGRESSION, "regression"),
+            (JOBS_FAILED, "some jobs failed"),
+        ] {
             assert!(HELP.contains(&format!("{code} {word}")), "{code} {word}");
         }
     }

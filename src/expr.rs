@@ -37,9 +37,18 @@ fn context(bindings: &Bindings) -> Result<HashMapContext<DefaultNumericTypes>, E
                 return Err(EvalexprError::CustomMessage("ceil_div by zero".into()));
             }
             // Exact and without overflow for any operands: the floor quotient, plus one when a remainder is left.
-            let overflow = || EvalexprError::CustomMessage(format!("ceil_div({a}, {b}) does not fit in 64 bits"));
-            let (q, r) = (a.checked_div_euclid(b).ok_or_else(overflow)?, a.checked_rem_euclid(b).ok_or_else(overflow)?);
-            Ok(Value::from_int(if r != 0 && b > 0 { q.checked_add(1).ok_or_else(overflow)? } else { q }))
+            let overflow = || {
+                EvalexprError::CustomMessage(format!("ceil_div({a}, {b}) does not fit in 64 bits"))
+            };
+            let (q, r) = (
+                a.checked_div_euclid(b).ok_or_else(overflow)?,
+                a.checked_rem_euclid(b).ok_or_else(overflow)?,
+            );
+            Ok(Value::from_int(if r != 0 && b > 0 {
+                q.checked_add(1).ok_or_else(overflow)?
+            } else {
+                q
+            }))
         }),
     )?;
     ctx.set_function(
@@ -59,7 +68,10 @@ pub const MAX_EXPR_DEPTH: usize = 64;
 /// Refuses an expression too long or too deeply nested to evaluate safely.
 fn within_limits(expr: &str) -> Result<(), String> {
     if expr.len() > MAX_EXPR_CHARS {
-        return Err(format!("it is {} characters long; expressions are limited to {MAX_EXPR_CHARS}", expr.len()));
+        return Err(format!(
+            "it is {} characters long; expressions are limited to {MAX_EXPR_CHARS}",
+            expr.len()
+        ));
     }
     let mut depth = 0usize;
     for c in expr.chars() {
@@ -76,19 +88,31 @@ fn within_limits(expr: &str) -> Result<(), String> {
 }
 
 pub fn eval(expr: &str, bindings: &Bindings) -> Result<f64, ExprError> {
-    let fail = |reason: String| ExprError { expr: expr.chars().take(80).collect(), reason };
+    let fail = |reason: String| ExprError {
+        expr: expr.chars().take(80).collect(),
+        reason,
+    };
     within_limits(expr).map_err(fail)?;
     let ctx = context(bindings).map_err(|e| fail(e.to_string()))?;
-    number(evalexpr::eval_with_context(expr, &ctx), || bindings.keys().cloned().collect()).map_err(fail)
+    number(evalexpr::eval_with_context(expr, &ctx), || {
+        bindings.keys().cloned().collect()
+    })
+    .map_err(fail)
 }
 
 /// The number an evaluation gave, or why there is none (`known` lists the bound names, asked only for an unknown one).
-fn number(result: Result<Value<DefaultNumericTypes>, EvalexprError>, known: impl FnOnce() -> Vec<String>) -> Result<f64, String> {
+fn number(
+    result: Result<Value<DefaultNumericTypes>, EvalexprError>,
+    known: impl FnOnce() -> Vec<String>,
+) -> Result<f64, String> {
     match result {
         Ok(Value::Int(i)) => Ok(i as f64),
         Ok(Value::Float(f)) => Ok(f),
         Ok(other) => Err(format!("it gives {other}, not a number")),
-        Err(EvalexprError::VariableIdentifierNotFound(name)) => Err(format!("unknown name `{name}`; known names: {}", known().join(", "))),
+        Err(EvalexprError::VariableIdentifierNotFound(name)) => Err(format!(
+            "unknown name `{name}`; known names: {}",
+            known().join(", ")
+        )),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -106,37 +130,69 @@ pub struct Compiled {
 
 impl Compiled {
     pub fn new(expr: &str) -> Result<Self, ExprError> {
-        within_limits(expr).map_err(|reason| ExprError { expr: expr.chars().take(80).collect(), reason })?;
-        let fail = |e: EvalexprError| ExprError { expr: expr.to_string(), reason: e.to_string() };
+        within_limits(expr).map_err(|reason| ExprError {
+            expr: expr.chars().take(80).collect(),
+            reason,
+        })?;
+        let fail = |e: EvalexprError| ExprError {
+            expr: expr.to_string(),
+            reason: e.to_string(),
+        };
         let tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(expr).map_err(fail)?;
-        Ok(Compiled { expr: expr.to_string(), tree, ctx: context(&Bindings::new()).map_err(fail)? })
+        Ok(Compiled {
+            expr: expr.to_string(),
+            tree,
+            ctx: context(&Bindings::new()).map_err(fail)?,
+        })
     }
 
-    pub fn eval<'a>(&mut self, bindings: impl IntoIterator<Item = (&'a str, f64)>) -> Result<f64, ExprError> {
+    pub fn eval<'a>(
+        &mut self,
+        bindings: impl IntoIterator<Item = (&'a str, f64)>,
+    ) -> Result<f64, ExprError> {
         let result = self.bind_and_eval(bindings)?;
         let known = || {
             let mut names: Vec<String> = self.ctx.iter_variable_names().collect();
             names.sort();
             names
         };
-        number(result, known).map_err(|reason| ExprError { expr: self.expr.clone(), reason })
+        number(result, known).map_err(|reason| ExprError {
+            expr: self.expr.clone(),
+            reason,
+        })
     }
 
     /// A condition (a metric's `not_applicable` rule): true, or a number other than 0.
-    pub fn holds<'a>(&mut self, bindings: impl IntoIterator<Item = (&'a str, f64)>) -> Result<bool, ExprError> {
+    pub fn holds<'a>(
+        &mut self,
+        bindings: impl IntoIterator<Item = (&'a str, f64)>,
+    ) -> Result<bool, ExprError> {
         match self.bind_and_eval(bindings)? {
             Ok(Value::Boolean(b)) => Ok(b),
             other => {
                 let known = || self.ctx.iter_variable_names().collect();
-                number(other, known).map(|v| v != 0.0).map_err(|reason| ExprError { expr: self.expr.clone(), reason })
+                number(other, known)
+                    .map(|v| v != 0.0)
+                    .map_err(|reason| ExprError {
+                        expr: self.expr.clone(),
+                        reason,
+                    })
             }
         }
     }
 
     /// Binds the names (an error here is the binding's), then evaluates (its result as evalexpr gives it).
-    fn bind_and_eval<'a>(&mut self, bindings: impl IntoIterator<Item = (&'a str, f64)>) -> Result<Result<Value<DefaultNumericTypes>, EvalexprError>, ExprError> {
+    fn bind_and_eval<'a>(
+        &mut self,
+        bindings: impl IntoIterator<Item = (&'a str, f64)>,
+    ) -> Result<Result<Value<DefaultNumericTypes>, EvalexprError>, ExprError> {
         for (name, value) in bindings {
-            self.ctx.set_value(name.to_string(), Value::from_float(value)).map_err(|e| ExprError { expr: self.expr.clone(), reason: e.to_string() })?;
+            self.ctx
+                .set_value(name.to_string(), Value::from_float(value))
+                .map_err(|e| ExprError {
+                    expr: self.expr.clone(),
+                    reason: e.to_string(),
+                })?;
         }
         Ok(self.tree.eval_with_context(&self.ctx))
     }
@@ -172,15 +228,33 @@ mod tests {
         assert_eq!(eval("2 * NX * NX * 4", &env).unwrap(), 128_000_000.0);
         // Too long, too deep, too large: errors, not a stack overflow or a saturated number.
         let long = vec!["1"; 5000].join(" + ");
-        assert!(eval(&long, &env).unwrap_err().to_string().contains("limited to"));
+        assert!(
+            eval(&long, &env)
+                .unwrap_err()
+                .to_string()
+                .contains("limited to")
+        );
         let deep = format!("{}1{}", "(".repeat(100), ")".repeat(100));
-        assert!(eval(&deep, &env).unwrap_err().to_string().contains("deeper than"));
+        assert!(
+            eval(&deep, &env)
+                .unwrap_err()
+                .to_string()
+                .contains("deeper than")
+        );
         assert!(Compiled::new(&deep).is_err());
         assert!(eval_count("2.0 ^ 70", &env).is_err());
         // Negative and extreme operands: no panic, no wrap.
         assert_eq!(eval("ceil_div(0 - 7, 2)", &env).unwrap(), -3.0);
-        assert_eq!(eval("ceil_div(9223372036854775807, 2)", &env).unwrap(), 4611686018427387904.0);
-        assert!(eval("ceil_div(0-9223372036854775807-1, 0-1)", &env).unwrap_err().to_string().contains("does not fit in 64 bits"));
+        assert_eq!(
+            eval("ceil_div(9223372036854775807, 2)", &env).unwrap(),
+            4611686018427387904.0
+        );
+        assert!(
+            eval("ceil_div(0-9223372036854775807-1, 0-1)", &env)
+                .unwrap_err()
+                .to_string()
+                .contains("does not fit in 64 bits")
+        );
         assert_eq!(eval("max(NX, 5000)", &env).unwrap(), 5000.0);
     }
 
@@ -188,7 +262,10 @@ mod tests {
     fn float_formulas() {
         let env = b(&[("req", 128.0), ("sectors", 32.0)]);
         assert_eq!(eval("100.0 * req / (32.0 * sectors)", &env).unwrap(), 12.5);
-        assert_eq!(eval("100 * float(req) / (32 * sectors)", &env).unwrap(), 12.5);
+        assert_eq!(
+            eval("100 * float(req) / (32 * sectors)", &env).unwrap(),
+            12.5
+        );
     }
 
     #[test]
@@ -200,9 +277,21 @@ mod tests {
         assert_eq!(f.eval([("pct", 25.0), ("sectors", 4.0)]).unwrap(), 25.0);
         assert!(f.eval([("pct", 0.0), ("sectors", 0.0)]).unwrap().is_nan());
         // Counters divide exactly, where `eval` (manifests) truncates like C.
-        assert_eq!(Compiled::new("a / b").unwrap().eval([("a", 7.0), ("b", 2.0)]).unwrap(), 3.5);
-        let err = Compiled::new("a * c").unwrap().eval([("a", 1.0)]).unwrap_err();
-        assert!(err.to_string().contains("unknown name `c`; known names: a"), "{err}");
+        assert_eq!(
+            Compiled::new("a / b")
+                .unwrap()
+                .eval([("a", 7.0), ("b", 2.0)])
+                .unwrap(),
+            3.5
+        );
+        let err = Compiled::new("a * c")
+            .unwrap()
+            .eval([("a", 1.0)])
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown name `c`; known names: a"),
+            "{err}"
+        );
     }
 
     #[test]

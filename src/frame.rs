@@ -7,16 +7,48 @@
 
 use polars::prelude::*;
 
-use crate::records::{format_params, JobStatus, RunData};
+use crate::records::{JobStatus, RunData, format_params};
 
 /// The fixed columns, in order (the metric columns follow).
 pub const COLUMNS: [&str; 38] = [
-    "run", "job_id", "variant", "params", "group", "status", "verified", "bytes", "flops", "launches",
-    "median_ms", "ci_low_ms", "ci_high_ms", "samples",
-    "sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "throttled",
-    "bounds_bytes", "copy_gbs", "memcpy_gbs", "copy_kernel_gbs",
-    "suite", "gpu", "gpu_uuid", "driver", "cuda", "ncu", "clock_policy", "seed", "started", "peak_gbs", "mock",
-    "gbs", "gflops", "pct_of_copy", "pct_of_peak",
+    "run",
+    "job_id",
+    "variant",
+    "params",
+    "group",
+    "status",
+    "verified",
+    "bytes",
+    "flops",
+    "launches",
+    "median_ms",
+    "ci_low_ms",
+    "ci_high_ms",
+    "samples",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "temperature_c",
+    "power_w",
+    "throttled",
+    "bounds_bytes",
+    "copy_gbs",
+    "memcpy_gbs",
+    "copy_kernel_gbs",
+    "suite",
+    "gpu",
+    "gpu_uuid",
+    "driver",
+    "cuda",
+    "ncu",
+    "clock_policy",
+    "seed",
+    "started",
+    "peak_gbs",
+    "mock",
+    "gbs",
+    "gflops",
+    "pct_of_copy",
+    "pct_of_peak",
 ];
 
 /// Prefix of the metric columns.
@@ -33,60 +65,184 @@ fn status_word(s: JobStatus) -> &'static str {
 
 /// jobs: `run, job_id, variant, params, group, status, verified, bytes, flops, launches`.
 fn jobs(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
-    let all: Vec<(&str, &crate::records::JobRecord)> = runs.iter().flat_map(|(label, r)| r.jobs.iter().map(move |j| (*label, j))).collect();
+    let all: Vec<(&str, &crate::records::JobRecord)> = runs
+        .iter()
+        .flat_map(|(label, r)| r.jobs.iter().map(move |j| (*label, j)))
+        .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("run".into(), all.iter().map(|(l, _)| l.to_string()).collect::<Vec<_>>()),
-        Column::new("job_id".into(), all.iter().map(|(_, j)| j.key.id.clone()).collect::<Vec<_>>()),
-        Column::new("variant".into(), all.iter().map(|(_, j)| j.key.variant.clone()).collect::<Vec<_>>()),
-        Column::new("params".into(), all.iter().map(|(_, j)| format_params(&j.key.variant_params)).collect::<Vec<_>>()),
-        Column::new("group".into(), all.iter().map(|(_, j)| j.key.group.clone()).collect::<Vec<_>>()),
-        Column::new("status".into(), all.iter().map(|(_, j)| status_word(j.status).to_string()).collect::<Vec<_>>()),
-        Column::new("verified".into(), all.iter().map(|(_, j)| j.correctness.as_ref().map(|c| c.passed)).collect::<Vec<_>>()),
-        Column::new("bytes".into(), all.iter().map(|(_, j)| j.work.bytes).collect::<Vec<_>>()),
-        Column::new("flops".into(), all.iter().map(|(_, j)| j.work.flops).collect::<Vec<_>>()),
-        Column::new("launches".into(), all.iter().map(|(_, j)| j.launches as u64).collect::<Vec<_>>()),
+        Column::new(
+            "run".into(),
+            all.iter().map(|(l, _)| l.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "job_id".into(),
+            all.iter()
+                .map(|(_, j)| j.key.id.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "variant".into(),
+            all.iter()
+                .map(|(_, j)| j.key.variant.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "params".into(),
+            all.iter()
+                .map(|(_, j)| format_params(&j.key.variant_params))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "group".into(),
+            all.iter()
+                .map(|(_, j)| j.key.group.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "status".into(),
+            all.iter()
+                .map(|(_, j)| status_word(j.status).to_string())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "verified".into(),
+            all.iter()
+                .map(|(_, j)| j.correctness.as_ref().map(|c| c.passed))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "bytes".into(),
+            all.iter().map(|(_, j)| j.work.bytes).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "flops".into(),
+            all.iter().map(|(_, j)| j.work.flops).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "launches".into(),
+            all.iter()
+                .map(|(_, j)| j.launches as u64)
+                .collect::<Vec<_>>(),
+        ),
     ])
 }
 
 /// timings: `run, job_id, median_ms, ci_low_ms, ci_high_ms, samples` (jobs with a summary only).
 fn timings(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
-    let all: Vec<(&str, &str, crate::stats::Summary)> = runs.iter().flat_map(|(label, r)| r.jobs.iter().filter_map(move |j| Some((*label, j.id(), j.summary?)))).collect();
+    let all: Vec<(&str, &str, crate::stats::Summary)> = runs
+        .iter()
+        .flat_map(|(label, r)| {
+            r.jobs
+                .iter()
+                .filter_map(move |j| Some((*label, j.id(), j.summary?)))
+        })
+        .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("run".into(), all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>()),
-        Column::new("job_id".into(), all.iter().map(|a| a.1.to_string()).collect::<Vec<_>>()),
-        Column::new("median_ms".into(), all.iter().map(|a| a.2.median).collect::<Vec<_>>()),
-        Column::new("ci_low_ms".into(), all.iter().map(|a| a.2.ci_low).collect::<Vec<_>>()),
-        Column::new("ci_high_ms".into(), all.iter().map(|a| a.2.ci_high).collect::<Vec<_>>()),
-        Column::new("samples".into(), all.iter().map(|a| a.2.n as u64).collect::<Vec<_>>()),
+        Column::new(
+            "run".into(),
+            all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "job_id".into(),
+            all.iter().map(|a| a.1.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "median_ms".into(),
+            all.iter().map(|a| a.2.median).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "ci_low_ms".into(),
+            all.iter().map(|a| a.2.ci_low).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "ci_high_ms".into(),
+            all.iter().map(|a| a.2.ci_high).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "samples".into(),
+            all.iter().map(|a| a.2.n as u64).collect::<Vec<_>>(),
+        ),
     ])
 }
 
 /// NVML after each job: `run, job_id, sm_clock_mhz, mem_clock_mhz, temperature_c, power_w, throttled` (jobs with a snapshot only).
 fn snapshots(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
-    let all: Vec<(&str, &str, &crate::records::Snapshot)> =
-        runs.iter().flat_map(|(label, r)| r.jobs.iter().filter_map(move |j| Some((*label, j.id(), j.nvml_after.as_ref().or(j.nvml_before.as_ref())?)))).collect();
+    let all: Vec<(&str, &str, &crate::records::Snapshot)> = runs
+        .iter()
+        .flat_map(|(label, r)| {
+            r.jobs.iter().filter_map(move |j| {
+                Some((
+                    *label,
+                    j.id(),
+                    j.nvml_after.as_ref().or(j.nvml_before.as_ref())?,
+                ))
+            })
+        })
+        .collect();
     let f = |v: Option<u32>| v.map(f64::from);
     DataFrame::new_infer_height(vec![
-        Column::new("run".into(), all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>()),
-        Column::new("job_id".into(), all.iter().map(|a| a.1.to_string()).collect::<Vec<_>>()),
-        Column::new("sm_clock_mhz".into(), all.iter().map(|a| f(a.2.sm_clock_mhz)).collect::<Vec<_>>()),
-        Column::new("mem_clock_mhz".into(), all.iter().map(|a| f(a.2.mem_clock_mhz)).collect::<Vec<_>>()),
-        Column::new("temperature_c".into(), all.iter().map(|a| f(a.2.temperature_c)).collect::<Vec<_>>()),
-        Column::new("power_w".into(), all.iter().map(|a| a.2.power_w).collect::<Vec<_>>()),
-        Column::new("throttled".into(), all.iter().map(|a| a.2.is_throttled()).collect::<Vec<_>>()),
+        Column::new(
+            "run".into(),
+            all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "job_id".into(),
+            all.iter().map(|a| a.1.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "sm_clock_mhz".into(),
+            all.iter().map(|a| f(a.2.sm_clock_mhz)).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "mem_clock_mhz".into(),
+            all.iter().map(|a| f(a.2.mem_clock_mhz)).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "temperature_c".into(),
+            all.iter().map(|a| f(a.2.temperature_c)).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "power_w".into(),
+            all.iter().map(|a| a.2.power_w).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "throttled".into(),
+            all.iter().map(|a| a.2.is_throttled()).collect::<Vec<_>>(),
+        ),
     ])
 }
 
 /// bounds per group: `run, group, bounds_bytes, copy_gbs, memcpy_gbs, copy_kernel_gbs`.
 fn bounds(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
-    let all: Vec<(&str, &crate::records::BoundsRecord)> = runs.iter().flat_map(|(label, r)| r.bounds.values().map(move |b| (*label, b))).collect();
+    let all: Vec<(&str, &crate::records::BoundsRecord)> = runs
+        .iter()
+        .flat_map(|(label, r)| r.bounds.values().map(move |b| (*label, b)))
+        .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("run".into(), all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>()),
-        Column::new("group".into(), all.iter().map(|a| a.1.group.clone()).collect::<Vec<_>>()),
-        Column::new("bounds_bytes".into(), all.iter().map(|a| a.1.bytes).collect::<Vec<_>>()),
-        Column::new("copy_gbs".into(), all.iter().map(|a| a.1.copy_gbs()).collect::<Vec<_>>()),
-        Column::new("memcpy_gbs".into(), all.iter().map(|a| a.1.memcpy_gbs()).collect::<Vec<_>>()),
-        Column::new("copy_kernel_gbs".into(), all.iter().map(|a| a.1.kernel_gbs()).collect::<Vec<_>>()),
+        Column::new(
+            "run".into(),
+            all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "group".into(),
+            all.iter().map(|a| a.1.group.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "bounds_bytes".into(),
+            all.iter().map(|a| a.1.bytes).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "copy_gbs".into(),
+            all.iter().map(|a| a.1.copy_gbs()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "memcpy_gbs".into(),
+            all.iter().map(|a| a.1.memcpy_gbs()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "copy_kernel_gbs".into(),
+            all.iter().map(|a| a.1.kernel_gbs()).collect::<Vec<_>>(),
+        ),
     ])
 }
 
@@ -94,18 +250,72 @@ fn bounds(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
 fn environments(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     let d = |r: &RunData| r.info.device.clone();
     DataFrame::new_infer_height(vec![
-        Column::new("run".into(), runs.iter().map(|(l, _)| l.to_string()).collect::<Vec<_>>()),
-        Column::new("suite".into(), runs.iter().map(|(_, r)| r.info.suite.clone()).collect::<Vec<_>>()),
-        Column::new("gpu".into(), runs.iter().map(|(_, r)| d(r).map(|d| d.name)).collect::<Vec<_>>()),
-        Column::new("gpu_uuid".into(), runs.iter().map(|(_, r)| d(r).map(|d| d.uuid)).collect::<Vec<_>>()),
-        Column::new("driver".into(), runs.iter().map(|(_, r)| d(r).map(|d| d.driver)).collect::<Vec<_>>()),
-        Column::new("ncu".into(), runs.iter().map(|(_, r)| r.info.ncu_version.clone()).collect::<Vec<_>>()),
-        Column::new("started".into(), runs.iter().map(|(_, r)| r.info.started.clone()).collect::<Vec<_>>()),
-        Column::new("peak_gbs".into(), runs.iter().map(|(_, r)| d(r).map(|d| d.peak_bandwidth_gbs).filter(|p| *p > 0.0)).collect::<Vec<_>>()),
-        Column::new("mock".into(), runs.iter().map(|(_, r)| r.info.mock).collect::<Vec<_>>()),
-        Column::new("cuda".into(), runs.iter().map(|(_, r)| d(r).map(|d| d.cuda_driver)).collect::<Vec<_>>()),
-        Column::new("clock_policy".into(), runs.iter().map(|(_, r)| r.info.clock_policy.clone()).collect::<Vec<_>>()),
-        Column::new("seed".into(), runs.iter().map(|(_, r)| r.info.seed).collect::<Vec<_>>()),
+        Column::new(
+            "run".into(),
+            runs.iter().map(|(l, _)| l.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "suite".into(),
+            runs.iter()
+                .map(|(_, r)| r.info.suite.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "gpu".into(),
+            runs.iter()
+                .map(|(_, r)| d(r).map(|d| d.name))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "gpu_uuid".into(),
+            runs.iter()
+                .map(|(_, r)| d(r).map(|d| d.uuid))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "driver".into(),
+            runs.iter()
+                .map(|(_, r)| d(r).map(|d| d.driver))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "ncu".into(),
+            runs.iter()
+                .map(|(_, r)| r.info.ncu_version.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "started".into(),
+            runs.iter()
+                .map(|(_, r)| r.info.started.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "peak_gbs".into(),
+            runs.iter()
+                .map(|(_, r)| d(r).map(|d| d.peak_bandwidth_gbs).filter(|p| *p > 0.0))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "mock".into(),
+            runs.iter().map(|(_, r)| r.info.mock).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "cuda".into(),
+            runs.iter()
+                .map(|(_, r)| d(r).map(|d| d.cuda_driver))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "clock_policy".into(),
+            runs.iter()
+                .map(|(_, r)| r.info.clock_policy.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "seed".into(),
+            runs.iter().map(|(_, r)| r.info.seed).collect::<Vec<_>>(),
+        ),
     ])
 }
 
@@ -113,18 +323,39 @@ fn environments(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
 fn counters(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     let all: Vec<(&str, &str, &str, Option<f64>)> = runs
         .iter()
-        .flat_map(|(label, r)| r.profiles.values().flat_map(move |p| p.metrics.iter().map(move |(m, v)| (*label, p.job_id.as_str(), m.as_str(), *v))))
+        .flat_map(|(label, r)| {
+            r.profiles.values().flat_map(move |p| {
+                p.metrics
+                    .iter()
+                    .map(move |(m, v)| (*label, p.job_id.as_str(), m.as_str(), *v))
+            })
+        })
         .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("run".into(), all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>()),
-        Column::new("job_id".into(), all.iter().map(|a| a.1.to_string()).collect::<Vec<_>>()),
-        Column::new("metric".into(), all.iter().map(|a| a.2.to_string()).collect::<Vec<_>>()),
+        Column::new(
+            "run".into(),
+            all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "job_id".into(),
+            all.iter().map(|a| a.1.to_string()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "metric".into(),
+            all.iter().map(|a| a.2.to_string()).collect::<Vec<_>>(),
+        ),
         Column::new("value".into(), all.iter().map(|a| a.3).collect::<Vec<_>>()),
     ])
 }
 
 fn left(a: &DataFrame, b: &DataFrame, on: &[&str]) -> PolarsResult<DataFrame> {
-    a.join(b, on.iter().copied(), on.iter().copied(), JoinArgs::new(JoinType::Left), None)
+    a.join(
+        b,
+        on.iter().copied(),
+        on.iter().copied(),
+        JoinArgs::new(JoinType::Left),
+        None,
+    )
 }
 
 fn f64_of(df: &DataFrame, name: &str) -> PolarsResult<Float64Chunked> {
@@ -134,7 +365,11 @@ fn f64_of(df: &DataFrame, name: &str) -> PolarsResult<Float64Chunked> {
 /// `num / den * scale` where both are present and `den > 0`, else null.
 fn ratio(df: &DataFrame, num: &str, den: &str, scale: f64, name: &str) -> PolarsResult<Column> {
     let (n, d) = (f64_of(df, num)?, f64_of(df, den)?);
-    let out: Float64Chunked = n.iter().zip(d.iter()).map(|(n, d)| Some(n? / d.filter(|d| *d > 0.0)? * scale)).collect();
+    let out: Float64Chunked = n
+        .iter()
+        .zip(d.iter())
+        .map(|(n, d)| Some(n? / d.filter(|d| *d > 0.0)? * scale))
+        .collect();
     Ok(out.with_name(name.into()).into_column())
 }
 
@@ -153,13 +388,25 @@ pub fn results(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     // Throughput: work over the median (ms -> s, units -> giga-units).
     let per_second = |work: &str, name: &str| -> PolarsResult<Column> {
         let (w, t) = (f64_of(&df, work)?, f64_of(&df, "median_ms")?);
-        let out: Float64Chunked = w.iter().zip(t.iter()).map(|(w, t)| Some(crate::records::per_second_g(w.filter(|w| *w > 0.0)?, t.filter(|t| *t > 0.0)?))).collect();
+        let out: Float64Chunked = w
+            .iter()
+            .zip(t.iter())
+            .map(|(w, t)| {
+                Some(crate::records::per_second_g(
+                    w.filter(|w| *w > 0.0)?,
+                    t.filter(|t| *t > 0.0)?,
+                ))
+            })
+            .collect();
         Ok(out.with_name(name.into()).into_column())
     };
     let (gbs, gflops) = (per_second("bytes", "gbs")?, per_second("flops", "gflops")?);
     df.with_column(gbs)?;
     df.with_column(gflops)?;
-    let (pct_copy, pct_peak) = (ratio(&df, "gbs", "copy_gbs", 100.0, "pct_of_copy")?, ratio(&df, "gbs", "peak_gbs", 100.0, "pct_of_peak")?);
+    let (pct_copy, pct_peak) = (
+        ratio(&df, "gbs", "copy_gbs", 100.0, "pct_of_copy")?,
+        ratio(&df, "gbs", "peak_gbs", 100.0, "pct_of_peak")?,
+    );
     df.with_column(pct_copy)?;
     df.with_column(pct_peak)?;
     df = df.select(COLUMNS)?;
@@ -167,7 +414,13 @@ pub fn results(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     let long = counters(runs)?;
     let mut names: Vec<String> = Vec::new();
     for (_, r) in runs {
-        for m in r.info.metrics.iter().map(|m| m.name.clone()).chain(r.profiles.values().flat_map(|p| p.metrics.keys().cloned())) {
+        for m in r
+            .info
+            .metrics
+            .iter()
+            .map(|m| m.name.clone())
+            .chain(r.profiles.values().flat_map(|p| p.metrics.keys().cloned()))
+        {
             if !names.contains(&m) {
                 names.push(m);
             }
@@ -185,7 +438,9 @@ pub fn results(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
 /// The frame as CSV (header first; an empty field is null).
 pub fn to_csv(df: &DataFrame) -> PolarsResult<String> {
     let mut buf = Vec::new();
-    CsvWriter::new(&mut buf).include_header(true).finish(&mut df.clone())?;
+    CsvWriter::new(&mut buf)
+        .include_header(true)
+        .finish(&mut df.clone())?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
@@ -195,11 +450,17 @@ pub fn to_csv(df: &DataFrame) -> PolarsResult<String> {
 pub fn side_by_side(frame: &DataFrame, labels: &[&str]) -> PolarsResult<DataFrame> {
     let runs = frame.column("run")?.str()?.clone();
     let of_run = |label: &str| frame.filter(&runs.equal(label));
-    let mut keys = of_run(labels.first().copied().unwrap_or_default())?.select(["job_id", "group"])?;
+    let mut keys =
+        of_run(labels.first().copied().unwrap_or_default())?.select(["job_id", "group"])?;
     for label in labels.iter().skip(1) {
         let more = of_run(label)?.select(["job_id", "group"])?;
         let known = keys.column("job_id")?.str()?.clone();
-        let new_ids = more.column("job_id")?.str()?.iter().map(|id| id.is_some_and(|id| !known.iter().any(|k| k == Some(id)))).collect::<BooleanChunked>();
+        let new_ids = more
+            .column("job_id")?
+            .str()?
+            .iter()
+            .map(|id| id.is_some_and(|id| !known.iter().any(|k| k == Some(id))))
+            .collect::<BooleanChunked>();
         keys = keys.vstack(&more.filter(&new_ids)?)?;
     }
     let mut wide = keys;
@@ -210,7 +471,13 @@ pub fn side_by_side(frame: &DataFrame, labels: &[&str]) -> PolarsResult<DataFram
         }
         wide = left(&wide, &one, &["job_id"])?;
         if i > 0 {
-            let ratio = ratio(&wide, &format!("median_ms {}", i + 1), "median_ms 1", 1.0, &format!("time ratio {}/1", i + 1))?;
+            let ratio = ratio(
+                &wide,
+                &format!("median_ms {}", i + 1),
+                "median_ms 1",
+                1.0,
+                &format!("time ratio {}/1", i + 1),
+            )?;
             wide.with_column(ratio)?;
         }
     }
@@ -227,7 +494,10 @@ pub fn run_summary(frame: &DataFrame) -> PolarsResult<DataFrame> {
     let jobs = frame.group_by_stable(["run"])?.select(["job_id"]).count()?;
     let mut correct_jobs = ok.group_by_stable(["run"])?.select(["job_id"]).count()?;
     correct_jobs.rename("job_id_count", "correct".into())?;
-    let median = ok.group_by_stable(["run"])?.select(["pct_of_copy"]).median()?;
+    let median = ok
+        .group_by_stable(["run"])?
+        .select(["pct_of_copy"])
+        .median()?;
     let best = ok.group_by_stable(["run"])?.select(["pct_of_copy"]).max()?;
     let mut out = left(&jobs, &correct_jobs, &["run"])?;
     out = left(&out, &median, &["run"])?;
@@ -241,10 +511,16 @@ mod tests {
     use super::*;
 
     fn committed(name: &str) -> RunData {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs").join(name);
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("reports/runs")
+            .join(name);
         let text = std::fs::read_to_string(dir.join("run.json")).unwrap();
         let info = serde_json::from_str(&text).unwrap();
-        let records = std::fs::read_to_string(dir.join("results.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let records = std::fs::read_to_string(dir.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         RunData::from_records(info, records)
     }
 
@@ -256,16 +532,32 @@ mod tests {
         let run = committed(H200);
         let df = results(&[("h200", &run)]).unwrap();
         assert_eq!(df.height(), run.jobs.len());
-        let names: Vec<String> = df.get_column_names().iter().map(|n| n.to_string()).collect();
+        let names: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
         assert_eq!(&names[..COLUMNS.len()], &COLUMNS.map(String::from)[..]);
         let ids = df.column("job_id").unwrap().str().unwrap().clone();
         let pct = df.column("pct_of_copy").unwrap().f64().unwrap().clone();
-        let gld = df.column("metric.gld_efficiency").unwrap().f64().unwrap().clone();
+        let gld = df
+            .column("metric.gld_efficiency")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .clone();
         for (i, j) in run.jobs.iter().enumerate() {
             assert_eq!(ids.get(i), Some(j.id()), "job order is the run's");
             let want = 100.0 * j.gbs().unwrap() / run.bounds[j.group()].copy_gbs().unwrap();
             assert!((pct.get(i).unwrap() - want).abs() < 1e-9);
-            assert_eq!(gld.get(i), run.profiles[j.id()].metrics.get("gld_efficiency").copied().flatten());
+            assert_eq!(
+                gld.get(i),
+                run.profiles[j.id()]
+                    .metrics
+                    .get("gld_efficiency")
+                    .copied()
+                    .flatten()
+            );
         }
         let csv = to_csv(&df).unwrap();
         assert_eq!(csv.lines().count(), 1 + run.jobs.len());
@@ -276,7 +568,10 @@ mod tests {
     fn docs_frame_md_documents_every_column() {
         let doc = include_str!("../docs/frame.md");
         for c in COLUMNS {
-            assert!(doc.contains(&format!("| `{c}` |")), "docs/frame.md lacks `{c}`");
+            assert!(
+                doc.contains(&format!("| `{c}` |")),
+                "docs/frame.md lacks `{c}`"
+            );
         }
     }
 
@@ -287,13 +582,33 @@ mod tests {
         assert_eq!(df.height(), a.jobs.len() + b.jobs.len());
         let wide = side_by_side(&df, &["h200", "h100"]).unwrap();
         assert_eq!(wide.height(), 92);
-        let ratio = wide.column("time ratio 2/1").unwrap().f64().unwrap().clone();
-        let (m1, m2) = (wide.column("median_ms 1").unwrap().f64().unwrap().clone(), wide.column("median_ms 2").unwrap().f64().unwrap().clone());
+        let ratio = wide
+            .column("time ratio 2/1")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .clone();
+        let (m1, m2) = (
+            wide.column("median_ms 1").unwrap().f64().unwrap().clone(),
+            wide.column("median_ms 2").unwrap().f64().unwrap().clone(),
+        );
         for i in 0..wide.height() {
-            assert!((ratio.get(i).unwrap() - m2.get(i).unwrap() / m1.get(i).unwrap()).abs() < 1e-12);
+            assert!(
+                (ratio.get(i).unwrap() - m2.get(i).unwrap() / m1.get(i).unwrap()).abs() < 1e-12
+            );
         }
         let summary = run_summary(&df).unwrap();
         assert_eq!(summary.height(), 2);
-        assert_eq!(summary.column("jobs").unwrap().cast(&DataType::UInt64).unwrap().u64().unwrap().get(0), Some(92));
+        assert_eq!(
+            summary
+                .column("jobs")
+                .unwrap()
+                .cast(&DataType::UInt64)
+                .unwrap()
+                .u64()
+                .unwrap()
+                .get(0),
+            Some(92)
+        );
     }
 }

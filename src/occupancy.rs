@@ -76,12 +76,18 @@ impl SmLimits {
 
     /// Warp slots of one SM (0 for limits no device has: a warp size of 0).
     pub fn max_warps(&self) -> u32 {
-        self.max_threads_per_sm.checked_div(self.warp_size).unwrap_or(0)
+        self.max_threads_per_sm
+            .checked_div(self.warp_size)
+            .unwrap_or(0)
     }
 
     /// Warps a block of `threads` threads occupies (a partial warp takes a whole slot).
     pub fn warps_per_block(&self, threads: u32) -> u32 {
-        if self.warp_size == 0 { 0 } else { threads.div_ceil(self.warp_size) }
+        if self.warp_size == 0 {
+            0
+        } else {
+            threads.div_ceil(self.warp_size)
+        }
     }
 
     /// Active warps of `blocks` resident blocks over the SM's warp slots, in % (`None` for limits
@@ -89,7 +95,10 @@ impl SmLimits {
     pub fn occupancy_pct(&self, blocks: u32, threads_per_block: u32) -> Option<f64> {
         match self.max_warps() {
             0 => None,
-            slots => Some(100.0 * (blocks as f64 * self.warps_per_block(threads_per_block) as f64) / slots as f64),
+            slots => Some(
+                100.0 * (blocks as f64 * self.warps_per_block(threads_per_block) as f64)
+                    / slots as f64,
+            ),
         }
     }
 }
@@ -118,7 +127,12 @@ impl AllocationRules {
             8..=12 => 128,
             _ => return Err(OccupancyError::UnknownArchitecture { major, minor }),
         };
-        Ok(AllocationRules { register_unit: 256, max_registers_per_thread: 255, sub_partitions: 4, shared_unit })
+        Ok(AllocationRules {
+            register_unit: 256,
+            max_registers_per_thread: 255,
+            sub_partitions: 4,
+            shared_unit,
+        })
     }
 }
 
@@ -148,12 +162,21 @@ pub struct BlockLimits {
 
 impl BlockLimits {
     fn each(&self) -> [(Limiter, Option<u32>); 4] {
-        [(Limiter::Warps, Some(self.warps)), (Limiter::Blocks, Some(self.blocks)), (Limiter::Registers, self.registers), (Limiter::SharedMemory, self.shared_memory)]
+        [
+            (Limiter::Warps, Some(self.warps)),
+            (Limiter::Blocks, Some(self.blocks)),
+            (Limiter::Registers, self.registers),
+            (Limiter::SharedMemory, self.shared_memory),
+        ]
     }
 
     /// Blocks resident on one SM: the smallest of the limits.
     pub fn active_blocks(&self) -> u32 {
-        self.each().iter().filter_map(|(_, n)| *n).min().unwrap_or(0)
+        self.each()
+            .iter()
+            .filter_map(|(_, n)| *n)
+            .min()
+            .unwrap_or(0)
     }
 
     /// Every limit that allows no more than `active_blocks`, warps first, then blocks, registers
@@ -162,7 +185,11 @@ impl BlockLimits {
     /// nothing from fewer registers.
     pub fn limiters(&self) -> Vec<Limiter> {
         let active = self.active_blocks();
-        self.each().iter().filter(|(_, n)| *n == Some(active)).map(|(l, _)| *l).collect()
+        self.each()
+            .iter()
+            .filter(|(_, n)| *n == Some(active))
+            .map(|(l, _)| *l)
+            .collect()
     }
 
     /// The limiter reports name (see `limiters`).
@@ -174,7 +201,9 @@ impl BlockLimits {
 /// Why the model cannot answer: input that no device or kernel has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OccupancyError {
-    #[error("the occupancy model knows the allocation rules of compute capability 7.0 to 12.x, not {major}.{minor}")]
+    #[error(
+        "the occupancy model knows the allocation rules of compute capability 7.0 to 12.x, not {major}.{minor}"
+    )]
     UnknownArchitecture { major: u32, minor: u32 },
     #[error("a block of 0 threads has no occupancy")]
     EmptyBlock,
@@ -187,7 +216,11 @@ pub enum OccupancyError {
 /// global caching, no block-barrier limit).
 pub fn block_limits(sm: &SmLimits, kernel: &KernelUse) -> Result<BlockLimits, OccupancyError> {
     let rules = AllocationRules::of(sm.compute_capability)?;
-    if sm.warp_size == 0 || sm.max_threads_per_sm < sm.warp_size || sm.max_blocks_per_sm == 0 || sm.registers_per_sm == 0 {
+    if sm.warp_size == 0
+        || sm.max_threads_per_sm < sm.warp_size
+        || sm.max_blocks_per_sm == 0
+        || sm.registers_per_sm == 0
+    {
         return Err(OccupancyError::Device(format!(
             "warp size {}, {} threads, {} blocks and {} registers per SM",
             sm.warp_size, sm.max_threads_per_sm, sm.max_blocks_per_sm, sm.registers_per_sm
@@ -198,17 +231,36 @@ pub fn block_limits(sm: &SmLimits, kernel: &KernelUse) -> Result<BlockLimits, Oc
     }
     let warps_per_block = sm.warps_per_block(kernel.threads_per_block);
     // A block larger than the device or the kernel's launch bounds allow cannot be resident at all.
-    let warps = if kernel.threads_per_block > sm.max_threads_per_block.min(kernel.max_threads_per_block) { 0 } else { sm.max_warps() / warps_per_block };
-    Ok(BlockLimits { warps, blocks: sm.max_blocks_per_sm, registers: register_limit(sm, &rules, kernel, warps_per_block), shared_memory: shared_limit(sm, &rules, kernel) })
+    let warps =
+        if kernel.threads_per_block > sm.max_threads_per_block.min(kernel.max_threads_per_block) {
+            0
+        } else {
+            sm.max_warps() / warps_per_block
+        };
+    Ok(BlockLimits {
+        warps,
+        blocks: sm.max_blocks_per_sm,
+        registers: register_limit(sm, &rules, kernel, warps_per_block),
+        shared_memory: shared_limit(sm, &rules, kernel),
+    })
 }
 
 /// Blocks the register file holds: each warp gets its registers rounded up to the unit, from one
 /// sub-partition's quarter of the file. The hardware also checks a block against the per-block
 /// limit as if its warps were spread over every sub-partition (warps rounded up to a multiple of 4).
-fn register_limit(sm: &SmLimits, rules: &AllocationRules, kernel: &KernelUse, warps_per_block: u32) -> Option<u32> {
-    let per_warp = (kernel.registers_per_thread as u64 * sm.warp_size as u64).next_multiple_of(rules.register_unit as u64);
-    let assumed_per_block = per_warp * (warps_per_block as u64).next_multiple_of(rules.sub_partitions as u64);
-    if kernel.registers_per_thread > rules.max_registers_per_thread || assumed_per_block > sm.registers_per_block as u64 {
+fn register_limit(
+    sm: &SmLimits,
+    rules: &AllocationRules,
+    kernel: &KernelUse,
+    warps_per_block: u32,
+) -> Option<u32> {
+    let per_warp = (kernel.registers_per_thread as u64 * sm.warp_size as u64)
+        .next_multiple_of(rules.register_unit as u64);
+    let assumed_per_block =
+        per_warp * (warps_per_block as u64).next_multiple_of(rules.sub_partitions as u64);
+    if kernel.registers_per_thread > rules.max_registers_per_thread
+        || assumed_per_block > sm.registers_per_block as u64
+    {
         return Some(0);
     }
     if per_warp == 0 {
@@ -225,9 +277,16 @@ fn register_limit(sm: &SmLimits, rules: &AllocationRules, kernel: &KernelUse, wa
 /// than the kernel allows, fits nowhere.
 fn shared_limit(sm: &SmLimits, rules: &AllocationRules, kernel: &KernelUse) -> Option<u32> {
     let fixed = kernel.static_shared_bytes as u64 + sm.reserved_shared_bytes_per_block as u64;
-    let allocated = (fixed + kernel.dynamic_shared_bytes as u64).next_multiple_of(rules.shared_unit as u64);
-    let opted_in = kernel.static_shared_bytes as u64 + kernel.max_dynamic_shared_bytes as u64 > sm.shared_bytes_per_block as u64;
-    let per_block = if opted_in { sm.shared_bytes_per_block_optin } else { sm.shared_bytes_per_block } as u64 + sm.reserved_shared_bytes_per_block as u64;
+    let allocated =
+        (fixed + kernel.dynamic_shared_bytes as u64).next_multiple_of(rules.shared_unit as u64);
+    let opted_in = kernel.static_shared_bytes as u64 + kernel.max_dynamic_shared_bytes as u64
+        > sm.shared_bytes_per_block as u64;
+    let per_block = if opted_in {
+        sm.shared_bytes_per_block_optin
+    } else {
+        sm.shared_bytes_per_block
+    } as u64
+        + sm.reserved_shared_bytes_per_block as u64;
     if kernel.dynamic_shared_bytes > kernel.max_dynamic_shared_bytes || allocated > per_block {
         return Some(0);
     }
@@ -243,13 +302,25 @@ mod tests {
 
     /// A launch on Hopper without shared memory: the kernel may use the default 48 KiB.
     fn launch(threads: u32, registers: u32) -> KernelUse {
-        KernelUse { threads_per_block: threads, registers_per_thread: registers, static_shared_bytes: 0, dynamic_shared_bytes: 0, max_threads_per_block: 1024, max_dynamic_shared_bytes: 48 * 1024 }
+        KernelUse {
+            threads_per_block: threads,
+            registers_per_thread: registers,
+            static_shared_bytes: 0,
+            dynamic_shared_bytes: 0,
+            max_threads_per_block: 1024,
+            max_dynamic_shared_bytes: 48 * 1024,
+        }
     }
 
     fn on_hopper(k: KernelUse) -> (BlockLimits, u32, f64) {
         let sm = SmLimits::hopper();
         let l = block_limits(&sm, &k).unwrap();
-        (l, l.active_blocks(), sm.occupancy_pct(l.active_blocks(), k.threads_per_block).unwrap())
+        (
+            l,
+            l.active_blocks(),
+            sm.occupancy_pct(l.active_blocks(), k.threads_per_block)
+                .unwrap(),
+        )
     }
 
     #[test]
@@ -257,7 +328,15 @@ mod tests {
         // 64 warp slots / 8 warps = 8 blocks; 32 x 32 = 1024 registers a warp, 16384 / 1024 = 16
         // warps a sub-partition, 64 an SM: 8 blocks too. The warps are named (a tie: the SM is full).
         let (l, active, pct) = on_hopper(launch(256, 32));
-        assert_eq!(l, BlockLimits { warps: 8, blocks: 32, registers: Some(8), shared_memory: Some(228) });
+        assert_eq!(
+            l,
+            BlockLimits {
+                warps: 8,
+                blocks: 32,
+                registers: Some(8),
+                shared_memory: Some(228)
+            }
+        );
         assert_eq!((active, pct), (8, 100.0));
         assert_eq!(l.limiters(), vec![Limiter::Warps, Limiter::Registers]);
         assert_eq!(l.limiter(), Limiter::Warps);
@@ -310,7 +389,11 @@ mod tests {
 
     #[test]
     fn dynamic_shared_memory_limits_blocks_with_the_reservation_counted() {
-        let with = |dynamic: u32, max_dynamic: u32| KernelUse { dynamic_shared_bytes: dynamic, max_dynamic_shared_bytes: max_dynamic, ..launch(256, 32) };
+        let with = |dynamic: u32, max_dynamic: u32| KernelUse {
+            dynamic_shared_bytes: dynamic,
+            max_dynamic_shared_bytes: max_dynamic,
+            ..launch(256, 32)
+        };
         // 48 KiB + 1 KiB reserved = 50176 bytes a block, the most a block may have without opting
         // in; 233472 / 50176 = 4 blocks, 32 of 64 warps.
         let (l, active, pct) = on_hopper(with(48 * 1024, 48 * 1024));
@@ -323,21 +406,34 @@ mod tests {
         // 32 KiB: 33792 a block, 6 blocks (75%).
         assert_eq!(on_hopper(with(32 * 1024, 48 * 1024)).2, 75.0);
         // More dynamic shared memory than the kernel allows (no opt-in): no block fits.
-        assert_eq!(on_hopper(with(64 * 1024, 48 * 1024)).0.shared_memory, Some(0));
+        assert_eq!(
+            on_hopper(with(64 * 1024, 48 * 1024)).0.shared_memory,
+            Some(0)
+        );
         // Past the opt-in maximum: no block fits either.
-        assert_eq!(on_hopper(with(228 * 1024, 228 * 1024)).0.shared_memory, Some(0));
+        assert_eq!(
+            on_hopper(with(228 * 1024, 228 * 1024)).0.shared_memory,
+            Some(0)
+        );
     }
 
     #[test]
     fn static_shared_memory_rounds_up_to_128_bytes_with_the_reservation() {
         // 1000 + 1024 reserved = 2024, rounded up to 2048: 233472 / 2048 = 114.
-        let k = KernelUse { static_shared_bytes: 1000, max_dynamic_shared_bytes: 48 * 1024 - 1000, ..launch(64, 16) };
+        let k = KernelUse {
+            static_shared_bytes: 1000,
+            max_dynamic_shared_bytes: 48 * 1024 - 1000,
+            ..launch(64, 16)
+        };
         assert_eq!(on_hopper(k).0.shared_memory, Some(114));
     }
 
     #[test]
     fn launch_bounds_smaller_than_the_block_leave_no_block() {
-        let k = KernelUse { max_threads_per_block: 256, ..launch(512, 32) };
+        let k = KernelUse {
+            max_threads_per_block: 256,
+            ..launch(512, 32)
+        };
         let (l, active, _) = on_hopper(k);
         assert_eq!((l.warps, active, l.limiter()), (0, 0, Limiter::Warps));
     }
@@ -350,23 +446,57 @@ mod tests {
 
     #[test]
     fn volta_allocates_shared_memory_in_256_byte_units_and_reserves_none() {
-        let volta = SmLimits { compute_capability: [7, 0], max_threads_per_sm: 2048, shared_bytes_per_sm: 96 * 1024, shared_bytes_per_block_optin: 96 * 1024, reserved_shared_bytes_per_block: 0, ..SmLimits::hopper() };
-        let k = KernelUse { static_shared_bytes: 300, max_dynamic_shared_bytes: 48 * 1024 - 300, ..launch(128, 32) };
+        let volta = SmLimits {
+            compute_capability: [7, 0],
+            max_threads_per_sm: 2048,
+            shared_bytes_per_sm: 96 * 1024,
+            shared_bytes_per_block_optin: 96 * 1024,
+            reserved_shared_bytes_per_block: 0,
+            ..SmLimits::hopper()
+        };
+        let k = KernelUse {
+            static_shared_bytes: 300,
+            max_dynamic_shared_bytes: 48 * 1024 - 300,
+            ..launch(128, 32)
+        };
         // 300 bytes round up to 512: 98304 / 512 = 192 blocks.
         assert_eq!(block_limits(&volta, &k).unwrap().shared_memory, Some(192));
-        assert_eq!(block_limits(&volta, &launch(128, 32)).unwrap().shared_memory, None);
+        assert_eq!(
+            block_limits(&volta, &launch(128, 32))
+                .unwrap()
+                .shared_memory,
+            None
+        );
     }
 
     #[test]
     fn bad_input_is_an_error_that_says_what_is_wrong() {
         let sm = SmLimits::hopper();
-        assert_eq!(block_limits(&sm, &launch(0, 32)), Err(OccupancyError::EmptyBlock));
-        let pascal = SmLimits { compute_capability: [6, 1], ..sm };
+        assert_eq!(
+            block_limits(&sm, &launch(0, 32)),
+            Err(OccupancyError::EmptyBlock)
+        );
+        let pascal = SmLimits {
+            compute_capability: [6, 1],
+            ..sm
+        };
         let e = block_limits(&pascal, &launch(256, 32)).unwrap_err();
         assert!(e.to_string().contains("7.0 to 12.x, not 6.1"), "{e}");
         let broken = SmLimits { warp_size: 0, ..sm };
-        assert!(block_limits(&broken, &launch(256, 32)).unwrap_err().to_string().contains("warp size 0"));
+        assert!(
+            block_limits(&broken, &launch(256, 32))
+                .unwrap_err()
+                .to_string()
+                .contains("warp size 0")
+        );
         // Neither a division by zero nor an invented percentage from the helpers.
-        assert_eq!((broken.max_warps(), broken.warps_per_block(256), broken.occupancy_pct(4, 256)), (0, 0, None));
+        assert_eq!(
+            (
+                broken.max_warps(),
+                broken.warps_per_block(256),
+                broken.occupancy_pct(4, 256)
+            ),
+            (0, 0, None)
+        );
     }
 }

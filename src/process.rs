@@ -43,8 +43,18 @@ impl Finished {
         if self.status.success() {
             return Ok(self);
         }
-        let said = if self.stderr.trim().is_empty() { &self.text } else { &self.stderr };
-        Err(CommandError { command: self.command, kind: FailureKind::Exited { status: self.status.to_string(), tail: tail(said, TAIL_LINES) } })
+        let said = if self.stderr.trim().is_empty() {
+            &self.text
+        } else {
+            &self.stderr
+        };
+        Err(CommandError {
+            command: self.command,
+            kind: FailureKind::Exited {
+                status: self.status.to_string(),
+                tail: tail(said, TAIL_LINES),
+            },
+        })
     }
 }
 
@@ -79,9 +89,22 @@ impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             FailureKind::Start(e) => write!(f, "could not start `{}`: {e}", self.command),
-            FailureKind::Exited { status, tail } if tail.is_empty() => write!(f, "`{}` failed ({status}) and printed nothing", self.command),
-            FailureKind::Exited { status, tail } => write!(f, "`{}` failed ({status}); the end of its output:\n{tail}", self.command),
-            FailureKind::TimedOut(after) => write!(f, "`{}` did not finish within {} s and was killed", self.command, after.as_secs_f64()),
+            FailureKind::Exited { status, tail } if tail.is_empty() => write!(
+                f,
+                "`{}` failed ({status}) and printed nothing",
+                self.command
+            ),
+            FailureKind::Exited { status, tail } => write!(
+                f,
+                "`{}` failed ({status}); the end of its output:\n{tail}",
+                self.command
+            ),
+            FailureKind::TimedOut(after) => write!(
+                f,
+                "`{}` did not finish within {} s and was killed",
+                self.command,
+                after.as_secs_f64()
+            ),
         }
     }
 }
@@ -90,10 +113,18 @@ impl std::error::Error for CommandError {}
 
 /// The command line as a shell user would read it.
 pub fn command_line(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program()).chain(cmd.get_args()).map(|a| {
-        let s = a.to_string_lossy();
-        if s.is_empty() || s.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') { format!("{s:?}") } else { s.into_owned() }
-    }).collect::<Vec<_>>().join(" ")
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| {
+            let s = a.to_string_lossy();
+            if s.is_empty() || s.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+                format!("{s:?}")
+            } else {
+                s.into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The last `n` non-empty lines of `text`.
@@ -105,23 +136,50 @@ pub fn tail(text: &str, n: usize) -> String {
 /// Runs `cmd` to its end, or kills it (and every process it started) at `timeout`. Stdin is
 /// closed unless the output is streamed (then the child may talk to the user). A non-zero exit is
 /// not an error here: `Finished::success` makes it one where the caller wants that.
-pub fn run(cmd: &mut Command, output: &Output, timeout: Option<Duration>) -> Result<Finished, CommandError> {
+pub fn run(
+    cmd: &mut Command,
+    output: &Output,
+    timeout: Option<Duration>,
+) -> Result<Finished, CommandError> {
     let command = command_line(cmd);
-    let start_error = |e: std::io::Error| CommandError { command: command.clone(), kind: FailureKind::Start(e.to_string()) };
+    let start_error = |e: std::io::Error| CommandError {
+        command: command.clone(),
+        kind: FailureKind::Start(e.to_string()),
+    };
     if timeout.is_some() {
         // Its own process group, so that a timeout also ends what it started (ncu's profiled program).
         cmd.process_group(0);
     }
     let (status, text, stderr) = match output {
         Output::Log(path) => {
-            let log = File::create(path).map_err(|e| CommandError { command: command.clone(), kind: FailureKind::Start(format!("cannot create its log {}: {e}", path.display())) })?;
+            let log = File::create(path).map_err(|e| CommandError {
+                command: command.clone(),
+                kind: FailureKind::Start(format!("cannot create its log {}: {e}", path.display())),
+            })?;
             let copy = log.try_clone().map_err(start_error)?;
-            let mut child = cmd.stdin(Stdio::null()).stdout(copy).stderr(log).spawn().map_err(start_error)?;
-            let status = wait(&mut child, timeout).map_err(|kind| CommandError { command: command.clone(), kind })?;
-            (status, std::fs::read_to_string(path).unwrap_or_default(), String::new())
+            let mut child = cmd
+                .stdin(Stdio::null())
+                .stdout(copy)
+                .stderr(log)
+                .spawn()
+                .map_err(start_error)?;
+            let status = wait(&mut child, timeout).map_err(|kind| CommandError {
+                command: command.clone(),
+                kind,
+            })?;
+            (
+                status,
+                std::fs::read_to_string(path).unwrap_or_default(),
+                String::new(),
+            )
         }
         Output::Stdout => {
-            let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(start_error)?;
+            let mut child = cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(start_error)?;
             let (out, err) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
             let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
             let status = std::thread::scope(|s| {
@@ -135,27 +193,61 @@ pub fn run(cmd: &mut Command, output: &Output, timeout: Option<Duration>) -> Res
                 }
                 wait(&mut child, timeout)
             });
-            let status = status.map_err(|kind| CommandError { command: command.clone(), kind })?;
-            let text = |m: Mutex<Vec<u8>>| String::from_utf8_lossy(&m.into_inner().unwrap_or_else(|p| p.into_inner())).into_owned();
+            let status = status.map_err(|kind| CommandError {
+                command: command.clone(),
+                kind,
+            })?;
+            let text = |m: Mutex<Vec<u8>>| {
+                String::from_utf8_lossy(&m.into_inner().unwrap_or_else(|p| p.into_inner()))
+                    .into_owned()
+            };
             (status, text(out), text(err))
         }
         Output::Stream { echo } => {
-            let stdin = if timeout.is_some() { Stdio::null() } else { Stdio::inherit() };
-            let mut child = cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(start_error)?;
+            let stdin = if timeout.is_some() {
+                Stdio::null()
+            } else {
+                Stdio::inherit()
+            };
+            let mut child = cmd
+                .stdin(stdin)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(start_error)?;
             let kept = Mutex::new(Vec::new());
             let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
             let status = std::thread::scope(|s| {
-                for source in [stdout.map(|o| Box::new(o) as Box<dyn Read + Send>), stderr.map(|e| Box::new(e) as Box<dyn Read + Send>)].into_iter().flatten() {
+                for source in [
+                    stdout.map(|o| Box::new(o) as Box<dyn Read + Send>),
+                    stderr.map(|e| Box::new(e) as Box<dyn Read + Send>),
+                ]
+                .into_iter()
+                .flatten()
+                {
                     let kept = &kept;
                     s.spawn(move || pump(source, *echo, kept));
                 }
                 wait(&mut child, timeout)
             });
-            let status = status.map_err(|kind| CommandError { command: command.clone(), kind })?;
-            (status, String::from_utf8_lossy(&kept.into_inner().unwrap_or_else(|p| p.into_inner())).into_owned(), String::new())
+            let status = status.map_err(|kind| CommandError {
+                command: command.clone(),
+                kind,
+            })?;
+            (
+                status,
+                String::from_utf8_lossy(&kept.into_inner().unwrap_or_else(|p| p.into_inner()))
+                    .into_owned(),
+                String::new(),
+            )
         }
     };
-    Ok(Finished { command, status, text, stderr })
+    Ok(Finished {
+        command,
+        status,
+        text,
+        stderr,
+    })
 }
 
 fn pump(source: Box<dyn Read + Send>, echo: bool, kept: &Mutex<Vec<u8>>) {
@@ -165,16 +257,24 @@ fn pump(source: Box<dyn Read + Send>, echo: bool, kept: &Mutex<Vec<u8>>) {
         if echo {
             let _ = std::io::stderr().lock().write_all(&line);
         }
-        kept.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(&line);
+        kept.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(&line);
         line.clear();
     }
 }
 
-fn wait(child: &mut std::process::Child, timeout: Option<Duration>) -> Result<ExitStatus, FailureKind> {
+fn wait(
+    child: &mut std::process::Child,
+    timeout: Option<Duration>,
+) -> Result<ExitStatus, FailureKind> {
     let Some(limit) = timeout else {
         return child.wait().map_err(|e| FailureKind::Start(e.to_string()));
     };
-    match child.wait_timeout(limit).map_err(|e| FailureKind::Start(e.to_string()))? {
+    match child
+        .wait_timeout(limit)
+        .map_err(|e| FailureKind::Start(e.to_string()))?
+    {
         Some(status) => Ok(status),
         None => {
             // SAFETY: signals the process group created in `run`, whose leader is our child.
@@ -193,15 +293,27 @@ pub fn output(cmd: &mut Command) -> Result<Finished, CommandError> {
 #[derive(Debug, thiserror::Error)]
 pub enum ResultError {
     #[error("the child exited cleanly but left no readable result at {}: {source}", .path.display())]
-    Missing { path: PathBuf, source: std::io::Error },
+    Missing {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("the child's result {} is not valid: {source}", .path.display())]
-    Invalid { path: PathBuf, source: serde_json::Error },
+    Invalid {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// Reads a JSON result a child wrote; a child that exited 0 without one failed all the same.
 pub fn read_result<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ResultError> {
-    let bytes = std::fs::read(path).map_err(|source| ResultError::Missing { path: path.to_path_buf(), source })?;
-    serde_json::from_slice(&bytes).map_err(|source| ResultError::Invalid { path: path.to_path_buf(), source })
+    let bytes = std::fs::read(path).map_err(|source| ResultError::Missing {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| ResultError::Invalid {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -214,9 +326,18 @@ mod tests {
     fn a_hung_child_is_killed_at_its_timeout() {
         let d = tempfile::tempdir().unwrap();
         let t0 = Instant::now();
-        let e = run(Command::new("sh").args(["-c", "sleep 30"]), &Output::Log(d.path().join("log")), Some(Duration::from_millis(300))).unwrap_err();
+        let e = run(
+            Command::new("sh").args(["-c", "sleep 30"]),
+            &Output::Log(d.path().join("log")),
+            Some(Duration::from_millis(300)),
+        )
+        .unwrap_err();
         assert_eq!(e.kind, FailureKind::TimedOut(Duration::from_millis(300)));
-        assert!(e.to_string().starts_with("`sh -c \"sleep 30\"` did not finish within 0.3 s"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("`sh -c \"sleep 30\"` did not finish within 0.3 s"),
+            "{e}"
+        );
         assert!(t0.elapsed() < Duration::from_secs(10));
     }
 
@@ -224,17 +345,40 @@ mod tests {
     fn a_failing_child_keeps_its_command_line_and_the_end_of_its_output() {
         let d = tempfile::tempdir().unwrap();
         let script = "echo starting; echo 'error: CUDA driver error while running the variant: illegal address' >&2; exit 1";
-        for how in [Output::Log(d.path().join("log")), Output::Stream { echo: false }] {
-            let e = run(Command::new("sh").args(["-c", script]), &how, Some(Duration::from_secs(10))).unwrap().success().unwrap_err();
+        for how in [
+            Output::Log(d.path().join("log")),
+            Output::Stream { echo: false },
+        ] {
+            let e = run(
+                Command::new("sh").args(["-c", script]),
+                &how,
+                Some(Duration::from_secs(10)),
+            )
+            .unwrap()
+            .success()
+            .unwrap_err();
             let tail = e.output_tail().unwrap();
-            assert!(tail.contains("illegal address") && tail.contains("starting"), "{tail}");
+            assert!(
+                tail.contains("illegal address") && tail.contains("starting"),
+                "{tail}"
+            );
             assert!(e.command.starts_with("sh -c"), "{}", e.command);
         }
         let ok = output(Command::new("sh").args(["-c", "echo fine; echo noise >&2"])).unwrap();
-        assert_eq!((ok.text.as_str(), ok.stderr.as_str()), ("fine\n", "noise\n"), "stdout apart from stderr");
-        let e = output(Command::new("sh").args(["-c", "echo table; echo 'why it failed' >&2; exit 2"])).unwrap_err();
+        assert_eq!(
+            (ok.text.as_str(), ok.stderr.as_str()),
+            ("fine\n", "noise\n"),
+            "stdout apart from stderr"
+        );
+        let e =
+            output(Command::new("sh").args(["-c", "echo table; echo 'why it failed' >&2; exit 2"]))
+                .unwrap_err();
         assert_eq!(e.output_tail(), Some("why it failed"));
         let missing = output(&mut Command::new("/no/such/program")).unwrap_err();
-        assert!(matches!(missing.kind, FailureKind::Start(_)) && missing.to_string().contains("/no/such/program"), "{missing}");
+        assert!(
+            matches!(missing.kind, FailureKind::Start(_))
+                && missing.to_string().contains("/no/such/program"),
+            "{missing}"
+        );
     }
 }

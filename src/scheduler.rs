@@ -1,19 +1,22 @@
 //! The only place that knows every stage: suites -> plans -> jobs through an executor -> records, saved after every job, and the reports re-rendered from disk.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::executor::{Environment, Executor, Failure, RunContext};
 use crate::exit;
 use crate::metrics::{Catalog, MetricDef};
 use crate::profiler::ClockControl;
-use crate::records::{groups_in_order, BoundSpec, BoundsRecord, HostLinkBounds, CacheState, ComputeBoundRecord, FmaRate, JobRecord, JobStatus, ProfileRecord, Record, RunInfo, ShardInfo, TimingConfig};
+use crate::records::{
+    BoundSpec, BoundsRecord, CacheState, ComputeBoundRecord, FmaRate, HostLinkBounds, JobRecord,
+    JobStatus, ProfileRecord, Record, RunInfo, ShardInfo, TimingConfig, groups_in_order,
+};
 use crate::report;
 use crate::stats;
 use crate::store;
@@ -65,9 +68,19 @@ impl Shard {
     /// `I/N` with 0 <= I < N.
     pub fn parse(text: &str) -> Result<Shard, String> {
         let (i, n) = text.split_once('/').ok_or_else(|| format!("`{text}` is not a shard: write I/N, for example 0/4 (shards count from 0, as SLURM_ARRAY_TASK_ID does)"))?;
-        let (index, count): (usize, usize) = (i.trim().parse().map_err(|_| format!("shard index `{i}` is not a whole number"))?, n.trim().parse().map_err(|_| format!("shard count `{n}` is not a whole number"))?);
+        let (index, count): (usize, usize) = (
+            i.trim()
+                .parse()
+                .map_err(|_| format!("shard index `{i}` is not a whole number"))?,
+            n.trim()
+                .parse()
+                .map_err(|_| format!("shard count `{n}` is not a whole number"))?,
+        );
         if count == 0 || index >= count {
-            return Err(format!("shard {index}/{count}: the index must be below the count (0/{count} to {}/{count})", count.max(1) - 1));
+            return Err(format!(
+                "shard {index}/{count}: the index must be below the count (0/{count} to {}/{count})",
+                count.max(1) - 1
+            ));
         }
         Ok(Shard { index, count })
     }
@@ -83,11 +96,17 @@ pub fn expected_cost(job: &JobSpec) -> f64 {
 /// cost so far (ties by suite and job id, so the split depends only on the jobs, not their order).
 pub fn shard_of(jobs: &[&JobSpec], count: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by(|&a, &b| expected_cost(jobs[b]).total_cmp(&expected_cost(jobs[a])).then_with(|| (&jobs[a].suite, jobs[a].id()).cmp(&(&jobs[b].suite, jobs[b].id()))));
+    order.sort_by(|&a, &b| {
+        expected_cost(jobs[b])
+            .total_cmp(&expected_cost(jobs[a]))
+            .then_with(|| (&jobs[a].suite, jobs[a].id()).cmp(&(&jobs[b].suite, jobs[b].id())))
+    });
     let mut load = vec![0.0f64; count.max(1)];
     let mut shard = vec![0usize; jobs.len()];
     for j in order {
-        let lightest = (0..load.len()).min_by(|&a, &b| load[a].total_cmp(&load[b])).unwrap_or(0);
+        let lightest = (0..load.len())
+            .min_by(|&a, &b| load[a].total_cmp(&load[b]))
+            .unwrap_or(0);
         shard[j] = lightest;
         load[lightest] += expected_cost(jobs[j]);
     }
@@ -112,24 +131,43 @@ pub fn pools_by_model(models: &[String]) -> Vec<Vec<usize>> {
 pub fn keep_shard(plans: &mut [SuitePlan], shard: Shard) -> ShardInfo {
     use sha2::{Digest, Sha256};
     let all: Vec<&JobSpec> = plans.iter().flat_map(|p| p.jobs.iter()).collect();
-    let mut ids: Vec<String> = plans.iter().flat_map(|p| p.jobs.iter().map(move |j| format!("{}\u{0}{}\u{0}{}", p.suite.source_hash, j.suite, j.id()))).collect();
+    let mut ids: Vec<String> = plans
+        .iter()
+        .flat_map(|p| {
+            p.jobs
+                .iter()
+                .map(move |j| format!("{}\u{0}{}\u{0}{}", p.suite.source_hash, j.suite, j.id()))
+        })
+        .collect();
     ids.sort();
     let mut h = Sha256::new();
     for id in &ids {
         h.update(id.as_bytes());
         h.update([1u8]);
     }
-    let info = ShardInfo { index: shard.index, count: shard.count, plan: crate::suite::sources::hex(&h.finalize()) };
+    let info = ShardInfo {
+        index: shard.index,
+        count: shard.count,
+        plan: crate::suite::sources::hex(&h.finalize()),
+    };
     let assigned = shard_of(&all, shard.count);
     let mut keep = assigned.iter().map(|&s| s == shard.index);
     for plan in plans.iter_mut() {
-        plan.jobs = std::mem::take(&mut plan.jobs).into_iter().filter(|_| keep.next().unwrap_or(false)).collect();
+        plan.jobs = std::mem::take(&mut plan.jobs)
+            .into_iter()
+            .filter(|_| keep.next().unwrap_or(false))
+            .collect();
     }
     info
 }
 
 /// Plans every suite before the first one starts: a typo must not stop `--suite all` halfway.
-pub fn plan<'a>(suites: &'a [Suite], variants: &[String], profile: Option<&ProfileRequest>, catalog: &Catalog) -> anyhow::Result<Vec<SuitePlan<'a>>> {
+pub fn plan<'a>(
+    suites: &'a [Suite],
+    variants: &[String],
+    profile: Option<&ProfileRequest>,
+    catalog: &Catalog,
+) -> anyhow::Result<Vec<SuitePlan<'a>>> {
     let mut plans = Vec::new();
     for suite in suites {
         let mut jobs = suite.jobs.clone();
@@ -142,15 +180,32 @@ pub fn plan<'a>(suites: &'a [Suite], variants: &[String], profile: Option<&Profi
             Some(p) => {
                 let mut names = p.names.clone();
                 if names.is_empty() {
-                    names.push(suite.manifest.suite.metric_set.clone().unwrap_or_else(|| "memory".into()));
+                    names.push(
+                        suite
+                            .manifest
+                            .suite
+                            .metric_set
+                            .clone()
+                            .unwrap_or_else(|| "memory".into()),
+                    );
                 }
-                catalog.resolve(&names).with_context(|| format!("suite `{}`", suite.name()))?
+                catalog
+                    .resolve(&names)
+                    .with_context(|| format!("suite `{}`", suite.name()))?
             }
         };
-        plans.push(SuitePlan { suite, jobs, metrics, unavailable_metrics: Vec::new() });
+        plans.push(SuitePlan {
+            suite,
+            jobs,
+            metrics,
+            unavailable_metrics: Vec::new(),
+        });
     }
     if !variants.is_empty() && plans.iter().all(|p| p.jobs.is_empty()) {
-        bail!("no suite has a variant named {}\n  fix: `gpu-lab list variants` shows them", variants.join(", "));
+        bail!(
+            "no suite has a variant named {}\n  fix: `gpu-lab list variants` shows them",
+            variants.join(", ")
+        );
     }
     Ok(plans)
 }
@@ -158,9 +213,15 @@ pub fn plan<'a>(suites: &'a [Suite], variants: &[String], profile: Option<&Profi
 /// Leaves out of each plan the metrics this GPU cannot collect, saying why in the run.
 pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Result<()> {
     for plan in plans.iter_mut().filter(|p| !p.metrics.is_empty()) {
-        let screened = executor.screen(std::mem::take(&mut plan.metrics)).with_context(|| format!("suite `{}`", plan.suite.name()))?;
+        let screened = executor
+            .screen(std::mem::take(&mut plan.metrics))
+            .with_context(|| format!("suite `{}`", plan.suite.name()))?;
         plan.metrics = screened.collectable;
-        plan.unavailable_metrics = screened.unavailable.into_iter().map(|(m, why)| format!("{m}: {why}")).collect();
+        plan.unavailable_metrics = screened
+            .unavailable
+            .into_iter()
+            .map(|(m, why)| format!("{m}: {why}"))
+            .collect();
     }
     Ok(())
 }
@@ -168,8 +229,20 @@ pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Resul
 /// Rewrites the reports from what is on disk: partial results stay readable.
 pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     let (run, _) = store::load_run(dir)?;
-    let roofline = run.jobs.iter().any(report::markdown::is_compute).then_some(report::Format::Roofline);
-    for format in [report::Format::Md, report::Format::Csv, report::Format::Svg, report::Format::Frame].into_iter().chain(roofline) {
+    let roofline = run
+        .jobs
+        .iter()
+        .any(report::markdown::is_compute)
+        .then_some(report::Format::Roofline);
+    for format in [
+        report::Format::Md,
+        report::Format::Csv,
+        report::Format::Svg,
+        report::Format::Frame,
+    ]
+    .into_iter()
+    .chain(roofline)
+    {
         let e = report::exporter(format);
         store::write_atomic(&dir.join(e.file_name()), e.render(&run)?.as_bytes())?;
     }
@@ -180,7 +253,8 @@ pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
 pub fn write_timelines(dir: &Path, run: &crate::records::RunData) -> anyhow::Result<()> {
     for (file, svg) in report::timeline::timeline_files(run) {
         let path = dir.join(file);
-        store::write_atomic(&path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        store::write_atomic(&path, svg.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }
@@ -216,12 +290,28 @@ struct SuiteRun<'p> {
 
 impl<'p> SuiteRun<'p> {
     /// Creates the run directory and writes its `run.json`.
-    fn open(plan: &'p SuitePlan<'p>, settings: &RunSettings, envs: &[Environment]) -> anyhow::Result<(SuiteRun<'p>, RunInfo)> {
+    fn open(
+        plan: &'p SuitePlan<'p>,
+        settings: &RunSettings,
+        envs: &[Environment],
+    ) -> anyhow::Result<(SuiteRun<'p>, RunInfo)> {
         let env = envs[0].clone();
-        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &env.label).with_context(|| format!("creating a run directory under {}", settings.out.display()))?;
+        let dir = store::new_run_dir(&settings.out, plan.suite.name(), &env.label).with_context(
+            || format!("creating a run directory under {}", settings.out.display()),
+        )?;
         // The run's cache state: the command line's, else the suite's, else warm.
-        let timing = TimingConfig { cache: settings.cache.or(plan.suite.manifest.suite.cache).unwrap_or_default(), ..settings.timing.clone() };
-        let clock_control = settings.profile.as_ref().map(|p| p.clock_control).unwrap_or_default();
+        let timing = TimingConfig {
+            cache: settings
+                .cache
+                .or(plan.suite.manifest.suite.cache)
+                .unwrap_or_default(),
+            ..settings.timing.clone()
+        };
+        let clock_control = settings
+            .profile
+            .as_ref()
+            .map(|p| p.clock_control)
+            .unwrap_or_default();
         let info = RunInfo {
             gpu_lab_version: env!("CARGO_PKG_VERSION").into(),
             command: settings.command_line.clone(),
@@ -240,22 +330,59 @@ impl<'p> SuiteRun<'p> {
             unavailable_metrics: plan.unavailable_metrics.clone(),
             mock: env.mock,
             shard: settings.shard.clone(),
-            gpus: if envs.len() > 1 { envs.iter().filter_map(|e| e.device.clone()).collect() } else { Vec::new() },
+            gpus: if envs.len() > 1 {
+                envs.iter().filter_map(|e| e.device.clone()).collect()
+            } else {
+                Vec::new()
+            },
             ..Default::default()
         };
         store::save_info(&dir, &info)?;
         let work = dir.join("work");
         std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
         let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
-        let group_jobs = groups.iter().map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect()).collect();
-        let fma = plan.jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0));
+        let group_jobs = groups
+            .iter()
+            .map(|g| plan.jobs.iter().filter(|j| &j.key.group == g).collect())
+            .collect();
+        let fma = plan
+            .jobs
+            .iter()
+            .any(|j| j.work.flops.is_some_and(|f| f > 0.0));
         let host_link = plan.jobs.iter().any(JobSpec::crosses_host_link);
         let duration_runs = settings.profile.as_ref().map_or(0, |p| p.duration_runs);
-        Ok((SuiteRun { plan, dir, work, timing, clock_control, duration_runs, fma, host_link, timeout: settings.timeout, groups, group_jobs, began: OnceLock::new() }, info))
+        Ok((
+            SuiteRun {
+                plan,
+                dir,
+                work,
+                timing,
+                clock_control,
+                duration_runs,
+                fma,
+                host_link,
+                timeout: settings.timeout,
+                groups,
+                group_jobs,
+                began: OnceLock::new(),
+            },
+            info,
+        ))
     }
 
     fn ctx(&self, seed: u64) -> RunContext<'_> {
-        RunContext { dir: &self.dir, work: &self.work, timing: &self.timing, seed, timeout: self.timeout, metrics: &self.plan.metrics, clock_control: self.clock_control, duration_runs: self.duration_runs, fma: self.fma, host_link: self.host_link }
+        RunContext {
+            dir: &self.dir,
+            work: &self.work,
+            timing: &self.timing,
+            seed,
+            timeout: self.timeout,
+            metrics: &self.plan.metrics,
+            clock_control: self.clock_control,
+            duration_runs: self.duration_runs,
+            fma: self.fma,
+            host_link: self.host_link,
+        }
     }
 }
 
@@ -303,7 +430,12 @@ enum Work<'p, 's> {
 /// task when its GPU is free, so no two jobs share a card, and a task that times the host link
 /// when every other GPU of the host is idle; before its first job of a group a lane measures that
 /// group's bounds on its own GPU. After every job and pass the record is saved.
-pub fn run(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
+pub fn run(
+    lanes: &[&dyn Executor],
+    plans: &[SuitePlan],
+    settings: &RunSettings,
+    finished: &mut (dyn FnMut(&Path) + Send),
+) -> anyhow::Result<i32> {
     run_sharing(lanes, plans, settings, &HostShare::default(), finished)
 }
 
@@ -329,7 +461,10 @@ struct LaneCount {
 impl HostShare {
     /// The ncu slot, if free, held until the returned guard drops (an error or a panic lets it go too).
     fn try_take_ncu(&self) -> Option<HeldSlot<'_>> {
-        self.ncu.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok().then_some(HeldSlot(&self.ncu))
+        self.ncu
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+            .then_some(HeldSlot(&self.ncu))
     }
 
     fn count(&self) -> std::sync::MutexGuard<'_, LaneCount> {
@@ -341,7 +476,10 @@ impl HostShare {
         let mut c = self.count();
         (!c.exclusive).then(|| {
             c.busy += 1;
-            Busy { host: self, exclusive: false }
+            Busy {
+                host: self,
+                exclusive: false,
+            }
         })
     }
 
@@ -355,7 +493,10 @@ impl HostShare {
         (!c.exclusive).then(|| {
             c.exclusive = true;
             c.busy += 1;
-            Busy { host: self, exclusive: true }
+            Busy {
+                host: self,
+                exclusive: true,
+            }
         })
     }
 }
@@ -376,7 +517,12 @@ impl Busy<'_> {
         let mut c = self.host.count();
         // The timeout only bounds how late a stop (another lane's failure) is seen.
         while c.busy > 1 && !stop.load(Ordering::SeqCst) {
-            c = self.host.work_ended.wait_timeout(c, Duration::from_millis(100)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+            c = self
+                .host
+                .work_ended
+                .wait_timeout(c, Duration::from_millis(100))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
         }
     }
 }
@@ -402,7 +548,13 @@ impl Drop for HeldSlot<'_> {
 }
 
 /// `run`, with the host's ncu slot and host link shared with other runs of this process.
-pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunSettings, host: &HostShare, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
+pub fn run_sharing(
+    lanes: &[&dyn Executor],
+    plans: &[SuitePlan],
+    settings: &RunSettings,
+    host: &HostShare,
+    finished: &mut (dyn FnMut(&Path) + Send),
+) -> anyhow::Result<i32> {
     if lanes.is_empty() {
         bail!("no GPU to run on");
     }
@@ -431,12 +583,36 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
             }
         }
     }
-    let steps = tasks.len() as u64 + if profiling { suites.iter().map(|s| s.plan.jobs.len() as u64).sum() } else { 0 };
-    let bar = if settings.quiet { ProgressBar::hidden() } else { ProgressBar::new(steps) };
-    bar.set_style(ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> "));
+    let steps = tasks.len() as u64
+        + if profiling {
+            suites.iter().map(|s| s.plan.jobs.len() as u64).sum()
+        } else {
+            0
+        };
+    let bar = if settings.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(steps)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
     let shared = Mutex::new(Shared {
-        so_far: suites.iter().map(|s| s.group_jobs.iter().map(|g| vec![None; g.len()]).collect()).collect(),
-        left: suites.iter().map(|s| s.group_jobs.iter().map(|g| g.len() * s.timing.rounds.max(1) as usize).collect()).collect(),
+        so_far: suites
+            .iter()
+            .map(|s| s.group_jobs.iter().map(|g| vec![None; g.len()]).collect())
+            .collect(),
+        left: suites
+            .iter()
+            .map(|s| {
+                s.group_jobs
+                    .iter()
+                    .map(|g| g.len() * s.timing.rounds.max(1) as usize)
+                    .collect()
+            })
+            .collect(),
         open_groups: suites.iter().map(|s| s.groups.len()).collect(),
         groups_timing: suites.iter().map(|s| s.groups.len()).sum(),
         open_passes: vec![0; suites.len()],
@@ -451,7 +627,8 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
     let pass_ready = Condvar::new();
     let append = |sr: &SuiteRun, r: &Record| {
         let results = sr.dir.join(store::RESULTS);
-        store::append_jsonl(&results, r).with_context(|| format!("appending to {}", results.display()))
+        store::append_jsonl(&results, r)
+            .with_context(|| format!("appending to {}", results.display()))
     };
     // A suite is finished when every group is timed and every pass has run: its `run.json` gets
     // its end, its reports their last rendering, and `finished` its directory.
@@ -460,8 +637,16 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
             return Ok(());
         }
         let sr = &suites[si];
-        let wrong = p.so_far[si].iter().flatten().flatten().any(|r| r.status != JobStatus::Ok);
-        p.codes[si] = Some(if wrong || p.pass_failed[si] { exit::JOBS_FAILED } else { exit::OK });
+        let wrong = p.so_far[si]
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|r| r.status != JobStatus::Ok);
+        p.codes[si] = Some(if wrong || p.pass_failed[si] {
+            exit::JOBS_FAILED
+        } else {
+            exit::OK
+        });
         let info = &mut p.infos[si];
         if let Some((t0, started)) = sr.began.get() {
             info.started = started.clone();
@@ -498,7 +683,8 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     let next_alone = timing_left && {
                         let (si, gi, _, ji) = tasks[p.next_task];
                         let sr = &suites[si];
-                        sr.group_jobs[gi][ji].crosses_host_link() || (sr.host_link && !measured.contains(&(si, gi)))
+                        sr.group_jobs[gi][ji].crosses_host_link()
+                            || (sr.host_link && !measured.contains(&(si, gi)))
                     };
                     // A pass started now would hold up the next task, which needs the host alone.
                     if (interleave || !timing_left)
@@ -512,7 +698,11 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     }
                     if timing_left {
                         let task = tasks[p.next_task];
-                        if let Some(busy) = if next_alone { host.try_exclusive() } else { host.try_share() } {
+                        if let Some(busy) = if next_alone {
+                            host.try_exclusive()
+                        } else {
+                            host.try_share()
+                        } {
                             p.next_task += 1;
                             break (Work::Time(task), busy);
                         }
@@ -520,7 +710,10 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     if p.groups_timing == 0 && p.passes.is_empty() {
                         return Ok(());
                     }
-                    p = pass_ready.wait_timeout(p, Duration::from_millis(200)).map(|(g, _)| g).unwrap_or_else(|e| e.into_inner().0);
+                    p = pass_ready
+                        .wait_timeout(p, Duration::from_millis(200))
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
                 }
             };
             busy.wait_alone(&stop);
@@ -535,26 +728,58 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     if !measured.contains(&(si, gi)) {
                         bar.set_message(format!("{group}: copy bounds"));
                         // Each lane's own file names in the shared work directory.
-                        let tag = if lanes.len() > 1 { format!("{gi}-gpu{li}") } else { gi.to_string() };
+                        let tag = if lanes.len() > 1 {
+                            format!("{gi}-gpu{li}")
+                        } else {
+                            gi.to_string()
+                        };
                         let ctx = sr.ctx(settings.seed);
-                        let bounds = BoundsRecord { gpu: gpu.clone(), ..bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])? };
+                        let bounds = BoundsRecord {
+                            gpu: gpu.clone(),
+                            ..bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])?
+                        };
                         let computes = compute_bounds(lane, &ctx, &tag, group, &sr.group_jobs[gi])?;
                         let _saving = lock();
                         append(sr, &Record::Bounds(bounds))?;
                         for record in computes {
-                            append(sr, &Record::Compute(ComputeBoundRecord { gpu: gpu.clone(), ..record }))?;
+                            append(
+                                sr,
+                                &Record::Compute(ComputeBoundRecord {
+                                    gpu: gpu.clone(),
+                                    ..record
+                                }),
+                            )?;
                         }
                         measured.push((si, gi));
                     }
                     let job = sr.group_jobs[gi][ji];
                     let rounds = sr.timing.rounds.max(1);
-                    bar.set_message(format!("{group}: {}{}", job.label(), if rounds > 1 { format!(" (round {}/{rounds})", round + 1) } else { String::new() }));
+                    bar.set_message(format!(
+                        "{group}: {}{}",
+                        job.label(),
+                        if rounds > 1 {
+                            format!(" (round {}/{rounds})", round + 1)
+                        } else {
+                            String::new()
+                        }
+                    ));
                     // Each round draws its own inputs: seed, seed + 1 (the second check), seed + 2, …
                     let ctx = sr.ctx(settings.seed.wrapping_add(2 * round as u64));
-                    let tag = if round == 0 { format!("job-{gi}-{ji}") } else { format!("job-{gi}-{ji}-r{round}") };
-                    let record = JobRecord { gpu: gpu.clone(), ..run_job(lane, &ctx, sr.plan.suite, job, &tag)? };
+                    let tag = if round == 0 {
+                        format!("job-{gi}-{ji}")
+                    } else {
+                        format!("job-{gi}-{ji}-r{round}")
+                    };
+                    let record = JobRecord {
+                        gpu: gpu.clone(),
+                        ..run_job(lane, &ctx, sr.plan.suite, job, &tag)?
+                    };
                     let mut p = lock();
-                    let record = if rounds > 1 { JobRecord::with_round(p.so_far[si][gi][ji].take(), record) } else { record };
+                    let record = if rounds > 1 {
+                        JobRecord::with_round(p.so_far[si][gi][ji].take(), record)
+                    } else {
+                        record
+                    };
                     append(sr, &Record::Job(record.clone()))?;
                     p.so_far[si][gi][ji] = Some(record);
                     p.left[si][gi] -= 1;
@@ -563,7 +788,14 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                         // The group is timed: its pass (one per group: a second session would only
                         // queue behind the first) may start.
                         if profiling {
-                            let ran: Vec<&JobSpec> = sr.group_jobs[gi].iter().zip(p.so_far[si][gi].iter().flatten()).filter(|(_, r)| r.status != JobStatus::Failed && r.status != JobStatus::TimedOut).map(|(j, _)| *j).collect();
+                            let ran: Vec<&JobSpec> = sr.group_jobs[gi]
+                                .iter()
+                                .zip(p.so_far[si][gi].iter().flatten())
+                                .filter(|(_, r)| {
+                                    r.status != JobStatus::Failed && r.status != JobStatus::TimedOut
+                                })
+                                .map(|(j, _)| *j)
+                                .collect();
                             if !ran.is_empty() {
                                 p.open_passes[si] += 1;
                                 p.passes.push_back((si, gi, format!("profile-{gi}"), ran));
@@ -583,7 +815,13 @@ pub fn run_sharing(lanes: &[&dyn Executor], plans: &[SuitePlan], settings: &RunS
                     let mut p = lock();
                     for r in records {
                         p.pass_failed[si] |= r.error.is_some() || !r.missing.is_empty();
-                        append(sr, &Record::Profile(ProfileRecord { gpu: gpu.clone(), ..r }))?;
+                        append(
+                            sr,
+                            &Record::Profile(ProfileRecord {
+                                gpu: gpu.clone(),
+                                ..r
+                            }),
+                        )?;
                     }
                     p.open_passes[si] -= 1;
                     drop(held);
@@ -624,7 +862,12 @@ impl Drop for StopOnPanic<'_> {
 
 /// Runs `work` once per lane, each on its own thread (a lane is one GPU), and waits for all;
 /// the first error stops the others before their next task and is returned.
-fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBool, work: &LaneWork) -> anyhow::Result<()> {
+fn on_every_lane(
+    lanes: &[&dyn Executor],
+    envs: &[Environment],
+    stop: &AtomicBool,
+    work: &LaneWork,
+) -> anyhow::Result<()> {
     let results: Vec<anyhow::Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = lanes
             .iter()
@@ -643,36 +886,75 @@ fn on_every_lane(lanes: &[&dyn Executor], envs: &[Environment], stop: &AtomicBoo
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a lane's thread panicked")))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a lane's thread panicked")))
+            })
+            .collect()
     });
     results.into_iter().collect()
 }
 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
-fn bounds(executor: &dyn Executor, ctx: &RunContext, tag: &str, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<BoundsRecord> {
-    let bytes = jobs.iter().flat_map(|j| j.buffers.iter().map(|b| b.bytes())).max().unwrap_or(0);
-    let failed = |e: String| BoundsRecord { group: group.to_string(), bytes, memcpy: None, copy_kernel: None, error: Some(e), fma: None, gpu: None, host: None };
+fn bounds(
+    executor: &dyn Executor,
+    ctx: &RunContext,
+    tag: &str,
+    group: &str,
+    jobs: &[&JobSpec],
+) -> anyhow::Result<BoundsRecord> {
+    let bytes = jobs
+        .iter()
+        .flat_map(|j| j.buffers.iter().map(|b| b.bytes()))
+        .max()
+        .unwrap_or(0);
+    let failed = |e: String| BoundsRecord {
+        group: group.to_string(),
+        bytes,
+        memcpy: None,
+        copy_kernel: None,
+        error: Some(e),
+        fma: None,
+        gpu: None,
+        host: None,
+    };
     if bytes == 0 {
         return Ok(failed("the group has no buffers to copy".into()));
     }
-    Ok(match executor.bounds(ctx, &format!("bounds-{tag}"), bytes) {
-        Ok(o) => BoundsRecord {
-            group: group.to_string(),
-            bytes: o.bytes,
-            memcpy: stats::summarize(&o.memcpy_samples_ms),
-            copy_kernel: stats::summarize(&o.kernel_samples_ms),
-            error: None,
-            fma: o.fma.and_then(|(samples, flops, sm_count)| Some(FmaRate { flops, summary: stats::summarize(&samples)?, sm_count })),
-            gpu: None,
-            host: o.host.as_ref().map(HostLinkBounds::from_samples),
+    Ok(
+        match executor.bounds(ctx, &format!("bounds-{tag}"), bytes) {
+            Ok(o) => BoundsRecord {
+                group: group.to_string(),
+                bytes: o.bytes,
+                memcpy: stats::summarize(&o.memcpy_samples_ms),
+                copy_kernel: stats::summarize(&o.kernel_samples_ms),
+                error: None,
+                fma: o.fma.and_then(|(samples, flops, sm_count)| {
+                    Some(FmaRate {
+                        flops,
+                        summary: stats::summarize(&samples)?,
+                        sm_count,
+                    })
+                }),
+                gpu: None,
+                host: o.host.as_ref().map(HostLinkBounds::from_samples),
+            },
+            Err(Failure::Fatal(why)) => bail!("{why}"),
+            Err(f) => failed(f.message()),
         },
-        Err(Failure::Fatal(why)) => bail!("{why}"),
-        Err(f) => failed(f.message()),
-    })
+    )
 }
 
 /// The vendor compute bounds of a group: cuBLAS once per distinct shape its jobs ask for.
-fn compute_bounds(executor: &dyn Executor, ctx: &RunContext, tag: &str, group: &str, jobs: &[&JobSpec]) -> anyhow::Result<Vec<ComputeBoundRecord>> {
+fn compute_bounds(
+    executor: &dyn Executor,
+    ctx: &RunContext,
+    tag: &str,
+    group: &str,
+    jobs: &[&JobSpec],
+) -> anyhow::Result<Vec<ComputeBoundRecord>> {
     let mut wanted: Vec<(&BoundSpec, String, f64)> = Vec::new();
     for j in jobs {
         if let (BoundSpec::Cublas { shape, .. }, Some(key)) = (&j.bound, j.bound.key())
@@ -683,23 +965,51 @@ fn compute_bounds(executor: &dyn Executor, ctx: &RunContext, tag: &str, group: &
     }
     let mut out = Vec::new();
     for (bi, (bound, key, flops)) in wanted.into_iter().enumerate() {
-        let record = |summary, samples_ms, math_mode, error| ComputeBoundRecord { group: group.to_string(), key: key.clone(), math_mode, flops, summary, samples_ms, error, gpu: None };
-        out.push(match executor.compute_bound(ctx, &format!("compute-{tag}-{bi}"), bound) {
-            Ok(o) => record(stats::summarize(&o.samples_ms), o.samples_ms, o.math_mode, None),
-            Err(Failure::Fatal(why)) => bail!("{why}"),
-            Err(f) => record(None, Vec::new(), String::new(), Some(f.message())),
-        });
+        let record = |summary, samples_ms, math_mode, error| ComputeBoundRecord {
+            group: group.to_string(),
+            key: key.clone(),
+            math_mode,
+            flops,
+            summary,
+            samples_ms,
+            error,
+            gpu: None,
+        };
+        out.push(
+            match executor.compute_bound(ctx, &format!("compute-{tag}-{bi}"), bound) {
+                Ok(o) => record(
+                    stats::summarize(&o.samples_ms),
+                    o.samples_ms,
+                    o.math_mode,
+                    None,
+                ),
+                Err(Failure::Fatal(why)) => bail!("{why}"),
+                Err(f) => record(None, Vec::new(), String::new(), Some(f.message())),
+            },
+        );
     }
     Ok(out)
 }
 
 /// Runs one job and makes its record; a failed job keeps its whole log in the run's `logs/`.
-fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSpec, tag: &str) -> anyhow::Result<JobRecord> {
+fn run_job(
+    executor: &dyn Executor,
+    ctx: &RunContext,
+    suite: &Suite,
+    job: &JobSpec,
+    tag: &str,
+) -> anyhow::Result<JobRecord> {
     let t0 = Instant::now();
     let nvml_before = executor.snapshot();
     let outcome = executor.job(ctx, tag, job);
     let nvml_after = executor.snapshot();
-    let description = suite.manifest.variants.iter().find(|v| v.name == job.key.variant).map(|v| v.description.clone()).unwrap_or_default();
+    let description = suite
+        .manifest
+        .variants
+        .iter()
+        .find(|v| v.name == job.key.variant)
+        .map(|v| v.description.clone())
+        .unwrap_or_default();
     // Failed until the outcome says otherwise.
     let mut record = JobRecord {
         key: job.key.clone(),
@@ -716,8 +1026,16 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
     };
     match outcome {
         Ok(o) => {
-            let passed = |c: &Option<crate::verify::Correctness>| c.as_ref().is_none_or(|c| c.passed);
-            record.status = if passed(&o.correctness) && passed(&o.correctness_after) && passed(&o.correctness_during) { JobStatus::Ok } else { JobStatus::Wrong };
+            let passed =
+                |c: &Option<crate::verify::Correctness>| c.as_ref().is_none_or(|c| c.passed);
+            record.status = if passed(&o.correctness)
+                && passed(&o.correctness_after)
+                && passed(&o.correctness_during)
+            {
+                JobStatus::Ok
+            } else {
+                JobStatus::Wrong
+            };
             record.summary = stats::summarize(&o.samples_ms);
             record.correctness = o.correctness;
             record.correctness_after = o.correctness_after;
@@ -733,7 +1051,12 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             record.occupancy = o.occupancy;
             record.occupancy_error = o.occupancy_error;
             record.timeline = o.timeline;
-            record.compilers = o.compile.iter().map(|c| c.compiler.clone()).filter(|c| !c.is_empty()).collect();
+            record.compilers = o
+                .compile
+                .iter()
+                .map(|c| c.compiler.clone())
+                .filter(|c| !c.is_empty())
+                .collect();
             record.compilers.dedup();
         }
         Err(Failure::Fatal(why)) => bail!("{why}"),
@@ -745,7 +1068,10 @@ fn run_job(executor: &dyn Executor, ctx: &RunContext, suite: &Suite, job: &JobSp
             if let Some(log) = failure.log() {
                 // work/ goes when the run ends; a failed job's whole log stays.
                 let kept = ctx.dir.join("logs").join(format!("{tag}.log"));
-                if std::fs::create_dir_all(ctx.dir.join("logs")).and_then(|_| std::fs::copy(log, &kept)).is_ok() {
+                if std::fs::create_dir_all(ctx.dir.join("logs"))
+                    .and_then(|_| std::fs::copy(log, &kept))
+                    .is_ok()
+                {
                     message.push_str(&format!("\n(full log: logs/{tag}.log)"));
                 }
             }
@@ -768,7 +1094,11 @@ mod tests {
             cache: None,
             seed: 1,
             timeout: Duration::from_secs(5),
-            profile: profile.then(|| ProfileRequest { names: vec![], clock_control: ClockControl::None, duration_runs: crate::records::DURATION_RUNS }),
+            profile: profile.then(|| ProfileRequest {
+                names: vec![],
+                clock_control: ClockControl::None,
+                duration_runs: crate::records::DURATION_RUNS,
+            }),
             command_line: "test".into(),
             quiet: true,
             shard: None,
@@ -786,7 +1116,10 @@ mod tests {
             let (run, _) = store::load_run(dir).unwrap();
             let suite = suites.iter().find(|s| s.name() == run.info.suite).unwrap();
             assert!(run.info.finished.is_some() && run.info.wall_seconds.is_some());
-            assert_eq!((run.jobs.len(), run.profiles.len()), (suite.jobs.len(), suite.jobs.len()));
+            assert_eq!(
+                (run.jobs.len(), run.profiles.len()),
+                (suite.jobs.len(), suite.jobs.len())
+            );
         }
     }
 
@@ -798,7 +1131,13 @@ mod tests {
         let suites = [suite];
         let mock = MockExecutor::default();
         let s = settings(d.path(), true);
-        let mut plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        let mut plans = plan(
+            &suites,
+            &[],
+            s.profile.as_ref(),
+            &Catalog::builtin().unwrap(),
+        )
+        .unwrap();
         screen(&mut plans, &mock).unwrap();
         let mut dirs = Vec::new();
         let code = run(&[&mock], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap();
@@ -809,7 +1148,9 @@ mod tests {
         assert_eq!(run.jobs.len(), suites[0].jobs.len());
         assert_eq!(run.profiles.len(), run.jobs.len());
         assert_eq!(run.bounds.len(), run.groups().len());
-        assert!(run.jobs.iter().all(|j| j.status == JobStatus::Ok && j.correctness.is_none() && j.nvml_after.is_none()));
+        assert!(run.jobs.iter().all(|j| j.status == JobStatus::Ok
+            && j.correctness.is_none()
+            && j.nvml_after.is_none()));
         let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
         assert!(md.contains("MOCK"), "{md}");
         assert!(!dirs[0].join("work").exists());
@@ -824,19 +1165,37 @@ mod tests {
         fn environment(&self) -> crate::executor::Environment {
             MockExecutor::default().environment()
         }
-        fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<crate::parse::query_metrics::Screened> {
+        fn screen(
+            &self,
+            defs: Vec<MetricDef>,
+        ) -> anyhow::Result<crate::parse::query_metrics::Screened> {
             MockExecutor::default().screen(defs)
         }
         fn snapshot(&self) -> Option<crate::records::Snapshot> {
             None
         }
-        fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
+        fn bounds(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            bytes: u64,
+        ) -> Result<crate::records::BoundsOutcome, Failure> {
             MockExecutor::default().bounds(ctx, tag, bytes)
         }
-        fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
+        fn compute_bound(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            bound: &BoundSpec,
+        ) -> Result<crate::records::ComputeOutcome, Failure> {
             MockExecutor::default().compute_bound(ctx, tag, bound)
         }
-        fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
+        fn job(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            job: &JobSpec,
+        ) -> Result<crate::records::JobOutcome, Failure> {
             let mut outcome = MockExecutor::default().job(ctx, tag, job)?;
             outcome.occupancy = job
                 .launches
@@ -860,7 +1219,12 @@ mod tests {
                 .collect();
             Ok(outcome)
         }
-        fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
+        fn profile(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            jobs: &[&JobSpec],
+        ) -> Vec<crate::records::ProfileRecord> {
             MockExecutor::default().profile(ctx, tag, jobs)
         }
     }
@@ -872,12 +1236,25 @@ mod tests {
         let suites = [suite];
         let plans = plan(&suites, &[], None, &Catalog::builtin().unwrap()).unwrap();
         let mut dirs = Vec::new();
-        assert_eq!(run(&[&Occupied], &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        assert_eq!(
+            run(&[&Occupied], &plans, &settings(d.path(), false), &mut |p| {
+                dirs.push(p.to_path_buf())
+            })
+            .unwrap(),
+            exit::OK
+        );
         let (data, warnings) = store::load_run(&dirs[0]).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
-        assert!(data.jobs.iter().all(|j| j.occupancy.len() == 1 && j.occupancy[0].registers_per_thread == 40 && j.occupancy[0].limiter() == Some(crate::occupancy::Limiter::Registers)));
+        assert!(data.jobs.iter().all(|j| j.occupancy.len() == 1
+            && j.occupancy[0].registers_per_thread == 40
+            && j.occupancy[0].limiter() == Some(crate::occupancy::Limiter::Registers)));
         let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
-        assert!(md.contains("### Occupancy") && md.contains("| 37.5%") && md.contains("no limiter: test: no model"), "{md}");
+        assert!(
+            md.contains("### Occupancy")
+                && md.contains("| 37.5%")
+                && md.contains("no limiter: test: no model"),
+            "{md}"
+        );
     }
 
     /// What the lanes of one test run share: how many jobs run at once (and the most seen), how
@@ -915,10 +1292,23 @@ mod tests {
 
     impl<'w> Watched<'w> {
         fn new(index: u32, watch: &'w Watch, job_ms: u64, lanes: usize) -> Self {
-            Watched { mock: MockExecutor { index, ..Default::default() }, watch, job_ms, lanes, failure: None, mine: Default::default() }
+            Watched {
+                mock: MockExecutor {
+                    index,
+                    ..Default::default()
+                },
+                watch,
+                job_ms,
+                lanes,
+                failure: None,
+                mine: Default::default(),
+            }
         }
         fn failing(watch: &'w Watch, failure: Failure) -> Self {
-            Watched { failure: Some(failure), ..Watched::new(0, watch, 0, 1) }
+            Watched {
+                failure: Some(failure),
+                ..Watched::new(0, watch, 0, 1)
+            }
         }
         fn log(&self, tag: &str) {
             self.watch.tags.lock().unwrap().push(tag.to_string());
@@ -949,21 +1339,39 @@ mod tests {
         fn environment(&self) -> crate::executor::Environment {
             self.mock.environment()
         }
-        fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<crate::parse::query_metrics::Screened> {
+        fn screen(
+            &self,
+            defs: Vec<MetricDef>,
+        ) -> anyhow::Result<crate::parse::query_metrics::Screened> {
             self.mock.screen(defs)
         }
         fn snapshot(&self) -> Option<crate::records::Snapshot> {
             None
         }
-        fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<crate::records::BoundsOutcome, Failure> {
+        fn bounds(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            bytes: u64,
+        ) -> Result<crate::records::BoundsOutcome, Failure> {
             self.log(tag);
             self.step(tag, ctx.host_link, || self.mock.bounds(ctx, tag, bytes))
         }
-        fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<crate::records::ComputeOutcome, Failure> {
+        fn compute_bound(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            bound: &BoundSpec,
+        ) -> Result<crate::records::ComputeOutcome, Failure> {
             self.log(tag);
             self.mock.compute_bound(ctx, tag, bound)
         }
-        fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<crate::records::JobOutcome, Failure> {
+        fn job(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            job: &JobSpec,
+        ) -> Result<crate::records::JobOutcome, Failure> {
             self.log(tag);
             if matches!(&self.failure, Some(Failure::Fatal(why)) if why == "panic") {
                 panic!("this mock lane panics");
@@ -978,21 +1386,32 @@ mod tests {
             if !job.crosses_host_link() && self.mine.fetch_add(1, Ordering::SeqCst) == 0 {
                 w.started.fetch_add(1, Ordering::SeqCst);
                 let t0 = Instant::now();
-                while w.started.load(Ordering::SeqCst) < self.lanes && t0.elapsed() < Duration::from_secs(5) {
+                while w.started.load(Ordering::SeqCst) < self.lanes
+                    && t0.elapsed() < Duration::from_secs(5)
+                {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
             w.jobs_linked.lock().unwrap().push(job.crosses_host_link());
-            self.step(tag, job.crosses_host_link(), || std::thread::sleep(Duration::from_millis(self.job_ms)));
+            self.step(tag, job.crosses_host_link(), || {
+                std::thread::sleep(Duration::from_millis(self.job_ms))
+            });
             w.running.fetch_sub(1, Ordering::SeqCst);
             self.mock.job(ctx, tag, job)
         }
-        fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<crate::records::ProfileRecord> {
+        fn profile(
+            &self,
+            ctx: &RunContext,
+            tag: &str,
+            jobs: &[&JobSpec],
+        ) -> Vec<crate::records::ProfileRecord> {
             self.log(tag);
             let w = self.watch;
             let now = w.profiling.fetch_add(1, Ordering::SeqCst) + 1;
             w.most_passes.fetch_max(now, Ordering::SeqCst);
-            self.step(tag, false, || std::thread::sleep(Duration::from_millis(self.job_ms)));
+            self.step(tag, false, || {
+                std::thread::sleep(Duration::from_millis(self.job_ms))
+            });
             w.profiling.fetch_sub(1, Ordering::SeqCst);
             self.mock.profile(ctx, tag, jobs)
         }
@@ -1006,16 +1425,33 @@ mod tests {
         let suites = [suite];
         let (a, b) = (Watched::new(0, &watch, 5, 2), Watched::new(1, &watch, 5, 2));
         let s = settings(d.path(), true);
-        let mut plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        let mut plans = plan(
+            &suites,
+            &[],
+            s.profile.as_ref(),
+            &Catalog::builtin().unwrap(),
+        )
+        .unwrap();
         screen(&mut plans, &a).unwrap();
         let mut dirs = Vec::new();
-        assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
-        assert_eq!(watch.most.load(Ordering::SeqCst), 2, "both GPUs ran jobs at once, and never more than one each");
+        assert_eq!(
+            run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(),
+            exit::OK
+        );
+        assert_eq!(
+            watch.most.load(Ordering::SeqCst),
+            2,
+            "both GPUs ran jobs at once, and never more than one each"
+        );
         let mut tags = watch.tags.lock().unwrap().clone();
         let all = tags.len();
         tags.sort();
         tags.dedup();
-        assert_eq!(tags.len(), all, "no two steps share a tag (their files in the work directory): {tags:?}");
+        assert_eq!(
+            tags.len(),
+            all,
+            "no two steps share a tag (their files in the work directory): {tags:?}"
+        );
         let (run, warnings) = store::load_run(&dirs[0]).unwrap();
         assert!(warnings.is_empty());
         let uuids: Vec<String> = run.info.gpus.iter().map(|g| g.uuid.clone()).collect();
@@ -1027,31 +1463,60 @@ mod tests {
         assert_eq!(ids.len(), suites[0].jobs.len());
         assert_eq!(run.jobs.len(), suites[0].jobs.len());
         for uuid in &uuids {
-            assert!(run.jobs.iter().any(|j| j.gpu.as_ref() == Some(uuid)), "GPU {uuid} ran no job");
+            assert!(
+                run.jobs.iter().any(|j| j.gpu.as_ref() == Some(uuid)),
+                "GPU {uuid} ran no job"
+            );
         }
         // Each GPU measured the bounds of every group it ran a job of, and each job is compared with its own GPU's.
         for j in &run.jobs {
             let gpu = j.gpu.clone().unwrap();
-            let own = run.gpu_bounds.get(&(j.key.group.clone(), gpu.clone())).unwrap_or_else(|| panic!("no bound of {} on {gpu}", j.key.group));
+            let own = run
+                .gpu_bounds
+                .get(&(j.key.group.clone(), gpu.clone()))
+                .unwrap_or_else(|| panic!("no bound of {} on {gpu}", j.key.group));
             assert_eq!(run.bound_of(j), Some(own));
         }
         assert_eq!(run.profiles.len(), run.jobs.len());
-        assert!(run.profiles.values().all(|p| p.gpu.as_ref().is_some_and(|g| uuids.contains(g))));
+        assert!(
+            run.profiles
+                .values()
+                .all(|p| p.gpu.as_ref().is_some_and(|g| uuids.contains(g)))
+        );
         let md = std::fs::read_to_string(dirs[0].join("report.md")).unwrap();
-        assert!(md.contains("GPU 1: MOCK GPU") && md.contains("Copy bound measured on each GPU"), "{md}");
-        assert!(md.lines().any(|l| l.starts_with("| variant") && l.contains("| GPU ")), "a column says which GPU timed each job: {md}");
+        assert!(
+            md.contains("GPU 1: MOCK GPU") && md.contains("Copy bound measured on each GPU"),
+            "{md}"
+        );
+        assert!(
+            md.lines()
+                .any(|l| l.starts_with("| variant") && l.contains("| GPU ")),
+            "a column says which GPU timed each job: {md}"
+        );
     }
 
     #[test]
     fn one_gpu_times_every_job_of_every_suite_before_its_first_ncu_pass() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
-        let suites = [repo_suite("kernels/shared-memory/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
+        let suites = [
+            repo_suite("kernels/shared-memory/suite.toml"),
+            repo_suite("kernels/warp-divergence/suite.toml"),
+        ];
         let lane = Watched::new(0, &watch, 0, 1);
         let s = settings(d.path(), true);
-        let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        let plans = plan(
+            &suites,
+            &[],
+            s.profile.as_ref(),
+            &Catalog::builtin().unwrap(),
+        )
+        .unwrap();
         let mut dirs = Vec::new();
-        assert_eq!(run(&[&lane], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        assert_eq!(
+            run(&[&lane], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(),
+            exit::OK
+        );
         let tags = watch.tags.lock().unwrap().clone();
         let last_job = tags.iter().rposition(|t| t.starts_with("job-")).unwrap();
         let first_pass = tags.iter().position(|t| t.starts_with("profile-")).unwrap();
@@ -1069,20 +1534,48 @@ mod tests {
     fn on_two_gpus_passes_run_beside_the_timing_one_at_a_time() {
         let watch = Watch::default();
         let d = tempfile::tempdir().unwrap();
-        let suites = [repo_suite("kernels/shared-memory/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
+        let suites = [
+            repo_suite("kernels/shared-memory/suite.toml"),
+            repo_suite("kernels/warp-divergence/suite.toml"),
+        ];
         let (a, b) = (Watched::new(0, &watch, 5, 2), Watched::new(1, &watch, 5, 2));
         let s = settings(d.path(), true);
-        let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        let plans = plan(
+            &suites,
+            &[],
+            s.profile.as_ref(),
+            &Catalog::builtin().unwrap(),
+        )
+        .unwrap();
         let mut dirs = Vec::new();
-        assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
+        assert_eq!(
+            run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(),
+            exit::OK
+        );
         let tags = watch.tags.lock().unwrap().clone();
         let last_job = tags.iter().rposition(|t| t.starts_with("job-")).unwrap();
         let first_pass = tags.iter().position(|t| t.starts_with("profile-")).unwrap();
-        assert!(first_pass < last_job, "no pass ran before the last job was timed: {tags:?}");
-        assert_eq!(watch.most_passes.load(Ordering::SeqCst), 1, "one ncu session at a time");
+        assert!(
+            first_pass < last_job,
+            "no pass ran before the last job was timed: {tags:?}"
+        );
+        assert_eq!(
+            watch.most_passes.load(Ordering::SeqCst),
+            1,
+            "one ncu session at a time"
+        );
         // One pass per group, each once; every job timed once and profiled once.
         let passes: Vec<&String> = tags.iter().filter(|t| t.starts_with("profile-")).collect();
-        let groups: usize = plans.iter().map(|p| p.jobs.iter().map(|j| &j.key.group).collect::<std::collections::BTreeSet<_>>().len()).sum();
+        let groups: usize = plans
+            .iter()
+            .map(|p| {
+                p.jobs
+                    .iter()
+                    .map(|j| &j.key.group)
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
+            })
+            .sum();
         assert_eq!(passes.len(), groups, "{passes:?}");
         assert_eq!(dirs.len(), suites.len(), "every suite's run finished");
         assert_each_run_complete(&dirs, &suites);
@@ -1095,21 +1588,50 @@ mod tests {
         for profile in [true, false] {
             let watch = Watch::default();
             let d = tempfile::tempdir().unwrap();
-            let suites = [repo_suite("kernels/warp-divergence/suite.toml"), repo_suite("kernels/transfers/suite.toml")];
+            let suites = [
+                repo_suite("kernels/warp-divergence/suite.toml"),
+                repo_suite("kernels/transfers/suite.toml"),
+            ];
             let (a, b) = (Watched::new(0, &watch, 3, 2), Watched::new(1, &watch, 3, 2));
             let s = settings(d.path(), profile);
-            let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
-            assert!(!plans[0].jobs.iter().any(JobSpec::crosses_host_link) && plans[1].jobs.iter().all(JobSpec::crosses_host_link));
+            let plans = plan(
+                &suites,
+                &[],
+                s.profile.as_ref(),
+                &Catalog::builtin().unwrap(),
+            )
+            .unwrap();
+            assert!(
+                !plans[0].jobs.iter().any(JobSpec::crosses_host_link)
+                    && plans[1].jobs.iter().all(JobSpec::crosses_host_link)
+            );
             let mut dirs = Vec::new();
-            assert_eq!(run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::OK);
-            assert_eq!(*watch.crowded.lock().unwrap(), Vec::<String>::new(), "steps that shared the host with a host-link step");
+            assert_eq!(
+                run(&[&a, &b], &plans, &s, &mut |p| dirs.push(p.to_path_buf())).unwrap(),
+                exit::OK
+            );
+            assert_eq!(
+                *watch.crowded.lock().unwrap(),
+                Vec::<String>::new(),
+                "steps that shared the host with a host-link step"
+            );
             let linked = watch.jobs_linked.lock().unwrap().clone();
-            assert!(linked.windows(2).all(|w| w[0] >= w[1]), "the host-link suite (listed second) ran first: {linked:?}");
+            assert!(
+                linked.windows(2).all(|w| w[0] >= w[1]),
+                "the host-link suite (listed second) ran first: {linked:?}"
+            );
             if profile {
                 assert_each_run_complete(&dirs, &suites);
             } else {
-                assert_eq!(watch.most.load(Ordering::SeqCst), 2, "device-only jobs still ran on both GPUs at once");
-                assert_eq!(linked.len(), suites.iter().map(|s| s.jobs.len()).sum::<usize>());
+                assert_eq!(
+                    watch.most.load(Ordering::SeqCst),
+                    2,
+                    "device-only jobs still ran on both GPUs at once"
+                );
+                assert_eq!(
+                    linked.len(),
+                    suites.iter().map(|s| s.jobs.len()).sum::<usize>()
+                );
             }
         }
     }
@@ -1119,10 +1641,23 @@ mod tests {
     fn two_models_side_by_side(watch: &Watch, suites: &[Suite], profile: bool) {
         let d = tempfile::tempdir().unwrap();
         let (a, b) = (Watched::new(0, watch, 2, 1), Watched::new(1, watch, 2, 1));
-        let request = ProfileRequest { names: vec![], clock_control: ClockControl::None, duration_runs: crate::records::DURATION_RUNS };
-        let plans = plan(suites, &[], profile.then_some(&request), &Catalog::builtin().unwrap()).unwrap();
+        let request = ProfileRequest {
+            names: vec![],
+            clock_control: ClockControl::None,
+            duration_runs: crate::records::DURATION_RUNS,
+        };
+        let plans = plan(
+            suites,
+            &[],
+            profile.then_some(&request),
+            &Catalog::builtin().unwrap(),
+        )
+        .unwrap();
         let host = HostShare::default();
-        let (sa, sb) = (settings(&d.path().join("a"), profile), settings(&d.path().join("b"), profile));
+        let (sa, sb) = (
+            settings(&d.path().join("a"), profile),
+            settings(&d.path().join("b"), profile),
+        );
         let codes: Vec<i32> = std::thread::scope(|s| {
             let one = s.spawn(|| run_sharing(&[&a], &plans, &sa, &host, &mut |_| {}).unwrap());
             let two = s.spawn(|| run_sharing(&[&b], &plans, &sb, &host, &mut |_| {}).unwrap());
@@ -1134,19 +1669,44 @@ mod tests {
     #[test]
     fn runs_of_two_gpu_models_time_host_link_jobs_with_the_other_model_idle_too() {
         let watch = Watch::default();
-        let suites = [repo_suite("kernels/transfers/suite.toml"), repo_suite("kernels/warp-divergence/suite.toml")];
+        let suites = [
+            repo_suite("kernels/transfers/suite.toml"),
+            repo_suite("kernels/warp-divergence/suite.toml"),
+        ];
         two_models_side_by_side(&watch, &suites, false);
-        assert_eq!(*watch.crowded.lock().unwrap(), Vec::<String>::new(), "steps that shared the host with a host-link step");
+        assert_eq!(
+            *watch.crowded.lock().unwrap(),
+            Vec::<String>::new(),
+            "steps that shared the host with a host-link step"
+        );
         let jobs = suites.iter().map(|s| s.jobs.len()).sum::<usize>();
-        assert_eq!(watch.jobs_linked.lock().unwrap().len(), 2 * jobs, "each model ran every job");
+        assert_eq!(
+            watch.jobs_linked.lock().unwrap().len(),
+            2 * jobs,
+            "each model ran every job"
+        );
     }
 
     #[test]
     fn runs_of_two_gpu_models_share_the_hosts_one_ncu_session() {
         let watch = Watch::default();
-        two_models_side_by_side(&watch, &[repo_suite("kernels/warp-divergence/suite.toml")], true);
-        assert_eq!(watch.most_passes.load(Ordering::SeqCst), 1, "one ncu session on the host at a time");
-        let passes = watch.tags.lock().unwrap().iter().filter(|t| t.starts_with("profile-")).count();
+        two_models_side_by_side(
+            &watch,
+            &[repo_suite("kernels/warp-divergence/suite.toml")],
+            true,
+        );
+        assert_eq!(
+            watch.most_passes.load(Ordering::SeqCst),
+            1,
+            "one ncu session on the host at a time"
+        );
+        let passes = watch
+            .tags
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|t| t.starts_with("profile-"))
+            .count();
         assert!(passes >= 2, "both runs profiled: {passes}");
     }
 
@@ -1159,15 +1719,27 @@ mod tests {
         let healthy = Watched::new(0, &watch, 5, 1);
         let panicking = Watched::failing(&watch, Failure::Fatal("panic".into()));
         let s = settings(d.path(), true);
-        let plans = plan(&suites, &[], s.profile.as_ref(), &Catalog::builtin().unwrap()).unwrap();
+        let plans = plan(
+            &suites,
+            &[],
+            s.profile.as_ref(),
+            &Catalog::builtin().unwrap(),
+        )
+        .unwrap();
         let e = run(&[&healthy, &panicking], &plans, &s, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("panicked"), "{e}");
     }
 
     #[test]
     fn gpus_are_pooled_by_model_in_the_order_first_seen() {
-        let models: Vec<String> = ["H100", "H200", "H100", "H200", "L4"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(pools_by_model(&models), vec![vec![0, 2], vec![1, 3], vec![4]]);
+        let models: Vec<String> = ["H100", "H200", "H100", "H200", "L4"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            pools_by_model(&models),
+            vec![vec![0, 2], vec![1, 3], vec![4]]
+        );
         assert!(pools_by_model(&[]).is_empty());
     }
 
@@ -1180,27 +1752,61 @@ mod tests {
         let log = d.path().join("hung.log");
         std::fs::write(&log, "started, then nothing").unwrap();
         let watch = Watch::default();
-        let hung = Watched::failing(&watch, Failure::TimedOut { after: Duration::from_secs(20), log: Some(log) });
+        let hung = Watched::failing(
+            &watch,
+            Failure::TimedOut {
+                after: Duration::from_secs(20),
+                log: Some(log),
+            },
+        );
         let mut dirs = Vec::new();
-        assert_eq!(run(&[&hung], &plans, &settings(d.path(), false), &mut |p| dirs.push(p.to_path_buf())).unwrap(), exit::JOBS_FAILED);
+        assert_eq!(
+            run(&[&hung], &plans, &settings(d.path(), false), &mut |p| dirs
+                .push(p.to_path_buf()))
+            .unwrap(),
+            exit::JOBS_FAILED
+        );
         let (data, _) = store::load_run(&dirs[0]).unwrap();
-        assert!(data.jobs.iter().all(|j| j.status == JobStatus::TimedOut && j.error.as_deref().unwrap().contains("(full log: logs/job-")));
-        assert_eq!(std::fs::read_dir(dirs[0].join("logs")).unwrap().count(), data.jobs.len());
+        assert!(data.jobs.iter().all(|j| j.status == JobStatus::TimedOut
+            && j.error.as_deref().unwrap().contains("(full log: logs/job-")));
+        assert_eq!(
+            std::fs::read_dir(dirs[0].join("logs")).unwrap().count(),
+            data.jobs.len()
+        );
 
         let fatal = Watched::failing(&watch, Failure::Fatal("could not start gpu-lab".into()));
         let out = d.path().join("fatal");
         let e = run(&[&fatal], &plans, &settings(&out, false), &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("could not start gpu-lab"));
-        let dir = std::fs::read_dir(&out).unwrap().next().unwrap().unwrap().path();
+        let dir = std::fs::read_dir(&out)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         let (data, _) = store::load_run(&dir).unwrap();
-        assert!(data.info.finished.is_none() && data.jobs.is_empty(), "an unfinished run, as a killed one");
+        assert!(
+            data.info.finished.is_none() && data.jobs.is_empty(),
+            "an unfinished run, as a killed one"
+        );
     }
 
     #[test]
     fn a_variant_no_suite_has_is_an_error_with_the_fix() {
         let suite = repo_suite("kernels/transpose/suite.toml");
         let suites = [suite];
-        let e = plan(&suites, &["nope".into()], None, &Catalog::builtin().unwrap()).err().unwrap().to_string();
-        assert!(e.contains("no suite has a variant named nope") && e.contains("fix:"), "{e}");
+        let e = plan(
+            &suites,
+            &["nope".into()],
+            None,
+            &Catalog::builtin().unwrap(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains("no suite has a variant named nope") && e.contains("fix:"),
+            "{e}"
+        );
     }
 }

@@ -77,17 +77,27 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     let j = ((n as f64 / 2.0 - half).floor() as isize).max(1) as usize;
     let k = ((n as f64 / 2.0 + half).ceil() as usize + 1).min(n);
     let mean = s.iter().sum::<f64>() / n as f64;
-    let var = if n > 1 { s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
+    let var = if n > 1 {
+        s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+    } else {
+        0.0
+    };
     let (q1, q3) = (quantile(&s, 0.25), quantile(&s, 0.75));
     let iqr = q3 - q1;
-    let outliers = s.iter().filter(|&&x| x < q1 - 1.5 * iqr || x > q3 + 1.5 * iqr).count();
+    let outliers = s
+        .iter()
+        .filter(|&&x| x < q1 - 1.5 * iqr || x > q3 + 1.5 * iqr)
+        .count();
     let (ci_low, ci_high) = if n >= ORDER_STATISTICS_FROM || n == 1 {
         (s[j - 1], s[k - 1])
     } else {
         let half_width = T95[n - 2] * var.sqrt() / (n as f64).sqrt();
         // Times are never negative; the interval of non-negative values stays so.
         let low = mean - half_width;
-        (if s[0] >= 0.0 { low.max(0.0) } else { low }, mean + half_width)
+        (
+            if s[0] >= 0.0 { low.max(0.0) } else { low },
+            mean + half_width,
+        )
     };
     Some(Summary {
         n,
@@ -123,7 +133,11 @@ mod tests {
         let few = summarize(&[3.0, 1.0, 2.0]).unwrap();
         assert!(few.ci_low <= few.median && few.median <= few.ci_high);
         let six = summarize(&[3.0, 1.0, 2.0, 6.0, 5.0, 4.0]).unwrap();
-        assert_eq!((six.ci_low, six.ci_high), (1.0, 6.0), "from six values on: order statistics, here the range");
+        assert_eq!(
+            (six.ci_low, six.ci_high),
+            (1.0, 6.0),
+            "from six values on: order statistics, here the range"
+        );
         let many: Vec<f64> = (0..1000).map(|i| 10.0 + (i % 10) as f64 * 0.01).collect();
         let s = summarize(&many).unwrap();
         assert!(s.relative_half_width() < 0.001, "{s:?}");
@@ -133,8 +147,14 @@ mod tests {
     fn fewer_than_six_values_get_students_t_interval() {
         // Three rounds: mean 10, s = 0.1; t(2) = 4.303, so 10 ± 0.2484, wider than the range.
         let s = summarize(&[9.9, 10.0, 10.1]).unwrap();
-        assert!((s.ci_low - (10.0 - 4.302_652_730 * 0.1 / 3f64.sqrt())).abs() < 1e-9, "{s:?}");
-        assert!((s.ci_high - (10.0 + 4.302_652_730 * 0.1 / 3f64.sqrt())).abs() < 1e-9, "{s:?}");
+        assert!(
+            (s.ci_low - (10.0 - 4.302_652_730 * 0.1 / 3f64.sqrt())).abs() < 1e-9,
+            "{s:?}"
+        );
+        assert!(
+            (s.ci_high - (10.0 + 4.302_652_730 * 0.1 / 3f64.sqrt())).abs() < 1e-9,
+            "{s:?}"
+        );
         assert!(s.ci_low < s.min && s.ci_high > s.max);
         // Non-negative values keep a non-negative interval; one value is its own interval.
         assert_eq!(summarize(&[0.1, 5.0]).unwrap().ci_low, 0.0);

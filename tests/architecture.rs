@@ -6,9 +6,31 @@ use std::path::{Path, PathBuf};
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 
 /// Modules whose code (and everything it imports) never touches the GPU, disk, processes or the environment.
-const PURE: [&str; 11] = ["records", "cxx", "verify", "parse", "metrics", "expr", "stats", "compare", "report", "frame", "occupancy"];
+const PURE: [&str; 11] = [
+    "records",
+    "cxx",
+    "verify",
+    "parse",
+    "metrics",
+    "expr",
+    "stats",
+    "compare",
+    "report",
+    "frame",
+    "occupancy",
+];
 /// What a pure module must not mention.
-const IMPURE_WORDS: [&str; 9] = ["cudarc", "nvml_wrapper", "std::fs", "std::process", "std::env::", "File::", "current_exe", "temp_dir()", "Command::new"];
+const IMPURE_WORDS: [&str; 9] = [
+    "cudarc",
+    "nvml_wrapper",
+    "std::fs",
+    "std::process",
+    "std::env::",
+    "File::",
+    "current_exe",
+    "temp_dir()",
+    "Command::new",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
@@ -35,14 +57,21 @@ fn sources() -> Vec<(String, String)> {
                 Some(at) => text[..at].to_string(),
                 None => text,
             };
-            (p.strip_prefix(SRC).unwrap().to_string_lossy().into_owned(), code)
+            (
+                p.strip_prefix(SRC).unwrap().to_string_lossy().into_owned(),
+                code,
+            )
         })
         .collect()
 }
 
 /// `cmd/run.rs` -> `cmd`, `lib.rs` -> `lib`.
 fn module_of(file: &str) -> String {
-    file.split('/').next().unwrap().trim_end_matches(".rs").to_string()
+    file.split('/')
+        .next()
+        .unwrap()
+        .trim_end_matches(".rs")
+        .to_string()
 }
 
 /// Each file of `src/` (relative path) with all of its text, test modules included.
@@ -50,7 +79,15 @@ fn sources_with_tests() -> Vec<(String, String)> {
     let mut files = Vec::new();
     rust_files(Path::new(SRC), &mut files);
     files.sort();
-    files.into_iter().map(|p| (p.strip_prefix(SRC).unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap())).collect()
+    files
+        .into_iter()
+        .map(|p| {
+            (
+                p.strip_prefix(SRC).unwrap().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// Top-level modules each module's code names as `crate::X`.
@@ -64,7 +101,10 @@ fn graph_of(sources: Vec<(String, String)>) -> BTreeMap<String, BTreeSet<String>
         let from = module_of(&file);
         let deps = g.entry(from.clone()).or_default();
         for (at, _) in code.match_indices("crate::") {
-            let name: String = code[at + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let name: String = code[at + 7..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
             if !name.is_empty() && name != from {
                 deps.insert(name);
             }
@@ -74,7 +114,12 @@ fn graph_of(sources: Vec<(String, String)>) -> BTreeMap<String, BTreeSet<String>
 }
 
 fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-    fn visit(n: &str, g: &BTreeMap<String, BTreeSet<String>>, path: &mut Vec<String>, done: &mut BTreeSet<String>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
         if let Some(i) = path.iter().position(|p| p == n) {
             return Some(path[i..].iter().cloned().chain([n.to_string()]).collect());
         }
@@ -92,7 +137,8 @@ fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
         None
     }
     let mut done = BTreeSet::new();
-    g.keys().find_map(|n| visit(n, g, &mut Vec::new(), &mut done))
+    g.keys()
+        .find_map(|n| visit(n, g, &mut Vec::new(), &mut done))
 }
 
 #[test]
@@ -106,8 +152,14 @@ fn src_has_no_import_cycle() {
 
 #[test]
 fn the_cycle_finder_finds_a_cycle() {
-    let g: BTreeMap<String, BTreeSet<String>> = [("a", "b"), ("b", "c"), ("c", "a")].iter().map(|(x, y)| (x.to_string(), BTreeSet::from([y.to_string()]))).collect();
-    assert_eq!(find_cycle(&g), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
+    let g: BTreeMap<String, BTreeSet<String>> = [("a", "b"), ("b", "c"), ("c", "a")]
+        .iter()
+        .map(|(x, y)| (x.to_string(), BTreeSet::from([y.to_string()])))
+        .collect();
+    assert_eq!(
+        find_cycle(&g),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
 }
 
 #[test]
@@ -115,11 +167,23 @@ fn only_the_command_layer_reads_the_cli_and_only_it_and_config_read_the_environm
     for (file, code) in sources() {
         let module = module_of(&file);
         if !["cmd", "cli", "main", "lib"].contains(&module.as_str()) {
-            assert!(!code.contains("crate::cli") && !code.contains("gpu_lab::cli"), "{file} imports the CLI types");
+            assert!(
+                !code.contains("crate::cli") && !code.contains("gpu_lab::cli"),
+                "{file} imports the CLI types"
+            );
         }
         if !["cmd", "config", "main"].contains(&module.as_str()) {
-            for word in ["std::env::var", "env::var_os", "current_exe", "temp_dir()", "std::env::args"] {
-                assert!(!code.contains(word), "{file} reads the environment ({word})");
+            for word in [
+                "std::env::var",
+                "env::var_os",
+                "current_exe",
+                "temp_dir()",
+                "std::env::args",
+            ] {
+                assert!(
+                    !code.contains(word),
+                    "{file} reads the environment ({word})"
+                );
             }
         }
     }
@@ -130,17 +194,30 @@ fn pure_modules_reach_nothing_impure() {
     let g = graph();
     let mut reach: BTreeSet<String> = PURE.iter().map(|s| s.to_string()).collect();
     loop {
-        let next: BTreeSet<String> = reach.iter().flat_map(|m| g.get(m).cloned().unwrap_or_default()).chain(reach.iter().cloned()).collect();
+        let next: BTreeSet<String> = reach
+            .iter()
+            .flat_map(|m| g.get(m).cloned().unwrap_or_default())
+            .chain(reach.iter().cloned())
+            .collect();
         if next == reach {
             break;
         }
         reach = next;
     }
-    let impure: Vec<&String> = reach.iter().filter(|m| !PURE.contains(&m.as_str())).collect();
+    let impure: Vec<&String> = reach
+        .iter()
+        .filter(|m| !PURE.contains(&m.as_str()))
+        .collect();
     assert!(impure.is_empty(), "pure modules reach {impure:?}");
-    for (file, code) in sources().into_iter().filter(|(f, _)| PURE.contains(&module_of(f).as_str())) {
+    for (file, code) in sources()
+        .into_iter()
+        .filter(|(f, _)| PURE.contains(&module_of(f).as_str()))
+    {
         for word in IMPURE_WORDS {
-            assert!(!code.contains(word), "{file} is in a pure module but mentions {word}");
+            assert!(
+                !code.contains(word),
+                "{file} is in a pure module but mentions {word}"
+            );
         }
     }
 }
@@ -149,6 +226,9 @@ fn pure_modules_reach_nothing_impure() {
 fn every_source_file_says_what_it_is_for() {
     for (file, _) in sources() {
         let text = std::fs::read_to_string(Path::new(SRC).join(&file)).unwrap();
-        assert!(text.starts_with("//! "), "{file} does not open with a //! line");
+        assert!(
+            text.starts_with("//! "),
+            "{file} does not open with a //! line"
+        );
     }
 }

@@ -6,34 +6,163 @@ fn config() -> ProptestConfig {
     // Bounded, so that CI's 2 cores finish in seconds, and seeded, so that CI runs the cases that
     // were run here (`PROPTEST_RNG_SEED=random PROPTEST_CASES=100000` explores further by hand).
     let seeded = std::env::var("PROPTEST_RNG_SEED").is_ok();
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(256);
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(256);
     ProptestConfig {
         cases,
         failure_persistence: None,
-        rng_seed: if seeded { ProptestConfig::default().rng_seed } else { proptest::test_runner::RngSeed::Fixed(20261122) },
+        rng_seed: if seeded {
+            ProptestConfig::default().rng_seed
+        } else {
+            proptest::test_runner::RngSeed::Fixed(20261122)
+        },
         ..ProptestConfig::default()
     }
 }
 
 /// Text that looks like what each reader takes: its own tokens, mixed with anything.
 fn tokens(words: &'static [&'static str]) -> impl Strategy<Value = String> {
-    prop::collection::vec(prop_oneof![prop::sample::select(words).prop_map(String::from), any::<String>(), "[0-9]{1,25}".prop_map(String::from)], 0..40).prop_map(|v| v.concat())
+    prop::collection::vec(
+        prop_oneof![
+            prop::sample::select(words).prop_map(String::from),
+            any::<String>(),
+            "[0-9]{1,25}".prop_map(String::from)
+        ],
+        0..40,
+    )
+    .prop_map(|v| v.concat())
 }
 
-const EXPR: &[&str] = &["ceil_div(", ")", "(", ",", "*", "/", "+", "-", "^", "%", "N", "NX", "2", "0", "9223372036854775807", "1e308", "float(", "max(", "min(", ".", " "];
-const TOML: &[&str] = &["[suite]\n", "name = \"mine\"\n", "source = \"k.cu\"\n", "[axes]\n", "N = [", "]\n", "[[buffers]]\n", "[[variants]]\n", "kernel = \"k\"\n", "len = \"N\"\n", "type = \"f32\"\n", "init = \"random\"\n", "block = [\"256\"]\n", "grid = [\"ceil_div(N, 256)\"]\n", "args = [\"x\", \"N\"]\n", "check = { op = \"matmul\" }\n", "bound = \"cublas\"\n", "\"", "=", "\n"];
-const CSV: &[&str] = &["\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"gpu__time_duration.sum\"\n", "\"0\",", "\"1\",", "\"(1, 1, 1)\",", "\"nan\",", "\"n/a\",", "\"983,168\",", "\"ns\",", "==ERROR== x\n", "==PROF==\n", "\n", ",", "\""];
-const BASELINE: &[&str] = &["{", "}", "\"name\":", "\"x/../../tmp/y\"", "\"b\"", "\"jobs\":", "[", "]", "\"run\":", "\"bounds\":", "\"job\":", "\"summary\":", "{\"median\":0,\"n\":1}", "null", ",", ":", "1e400", "-0", "\"\u{2026}\""];
-const METRICS: &[&str] = &["[metrics.m]\n", "description = \"d\"\n", "unit = \"%\"\n", "counters = { a = \"a__x.sum\", b = \"b__y.sum\" }\n", "formula = \"a / b\"\n", "formula = \"if(a > 0.0, a, false)\"\n", "[[metrics.m.not_applicable]]\n", "when = \"a == 0.0\"\n", "reason = \"r\"\n", "[[metrics.m.alternatives]]\n", "[sets.s]\n", "metrics = [\"m\"]\n", "\"", "=", "\n"];
-const JSONL: &[&str] = &["{\"kind\":\"job\",", "\"id\":\"a @ -\",", "\"samples_ms\":[", "1.0", "]", "}", "{\"kind\":\"bounds\"", "{\"kind\":\"profile\"", "null", "\n", "\u{2026}", "\"", ":"];
+const EXPR: &[&str] = &[
+    "ceil_div(",
+    ")",
+    "(",
+    ",",
+    "*",
+    "/",
+    "+",
+    "-",
+    "^",
+    "%",
+    "N",
+    "NX",
+    "2",
+    "0",
+    "9223372036854775807",
+    "1e308",
+    "float(",
+    "max(",
+    "min(",
+    ".",
+    " ",
+];
+const TOML: &[&str] = &[
+    "[suite]\n",
+    "name = \"mine\"\n",
+    "source = \"k.cu\"\n",
+    "[axes]\n",
+    "N = [",
+    "]\n",
+    "[[buffers]]\n",
+    "[[variants]]\n",
+    "kernel = \"k\"\n",
+    "len = \"N\"\n",
+    "type = \"f32\"\n",
+    "init = \"random\"\n",
+    "block = [\"256\"]\n",
+    "grid = [\"ceil_div(N, 256)\"]\n",
+    "args = [\"x\", \"N\"]\n",
+    "check = { op = \"matmul\" }\n",
+    "bound = \"cublas\"\n",
+    "\"",
+    "=",
+    "\n",
+];
+const CSV: &[&str] = &[
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"gpu__time_duration.sum\"\n",
+    "\"0\",",
+    "\"1\",",
+    "\"(1, 1, 1)\",",
+    "\"nan\",",
+    "\"n/a\",",
+    "\"983,168\",",
+    "\"ns\",",
+    "==ERROR== x\n",
+    "==PROF==\n",
+    "\n",
+    ",",
+    "\"",
+];
+const BASELINE: &[&str] = &[
+    "{",
+    "}",
+    "\"name\":",
+    "\"x/../../tmp/y\"",
+    "\"b\"",
+    "\"jobs\":",
+    "[",
+    "]",
+    "\"run\":",
+    "\"bounds\":",
+    "\"job\":",
+    "\"summary\":",
+    "{\"median\":0,\"n\":1}",
+    "null",
+    ",",
+    ":",
+    "1e400",
+    "-0",
+    "\"\u{2026}\"",
+];
+const METRICS: &[&str] = &[
+    "[metrics.m]\n",
+    "description = \"d\"\n",
+    "unit = \"%\"\n",
+    "counters = { a = \"a__x.sum\", b = \"b__y.sum\" }\n",
+    "formula = \"a / b\"\n",
+    "formula = \"if(a > 0.0, a, false)\"\n",
+    "[[metrics.m.not_applicable]]\n",
+    "when = \"a == 0.0\"\n",
+    "reason = \"r\"\n",
+    "[[metrics.m.alternatives]]\n",
+    "[sets.s]\n",
+    "metrics = [\"m\"]\n",
+    "\"",
+    "=",
+    "\n",
+];
+const JSONL: &[&str] = &[
+    "{\"kind\":\"job\",",
+    "\"id\":\"a @ -\",",
+    "\"samples_ms\":[",
+    "1.0",
+    "]",
+    "}",
+    "{\"kind\":\"bounds\"",
+    "{\"kind\":\"profile\"",
+    "null",
+    "\n",
+    "\u{2026}",
+    "\"",
+    ":",
+];
 
 /// A baseline saved from a committed run, as JSON text (built once).
 fn real_baseline() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("reports/runs/20261122T044759Z-transpose-h200");
         let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
-        serde_json::to_string(&gpu_lab::store::baseline::Baseline::from_run("b", "run", &run, "now".into())).unwrap()
+        serde_json::to_string(&gpu_lab::store::baseline::Baseline::from_run(
+            "b",
+            "run",
+            &run,
+            "now".into(),
+        ))
+        .unwrap()
     })
 }
 

@@ -2,10 +2,13 @@
 
 #[test]
 fn markdown_report_of_the_committed_run() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T044759Z-transpose-h200");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
     // The report must show what the seeds teach.
     assert!(md.contains("| `smem_32`"));
     insta::assert_snapshot!(md);
@@ -13,7 +16,8 @@ fn markdown_report_of_the_committed_run() {
 
 #[test]
 fn truncated_results_keep_every_complete_record() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T044759Z-transpose-h200");
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
     let body = std::fs::read_to_string(src.join("results.jsonl")).unwrap();
@@ -27,13 +31,20 @@ fn truncated_results_keep_every_complete_record() {
 
 #[test]
 fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T044759Z-transpose-h200");
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
-    let svg = gpu_lab::report::exporter(gpu_lab::report::Format::Svg).render(&run).unwrap();
+    let svg = gpu_lab::report::exporter(gpu_lab::report::Format::Svg)
+        .render(&run)
+        .unwrap();
     assert!(svg.starts_with("<svg"));
     // One background rectangle plus one bar per correct job (92 here).
     assert_eq!(svg.matches("<rect").count(), 1 + 92);
-    assert_eq!(svg.matches("\ncopy ").count(), 4, "one copy-bound label per group");
+    assert_eq!(
+        svg.matches("\ncopy ").count(),
+        4,
+        "one copy-bound label per group"
+    );
     assert!(svg.contains("transpose_fast[THREADS=512]"));
 }
 
@@ -41,50 +52,96 @@ fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
 /// the roofline, all from the run's own records (no GPU).
 #[test]
 fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T173408Z-matmul-h100-80gb-hbm3");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T173408Z-matmul-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
     assert!(md.contains("| variant ") && md.contains("| GFLOP/s | % of FP32 peak | % of cuBLAS SGEMM | flop/byte | flop/DRAM byte | % of roofline | roof "), "{md}");
     assert!(md.contains("132 SMs × 128 lanes × 2 × 1980 MHz"));
     // The best rung: 2 * 4096^3 flops over its median, against cuBLAS's median in the same run.
-    let vec = run.jobs.iter().find(|j| j.id() == "vectorized @ S=4096").unwrap();
-    let cublas = run.compute_bounds.values().find(|c| c.group == "S=4096").unwrap();
+    let vec = run
+        .jobs
+        .iter()
+        .find(|j| j.id() == "vectorized @ S=4096")
+        .unwrap();
+    let cublas = run
+        .compute_bounds
+        .values()
+        .find(|c| c.group == "S=4096")
+        .unwrap();
     let pct = 100.0 * vec.gflops().unwrap() / cublas.gflops().unwrap();
     let expected = cublas.summary.unwrap().median / vec.summary.unwrap().median * 100.0;
     assert!((pct - expected).abs() < 1e-9);
-    assert!(md.contains(&format!("| `vectorized`                 | {:.4}", vec.summary.unwrap().median)), "{md}");
+    assert!(
+        md.contains(&format!(
+            "| `vectorized`                 | {:.4}",
+            vec.summary.unwrap().median
+        )),
+        "{md}"
+    );
     assert!(md.contains(&format!("{pct:.0}%")));
     let (peak, lanes, mhz) = run.fp32_peak("S=4096").unwrap();
     assert_eq!((lanes, mhz), (128, 1980));
     assert!((peak - 132.0 * 128.0 * 2.0 * 1980.0 / 1e3).abs() < 1e-6);
     let roof = run.roofline(vec).unwrap();
-    assert!(roof.compute_bound && (roof.intensity - 512.0).abs() < 1e-9 && roof.attainable_gflops == peak);
-    let svg = gpu_lab::report::exporter(gpu_lab::report::Format::Roofline).render(&run).unwrap();
-    assert!(svg.starts_with("<svg") && svg.contains("roofline") && svg.contains("vectorized @ S=4096"));
+    assert!(
+        roof.compute_bound
+            && (roof.intensity - 512.0).abs() < 1e-9
+            && roof.attainable_gflops == peak
+    );
+    let svg = gpu_lab::report::exporter(gpu_lab::report::Format::Roofline)
+        .render(&run)
+        .unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("roofline") && svg.contains("vectorized @ S=4096")
+    );
     assert_eq!(svg.matches("<circle").count(), run.jobs.len());
 }
 
 /// Data-movement runs keep their report: no compute columns, no roofline link.
 #[test]
 fn runs_without_flops_keep_the_bandwidth_report() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T044759Z-transpose-h200");
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
     assert!(!md.contains("GFLOP/s") && !md.contains("roofline.svg"));
 }
 
 /// Unchecked variants are shown but never ranked: the speedup reference is the first verified one.
 #[test]
 fn unchecked_variants_are_never_ranked_nor_the_reference() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T054102Z-warp-divergence-h100-80gb-hbm3");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T054102Z-warp-divergence-h100-80gb-hbm3");
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
-    let speedup = |label: &str| md.lines().find(|l| l.starts_with(&format!("| `{label}`"))).and_then(|l| l.split('|').nth(6)).map(|c| c.trim().to_string()).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
+    let speedup = |label: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| `{label}`")))
+            .and_then(|l| l.split('|').nth(6))
+            .map(|c| c.trim().to_string())
+            .unwrap()
+    };
     assert_eq!(speedup("seed_divergent"), "–");
     assert_eq!(speedup("seed_warp_aligned_G"), "–");
-    assert_eq!(speedup("divergent"), "1.00×", "the first verified variant is the reference");
-    assert!(run.jobs.iter().filter(|j| j.correctness.is_none()).all(|j| !run.rankable(j)));
+    assert_eq!(
+        speedup("divergent"),
+        "1.00×",
+        "the first verified variant is the reference"
+    );
+    assert!(
+        run.jobs
+            .iter()
+            .filter(|j| j.correctness.is_none())
+            .all(|j| !run.rankable(j))
+    );
 }
 
 /// A run killed in the middle of appending a record that holds a multi-byte character leaves one
@@ -92,7 +149,8 @@ fn unchecked_variants_are_never_ranked_nor_the_reference() {
 /// shorter one.
 #[test]
 fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T044759Z-transpose-h200");
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
     let mut body = std::fs::read(src.join("results.jsonl")).unwrap();
@@ -103,12 +161,25 @@ fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
     let (run, warnings) = gpu_lab::store::load_run(d.path()).unwrap();
     assert_eq!(run.jobs.len(), 92, "every whole record is kept");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains(&format!("results.jsonl:{}", lines + 1)), "{warnings:?}");
+    assert!(
+        warnings[0].contains(&format!("results.jsonl:{}", lines + 1)),
+        "{warnings:?}"
+    );
     std::fs::write(d.path().join("report.md"), "the old report").unwrap();
-    let out = assert_cmd::Command::cargo_bin("gpu-lab").unwrap().args(["report", d.path().to_str().unwrap(), "--write"]).assert().code(1);
+    let out = assert_cmd::Command::cargo_bin("gpu-lab")
+        .unwrap()
+        .args(["report", d.path().to_str().unwrap(), "--write"])
+        .assert()
+        .code(1);
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("was not rewritten"));
-    assert!(out.get_output().stdout.is_empty(), "a refused --write prints no report either");
-    assert_eq!(std::fs::read_to_string(d.path().join("report.md")).unwrap(), "the old report");
+    assert!(
+        out.get_output().stdout.is_empty(),
+        "a refused --write prints no report either"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("report.md")).unwrap(),
+        "the old report"
+    );
     // A results file that is a directory is an error, not an empty report.
     std::fs::remove_file(d.path().join("results.jsonl")).unwrap();
     std::fs::create_dir(d.path().join("results.jsonl")).unwrap();
@@ -117,11 +188,28 @@ fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
 
 /// What the child records for one launch, with the occupancy model's limits (as `runner` builds
 /// it); `driver` overrides the driver's blocks per SM where a test needs them to differ.
-fn launch(kernel: &str, threads: u32, registers: u32, dynamic: u32, driver: Option<u32>) -> gpu_lab::records::LaunchOccupancy {
-    use gpu_lab::occupancy::{block_limits, KernelUse, SmLimits};
+fn launch(
+    kernel: &str,
+    threads: u32,
+    registers: u32,
+    dynamic: u32,
+    driver: Option<u32>,
+) -> gpu_lab::records::LaunchOccupancy {
+    use gpu_lab::occupancy::{KernelUse, SmLimits, block_limits};
     let sm = SmLimits::hopper();
     let max_dynamic = dynamic.max(48 * 1024);
-    let model = block_limits(&sm, &KernelUse { threads_per_block: threads, registers_per_thread: registers, static_shared_bytes: 0, dynamic_shared_bytes: dynamic, max_threads_per_block: 1024, max_dynamic_shared_bytes: max_dynamic }).unwrap();
+    let model = block_limits(
+        &sm,
+        &KernelUse {
+            threads_per_block: threads,
+            registers_per_thread: registers,
+            static_shared_bytes: 0,
+            dynamic_shared_bytes: dynamic,
+            max_threads_per_block: 1024,
+            max_dynamic_shared_bytes: max_dynamic,
+        },
+    )
+    .unwrap();
     let blocks = driver.unwrap_or(model.active_blocks());
     gpu_lab::records::LaunchOccupancy {
         kernel: kernel.into(),
@@ -148,13 +236,28 @@ fn launch(kernel: &str, threads: u32, registers: u32, dynamic: u32, driver: Opti
 /// up for the test and set on a committed run's jobs; only the times and ncu's values are real.
 #[test]
 fn occupancy_records_get_a_table_beside_the_time() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/runs/20261122T044759Z-transpose-h200");
     let (mut run, _) = gpu_lab::store::load_run(&dir).unwrap();
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
-    assert!(!md.contains("### Occupancy") && !md.contains("predicted occupancy"), "no records, no table");
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
+    assert!(
+        !md.contains("### Occupancy") && !md.contains("predicted occupancy"),
+        "no records, no table"
+    );
     let group = "NX=8192,NY=8192";
-    let at = |run: &gpu_lab::records::RunData, label: &str| run.jobs.iter().position(|j| j.label == label && j.key.group == group).unwrap();
-    let (copy, fast, column) = (at(&run, "copy_row[BX=32,BY=8]"), at(&run, "transpose_fast[THREADS=512]"), at(&run, "copy_column[BX=32,BY=8]"));
+    let at = |run: &gpu_lab::records::RunData, label: &str| {
+        run.jobs
+            .iter()
+            .position(|j| j.label == label && j.key.group == group)
+            .unwrap()
+    };
+    let (copy, fast, column) = (
+        at(&run, "copy_row[BX=32,BY=8]"),
+        at(&run, "transpose_fast[THREADS=512]"),
+        at(&run, "copy_column[BX=32,BY=8]"),
+    );
     // 256 threads at 32 registers: 8 blocks, warps and registers tie. 512 threads with 100 KiB of
     // dynamic shared memory: 2 blocks, 50%. The third launch: the driver says 7 where the model says 8.
     run.jobs[copy].occupancy = vec![launch("copy_row", 256, 32, 0, None)];
@@ -162,29 +265,82 @@ fn occupancy_records_get_a_table_beside_the_time() {
     run.jobs[column].occupancy = vec![launch("copy_column", 256, 32, 0, Some(7))];
     // The committed run measured achieved occupancy for every job (its set has it): one stands in
     // for a value, one is taken away to stand for a job ncu did not measure.
-    run.profiles.get_mut(&run.jobs[copy].key.id).unwrap().metrics.insert("achieved_occupancy".into(), Some(91.04));
-    run.profiles.get_mut(&run.jobs[fast].key.id).unwrap().metrics.remove("achieved_occupancy");
+    run.profiles
+        .get_mut(&run.jobs[copy].key.id)
+        .unwrap()
+        .metrics
+        .insert("achieved_occupancy".into(), Some(91.04));
+    run.profiles
+        .get_mut(&run.jobs[fast].key.id)
+        .unwrap()
+        .metrics
+        .remove("achieved_occupancy");
     // A job whose occupancy the driver would not give, and another group where that is all there is.
     let naive = at(&run, "naive_row[BX=32,BY=8]");
     run.jobs[naive].occupancy_error = Some("CUDA driver error while reading the registers per thread of `naive_row`: CUDA_ERROR_INVALID_VALUE".into());
-    let other = run.jobs.iter().position(|j| j.label == "copy_row[BX=32,BY=8]" && j.key.group == "NX=4000,NY=4000").unwrap();
+    let other = run
+        .jobs
+        .iter()
+        .position(|j| j.label == "copy_row[BX=32,BY=8]" && j.key.group == "NX=4000,NY=4000")
+        .unwrap();
     run.jobs[other].occupancy_error = Some("CUDA_ERROR_NOT_SUPPORTED".into());
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
     let only_error = &md[md.find("## NX=4000,NY=4000").unwrap()..];
-    let only_error = &only_error[only_error.find("### Occupancy").unwrap()..only_error.find("\n## ").unwrap()];
-    assert!(only_error.contains("- `copy_row[BX=32,BY=8]`: occupancy not read: CUDA_ERROR_NOT_SUPPORTED") && !only_error.contains("| variant"), "no empty table:\n{only_error}");
+    let only_error =
+        &only_error[only_error.find("### Occupancy").unwrap()..only_error.find("\n## ").unwrap()];
+    assert!(
+        only_error
+            .contains("- `copy_row[BX=32,BY=8]`: occupancy not read: CUDA_ERROR_NOT_SUPPORTED")
+            && !only_error.contains("| variant"),
+        "no empty table:\n{only_error}"
+    );
     let section = &md[md.find("## NX=8192,NY=8192").unwrap()..];
     let section = &section[section.find("### Occupancy").expect("an occupancy table")..];
-    assert!(section.contains("- `naive_row[BX=32,BY=8]`: occupancy not read: CUDA driver error"), "{section}");
+    assert!(
+        section.contains("- `naive_row[BX=32,BY=8]`: occupancy not read: CUDA driver error"),
+        "{section}"
+    );
     assert!(section.contains("the SM's 64 warp slots"), "{section}");
-    let row = |label: &str| section.lines().find(|l| l.starts_with(&format!("| `{label}`"))).unwrap_or_else(|| panic!("no row for {label}:\n{section}")).split('|').map(str::trim).collect::<Vec<_>>();
+    let row = |label: &str| {
+        section
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{label}`")))
+            .unwrap_or_else(|| panic!("no row for {label}:\n{section}"))
+            .split('|')
+            .map(str::trim)
+            .collect::<Vec<_>>()
+    };
     let copy_row = row("copy_row[BX=32,BY=8]");
     let median = |i: usize| format!("{:.4}", run.jobs[i].summary.unwrap().median);
-    assert_eq!(copy_row[2..12], ["`copy_row`", "256", "32", "0", "0 B + 0 B", "8", "100.0%", "warps (= registers)", "91.0%", &median(copy)], "{copy_row:?}");
+    assert_eq!(
+        copy_row[2..12],
+        [
+            "`copy_row`",
+            "256",
+            "32",
+            "0",
+            "0 B + 0 B",
+            "8",
+            "100.0%",
+            "warps (= registers)",
+            "91.0%",
+            &median(copy)
+        ],
+        "{copy_row:?}"
+    );
     let fast_row = row("transpose_fast[THREADS=512]");
-    assert_eq!(fast_row[6..11], ["0 B + 100 KiB", "2", "50.0%", "shared memory", "–"], "not measured: no achieved occupancy");
+    assert_eq!(
+        fast_row[6..11],
+        ["0 B + 100 KiB", "2", "50.0%", "shared memory", "–"],
+        "not measured: no achieved occupancy"
+    );
     assert_eq!(row("copy_column[BX=32,BY=8]")[7], "7 (model: 8)");
-    assert!(section.contains("the driver predicts 7 blocks per SM, the occupancy model 8"), "{section}");
+    assert!(
+        section.contains("the driver predicts 7 blocks per SM, the occupancy model 8"),
+        "{section}"
+    );
     // Only the groups whose jobs carry records (or an error) get the section.
     assert_eq!(md.matches("### Occupancy").count(), 2);
     // The fastest of the three runs at the lowest occupancy: said with the measured times.
@@ -204,7 +360,8 @@ fn occupancy_records_get_a_table_beside_the_time() {
 #[test]
 fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
     use gpu_lab::records::DURATION_RUNS;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/cold-all-h100/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("reports/cold-all-h100/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let lines = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
@@ -221,32 +378,71 @@ fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
         let csv = std::fs::read_to_string(dir.join(format!("{pass}-duration.csv"))).unwrap();
         let rows = gpu_lab::parse::parse_ncu_csv(&csv).unwrap().kernels;
         let mut next = 0;
-        for p in profiles.iter().filter(|p| p.report_file.as_deref() == Some(&format!("{pass}.ncu-rep"))) {
-            assert!(p.duration_from_own_session(), "{}: {:?}", p.job_id, p.duration_from);
+        for p in profiles
+            .iter()
+            .filter(|p| p.report_file.as_deref() == Some(&format!("{pass}.ncu-rep")))
+        {
+            assert!(
+                p.duration_from_own_session(),
+                "{}: {:?}",
+                p.job_id,
+                p.duration_from
+            );
             let n = p.kernels.len();
             let mut runs: Vec<f64> = (0..DURATION_RUNS as usize)
-                .map(|r| rows[next + r * n..next + (r + 1) * n].iter().map(|k| k.values[gpu_lab::metrics::DURATION]).sum())
+                .map(|r| {
+                    rows[next + r * n..next + (r + 1) * n]
+                        .iter()
+                        .map(|k| k.values[gpu_lab::metrics::DURATION])
+                        .sum()
+                })
                 .collect();
             next += DURATION_RUNS as usize * n;
-            assert_eq!(p.metrics["duration"], Some(gpu_lab::stats::median_in_place(&mut runs)), "{}", p.job_id);
+            assert_eq!(
+                p.metrics["duration"],
+                Some(gpu_lab::stats::median_in_place(&mut runs)),
+                "{}",
+                p.job_id
+            );
             checked += 1;
         }
-        assert_eq!(next, rows.len(), "{pass}: every profiled launch belongs to a job");
+        assert_eq!(
+            next,
+            rows.len(),
+            "{pass}: every profiled launch belongs to a job"
+        );
     }
     assert_eq!(checked, profiles.len());
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
-    assert!(md.contains("each job's ncu duration from one more session that collects only it: the median"), "{md}");
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
+    assert!(
+        md.contains(
+            "each job's ncu duration from one more session that collects only it: the median"
+        ),
+        "{md}"
+    );
     // A job whose own session failed keeps the set's reading, and the report counts it apart.
     let mut run = run;
     let first = run.profiles.values_mut().next().unwrap();
     first.duration_from = Some("the metric set's session, since the duration's own session could not give it: it failed: ncu timed out".into());
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
-    assert!(md.contains("except 1 whose duration is the set's reading"), "{md}");
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
+    assert!(
+        md.contains("except 1 whose duration is the set's reading"),
+        "{md}"
+    );
     // A run that asked for no session of its own says the durations are the set's, as asked.
     for p in run.profiles.values_mut() {
         p.duration_from = Some(gpu_lab::records::ProfileRecord::METRIC_SET_DURATION_ASKED.into());
     }
-    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md).render(&run).unwrap();
-    assert!(md.contains("each job's ncu duration the set's reading, as `--duration-runs 0` asked"), "{md}");
+    let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+        .render(&run)
+        .unwrap();
+    assert!(
+        md.contains("each job's ncu duration the set's reading, as `--duration-runs 0` asked"),
+        "{md}"
+    );
     assert!(!md.contains("except"), "{md}");
 }

@@ -2,9 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use gpu_lab::suite::{self, Action, ArgSpec, CorrectnessSpec, Direction, Region, StepProgram, SyncTarget};
+use gpu_lab::suite::{
+    self, Action, ArgSpec, CorrectnessSpec, Direction, Region, StepProgram, SyncTarget,
+};
 
-const CU: &str = "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {}\n";
+const CU: &str =
+    "extern \"C\" __global__ void add(const float* a, const float* b, float* c, int n) {}\n";
 
 /// Every test's suite header and buffers: N = 1024 floats cut into C = 4 chunks, one buffer of
 /// each memory kind. Buffer indices: h_a 0, p_a 1, p_b 2, p_c 3, d_a 4, d_b 5, d_c 6, d_i 7,
@@ -101,8 +104,17 @@ fn load(variant: &str) -> suite::Suite {
 
 /// The 1-based line of the only line of `text` containing `needle`.
 fn line_of(text: &str, needle: &str) -> usize {
-    let lines: Vec<usize> = text.lines().enumerate().filter(|(_, l)| l.contains(needle)).map(|(i, _)| i + 1).collect();
-    assert_eq!(lines.len(), 1, "`{needle}` must be on exactly one line, is on {lines:?}");
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "`{needle}` must be on exactly one line, is on {lines:?}"
+    );
     lines[0]
 }
 
@@ -111,11 +123,19 @@ fn line_of(text: &str, needle: &str) -> usize {
 fn assert_refused(variant: &str, at: &str, says: &str, fix: &str) {
     let d = tempfile::tempdir().unwrap();
     let toml = format!("{HEAD}\n{variant}");
-    let e = suite::load(&write(d.path(), &toml)).map(|_| ()).unwrap_err().to_string();
+    let e = suite::load(&write(d.path(), &toml))
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
     let line = line_of(&toml, at);
-    assert!(e.contains(&format!("suite.toml:{line}: ")), "wanted line {line} (`{at}`): {e}");
+    assert!(
+        e.contains(&format!("suite.toml:{line}: ")),
+        "wanted line {line} (`{at}`): {e}"
+    );
     assert!(e.contains(says), "wanted `{says}`: {e}");
-    let (_, fix_text) = e.split_once("\n  fix: ").unwrap_or_else(|| panic!("no fix: {e}"));
+    let (_, fix_text) = e
+        .split_once("\n  fix: ")
+        .unwrap_or_else(|| panic!("no fix: {e}"));
     assert!(fix_text.contains(fix), "wanted a fix with `{fix}`: {e}");
 }
 
@@ -159,40 +179,116 @@ fn a_depth_first_group_expands_chunk_by_chunk_with_its_offsets_streams_and_event
     assert_eq!(s.jobs.len(), 1);
     let j = &s.jobs[0];
     let p = program(&s);
-    assert_eq!(p.streams.iter().map(|s| (s.name.as_str(), s.non_blocking)).collect::<Vec<_>>(), [("s[0]", true), ("s[1]", true)]);
+    assert_eq!(
+        p.streams
+            .iter()
+            .map(|s| (s.name.as_str(), s.non_blocking))
+            .collect::<Vec<_>>(),
+        [("s[0]", true), ("s[1]", true)]
+    );
     assert_eq!(p.events, ["done[0]", "done[1]", "done[2]", "done[3]"]);
     assert_eq!(p.steps.len(), 4 * 5 + 2);
 
     // Chunk 0's five steps, then chunk 1's, ...: depth first.
     let labels: Vec<&str> = p.steps.iter().map(|s| s.label.as_str()).collect();
-    let mut want: Vec<String> = (0..4).flat_map(|c| [format!("h2d p_a #{c}"), format!("h2d p_b #{c}"), format!("kernel add #{c}"), format!("d2h d_c #{c}"), format!("record done[{c}] #{c}")]).collect();
-    want.extend(["s[0] waits for the last chunk".to_string(), "sync event".to_string()]);
+    let mut want: Vec<String> = (0..4)
+        .flat_map(|c| {
+            [
+                format!("h2d p_a #{c}"),
+                format!("h2d p_b #{c}"),
+                format!("kernel add #{c}"),
+                format!("d2h d_c #{c}"),
+                format!("record done[{c}] #{c}"),
+            ]
+        })
+        .collect();
+    want.extend([
+        "s[0] waits for the last chunk".to_string(),
+        "sync event".to_string(),
+    ]);
     assert_eq!(labels, want);
     let streams: Vec<String> = p.steps.iter().map(|s| p.stream_name(s.stream)).collect();
-    let mut want: Vec<String> = (0..4).flat_map(|c| std::iter::repeat_n(format!("s[{}]", c % 2), 5)).collect();
+    let mut want: Vec<String> = (0..4)
+        .flat_map(|c| std::iter::repeat_n(format!("s[{}]", c % 2), 5))
+        .collect();
     want.extend(["s[0]".to_string(), "NULL".to_string()]);
     assert_eq!(streams, want);
-    assert_eq!(p.steps.iter().map(|s| s.chunk).collect::<Vec<_>>(), (0..4u64).flat_map(|c| [Some(c); 5]).chain([None, None]).collect::<Vec<_>>());
+    assert_eq!(
+        p.steps.iter().map(|s| s.chunk).collect::<Vec<_>>(),
+        (0..4u64)
+            .flat_map(|c| [Some(c); 5])
+            .chain([None, None])
+            .collect::<Vec<_>>()
+    );
 
     // Each chunk's copies move its quarter, at its offset in both buffers.
     for c in 0..4u64 {
         let steps = &p.steps[c as usize * 5..][..5];
-        let region = |buffer: usize| Region { buffer, offset: c * 256, len: 256 };
-        assert_eq!(steps[0].action, Action::Copy { direction: Direction::H2d, from: region(1), to: region(4), asynchronous: true });
-        assert_eq!(steps[1].action, Action::Copy { direction: Direction::H2d, from: region(2), to: region(5), asynchronous: true });
+        let region = |buffer: usize| Region {
+            buffer,
+            offset: c * 256,
+            len: 256,
+        };
+        assert_eq!(
+            steps[0].action,
+            Action::Copy {
+                direction: Direction::H2d,
+                from: region(1),
+                to: region(4),
+                asynchronous: true
+            }
+        );
+        assert_eq!(
+            steps[1].action,
+            Action::Copy {
+                direction: Direction::H2d,
+                from: region(2),
+                to: region(5),
+                asynchronous: true
+            }
+        );
         assert_eq!(steps[2].action, Action::Kernel { launch: c as usize });
-        assert_eq!(steps[3].action, Action::Copy { direction: Direction::D2h, from: region(6), to: region(3), asynchronous: true });
+        assert_eq!(
+            steps[3].action,
+            Action::Copy {
+                direction: Direction::D2h,
+                from: region(6),
+                to: region(3),
+                asynchronous: true
+            }
+        );
         assert_eq!(steps[4].action, Action::Record { event: c as usize });
         // The chunk's kernel gets pointers into the chunk and its length.
         let l = &j.launches[c as usize];
-        assert_eq!(l.args, [ArgSpec::BufferAt(4, c * 256), ArgSpec::BufferAt(5, c * 256), ArgSpec::BufferAt(6, c * 256), ArgSpec::I32(256)]);
+        assert_eq!(
+            l.args,
+            [
+                ArgSpec::BufferAt(4, c * 256),
+                ArgSpec::BufferAt(5, c * 256),
+                ArgSpec::BufferAt(6, c * 256),
+                ArgSpec::I32(256)
+            ]
+        );
         assert_eq!((l.grid, l.block), ([2, 1, 1], [128, 1, 1]));
     }
     assert_eq!(j.launches.len(), 4);
     // The wait and the host's sync name the last chunk's event.
     assert_eq!(p.steps[20].action, Action::Wait { event: 3 });
-    assert_eq!(p.steps[21].action, Action::Sync { target: SyncTarget::Event(3) });
-    assert_eq!(j.correctness, CorrectnessSpec::Add { a: 1, b: 2, output: 3, tolerance: 0.0 });
+    assert_eq!(
+        p.steps[21].action,
+        Action::Sync {
+            target: SyncTarget::Event(3)
+        }
+    );
+    assert_eq!(
+        j.correctness,
+        CorrectnessSpec::Add {
+            a: 1,
+            b: 2,
+            output: 3,
+            tolerance: 0.0
+        }
+    );
     assert!(j.crosses_host_link());
     // Copies count their bytes for the timeline: a quarter of N floats each.
     assert_eq!(p.steps[0].action.bytes(&j.buffers), 256 * 4);
@@ -200,7 +296,8 @@ fn a_depth_first_group_expands_chunk_by_chunk_with_its_offsets_streams_and_event
 
 #[test]
 fn chunks_on_each_step_issue_breadth_first() {
-    let s = load(r#"
+    let s = load(
+        r#"
 [[variants]]
 name = "breadth"
 check = { op = "add", a = "p_a", b = "p_b", output = "p_c" }
@@ -212,10 +309,21 @@ steps = [
     { chunks = "C", copy = "d2h", from = "d_c[chunk * (N / C)]", to = "p_c[chunk * (N / C)]", count = "N / C", async = true, stream = "s[chunk]" },
     { sync = "device" },
 ]
-"#);
+"#,
+    );
     let p = program(&s);
     // Every chunk's first step, then every chunk's second, ...
-    let order: Vec<(&str, Option<u64>, String)> = p.steps.iter().map(|s| (s.label.split(" #").next().unwrap(), s.chunk, p.stream_name(s.stream))).collect();
+    let order: Vec<(&str, Option<u64>, String)> = p
+        .steps
+        .iter()
+        .map(|s| {
+            (
+                s.label.split(" #").next().unwrap(),
+                s.chunk,
+                p.stream_name(s.stream),
+            )
+        })
+        .collect();
     let mut want = Vec::new();
     for what in ["h2d p_a", "h2d p_b", "kernel add", "d2h d_c"] {
         for c in 0..4u64 {
@@ -224,7 +332,10 @@ steps = [
     }
     want.push(("sync device", None, "NULL".to_string()));
     assert_eq!(order, want);
-    assert!(p.streams.iter().all(|s| !s.non_blocking), "streams block on the NULL stream unless they say otherwise");
+    assert!(
+        p.streams.iter().all(|s| !s.non_blocking),
+        "streams block on the NULL stream unless they say otherwise"
+    );
 }
 
 #[test]
@@ -300,8 +411,13 @@ fn a_kernel_given_pageable_memory_is_refused_on_its_args_line() {
         "memory = \"mapped\" (zero-copy) or \"managed\"",
     );
     // Mapped and managed memory are what a kernel may take from the host.
-    let s = load("[[variants]]\nname = \"v\"\nsteps = [{ kernel = \"add\", grid = [\"8\"], block = [\"128\"], args = [\"z_a\", \"m_a\", \"d_c\", \"N\"] }]\n");
-    assert_eq!(s.jobs[0].launches[0].args[..2], [ArgSpec::Buffer(9), ArgSpec::Buffer(8)]);
+    let s = load(
+        "[[variants]]\nname = \"v\"\nsteps = [{ kernel = \"add\", grid = [\"8\"], block = [\"128\"], args = [\"z_a\", \"m_a\", \"d_c\", \"N\"] }]\n",
+    );
+    assert_eq!(
+        s.jobs[0].launches[0].args[..2],
+        [ArgSpec::Buffer(9), ArgSpec::Buffer(8)]
+    );
 }
 
 #[test]
@@ -369,25 +485,41 @@ fn a_group_without_chunks_is_refused() {
 
 /// The fenced block of `lang` that follows `heading` in `text`.
 fn block_after<'t>(text: &'t str, heading: &str, lang: &str) -> &'t str {
-    let from = text.find(heading).unwrap_or_else(|| panic!("no `{heading}`"));
+    let from = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no `{heading}`"));
     let open = format!("```{lang}\n");
-    let start = from + text[from..].find(&open).unwrap_or_else(|| panic!("no {lang} block after `{heading}`")) + open.len();
+    let start = from
+        + text[from..]
+            .find(&open)
+            .unwrap_or_else(|| panic!("no {lang} block after `{heading}`"))
+        + open.len();
     &text[start..start + text[start..].find("```").unwrap()]
 }
 
 #[test]
 fn the_worked_example_of_the_guide_loads_and_expands_as_its_table_says() {
-    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/suite-format.md")).unwrap();
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/suite-format.md"))
+            .unwrap();
     let heading = "### A worked example: the chunked streams program";
-    let (cu, toml) = (block_after(&guide, heading, "cuda"), block_after(&guide, heading, "toml"));
+    let (cu, toml) = (
+        block_after(&guide, heading, "cuda"),
+        block_after(&guide, heading, "toml"),
+    );
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("overlap");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("overlap.cu"), cu).unwrap();
     std::fs::write(dir.join("suite.toml"), toml).unwrap();
-    let s = suite::load(&dir.join("suite.toml")).unwrap_or_else(|e| panic!("the guide's example: {e}"));
+    let s =
+        suite::load(&dir.join("suite.toml")).unwrap_or_else(|e| panic!("the guide's example: {e}"));
     assert_eq!(s.jobs.len(), 4);
-    let j = s.jobs.iter().find(|j| j.label() == "depth_first[K=2]").unwrap();
+    let j = s
+        .jobs
+        .iter()
+        .find(|j| j.label() == "depth_first[K=2]")
+        .unwrap();
     let p = j.steps.as_ref().unwrap();
     let m: u64 = 33554432 / 8;
     assert_eq!(p.steps.len(), 42);
@@ -399,8 +531,32 @@ fn the_worked_example_of_the_guide_loads_and_expands_as_its_table_says() {
     assert_eq!(row(39), ("record done[7] #7", "s[1]".to_string()));
     assert_eq!(row(40), ("sync event", "NULL".to_string()));
     assert_eq!(row(41), ("sync device", "NULL".to_string()));
-    assert_eq!(p.steps[5].action, Action::Copy { direction: Direction::H2d, from: Region { buffer: 0, offset: m, len: m }, to: Region { buffer: 3, offset: m, len: m }, asynchronous: true });
-    assert_eq!((j.launches[0].grid[0], j.launches[0].block[0]), (32768, 128));
-    assert_eq!(p.steps[40].action, Action::Sync { target: SyncTarget::Event(7) });
+    assert_eq!(
+        p.steps[5].action,
+        Action::Copy {
+            direction: Direction::H2d,
+            from: Region {
+                buffer: 0,
+                offset: m,
+                len: m
+            },
+            to: Region {
+                buffer: 3,
+                offset: m,
+                len: m
+            },
+            asynchronous: true
+        }
+    );
+    assert_eq!(
+        (j.launches[0].grid[0], j.launches[0].block[0]),
+        (32768, 128)
+    );
+    assert_eq!(
+        p.steps[40].action,
+        Action::Sync {
+            target: SyncTarget::Event(7)
+        }
+    );
     assert_eq!(j.work.bytes, Some(3.0 * 33554432.0 * 4.0));
 }

@@ -13,13 +13,37 @@ use super::check::load_run;
 
 pub fn baseline(action: BaselineAction) -> anyhow::Result<i32> {
     match action {
-        BaselineAction::Save { name, from, runs, force, allow_mock, dir } => save(&name, from, &runs, force, allow_mock, &dir),
+        BaselineAction::Save {
+            name,
+            from,
+            runs,
+            force,
+            allow_mock,
+            dir,
+        } => save(&name, from, &runs, force, allow_mock, &dir),
         BaselineAction::List { dir } => list(&dir),
-        BaselineAction::Export { name, dir, noise_threshold, noise_floor_us } => export(&name, &dir, noise_threshold / 100.0, noise_floor_us / 1000.0),
+        BaselineAction::Export {
+            name,
+            dir,
+            noise_threshold,
+            noise_floor_us,
+        } => export(
+            &name,
+            &dir,
+            noise_threshold / 100.0,
+            noise_floor_us / 1000.0,
+        ),
     }
 }
 
-fn save(name: &str, from: Option<PathBuf>, runs: &Path, force: bool, allow_mock: bool, dir: &Path) -> anyhow::Result<i32> {
+fn save(
+    name: &str,
+    from: Option<PathBuf>,
+    runs: &Path,
+    force: bool,
+    allow_mock: bool,
+    dir: &Path,
+) -> anyhow::Result<i32> {
     baseline::validate_name(name)?;
     let from = match from {
         Some(f) => f,
@@ -31,14 +55,27 @@ fn save(name: &str, from: Option<PathBuf>, runs: &Path, force: bool, allow_mock:
     };
     let run = load_run(&from)?;
     if run.info.mock && !allow_mock {
-        bail!("{} is a MOCK run (made with --mock-gpu): its numbers are stand-ins, not measurements, and a baseline must hold measurements\n  fix: save a run made on a GPU (`gpu-lab profile --suite {}`)", from.display(), run.info.suite);
+        bail!(
+            "{} is a MOCK run (made with --mock-gpu): its numbers are stand-ins, not measurements, and a baseline must hold measurements\n  fix: save a run made on a GPU (`gpu-lab profile --suite {}`)",
+            from.display(),
+            run.info.suite
+        );
     }
     if run.info.finished.is_none() {
-        eprintln!("warning: {} did not finish (no end time in run.json): only the jobs it recorded are stored", from.display());
+        eprintln!(
+            "warning: {} did not finish (no end time in run.json): only the jobs it recorded are stored",
+            from.display()
+        );
     }
-    let not_ok = run.jobs.iter().filter(|j| j.status != JobStatus::Ok).count();
+    let not_ok = run
+        .jobs
+        .iter()
+        .filter(|j| j.status != JobStatus::Ok)
+        .count();
     if not_ok > 0 {
-        eprintln!("warning: {not_ok} jobs of this run are not correct: they are stored as recorded, but a job is timed against the baseline only where it was correct in both runs");
+        eprintln!(
+            "warning: {not_ok} jobs of this run are not correct: they are stored as recorded, but a job is timed against the baseline only where it was correct in both runs"
+        );
     }
     let saved = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let b = Baseline::from_run(name, &from.display().to_string(), &run, saved);
@@ -62,36 +99,77 @@ fn export(name: &str, dir: &Path, threshold: f64, floor_ms: f64) -> anyhow::Resu
         .jobs
         .iter()
         .filter(|j| j.job.status == JobStatus::Ok)
-        .filter_map(|j| j.job.summary.map(|s| crate::compare::reframe::Reference { id: &j.job.key.id, median_ms: s.median, own_threshold: j.job.own_noise_threshold() }))
+        .filter_map(|j| {
+            j.job.summary.map(|s| crate::compare::reframe::Reference {
+                id: &j.job.key.id,
+                median_ms: s.median,
+                own_threshold: j.job.own_noise_threshold(),
+            })
+        })
         .collect();
-    let gpu = b.fingerprint.gpu.clone().unwrap_or_else(|| "unknown GPU".into());
-    print!("{}", crate::compare::reframe::references(name, &gpu, &b.run.suite, &jobs, threshold, floor_ms));
+    let gpu = b
+        .fingerprint
+        .gpu
+        .clone()
+        .unwrap_or_else(|| "unknown GPU".into());
+    print!(
+        "{}",
+        crate::compare::reframe::references(name, &gpu, &b.run.suite, &jobs, threshold, floor_ms)
+    );
     Ok(exit::OK)
 }
 
 fn list(dir: &Path) -> anyhow::Result<i32> {
     let found = baseline::list(dir)?;
     if found.is_empty() {
-        println!("no baselines in {} (`gpu-lab baseline save NAME` stores one)", dir.display());
+        println!(
+            "no baselines in {} (`gpu-lab baseline save NAME` stores one)",
+            dir.display()
+        );
         return Ok(exit::OK);
     }
-    let mut rows: Vec<Vec<String>> = vec![["name", "suite", "GPU", "jobs", "counters", "saved", "from run", "suite sha256"].map(String::from).to_vec()];
+    let mut rows: Vec<Vec<String>> = vec![
+        [
+            "name",
+            "suite",
+            "GPU",
+            "jobs",
+            "counters",
+            "saved",
+            "from run",
+            "suite sha256",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
     for (path, loaded) in &found {
         rows.push(match loaded {
             Ok(x) => vec![
                 x.name.clone(),
                 x.run.suite.clone(),
-                x.fingerprint.gpu.clone().unwrap_or_else(|| "unknown".into()),
+                x.fingerprint
+                    .gpu
+                    .clone()
+                    .unwrap_or_else(|| "unknown".into()),
                 x.jobs.len().to_string(),
-                if x.jobs.iter().any(|j| j.profile.is_some()) { "yes".into() } else { "no".into() },
+                if x.jobs.iter().any(|j| j.profile.is_some()) {
+                    "yes".into()
+                } else {
+                    "no".into()
+                },
                 x.saved.clone(),
                 x.source_run.clone(),
                 x.run.suite_source_hash.chars().take(12).collect(),
             ],
-            Err(e) => vec![path.display().to_string(), format!("unreadable: {}", format!("{e}").lines().next().unwrap_or(""))],
+            Err(e) => vec![
+                path.display().to_string(),
+                format!(
+                    "unreadable: {}",
+                    format!("{e}").lines().next().unwrap_or("")
+                ),
+            ],
         });
     }
     println!("{}", crate::report::markdown::table(rows));
     Ok(exit::OK)
 }
-

@@ -2,16 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 
 use super::run::{self, Mock};
 use crate::cli::{CheckArgs, SuiteArgs};
-use crate::compare::{self, counters, Comparison, Settings};
+use crate::compare::{self, Comparison, Settings, counters};
 use crate::config::Config;
 use crate::exit;
 use crate::metrics::MetricDef;
 use crate::profiler::ClockControl;
-use crate::records::{RunData, DURATION_RUNS};
+use crate::records::{DURATION_RUNS, RunData};
 use crate::scheduler::ProfileRequest;
 use crate::store::{self, baseline};
 
@@ -22,13 +22,23 @@ pub fn load_run(dir: &Path) -> anyhow::Result<RunData> {
         eprintln!("warning: {w}");
     }
     if run.jobs.is_empty() {
-        bail!("{} holds no job results\n  fix: pick a run that measured at least one job", dir.display());
+        bail!(
+            "{} holds no job results\n  fix: pick a run that measured at least one job",
+            dir.display()
+        );
     }
     Ok(run)
 }
 
 /// Runs the baseline's suite now: profiled with the baseline's metrics when it has counters.
-fn run_suite(config: &Config, args: &SuiteArgs, base: &RunData, no_profile: bool, mock: &Mock, command_line: String) -> anyhow::Result<PathBuf> {
+fn run_suite(
+    config: &Config,
+    args: &SuiteArgs,
+    base: &RunData,
+    no_profile: bool,
+    mock: &Mock,
+    command_line: String,
+) -> anyhow::Result<PathBuf> {
     if args.suite.len() != 1 || args.suite[0] != base.info.suite {
         bail!(
             "the baseline holds suite `{}`; `--suite {}` cannot be checked against it\n  fix: pass --suite {}",
@@ -40,21 +50,39 @@ fn run_suite(config: &Config, args: &SuiteArgs, base: &RunData, no_profile: bool
     let has_counters = base.profiles.values().any(|p| !p.metrics.is_empty());
     let profile = if has_counters && !no_profile {
         let catalog = config.catalog()?;
-        let (known, unknown): (Vec<String>, Vec<String>) = base.info.metrics.iter().map(|m| m.name.clone()).partition(|n| catalog.resolve(std::slice::from_ref(n)).is_ok());
+        let (known, unknown): (Vec<String>, Vec<String>) = base
+            .info
+            .metrics
+            .iter()
+            .map(|m| m.name.clone())
+            .partition(|n| catalog.resolve(std::slice::from_ref(n)).is_ok());
         if !unknown.is_empty() {
-            eprintln!("warning: the baseline's metrics {} are not defined here and are not collected", unknown.join(", "));
+            eprintln!(
+                "warning: the baseline's metrics {} are not defined here and are not collected",
+                unknown.join(", ")
+            );
         }
         // Durations are never judged as counters (the timing verdict covers time), so the
         // duration's own session keeps its default whatever the baseline used.
-        Some(ProfileRequest { names: known, clock_control: ClockControl::from_policy(&base.info.clock_policy), duration_runs: DURATION_RUNS })
+        Some(ProfileRequest {
+            names: known,
+            clock_control: ClockControl::from_policy(&base.info.clock_policy),
+            duration_runs: DURATION_RUNS,
+        })
     } else {
         None
     };
     // Timed in the baseline's L2 state unless the command line says otherwise.
-    let args = SuiteArgs { cache: args.cache.or(Some(base.info.timing.cache)), ..args.clone() };
+    let args = SuiteArgs {
+        cache: args.cache.or(Some(base.info.timing.cache)),
+        ..args.clone()
+    };
     let mut dirs = Vec::new();
-    run::run_with(config, &args, profile, mock, command_line, &mut |d| dirs.push(d.to_path_buf()))?;
-    dirs.pop().context("the suite ran no job (are the --variant names right?)")
+    run::run_with(config, &args, profile, mock, command_line, &mut |d| {
+        dirs.push(d.to_path_buf())
+    })?;
+    dirs.pop()
+        .context("the suite ran no job (are the --variant names right?)")
 }
 
 fn settings(args: &CheckArgs, relative_to_copy: bool) -> Settings {
@@ -69,13 +97,26 @@ fn settings(args: &CheckArgs, relative_to_copy: bool) -> Settings {
 
 /// Why a mock run and a measured one cannot be judged against each other.
 fn mixed_mock(baseline: &str, baseline_is_mock: bool) -> String {
-    let (mocked, measured) = if baseline_is_mock { (format!("the baseline {baseline}"), "this run") } else { ("this run".to_string(), "the baseline") };
-    format!("{mocked} is a MOCK run (stand-in numbers) and {measured} is measured: they cannot be judged against each other")
+    let (mocked, measured) = if baseline_is_mock {
+        (format!("the baseline {baseline}"), "this run")
+    } else {
+        ("this run".to_string(), "the baseline")
+    };
+    format!(
+        "{mocked} is a MOCK run (stand-in numbers) and {measured} is measured: they cannot be judged against each other"
+    )
 }
 
 /// The definitions of the metrics the two runs hold: as they stored them, else as defined here.
-pub fn definitions(config: &Config, base: &RunData, new: &RunData) -> anyhow::Result<Vec<MetricDef>> {
-    Ok(counters::definitions(&[&new.info.metrics, &base.info.metrics], &config.catalog()?.metrics))
+pub fn definitions(
+    config: &Config,
+    base: &RunData,
+    new: &RunData,
+) -> anyhow::Result<Vec<MetricDef>> {
+    Ok(counters::definitions(
+        &[&new.info.metrics, &base.info.metrics],
+        &config.catalog()?.metrics,
+    ))
 }
 
 fn other_gpu_error(baseline: &Path, (a, b): (String, String)) -> anyhow::Error {
@@ -91,7 +132,12 @@ pub fn render(c: &Comparison, format: compare::Format) -> anyhow::Result<(String
     Ok((e.render(c)?, e.file_name()))
 }
 
-pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: String) -> anyhow::Result<i32> {
+pub fn check(
+    config: &Config,
+    args: &CheckArgs,
+    mock: &Mock,
+    command_line: String,
+) -> anyhow::Result<i32> {
     let path = baseline::resolve(&args.baseline_dir, &args.baseline);
     let stored = baseline::load(&path)?;
     let base = stored.to_run();
@@ -100,10 +146,17 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
         (None, Some(suite)) => {
             // Stand-ins and measurements never meet: refused before minutes of running, not after.
             if base.info.mock != mock.on {
-                bail!("{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)", mixed_mock(&path.display().to_string(), base.info.mock));
+                bail!(
+                    "{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)",
+                    mixed_mock(&path.display().to_string(), base.info.mock)
+                );
             }
             // A different GPU is refused before minutes of measuring, not after.
-            let here = if mock.on { None } else { crate::device::NvmlSession::open().info(suite.gpu).ok() };
+            let here = if mock.on {
+                None
+            } else {
+                crate::device::NvmlSession::open().info(suite.gpu).ok()
+            };
             if let (Some(b), Some(h)) = (&base.info.device, here)
                 && b.name != h.name
                 && !args.allow_other_gpu
@@ -114,11 +167,16 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
             eprintln!("run: {}", dir.display());
             dir
         }
-        (None, None) => bail!("nothing to check\n  fix: pass --from RUN (a stored run) or --suite S (run it now)"),
+        (None, None) => bail!(
+            "nothing to check\n  fix: pass --from RUN (a stored run) or --suite S (run it now)"
+        ),
     };
     let new = load_run(&run_dir)?;
     if new.info.finished.is_none() {
-        eprintln!("warning: {} did not finish (no end time in run.json): every baseline job it lacks counts as Regressed", run_dir.display());
+        eprintln!(
+            "warning: {} did not finish (no end time in run.json): every baseline job it lacks counts as Regressed",
+            run_dir.display()
+        );
     }
     if new.info.suite != base.info.suite {
         bail!(
@@ -132,7 +190,10 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
         );
     }
     if base.info.mock != new.info.mock {
-        bail!("{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)", mixed_mock(&path.display().to_string(), base.info.mock));
+        bail!(
+            "{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)",
+            mixed_mock(&path.display().to_string(), base.info.mock)
+        );
     }
     let (was, now) = (base.info.timing.cache, new.info.timing.cache);
     if was != now && !args.allow_cache_mismatch {
@@ -151,15 +212,29 @@ pub fn check(config: &Config, args: &CheckArgs, mock: &Mock, command_line: Strin
     }
     let defs = definitions(config, &base, &new)?;
     let label = format!("baseline {} (from {})", stored.name, stored.source_run);
-    let c = compare::compare(&base, &label, &new, &run_dir.display().to_string(), &defs, &settings(args, other.is_some()), true);
+    let c = compare::compare(
+        &base,
+        &label,
+        &new,
+        &run_dir.display().to_string(),
+        &defs,
+        &settings(args, other.is_some()),
+        true,
+    );
     let (text, ext) = render(&c, args.format)?;
     print!("{text}");
     let beside = run_dir.join(format!("check-{}.{ext}", stored.name));
     match store::write_atomic(&beside, text.as_bytes()) {
         Ok(()) if !config.quiet => eprintln!("verdicts saved: {}", beside.display()),
         Ok(()) => {}
-        Err(e) => eprintln!("warning: could not save the verdicts beside the run ({}: {e}); they are on stdout above", beside.display()),
+        Err(e) => eprintln!(
+            "warning: could not save the verdicts beside the run ({}: {e}); they are on stdout above",
+            beside.display()
+        ),
     }
-    Ok(if c.regressed() { exit::REGRESSION } else { exit::OK })
+    Ok(if c.regressed() {
+        exit::REGRESSION
+    } else {
+        exit::OK
+    })
 }
-

@@ -12,12 +12,17 @@ use crate::store::write_json;
 use crate::suite::JobSpec;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 
 fn open(child: &ChildArgs) -> anyhow::Result<Gpu> {
-    Ok(Gpu::open(child.gpu, child.cache.clone(), crate::config::toolkit(&crate::config::Environment::current()))?)
+    Ok(Gpu::open(
+        child.gpu,
+        child.cache.clone(),
+        crate::config::toolkit(&crate::config::Environment::current()),
+    )?)
 }
 
 pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {
@@ -27,24 +32,47 @@ pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Res
     Ok(exit::OK)
 }
 
-pub fn profile_pass(specs: &Path, child: &ChildArgs, seed: u64, profiled_runs: u32) -> anyhow::Result<i32> {
+pub fn profile_pass(
+    specs: &Path,
+    child: &ChildArgs,
+    seed: u64,
+    profiled_runs: u32,
+) -> anyhow::Result<i32> {
     let specs: Vec<JobSpec> = read_json(specs)?;
     runner::run_profile_pass(&open(child)?, &specs, seed, profiled_runs)?;
     Ok(exit::OK)
 }
 
-pub fn bounds(bytes: u64, out: &Path, child: &ChildArgs, timing: &Path, fma: bool, host_link: bool) -> anyhow::Result<i32> {
+pub fn bounds(
+    bytes: u64,
+    out: &Path,
+    child: &ChildArgs,
+    timing: &Path,
+    fma: bool,
+    host_link: bool,
+) -> anyhow::Result<i32> {
     let timing: TimingConfig = read_json(timing)?;
     let outcome = runner::run_bounds(&open(child)?, bytes, &timing, fma, host_link)?;
     write_json(out, &outcome)?;
     Ok(exit::OK)
 }
 
-pub fn compute_bound(bound: &Path, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
+pub fn compute_bound(
+    bound: &Path,
+    out: &Path,
+    child: &ChildArgs,
+    timing: &Path,
+) -> anyhow::Result<i32> {
     let (bound, timing): (BoundSpec, TimingConfig) = (read_json(bound)?, read_json(timing)?);
     let BoundSpec::Cublas { shape, elem } = bound else {
-        anyhow::bail!("only cuBLAS bounds are measured by a child; got {}", bound.name());
+        anyhow::bail!(
+            "only cuBLAS bounds are measured by a child; got {}",
+            bound.name()
+        );
     };
-    write_json(out, &runner::run_cublas(&open(child)?, &shape, elem, &timing)?)?;
+    write_json(
+        out,
+        &runner::run_cublas(&open(child)?, &shape, elem, &timing)?,
+    )?;
     Ok(exit::OK)
 }

@@ -19,24 +19,75 @@ use crate::scheduler::ProfileRequest;
 pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
     // The children are told everything they need on their own command line.
     match cli.command {
-        Command::Job { spec, out, child, seed } => return child::job(&spec, &out, &child, seed),
-        Command::ProfilePass { specs, child, seed, profiled_runs } => return child::profile_pass(&specs, &child, seed, profiled_runs),
-        Command::Bounds { bytes, out, child, timing, fma, host_link } => return child::bounds(bytes, &out, &child, &timing, fma, host_link),
-        Command::ComputeBound { bound, out, child, timing } => return child::compute_bound(&bound, &out, &child, &timing),
+        Command::Job {
+            spec,
+            out,
+            child,
+            seed,
+        } => return child::job(&spec, &out, &child, seed),
+        Command::ProfilePass {
+            specs,
+            child,
+            seed,
+            profiled_runs,
+        } => return child::profile_pass(&specs, &child, seed, profiled_runs),
+        Command::Bounds {
+            bytes,
+            out,
+            child,
+            timing,
+            fma,
+            host_link,
+        } => return child::bounds(bytes, &out, &child, &timing, fma, host_link),
+        Command::ComputeBound {
+            bound,
+            out,
+            child,
+            timing,
+        } => return child::compute_bound(&bound, &out, &child, &timing),
         _ => {}
     }
     let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
-    let mock = run::Mock { on: cli.mock_gpu, slowdown: cli.mock_slow.into_iter().collect(), models: cli.mock_gpus };
+    let mock = run::Mock {
+        on: cli.mock_gpu,
+        slowdown: cli.mock_slow.into_iter().collect(),
+        models: cli.mock_gpus,
+    };
     match cli.command {
         Command::Devices => info::devices(&config),
         Command::Doctor => info::doctor(&config),
-        Command::List { what, suite_dir, suite } => info::list(&config, what, &suite_dir, &suite),
+        Command::List {
+            what,
+            suite_dir,
+            suite,
+        } => info::list(&config, what, &suite_dir, &suite),
         Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
         Command::Merge { runs, out } => merge::merge(&runs, &out),
-        Command::Plan { suite, variant, suite_dir, shards } => run::plan(&config, &suite, &variant, &suite_dir, shards as usize),
-        Command::Profile { suite, set, metrics, clock_control, duration_runs } => {
+        Command::Plan {
+            suite,
+            variant,
+            suite_dir,
+            shards,
+        } => run::plan(&config, &suite, &variant, &suite_dir, shards as usize),
+        Command::Profile {
+            suite,
+            set,
+            metrics,
+            clock_control,
+            duration_runs,
+        } => {
             let names = set.into_iter().chain(metrics).collect();
-            run::run(&config, &suite, Some(ProfileRequest { names, clock_control, duration_runs }), &mock, command_line)
+            run::run(
+                &config,
+                &suite,
+                Some(ProfileRequest {
+                    names,
+                    clock_control,
+                    duration_runs,
+                }),
+                &mock,
+                command_line,
+            )
         }
         Command::Report { run, format, write } => report::report(&run, format, write),
         Command::Baseline { action } => baseline::baseline(action),
@@ -44,6 +95,9 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Compare { runs, format } => compare::compare(&config, &runs, format),
         Command::Ncu(args) => ncu::ncu(&config, &args),
         Command::Import(args) => import::import(&config, &args),
-        Command::Job { .. } | Command::ProfilePass { .. } | Command::Bounds { .. } | Command::ComputeBound { .. } => unreachable!("children are served above"),
+        Command::Job { .. }
+        | Command::ProfilePass { .. }
+        | Command::Bounds { .. }
+        | Command::ComputeBound { .. } => unreachable!("children are served above"),
     }
 }

@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 
 use super::import::{print_summary, read_kernels};
 use crate::cli::NcuArgs;
@@ -26,11 +26,25 @@ fn locate_program(program: &str, path_dirs: &[PathBuf]) -> anyhow::Result<PathBu
         path_dirs.iter().map(|d| d.join(program)).collect()
     };
     let Some(found) = candidates.into_iter().find(|c| c.is_file()) else {
-        let hint = if program.contains('/') { "" } else { " on PATH (a program in this directory needs ./)" };
-        bail!("program `{program}` not found{hint}\n  fix: build it first (for example `nvcc -o probe probe.cu`) and pass its path: gpu-lab ncu --metrics ... -- ./probe");
+        let hint = if program.contains('/') {
+            ""
+        } else {
+            " on PATH (a program in this directory needs ./)"
+        };
+        bail!(
+            "program `{program}` not found{hint}\n  fix: build it first (for example `nvcc -o probe probe.cu`) and pass its path: gpu-lab ncu --metrics ... -- ./probe"
+        );
     };
-    if found.metadata().map(|m| m.permissions().mode() & 0o111 == 0).unwrap_or(true) {
-        bail!("`{}` is not executable\n  fix: `chmod +x {}`, or check that it is the compiled program", found.display(), found.display());
+    if found
+        .metadata()
+        .map(|m| m.permissions().mode() & 0o111 == 0)
+        .unwrap_or(true)
+    {
+        bail!(
+            "`{}` is not executable\n  fix: `chmod +x {}`, or check that it is the compiled program",
+            found.display(),
+            found.display()
+        );
     }
     Ok(found)
 }
@@ -40,7 +54,14 @@ fn locate_program(program: &str, path_dirs: &[PathBuf]) -> anyhow::Result<PathBu
 const WRAPPER: &str = r#""$0" "$@"; status=$?; echo $status > "$GPU_LAB_EXIT_FILE"; exit $status"#;
 
 /// The ncu command line: gpu-lab's profile arguments, the kernel filters, then the wrapped program.
-pub fn ncu_command_args(counters: &[String], report_base: &Path, kernel: Option<&str>, launch_count: Option<u64>, program: &Path, program_args: &[String]) -> Vec<String> {
+pub fn ncu_command_args(
+    counters: &[String],
+    report_base: &Path,
+    kernel: Option<&str>,
+    launch_count: Option<u64>,
+    program: &Path,
+    program_args: &[String],
+) -> Vec<String> {
     let mut a = profiler::profile_args(counters, ClockControl::None, report_base);
     if let Some(k) = kernel {
         a.extend(["--kernel-name".into(), format!("regex:{k}")]);
@@ -48,7 +69,12 @@ pub fn ncu_command_args(counters: &[String], report_base: &Path, kernel: Option<
     if let Some(n) = launch_count {
         a.extend(["--launch-count".into(), n.to_string()]);
     }
-    a.extend(["/bin/sh".into(), "-c".into(), WRAPPER.into(), program.display().to_string()]);
+    a.extend([
+        "/bin/sh".into(),
+        "-c".into(),
+        WRAPPER.into(),
+        program.display().to_string(),
+    ]);
     a.extend(program_args.iter().cloned());
     a
 }
@@ -66,9 +92,17 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     let program = locate_program(&args.program[0], &config.path_dirs)?;
     let ncu = profiler::find(&config.ncu)?;
     let gpu_name = NvmlSession::open().info(0).ok().map(|d| d.name);
-    let screened = profiler::query::screen_for_device(&ncu, config.cache_dir.as_deref(), gpu_name.as_deref(), 0, defs)?;
+    let screened = profiler::query::screen_for_device(
+        &ncu,
+        config.cache_dir.as_deref(),
+        gpu_name.as_deref(),
+        0,
+        defs,
+    )?;
     if screened.collectable.is_empty() {
-        bail!("none of the requested metrics can be collected on this GPU (see the warnings above)\n  fix: `gpu-lab list metrics` shows the alternatives");
+        bail!(
+            "none of the requested metrics can be collected on this GPU (see the warnings above)\n  fix: `gpu-lab list metrics` shows the alternatives"
+        );
     }
     let defs = screened.collectable;
     // ncu's raw page carries the device attributes (its name included) without asking.
@@ -76,7 +110,15 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     profiler::check_counters(&counters)?;
 
     // ncu's report when the user keeps none; removed when dropped.
-    let scratch = tempfile::Builder::new().prefix("gpu-lab-ncu-").tempdir_in(&config.temp_dir).with_context(|| format!("creating a scratch directory under {}", config.temp_dir.display()))?;
+    let scratch = tempfile::Builder::new()
+        .prefix("gpu-lab-ncu-")
+        .tempdir_in(&config.temp_dir)
+        .with_context(|| {
+            format!(
+                "creating a scratch directory under {}",
+                config.temp_dir.display()
+            )
+        })?;
     let report_base = match &args.export {
         Some(p) => PathBuf::from(p.to_string_lossy().trim_end_matches(".ncu-rep")),
         None => scratch.path().join("profile"),
@@ -88,16 +130,31 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     let earlier = modified();
     let exit_file = scratch.path().join("exit-status");
     let mut cmd = ncu.command();
-    cmd.args(ncu_command_args(&counters, &report_base, args.kernel.as_deref(), args.launch_count, &program, &args.program[1..])).env("GPU_LAB_EXIT_FILE", &exit_file);
+    cmd.args(ncu_command_args(
+        &counters,
+        &report_base,
+        args.kernel.as_deref(),
+        args.launch_count,
+        &program,
+        &args.program[1..],
+    ))
+    .env("GPU_LAB_EXIT_FILE", &exit_file);
     let shown = args.program.join(" ");
     if !quiet {
         eprintln!("──── output of `{shown}` under ncu ────");
     }
     // ncu's own exit code says nothing the exit file and the report do not: it is not used.
     let log = process::run(&mut cmd, &process::Output::Stream { echo: !quiet }, None)?.text;
-    let status: Option<i32> = std::fs::read_to_string(&exit_file).ok().and_then(|s| s.trim().parse().ok());
+    let status: Option<i32> = std::fs::read_to_string(&exit_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
     if !quiet {
-        eprintln!("──── end of output ({}) ────", status.map(|s| format!("exit code {s}")).unwrap_or_else(|| "the program did not finish".into()));
+        eprintln!(
+            "──── end of output ({}) ────",
+            status
+                .map(|s| format!("exit code {s}"))
+                .unwrap_or_else(|| "the program did not finish".into())
+        );
     }
     if let Some(e @ ProfilerError::CountersNotPermitted) = profiler::diagnose(&log) {
         return Err(e.into());
@@ -109,17 +166,30 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
         None => format!("`{shown}` did not run to its end under ncu"),
     };
     if modified().is_none_or(|t| Some(t) == earlier) {
-        let why = profiler::diagnose(&log).map(|e| e.to_string()).unwrap_or_else(|| "ncu profiled no kernel".into());
+        let why = profiler::diagnose(&log)
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "ncu profiled no kernel".into());
         let stale = match earlier {
-            Some(_) => format!("\n  {} is from an earlier run and was left as it was", report.display()),
+            Some(_) => format!(
+                "\n  {} is from an earlier run and was left as it was",
+                report.display()
+            ),
             None => String::new(),
         };
         if program_failed {
-            eprintln!("error: {failure}, and {why}{stale}\n  fix: run the program alone to see why it fails; its output is above");
+            eprintln!(
+                "error: {failure}, and {why}{stale}\n  fix: run the program alone to see why it fails; its output is above"
+            );
             return Ok(exit::JOBS_FAILED);
         }
-        let filter = if args.kernel.is_some() { " (no kernel matched --kernel: ncu matches the regex against the function name, without arguments)" } else { "" };
-        bail!("{why}{filter}{stale}\n  fix: check that the program launches CUDA kernels; its output and ncu's are above");
+        let filter = if args.kernel.is_some() {
+            " (no kernel matched --kernel: ncu matches the regex against the function name, without arguments)"
+        } else {
+            ""
+        };
+        bail!(
+            "{why}{filter}{stale}\n  fix: check that the program launches CUDA kernels; its output and ncu's are above"
+        );
     }
     let csv = profiler::export_raw(&ncu, &report)?;
     let table = parse::read_ncu_csv(csv).context("reading ncu's export")?;
@@ -141,10 +211,23 @@ mod tests {
 
     #[test]
     fn the_ncu_command_line_filters_kernels_and_wraps_the_program() {
-        let a = ncu_command_args(&["gpu__time_duration.sum".into()], Path::new("/tmp/r"), Some("copy_.*"), Some(2), Path::new("./probe"), &["8192".into()]);
+        let a = ncu_command_args(
+            &["gpu__time_duration.sum".into()],
+            Path::new("/tmp/r"),
+            Some("copy_.*"),
+            Some(2),
+            Path::new("./probe"),
+            &["8192".into()],
+        );
         let s = a.join(" ");
-        assert!(s.starts_with("--clock-control none --metrics gpu__time_duration.sum"), "{s}");
-        assert!(s.contains("--kernel-name regex:copy_.* --launch-count 2 /bin/sh -c"), "{s}");
+        assert!(
+            s.starts_with("--clock-control none --metrics gpu__time_duration.sum"),
+            "{s}"
+        );
+        assert!(
+            s.contains("--kernel-name regex:copy_.* --launch-count 2 /bin/sh -c"),
+            "{s}"
+        );
         assert!(s.ends_with("./probe 8192"), "{s}");
     }
 
@@ -152,21 +235,34 @@ mod tests {
     fn the_wrapper_reports_the_programs_exit_status() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("status");
-        let out = std::process::Command::new("/bin/sh").args(["-c", WRAPPER, "/bin/sh", "-c", "exit 3"]).env("GPU_LAB_EXIT_FILE", &f).status().unwrap();
+        let out = std::process::Command::new("/bin/sh")
+            .args(["-c", WRAPPER, "/bin/sh", "-c", "exit 3"])
+            .env("GPU_LAB_EXIT_FILE", &f)
+            .status()
+            .unwrap();
         assert_eq!(out.code(), Some(3));
         assert_eq!(std::fs::read_to_string(&f).unwrap().trim(), "3");
     }
 
     #[test]
     fn missing_and_non_executable_programs_get_their_fix() {
-        let e = locate_program("./no-such-probe", &[]).unwrap_err().to_string();
+        let e = locate_program("./no-such-probe", &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not found") && e.contains("fix:"), "{e}");
-        let e = locate_program("no-such-probe-on-path", &[]).unwrap_err().to_string();
+        let e = locate_program("no-such-probe-on-path", &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("needs ./"), "{e}");
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("plain");
         std::fs::write(&p, "x").unwrap();
-        assert!(locate_program(p.to_str().unwrap(), &[]).unwrap_err().to_string().contains("chmod +x"));
+        assert!(
+            locate_program(p.to_str().unwrap(), &[])
+                .unwrap_err()
+                .to_string()
+                .contains("chmod +x")
+        );
         assert!(locate_program("sh", &[PathBuf::from("/bin")]).is_ok());
     }
 }

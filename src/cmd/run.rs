@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::cli::{GpuSelection, SuiteArgs};
 use crate::config::Config;
-use crate::exit;
 use crate::executor::{ChildExecutor, Executor, MockExecutor};
+use crate::exit;
 use crate::profiler;
 use crate::records::TimingConfig;
 use crate::scheduler::{self, ProfileRequest, RunSettings};
@@ -24,18 +24,35 @@ pub struct Mock {
 
 impl Mock {
     fn gpu_count(&self) -> u32 {
-        if self.models.is_empty() { 2 } else { self.models.len() as u32 }
+        if self.models.is_empty() {
+            2
+        } else {
+            self.models.len() as u32
+        }
     }
 }
 
 /// The executor the command line asks for: the mock, or children on GPU `gpu` (with ncu when
 /// profiling).
-pub fn executor(config: &Config, gpu: u32, profile: bool, mock: &Mock) -> anyhow::Result<Box<dyn Executor>> {
+pub fn executor(
+    config: &Config,
+    gpu: u32,
+    profile: bool,
+    mock: &Mock,
+) -> anyhow::Result<Box<dyn Executor>> {
     if mock.on {
         if gpu >= mock.gpu_count() {
-            anyhow::bail!("the mock host has {} GPUs (0 to {}); there is no GPU {gpu}", mock.gpu_count(), mock.gpu_count() - 1);
+            anyhow::bail!(
+                "the mock host has {} GPUs (0 to {}); there is no GPU {gpu}",
+                mock.gpu_count(),
+                mock.gpu_count() - 1
+            );
         }
-        return Ok(Box::new(MockExecutor { slowdown: mock.slowdown.clone(), index: gpu, model: mock.models.get(gpu as usize).cloned() }));
+        return Ok(Box::new(MockExecutor {
+            slowdown: mock.slowdown.clone(),
+            index: gpu,
+            model: mock.models.get(gpu as usize).cloned(),
+        }));
     }
     let children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
     if !profile {
@@ -53,17 +70,30 @@ fn selected_gpus(args: &SuiteArgs, mock: &Mock) -> anyhow::Result<Vec<u32>> {
         Some(GpuSelection::All) => {
             let n = crate::device::cuda_device_count()?;
             if n == 0 {
-                anyhow::bail!("--gpus all: CUDA sees no GPU on this host\n  fix: `gpu-lab doctor` says why");
+                anyhow::bail!(
+                    "--gpus all: CUDA sees no GPU on this host\n  fix: `gpu-lab doctor` says why"
+                );
             }
             (0..n as u32).collect()
         }
     })
 }
 
-pub fn settings(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, command_line: String) -> RunSettings {
+pub fn settings(
+    config: &Config,
+    args: &SuiteArgs,
+    profile: Option<ProfileRequest>,
+    command_line: String,
+) -> RunSettings {
     RunSettings {
         out: args.out.clone(),
-        timing: TimingConfig { max_seconds: args.max_seconds, target_rel_ci: args.noise / 100.0, rounds: args.rounds, verify_every: args.verify_every, ..TimingConfig::default() },
+        timing: TimingConfig {
+            max_seconds: args.max_seconds,
+            target_rel_ci: args.noise / 100.0,
+            rounds: args.rounds,
+            verify_every: args.verify_every,
+            ..TimingConfig::default()
+        },
         cache: args.cache,
         seed: args.seed,
         timeout: Duration::from_secs(args.timeout),
@@ -75,7 +105,13 @@ pub fn settings(config: &Config, args: &SuiteArgs, profile: Option<ProfileReques
 }
 
 /// Prints how the suites' jobs split into `shards`: what `run --shard I/N` will run.
-pub fn plan(config: &Config, names: &[String], variants: &[String], suite_dirs: &[PathBuf], shards: usize) -> anyhow::Result<i32> {
+pub fn plan(
+    config: &Config,
+    names: &[String],
+    variants: &[String],
+    suite_dirs: &[PathBuf],
+    shards: usize,
+) -> anyhow::Result<i32> {
     let suites = suite::load_named(names, &config.suite_search(suite_dirs))?;
     let plans = scheduler::plan(&suites, variants, None, config.catalog()?)?;
     let jobs: Vec<&crate::suite::JobSpec> = plans.iter().flat_map(|p| p.jobs.iter()).collect();
@@ -94,35 +130,73 @@ pub fn plan(config: &Config, names: &[String], variants: &[String], suite_dirs: 
 }
 
 /// Runs the suites and prints each run directory; returns the exit code.
-pub fn run(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String) -> anyhow::Result<i32> {
-    run_with(config, args, profile, mock, command_line, &mut |dir| println!("{}", dir.display()))
+pub fn run(
+    config: &Config,
+    args: &SuiteArgs,
+    profile: Option<ProfileRequest>,
+    mock: &Mock,
+    command_line: String,
+) -> anyhow::Result<i32> {
+    run_with(config, args, profile, mock, command_line, &mut |dir| {
+        println!("{}", dir.display())
+    })
 }
 
 /// As `run`, handing each finished run directory to `finished`. The GPUs of one model share
 /// each suite's jobs (one run directory); GPUs of different models each run every job, side by
 /// side (one run directory per model: `gpu-lab compare` puts them in one table).
-pub fn run_with(config: &Config, args: &SuiteArgs, profile: Option<ProfileRequest>, mock: &Mock, command_line: String, finished: &mut (dyn FnMut(&Path) + Send)) -> anyhow::Result<i32> {
+pub fn run_with(
+    config: &Config,
+    args: &SuiteArgs,
+    profile: Option<ProfileRequest>,
+    mock: &Mock,
+    command_line: String,
+    finished: &mut (dyn FnMut(&Path) + Send),
+) -> anyhow::Result<i32> {
     let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
     // Planned once, before any GPU starts (a typo in a variant name fails here); each model's
     // GPUs then screen their own copy of the plans against what their ncu can collect.
     let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
     let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
     let gpus = selected_gpus(args, mock)?;
-    let executors = gpus.iter().map(|&g| executor(config, g, profile.is_some(), mock)).collect::<anyhow::Result<Vec<_>>>()?;
-    let models: Vec<String> = executors.iter().map(|e| { let env = e.environment(); env.device.map(|d| d.name).unwrap_or(env.label) }).collect();
+    let executors = gpus
+        .iter()
+        .map(|&g| executor(config, g, profile.is_some(), mock))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let models: Vec<String> = executors
+        .iter()
+        .map(|e| {
+            let env = e.environment();
+            env.device.map(|d| d.name).unwrap_or(env.label)
+        })
+        .collect();
     let finished = std::sync::Mutex::new(finished);
     let host = scheduler::HostShare::default();
     let run_pool = |pool: &[usize]| -> anyhow::Result<i32> {
         let lanes: Vec<&dyn Executor> = pool.iter().map(|&i| executors[i].as_ref()).collect();
         let mut plans = plans.clone();
         scheduler::screen(&mut plans, lanes[0])?;
-        let settings = RunSettings { shard: shard.clone(), ..settings(config, args, profile.clone(), command_line.clone()) };
-        scheduler::run_sharing(&lanes, &plans, &settings, &host, &mut |dir| (finished.lock().unwrap_or_else(|e| e.into_inner()))(dir))
+        let settings = RunSettings {
+            shard: shard.clone(),
+            ..settings(config, args, profile.clone(), command_line.clone())
+        };
+        scheduler::run_sharing(&lanes, &plans, &settings, &host, &mut |dir| {
+            (finished.lock().unwrap_or_else(|e| e.into_inner()))(dir)
+        })
     };
     let pools = scheduler::pools_by_model(&models);
     let codes: Vec<anyhow::Result<i32>> = std::thread::scope(|s| {
-        let handles: Vec<_> = pools.iter().map(|pool| s.spawn(|| run_pool(pool))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the run of one GPU model panicked")))).collect()
+        let handles: Vec<_> = pools
+            .iter()
+            .map(|pool| s.spawn(|| run_pool(pool)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the run of one GPU model panicked")))
+            })
+            .collect()
     });
     let mut code = exit::OK;
     for c in codes {

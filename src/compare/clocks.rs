@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 
-use crate::records::Snapshot;
 use crate::records::JobRecord;
+use crate::records::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -48,7 +48,12 @@ pub enum Normalize {
 /// `--normalize auto|sm|memory|none`.
 impl clap::ValueEnum for Normalize {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Normalize::Auto, Normalize::Always(Clock::Sm), Normalize::Always(Clock::Memory), Normalize::None]
+        &[
+            Normalize::Auto,
+            Normalize::Always(Clock::Sm),
+            Normalize::Always(Clock::Memory),
+            Normalize::None,
+        ]
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
@@ -62,12 +67,15 @@ impl clap::ValueEnum for Normalize {
 }
 
 fn usable(s: &Option<Snapshot>) -> Option<&Snapshot> {
-    s.as_ref().filter(|s| !s.throttle_reasons.iter().any(|r| r == "GPU_IDLE"))
+    s.as_ref()
+        .filter(|s| !s.throttle_reasons.iter().any(|r| r == "GPU_IDLE"))
 }
 
 /// The clock a job ran at, as defined in this module's header.
 pub fn observed(job: &JobRecord, clock: Clock) -> Option<u32> {
-    usable(&job.nvml_after).and_then(|s| clock.of(s)).or_else(|| usable(&job.nvml_before).and_then(|s| clock.of(s)))
+    usable(&job.nvml_after)
+        .and_then(|s| clock.of(s))
+        .or_else(|| usable(&job.nvml_before).and_then(|s| clock.of(s)))
 }
 
 /// The clock a job's time is taken to scale with.
@@ -76,8 +84,13 @@ pub fn basis(job: &JobRecord, normalize: Normalize) -> Option<Clock> {
         Normalize::None => None,
         Normalize::Always(c) => Some(c),
         Normalize::Auto => {
-            let data_movement = job.work.bytes.is_some_and(|b| b > 0.0) && !job.work.flops.is_some_and(|f| f > 0.0);
-            Some(if data_movement { Clock::Memory } else { Clock::Sm })
+            let data_movement =
+                job.work.bytes.is_some_and(|b| b > 0.0) && !job.work.flops.is_some_and(|f| f > 0.0);
+            Some(if data_movement {
+                Clock::Memory
+            } else {
+                Clock::Sm
+            })
         }
     }
 }
@@ -94,7 +107,11 @@ pub struct ClockChange {
 
 impl ClockChange {
     pub fn factor(&self) -> f64 {
-        if self.normalised { f64::from(self.new_mhz) / f64::from(self.base_mhz) } else { 1.0 }
+        if self.normalised {
+            f64::from(self.new_mhz) / f64::from(self.base_mhz)
+        } else {
+            1.0
+        }
     }
 }
 
@@ -103,10 +120,17 @@ pub fn changes(base: &JobRecord, new: &JobRecord, normalize: Normalize) -> Vec<C
     let scale_with = basis(new, normalize);
     [Clock::Sm, Clock::Memory]
         .into_iter()
-        .filter_map(|clock| match (observed(base, clock), observed(new, clock)) {
-            (Some(b), Some(n)) if b != n => Some(ClockChange { clock, base_mhz: b, new_mhz: n, normalised: scale_with == Some(clock) }),
-            _ => None,
-        })
+        .filter_map(
+            |clock| match (observed(base, clock), observed(new, clock)) {
+                (Some(b), Some(n)) if b != n => Some(ClockChange {
+                    clock,
+                    base_mhz: b,
+                    new_mhz: n,
+                    normalised: scale_with == Some(clock),
+                }),
+                _ => None,
+            },
+        )
         .collect()
 }
 
@@ -114,15 +138,29 @@ pub fn changes(base: &JobRecord, new: &JobRecord, normalize: Normalize) -> Vec<C
 mod tests {
     use super::*;
 
-    fn job(before: Option<(u32, u32, &str)>, after: Option<(u32, u32, &str)>, bytes: Option<f64>, flops: Option<f64>) -> JobRecord {
+    fn job(
+        before: Option<(u32, u32, &str)>,
+        after: Option<(u32, u32, &str)>,
+        bytes: Option<f64>,
+        flops: Option<f64>,
+    ) -> JobRecord {
         let snap = |(sm, mem, reason): (u32, u32, &str)| Snapshot {
             sm_clock_mhz: Some(sm),
             mem_clock_mhz: Some(mem),
-            throttle_reasons: if reason.is_empty() { vec![] } else { vec![reason.to_string()] },
+            throttle_reasons: if reason.is_empty() {
+                vec![]
+            } else {
+                vec![reason.to_string()]
+            },
             ..Default::default()
         };
         JobRecord {
-            key: crate::records::JobKey { id: "j".into(), variant: "v".into(), group: "g".into(), ..Default::default() },
+            key: crate::records::JobKey {
+                id: "j".into(),
+                variant: "v".into(),
+                group: "g".into(),
+                ..Default::default()
+            },
             label: "v".into(),
             status: crate::records::JobStatus::Ok,
             runs_per_sample: 1,
@@ -136,19 +174,47 @@ mod tests {
 
     #[test]
     fn after_wins_and_idle_snapshots_are_ignored() {
-        let j = job(Some((1980, 3201, "")), Some((1755, 3201, "")), Some(1.0), None);
+        let j = job(
+            Some((1980, 3201, "")),
+            Some((1755, 3201, "")),
+            Some(1.0),
+            None,
+        );
         assert_eq!(observed(&j, Clock::Sm), Some(1755));
-        let idle_after = job(Some((1980, 3201, "")), Some((345, 1593, "GPU_IDLE")), Some(1.0), None);
+        let idle_after = job(
+            Some((1980, 3201, "")),
+            Some((345, 1593, "GPU_IDLE")),
+            Some(1.0),
+            None,
+        );
         assert_eq!(observed(&idle_after, Clock::Memory), Some(3201));
-        assert_eq!(observed(&job(None, Some((345, 1593, "GPU_IDLE")), None, None), Clock::Sm), None);
+        assert_eq!(
+            observed(
+                &job(None, Some((345, 1593, "GPU_IDLE")), None, None),
+                Clock::Sm
+            ),
+            None
+        );
     }
 
     #[test]
     fn data_movement_scales_with_memory_clock_arithmetic_with_sm_clock() {
-        assert_eq!(basis(&job(None, None, Some(8.0), None), Normalize::Auto), Some(Clock::Memory));
-        assert_eq!(basis(&job(None, None, Some(8.0), Some(1e9)), Normalize::Auto), Some(Clock::Sm));
-        assert_eq!(basis(&job(None, None, None, None), Normalize::Auto), Some(Clock::Sm));
-        assert_eq!(basis(&job(None, None, Some(8.0), None), Normalize::None), None);
+        assert_eq!(
+            basis(&job(None, None, Some(8.0), None), Normalize::Auto),
+            Some(Clock::Memory)
+        );
+        assert_eq!(
+            basis(&job(None, None, Some(8.0), Some(1e9)), Normalize::Auto),
+            Some(Clock::Sm)
+        );
+        assert_eq!(
+            basis(&job(None, None, None, None), Normalize::Auto),
+            Some(Clock::Sm)
+        );
+        assert_eq!(
+            basis(&job(None, None, Some(8.0), None), Normalize::None),
+            None
+        );
     }
 
     #[test]

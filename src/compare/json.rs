@@ -1,6 +1,6 @@
 //! JSON verdict report: the whole comparison, with the counts and the overall outcome on top (pure).
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::{Comparison, Verdict};
 use crate::report::Exporter;
@@ -28,10 +28,16 @@ impl Exporter<Comparison> for Json {
         let verdicts = c.verdicts;
         let mut doc = json!({ "comparison": c });
         if verdicts {
-            let counts: serde_json::Map<String, Value> = [Verdict::Regressed, Verdict::Improved, Verdict::New, Verdict::Missing, Verdict::Same]
-                .into_iter()
-                .map(|v| (v.word().to_ascii_lowercase(), json!(c.count(v))))
-                .collect();
+            let counts: serde_json::Map<String, Value> = [
+                Verdict::Regressed,
+                Verdict::Improved,
+                Verdict::New,
+                Verdict::Missing,
+                Verdict::Same,
+            ]
+            .into_iter()
+            .map(|v| (v.word().to_ascii_lowercase(), json!(c.count(v))))
+            .collect();
             doc["regressed"] = json!(c.regressed());
             doc["counts"] = Value::Object(counts);
         } else {

@@ -31,10 +31,19 @@ fn summary(j: &JobComparison) -> String {
     if let Some(t) = &j.timing {
         parts.push(format!(
             "time {:.4} -> {:.4} ms, {:+.1}% [{:+.1}%, {:+.1}%], threshold ±{:.1}%",
-            t.base_ms, t.new_ms, t.change.estimate * 100.0, t.change.low * 100.0, t.change.high * 100.0, t.threshold * 100.0
+            t.base_ms,
+            t.new_ms,
+            t.change.estimate * 100.0,
+            t.change.low * 100.0,
+            t.change.high * 100.0,
+            t.threshold * 100.0
         ));
     }
-    for c in j.counters.iter().filter(|c| c.verdict.is_some_and(|v| v == j.verdict)) {
+    for c in j
+        .counters
+        .iter()
+        .filter(|c| c.verdict.is_some_and(|v| v == j.verdict))
+    {
         parts.push(format!("{} {:?} -> {:?}", c.metric, c.base, c.new));
     }
     parts.extend(j.notes.iter().cloned());
@@ -50,22 +59,51 @@ impl Exporter<Comparison> for Junit {
         let (failures, skipped) = (c.count(Verdict::Regressed), c.count(Verdict::Missing));
         let suite = format!("{} against {}", c.new.suite, c.base.run);
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        let _ = writeln!(out, "<testsuites name=\"gpu-lab check\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">", c.jobs.len());
-        let _ = writeln!(out, "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" timestamp=\"{}\">", escape(&suite), c.jobs.len(), escape(&c.new.started));
+        let _ = writeln!(
+            out,
+            "<testsuites name=\"gpu-lab check\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+            c.jobs.len()
+        );
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\" timestamp=\"{}\">",
+            escape(&suite),
+            c.jobs.len(),
+            escape(&c.new.started)
+        );
         for j in &c.jobs {
             // Seconds, as JUnit counts: the job's median in this run.
             let time = j.timing.as_ref().map_or(0.0, |t| t.new_ms / 1e3);
-            let _ = write!(out, "    <testcase classname=\"{}\" name=\"{}\" time=\"{time:.6}\"", escape(&format!("{}.{}", c.new.suite, if j.group.is_empty() { "-" } else { &j.group })), escape(&j.label));
+            let _ = write!(
+                out,
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{time:.6}\"",
+                escape(&format!(
+                    "{}.{}",
+                    c.new.suite,
+                    if j.group.is_empty() { "-" } else { &j.group }
+                )),
+                escape(&j.label)
+            );
             let what = escape(&summary(j));
             match j.verdict {
                 Verdict::Regressed => {
-                    let _ = writeln!(out, ">\n      <failure message=\"Regressed: {what}\" type=\"regression\">{what}</failure>\n    </testcase>");
+                    let _ = writeln!(
+                        out,
+                        ">\n      <failure message=\"Regressed: {what}\" type=\"regression\">{what}</failure>\n    </testcase>"
+                    );
                 }
                 Verdict::Missing => {
-                    let _ = writeln!(out, ">\n      <skipped message=\"Missing: the baseline has this job, this run does not\"/>\n    </testcase>");
+                    let _ = writeln!(
+                        out,
+                        ">\n      <skipped message=\"Missing: the baseline has this job, this run does not\"/>\n    </testcase>"
+                    );
                 }
                 v => {
-                    let _ = writeln!(out, ">\n      <system-out>{}: {what}</system-out>\n    </testcase>", v.word());
+                    let _ = writeln!(
+                        out,
+                        ">\n      <system-out>{}: {what}</system-out>\n    </testcase>",
+                        v.word()
+                    );
                 }
             }
         }

@@ -11,7 +11,11 @@ pub struct Markdown;
 
 /// Four significant digits: 0.2178, 1.017, 0.005012.
 pub fn ms(v: f64) -> String {
-    let decimals = if v > 0.0 { (3 - v.log10().floor() as i32).clamp(0, 7) as usize } else { 4 };
+    let decimals = if v > 0.0 {
+        (3 - v.log10().floor() as i32).clamp(0, 7) as usize
+    } else {
+        4
+    };
     format!("{v:.decimals$}")
 }
 
@@ -24,14 +28,42 @@ fn environment(c: &Comparison, verdicts: bool) -> String {
     let or_dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "–".into());
     let row = |k: &str, x: String, y: String| vec![k.to_string(), x, y];
     table(vec![
-        row("", if verdicts { "baseline".into() } else { "A".into() }, if verdicts { "this run".into() } else { "B".into() }),
+        row(
+            "",
+            if verdicts {
+                "baseline".into()
+            } else {
+                "A".into()
+            },
+            if verdicts {
+                "this run".into()
+            } else {
+                "B".into()
+            },
+        ),
         row("run", a.run.clone(), b.run.clone()),
-        row("GPU", format!("{} ({})", or_dash(&a.gpu), or_dash(&a.uuid)), format!("{} ({})", or_dash(&b.gpu), or_dash(&b.uuid))),
-        row("driver / CUDA", format!("{} / {}", or_dash(&a.driver), or_dash(&a.cuda)), format!("{} / {}", or_dash(&b.driver), or_dash(&b.cuda))),
+        row(
+            "GPU",
+            format!("{} ({})", or_dash(&a.gpu), or_dash(&a.uuid)),
+            format!("{} ({})", or_dash(&b.gpu), or_dash(&b.uuid)),
+        ),
+        row(
+            "driver / CUDA",
+            format!("{} / {}", or_dash(&a.driver), or_dash(&a.cuda)),
+            format!("{} / {}", or_dash(&b.driver), or_dash(&b.cuda)),
+        ),
         row("ncu", or_dash(&a.ncu), or_dash(&b.ncu)),
         row("clocks seen", a.clocks_seen.clone(), b.clocks_seen.clone()),
-        row("clock policy", a.clock_policy.clone(), b.clock_policy.clone()),
-        row("suite source sha256", a.suite_source_hash.chars().take(16).collect(), b.suite_source_hash.chars().take(16).collect()),
+        row(
+            "clock policy",
+            a.clock_policy.clone(),
+            b.clock_policy.clone(),
+        ),
+        row(
+            "suite source sha256",
+            a.suite_source_hash.chars().take(16).collect(),
+            b.suite_source_hash.chars().take(16).collect(),
+        ),
         row("date", a.started.clone(), b.started.clone()),
     ])
 }
@@ -45,17 +77,42 @@ fn what_moved(j: &JobComparison) -> String {
     let mut parts: Vec<String> = j.notes.clone();
     if let Some(t) = &j.timing {
         if t.verdict != Verdict::Same {
-            parts.push(format!("{}time", if t.verdict == Verdict::Regressed { "**worse**: " } else { "better: " }));
+            parts.push(format!(
+                "{}time",
+                if t.verdict == Verdict::Regressed {
+                    "**worse**: "
+                } else {
+                    "better: "
+                }
+            ));
         }
         for c in &t.clocks {
-            parts.push(format!("{} clock {} → {} MHz{}", c.clock.name(), c.base_mhz, c.new_mhz, if c.normalised { " (normalised)" } else { "" }));
+            parts.push(format!(
+                "{} clock {} → {} MHz{}",
+                c.clock.name(),
+                c.base_mhz,
+                c.new_mhz,
+                if c.normalised { " (normalised)" } else { "" }
+            ));
         }
     }
     for c in j.counters.iter().filter(|c| c.moved) {
-        let v = |x: Option<f64>| x.map(|x| format!("{}", (x * 100.0).round() / 100.0)).unwrap_or_else(|| "n/a".into());
+        let v = |x: Option<f64>| {
+            x.map(|x| format!("{}", (x * 100.0).round() / 100.0))
+                .unwrap_or_else(|| "n/a".into())
+        };
         let how = match (c.change, c.redefined) {
-            (_, true) => format!(" ({}definition changed between the runs: not judged)", c.change.map(|ch| format!("{}; ", signed_pct(ch))).unwrap_or_default()),
-            (Some(ch), false) => format!(" ({}, tolerance {:.0}%)", signed_pct(ch), c.tolerance * 100.0),
+            (_, true) => format!(
+                " ({}definition changed between the runs: not judged)",
+                c.change
+                    .map(|ch| format!("{}; ", signed_pct(ch)))
+                    .unwrap_or_default()
+            ),
+            (Some(ch), false) => format!(
+                " ({}, tolerance {:.0}%)",
+                signed_pct(ch),
+                c.tolerance * 100.0
+            ),
             (None, false) => String::new(),
         };
         let judged = match c.verdict {
@@ -63,24 +120,43 @@ fn what_moved(j: &JobComparison) -> String {
             Some(Verdict::Improved) => "better: ",
             _ => "",
         };
-        parts.push(format!("{judged}{} {} → {}{how}", c.metric, v(c.base), v(c.new)));
+        parts.push(format!(
+            "{judged}{} {} → {}{how}",
+            c.metric,
+            v(c.base),
+            v(c.new)
+        ));
     }
     parts.join("; ")
 }
 
 fn job_row(j: &JobComparison, verdicts: bool) -> Vec<String> {
-    let name = if j.group.is_empty() || j.group == "-" { format!("`{}`", j.label) } else { format!("`{}` @ {}", j.label, j.group) };
+    let name = if j.group.is_empty() || j.group == "-" {
+        format!("`{}`", j.label)
+    } else {
+        format!("`{}` @ {}", j.label, j.group)
+    };
     let (times, change, threshold, copy) = match &j.timing {
         Some(t) => (
             format!("{} → {}", ms(t.base_ms), ms(t.new_ms)),
-            format!("{} [{}, {}]", signed_pct(t.change.estimate), signed_pct(t.change.low), signed_pct(t.change.high)),
+            format!(
+                "{} [{}, {}]",
+                signed_pct(t.change.estimate),
+                signed_pct(t.change.low),
+                signed_pct(t.change.high)
+            ),
             format!("±{:.1}%", t.threshold * 100.0),
             match (t.base_pct_of_copy, t.new_pct_of_copy) {
                 (Some(a), Some(b)) => format!("{a:.0}% → {b:.0}%"),
                 _ => "–".into(),
             },
         ),
-        None => (format!("{} → {}", status(j.base_status), status(j.new_status)), "–".into(), "–".into(), "–".into()),
+        None => (
+            format!("{} → {}", status(j.base_status), status(j.new_status)),
+            "–".into(),
+            "–".into(),
+            "–".into(),
+        ),
     };
     let mut row = Vec::new();
     if verdicts {
@@ -116,19 +192,39 @@ impl Exporter<Comparison> for Markdown {
                 c.count(Verdict::Missing)
             );
             let _ = if c.regressed() {
-                writeln!(out, "**REGRESSED: {} of {n} jobs** ({counts}).\n", c.count(Verdict::Regressed))
+                writeln!(
+                    out,
+                    "**REGRESSED: {} of {n} jobs** ({counts}).\n",
+                    c.count(Verdict::Regressed)
+                )
             } else {
                 writeln!(out, "**No regression** in {n} jobs ({counts}).\n")
             };
         } else {
-            let _ = writeln!(out, "# gpu-lab compare: {} and {}\n", c.base.suite, c.new.suite);
+            let _ = writeln!(
+                out,
+                "# gpu-lab compare: {} and {}\n",
+                c.base.suite, c.new.suite
+            );
         }
         out.push_str(&environment(c, verdicts));
         out.push_str("\n\n");
         if !c.notes.is_empty() {
-            let _ = writeln!(out, "Differences:\n\n{}\n", c.notes.iter().map(|n| format!("- {n}")).collect::<Vec<_>>().join("\n"));
+            let _ = writeln!(
+                out,
+                "Differences:\n\n{}\n",
+                c.notes
+                    .iter()
+                    .map(|n| format!("- {n}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
         }
-        let quantity = if c.settings.relative_to_copy { "time relative to each run's copy bound" } else { "median time" };
+        let quantity = if c.settings.relative_to_copy {
+            "time relative to each run's copy bound"
+        } else {
+            "median time"
+        };
         if verdicts {
             let _ = writeln!(
                 out,
@@ -137,13 +233,24 @@ impl Exporter<Comparison> for Markdown {
                 c.settings.noise_floor_ms * 1000.0,
             );
         } else {
-            let _ = writeln!(out, "Change: of the {quantity} from A to B, with its 95% bootstrap interval; no verdicts.\n");
+            let _ = writeln!(
+                out,
+                "Change: of the {quantity} from A to B, with its 95% bootstrap interval; no verdicts.\n"
+            );
         }
         let mut head: Vec<String> = Vec::new();
         if verdicts {
             head.push("verdict".into());
         }
-        head.extend(["job".into(), if verdicts { "ms: baseline → this run".into() } else { "ms: A → B".into() }, "change [95% CI]".into()]);
+        head.extend([
+            "job".into(),
+            if verdicts {
+                "ms: baseline → this run".into()
+            } else {
+                "ms: A → B".into()
+            },
+            "change [95% CI]".into(),
+        ]);
         if verdicts {
             head.push("threshold".into());
         }

@@ -10,8 +10,8 @@ pub mod clocks;
 pub mod counters;
 pub mod json;
 pub mod junit;
-pub mod reframe;
 pub mod markdown;
+pub mod reframe;
 pub mod timing;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -161,17 +161,28 @@ fn pct_of_copy(run: &RunData, job: &JobRecord) -> Option<f64> {
 fn unusable_samples(job: &JobRecord) -> Option<&'static str> {
     match job.summary {
         _ if job.samples_ms.is_empty() => Some("no timing samples"),
-        _ if job.samples_ms.iter().any(|x| !x.is_finite()) => Some("a timing sample that is not a finite number"),
+        _ if job.samples_ms.iter().any(|x| !x.is_finite()) => {
+            Some("a timing sample that is not a finite number")
+        }
         None => Some("no timing summary"),
         Some(s) if s.median <= 0.0 => Some("a median time of 0"),
         Some(_) => None,
     }
 }
 
-fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, s: &Settings, notes: &mut Vec<String>) -> Option<TimingChange> {
+fn compare_timing(
+    base_run: &RunData,
+    base: &JobRecord,
+    new_run: &RunData,
+    new: &JobRecord,
+    s: &Settings,
+    notes: &mut Vec<String>,
+) -> Option<TimingChange> {
     for (job, which) in [(base, "the baseline"), (new, "this run")] {
         if let Some(why) = unusable_samples(job) {
-            notes.push(format!("timing not compared: {which} has {why} for this job"));
+            notes.push(format!(
+                "timing not compared: {which} has {why} for this job"
+            ));
             return None;
         }
     }
@@ -179,15 +190,26 @@ fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: 
     let seed = timing::seed_for(base.id());
     let mut clocks = Vec::new();
     let change = if s.relative_to_copy {
-        let (Some((base_copy, base_hw)), Some((new_copy, new_hw))) = (copy_bound(base_run, base), copy_bound(new_run, new)) else {
+        let (Some((base_copy, base_hw)), Some((new_copy, new_hw))) =
+            (copy_bound(base_run, base), copy_bound(new_run, new))
+        else {
             notes.push("timing not compared across GPU models: no copy bound for this group in one of the runs".into());
             return None;
         };
         // time × copy GB/s is proportional to the time relative to the run's own copy bound.
         let scaled = |v: &[f64], k: f64| v.iter().map(|x| x * k).collect::<Vec<_>>();
         // The bounds are medians with their own intervals; their widths add to the change's.
-        timing::change_of_median(&scaled(&base.samples_ms, base_copy), &scaled(&new.samples_ms, new_copy), s.resamples, seed)
-            .map(|c| Interval { low: c.low - base_hw - new_hw, high: c.high + base_hw + new_hw, ..c })
+        timing::change_of_median(
+            &scaled(&base.samples_ms, base_copy),
+            &scaled(&new.samples_ms, new_copy),
+            s.resamples,
+            seed,
+        )
+        .map(|c| Interval {
+            low: c.low - base_hw - new_hw,
+            high: c.high + base_hw + new_hw,
+            ..c
+        })
     } else {
         clocks = clocks::changes(base, new, s.normalize);
         let factor: f64 = clocks.iter().map(ClockChange::factor).product();
@@ -199,7 +221,10 @@ fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: 
         return None;
     };
     // A suite that declares its own threshold (jobs that vary more between runs) widens this one.
-    let own = [base, new].iter().filter_map(|j| j.own_noise_threshold()).fold(0.0, f64::max);
+    let own = [base, new]
+        .iter()
+        .filter_map(|j| j.own_noise_threshold())
+        .fold(0.0, f64::max);
     let threshold = timing::threshold(s.noise_threshold.max(own), s.noise_floor_ms, base_ms);
     let verdict = match timing::judge(&change, threshold) {
         Direction::Slower => Verdict::Regressed,
@@ -219,35 +244,71 @@ fn compare_timing(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: 
 }
 
 /// A job's profile with counters in it; where a run has profiles but not this job's, a note says why.
-fn profile_of<'a>(run: &'a RunData, id: &str, which: &str, notes: &mut Vec<String>) -> Option<&'a ProfileRecord> {
+fn profile_of<'a>(
+    run: &'a RunData,
+    id: &str,
+    which: &str,
+    notes: &mut Vec<String>,
+) -> Option<&'a ProfileRecord> {
     match run.profiles.get(id) {
-        None => notes.push(format!("counters not compared: {which} has no ncu profile of this job")),
+        None => notes.push(format!(
+            "counters not compared: {which} has no ncu profile of this job"
+        )),
         Some(p) if p.metrics.is_empty() => {
-            let why = p.error.as_deref().and_then(|e| e.lines().next()).map(|e| format!(": {e}")).unwrap_or_default();
-            notes.push(format!("counters not compared: ncu measured nothing for this job in {which}{why}"));
+            let why = p
+                .error
+                .as_deref()
+                .and_then(|e| e.lines().next())
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default();
+            notes.push(format!(
+                "counters not compared: ncu measured nothing for this job in {which}{why}"
+            ));
         }
         Some(p) => return Some(p),
     }
     None
 }
 
-fn compare_counters(base_run: &RunData, base: &JobRecord, new_run: &RunData, new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, notes: &mut Vec<String>) -> Vec<CounterChange> {
+fn compare_counters(
+    base_run: &RunData,
+    base: &JobRecord,
+    new_run: &RunData,
+    new: &JobRecord,
+    defs: &[MetricDef],
+    redefined: &BTreeSet<String>,
+    notes: &mut Vec<String>,
+) -> Vec<CounterChange> {
     // A run without any profile is one note for the whole comparison (environment_notes), not one per job.
     if base_run.profiles.is_empty() || new_run.profiles.is_empty() {
         return Vec::new();
     }
-    let (Some(b), Some(n)) = (profile_of(base_run, base.id(), "the baseline", notes), profile_of(new_run, new.id(), "this run", notes)) else {
+    let (Some(b), Some(n)) = (
+        profile_of(base_run, base.id(), "the baseline", notes),
+        profile_of(new_run, new.id(), "this run", notes),
+    ) else {
         return Vec::new();
     };
     let lacking = counters::not_measured(b, n, defs);
     if !lacking.is_empty() {
-        notes.push(format!("not measured in this run, so not compared: {}", lacking.join(", ")));
+        notes.push(format!(
+            "not measured in this run, so not compared: {}",
+            lacking.join(", ")
+        ));
     }
     counters::compare(b, n, defs, redefined)
 }
 
 /// `new_side`: the new run and its jobs' impossibility, computed once for all of them.
-fn compare_job(base_run: &RunData, base: &JobRecord, new_side: (&RunData, &Impossible), new: &JobRecord, defs: &[MetricDef], redefined: &BTreeSet<String>, s: &Settings) -> JobComparison {
+fn compare_job(
+    base_run: &RunData,
+    base: &JobRecord,
+    new_side: (&RunData, &Impossible),
+    new: &JobRecord,
+    defs: &[MetricDef],
+    redefined: &BTreeSet<String>,
+    s: &Settings,
+) -> JobComparison {
     let (new_run, new_impossible) = new_side;
     let mut notes = Vec::new();
     let mut timing = None;
@@ -261,7 +322,10 @@ fn compare_job(base_run: &RunData, base: &JobRecord, new_side: (&RunData, &Impos
         (JobStatus::Ok, JobStatus::Ok) => {
             timing = compare_timing(base_run, base, new_run, new, s, &mut notes);
             counters = compare_counters(base_run, base, new_run, new, defs, redefined, &mut notes);
-            let parts = timing.iter().map(|t| t.verdict).chain(counters.iter().filter_map(|c| c.verdict));
+            let parts = timing
+                .iter()
+                .map(|t| t.verdict)
+                .chain(counters.iter().filter_map(|c| c.verdict));
             parts.min().unwrap_or(Verdict::Same)
         }
         (JobStatus::Ok, now) => {
@@ -269,11 +333,22 @@ fn compare_job(base_run: &RunData, base: &JobRecord, new_side: (&RunData, &Impos
             Verdict::Regressed
         }
         (was, JobStatus::Ok) => {
-            notes.push(format!("now correct (was {}); no timing to compare with", status_word(was)));
+            notes.push(format!(
+                "now correct (was {}); no timing to compare with",
+                status_word(was)
+            ));
             Verdict::Improved
         }
         (was, now) => {
-            notes.push(if was == now { format!("still {}", status_word(now)) } else { format!("still not correct: was {}, now {}", status_word(was), status_word(now)) });
+            notes.push(if was == now {
+                format!("still {}", status_word(now))
+            } else {
+                format!(
+                    "still not correct: was {}, now {}",
+                    status_word(was),
+                    status_word(now)
+                )
+            });
             Verdict::Same
         }
     };
@@ -294,11 +369,17 @@ fn compare_job(base_run: &RunData, base: &JobRecord, new_side: (&RunData, &Impos
 fn one_sided(j: &JobRecord, in_base: bool, unfinished: bool) -> JobComparison {
     let (verdict, notes) = match (in_base, j.status) {
         // A run killed halfway must not pass the gate on the jobs it got through.
-        (true, _) if unfinished => (Verdict::Regressed, vec!["not in this run, which did not finish".to_string()]),
+        (true, _) if unfinished => (
+            Verdict::Regressed,
+            vec!["not in this run, which did not finish".to_string()],
+        ),
         (true, _) => (Verdict::Missing, vec!["not in this run".to_string()]),
         (false, JobStatus::Ok) => (Verdict::New, vec!["not in the baseline".to_string()]),
         // An incorrect kernel must not enter unnoticed just because nothing was stored for it.
-        (false, s) => (Verdict::Regressed, vec![format!("new job, and {}", status_word(s))]),
+        (false, s) => (
+            Verdict::Regressed,
+            vec![format!("new job, and {}", status_word(s))],
+        ),
     };
     JobComparison {
         id: j.key.id.clone(),
@@ -313,7 +394,12 @@ fn one_sided(j: &JobRecord, in_base: bool, unfinished: bool) -> JobComparison {
     }
 }
 
-fn differs<T: PartialEq + std::fmt::Display>(what: &str, a: Option<T>, b: Option<T>, notes: &mut Vec<String>) {
+fn differs<T: PartialEq + std::fmt::Display>(
+    what: &str,
+    a: Option<T>,
+    b: Option<T>,
+    notes: &mut Vec<String>,
+) {
     if let (Some(a), Some(b)) = (a, b)
         && a != b
     {
@@ -321,7 +407,13 @@ fn differs<T: PartialEq + std::fmt::Display>(what: &str, a: Option<T>, b: Option
     }
 }
 
-fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], redefined: &BTreeSet<String>, s: &Settings) -> Vec<String> {
+fn environment_notes(
+    base: &RunData,
+    new: &RunData,
+    jobs: &[JobComparison],
+    redefined: &BTreeSet<String>,
+    s: &Settings,
+) -> Vec<String> {
     let mut notes = Vec::new();
     for (which, run) in [("the baseline", base), ("this run", new)] {
         if run.info.mock {
@@ -329,7 +421,10 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
         }
     }
     if base.info.timing.cache != new.info.timing.cache {
-        notes.push(format!("**L2 state differs** ({} → {}): times of L2-resident sizes do not compare", base.info.cache_state, new.info.cache_state));
+        notes.push(format!(
+            "**L2 state differs** ({} → {}): times of L2-resident sizes do not compare",
+            base.info.cache_state, new.info.cache_state
+        ));
     }
     if new.info.finished.is_none() {
         notes.push("**this run did not finish** (no end time in its run.json): every baseline job it lacks counts as Regressed".into());
@@ -343,10 +438,30 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
         (None, None) => notes.push("the GPU of one run is unknown (NVML gave no device): the model could not be verified".into()),
         _ => {}
     }
-    differs("driver", bd.map(|d| &d.driver), nd.map(|d| &d.driver), &mut notes);
-    differs("CUDA", bd.map(|d| &d.cuda_driver), nd.map(|d| &d.cuda_driver), &mut notes);
-    differs("ncu", base.info.ncu_version.as_ref(), new.info.ncu_version.as_ref(), &mut notes);
-    differs("clock policy", Some(&base.info.clock_policy), Some(&new.info.clock_policy), &mut notes);
+    differs(
+        "driver",
+        bd.map(|d| &d.driver),
+        nd.map(|d| &d.driver),
+        &mut notes,
+    );
+    differs(
+        "CUDA",
+        bd.map(|d| &d.cuda_driver),
+        nd.map(|d| &d.cuda_driver),
+        &mut notes,
+    );
+    differs(
+        "ncu",
+        base.info.ncu_version.as_ref(),
+        new.info.ncu_version.as_ref(),
+        &mut notes,
+    );
+    differs(
+        "clock policy",
+        Some(&base.info.clock_policy),
+        Some(&new.info.clock_policy),
+        &mut notes,
+    );
     if base.info.suite_source_hash != new.info.suite_source_hash {
         let short = |h: &str| h.chars().take(12).collect::<String>();
         notes.push(format!(
@@ -355,7 +470,12 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
             short(&new.info.suite_source_hash)
         ));
     }
-    differs("input seed", Some(base.info.seed), Some(new.info.seed), &mut notes);
+    differs(
+        "input seed",
+        Some(base.info.seed),
+        Some(new.info.seed),
+        &mut notes,
+    );
     let (bt, nt) = (&base.info.timing, &new.info.timing);
     if (bt.target_rel_ci, bt.max_seconds) != (nt.target_rel_ci, nt.max_seconds) {
         notes.push(format!(
@@ -367,13 +487,25 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
         ));
     }
     for clock in [clocks::Clock::Sm, clocks::Clock::Memory] {
-        let changed: Vec<&ClockChange> = jobs.iter().filter_map(|j| j.timing.as_ref()).flat_map(|t| &t.clocks).filter(|c| c.clock == clock).collect();
+        let changed: Vec<&ClockChange> = jobs
+            .iter()
+            .filter_map(|j| j.timing.as_ref())
+            .flat_map(|t| &t.clocks)
+            .filter(|c| c.clock == clock)
+            .collect();
         if changed.is_empty() {
             continue;
         }
         let range = |f: &dyn Fn(&&ClockChange) -> u32| {
-            let (lo, hi) = (changed.iter().map(f).min().unwrap_or(0), changed.iter().map(f).max().unwrap_or(0));
-            if lo == hi { format!("{lo}") } else { format!("{lo}–{hi}") }
+            let (lo, hi) = (
+                changed.iter().map(f).min().unwrap_or(0),
+                changed.iter().map(f).max().unwrap_or(0),
+            );
+            if lo == hi {
+                format!("{lo}")
+            } else {
+                format!("{lo}–{hi}")
+            }
         };
         let normalised = changed.iter().filter(|c| c.normalised).count();
         notes.push(format!(
@@ -389,9 +521,17 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
             }
         ));
     }
-    let throttled = new.jobs.iter().flat_map(|j| [&j.nvml_before, &j.nvml_after]).flatten().filter(|s| s.is_throttled()).count();
+    let throttled = new
+        .jobs
+        .iter()
+        .flat_map(|j| [&j.nvml_before, &j.nvml_after])
+        .flatten()
+        .filter(|s| s.is_throttled())
+        .count();
     if throttled > 0 {
-        notes.push(format!("{throttled} NVML snapshots of this run show the GPU throttled"));
+        notes.push(format!(
+            "{throttled} NVML snapshots of this run show the GPU throttled"
+        ));
     }
     if !base.profiles.is_empty() && new.profiles.is_empty() {
         notes.push("this run has no ncu counters: counters were not compared (profile the new run to compare them)".into());
@@ -409,7 +549,15 @@ fn environment_notes(base: &RunData, new: &RunData, jobs: &[JobComparison], rede
 }
 
 /// Compares `new` with `base` job by job (matched by job id); `verdicts: false` for a plain side-by-side.
-pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str, defs: &[MetricDef], settings: &Settings, verdicts: bool) -> Comparison {
+pub fn compare(
+    base: &RunData,
+    base_label: &str,
+    new: &RunData,
+    new_label: &str,
+    defs: &[MetricDef],
+    settings: &Settings,
+    verdicts: bool,
+) -> Comparison {
     let new_by_id: BTreeMap<&str, &JobRecord> = new.jobs.iter().map(|j| (j.id(), j)).collect();
     let base_ids: BTreeSet<&str> = base.jobs.iter().map(|j| j.id()).collect();
     let redefined = counters::redefined(&base.info.metrics, &new.info.metrics);
@@ -419,11 +567,24 @@ pub fn compare(base: &RunData, base_label: &str, new: &RunData, new_label: &str,
         .jobs
         .iter()
         .map(|b| match new_by_id.get(b.id()) {
-            Some(n) => compare_job(base, b, (new, &new_impossible), n, defs, &redefined, settings),
+            Some(n) => compare_job(
+                base,
+                b,
+                (new, &new_impossible),
+                n,
+                defs,
+                &redefined,
+                settings,
+            ),
             None => one_sided(b, true, unfinished),
         })
         .collect();
-    jobs.extend(new.jobs.iter().filter(|n| !base_ids.contains(n.id())).map(|n| one_sided(n, false, unfinished)));
+    jobs.extend(
+        new.jobs
+            .iter()
+            .filter(|n| !base_ids.contains(n.id()))
+            .map(|n| one_sided(n, false, unfinished)),
+    );
     Comparison {
         verdicts,
         base: Fingerprint::of(base_label, base),

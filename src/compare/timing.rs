@@ -25,12 +25,19 @@ pub struct Interval {
 /// A seed that depends only on the job, so a job's interval does not depend on the jobs around it.
 pub fn seed_for(id: &str) -> u64 {
     // FNV-1a.
-    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The relative change of the median from `base` to `new` with a 95% percentile bootstrap interval;
 /// `None` when either set is empty, holds a non-finite value, or the base median is not positive.
-pub fn change_of_median(base: &[f64], new: &[f64], resamples: usize, seed: u64) -> Option<Interval> {
+pub fn change_of_median(
+    base: &[f64],
+    new: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> Option<Interval> {
     let finite = |s: &[f64]| !s.is_empty() && s.iter().all(|x| x.is_finite());
     if !finite(base) || !finite(new) {
         return None;
@@ -45,21 +52,37 @@ pub fn change_of_median(base: &[f64], new: &[f64], resamples: usize, seed: u64) 
     let mut draw = |from: &[f64], into: &mut Vec<f64>| {
         into.clear();
         // Multiply-shift maps a 64-bit draw onto 0..len without a modulo's bias worth speaking of.
-        into.extend((0..from.len()).map(|_| from[((u128::from(rng.next_u64()) * from.len() as u128) >> 64) as usize]));
+        into.extend(
+            (0..from.len())
+                .map(|_| from[((u128::from(rng.next_u64()) * from.len() as u128) >> 64) as usize]),
+        );
         median_in_place(into)
     };
-    let (mut a, mut b) = (Vec::with_capacity(base.len()), Vec::with_capacity(new.len()));
-    let mut changes: Vec<f64> = (0..resamples.max(1)).map(|_| draw(new, &mut b) / draw(base, &mut a) - 1.0).collect();
+    let (mut a, mut b) = (
+        Vec::with_capacity(base.len()),
+        Vec::with_capacity(new.len()),
+    );
+    let mut changes: Vec<f64> = (0..resamples.max(1))
+        .map(|_| draw(new, &mut b) / draw(base, &mut a) - 1.0)
+        .collect();
     changes.sort_by(f64::total_cmp);
     let at = |q: f64| changes[((changes.len() - 1) as f64 * q).round() as usize];
     // A resampled median can sit on the far side of the estimate; the interval always holds it.
-    Some(Interval { estimate, low: at(0.025).min(estimate), high: at(0.975).max(estimate) })
+    Some(Interval {
+        estimate,
+        low: at(0.025).min(estimate),
+        high: at(0.975).max(estimate),
+    })
 }
 
 /// Threshold for one job: the relative noise threshold, or the absolute floor over the baseline's
 /// median where that is larger (kernels of a few microseconds drift by a fraction of one).
 pub fn threshold(relative: f64, floor_ms: f64, base_median_ms: f64) -> f64 {
-    if base_median_ms > 0.0 { relative.max(floor_ms / base_median_ms) } else { relative }
+    if base_median_ms > 0.0 {
+        relative.max(floor_ms / base_median_ms)
+    } else {
+        relative
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +103,9 @@ fn thinned(samples: &[f64]) -> Vec<f64> {
     }
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
-    (0..MAX_BOOTSTRAP_SAMPLES).map(|i| sorted[i * (sorted.len() - 1) / (MAX_BOOTSTRAP_SAMPLES - 1)]).collect()
+    (0..MAX_BOOTSTRAP_SAMPLES)
+        .map(|i| sorted[i * (sorted.len() - 1) / (MAX_BOOTSTRAP_SAMPLES - 1)])
+        .collect()
 }
 
 /// Slower only when the whole interval lies above +threshold, faster only when wholly below −threshold.
@@ -100,7 +125,9 @@ mod tests {
 
     #[test]
     fn a_million_samples_are_judged_quickly_and_the_same_way() {
-        let base: Vec<f64> = (0..1_000_000).map(|i| 1.0 + (i % 1000) as f64 * 1e-6).collect();
+        let base: Vec<f64> = (0..1_000_000)
+            .map(|i| 1.0 + (i % 1000) as f64 * 1e-6)
+            .collect();
         let slower: Vec<f64> = base.iter().map(|x| x * 1.2).collect();
         let c = change_of_median(&base, &slower, RESAMPLES, 1).unwrap();
         assert!((c.estimate - 0.2).abs() < 1e-3 && c.low > 0.19, "{c:?}");
@@ -108,7 +135,9 @@ mod tests {
 
     fn noisy(center: f64, n: usize, spread: f64) -> Vec<f64> {
         // A fixed, skewed pattern (a slow tail like real kernel timings), no randomness.
-        (0..n).map(|i| center * (1.0 + spread * (((i * 7) % n) as f64 / n as f64 - 0.3))).collect()
+        (0..n)
+            .map(|i| center * (1.0 + spread * (((i * 7) % n) as f64 / n as f64 - 0.3)))
+            .collect()
     }
 
     #[test]
@@ -116,7 +145,10 @@ mod tests {
         let s = noisy(0.3, 11, 0.01);
         let c = change_of_median(&s, &s, RESAMPLES, 1).unwrap();
         assert_eq!(c.estimate, 0.0);
-        assert!(c.low <= 0.0 && c.high >= 0.0 && c.high - c.low < 0.02, "{c:?}");
+        assert!(
+            c.low <= 0.0 && c.high >= 0.0 && c.high - c.low < 0.02,
+            "{c:?}"
+        );
         assert_eq!(judge(&c, 0.05), Direction::Within);
     }
 
@@ -129,7 +161,13 @@ mod tests {
         assert!(c.low > 0.18 && c.high < 0.22, "{c:?}");
         assert_eq!(judge(&c, 0.05), Direction::Slower);
         let faster: Vec<f64> = base.iter().map(|x| x / 1.2).collect();
-        assert_eq!(judge(&change_of_median(&base, &faster, RESAMPLES, 7).unwrap(), 0.05), Direction::Faster);
+        assert_eq!(
+            judge(
+                &change_of_median(&base, &faster, RESAMPLES, 7).unwrap(),
+                0.05
+            ),
+            Direction::Faster
+        );
     }
 
     #[test]
@@ -155,7 +193,10 @@ mod tests {
     fn the_same_seed_gives_the_same_interval() {
         let base = noisy(0.3, 11, 0.05);
         let new = noisy(0.31, 13, 0.05);
-        assert_eq!(change_of_median(&base, &new, 2000, seed_for("a")), change_of_median(&base, &new, 2000, seed_for("a")));
+        assert_eq!(
+            change_of_median(&base, &new, 2000, seed_for("a")),
+            change_of_median(&base, &new, 2000, seed_for("a"))
+        );
     }
 
     #[test]

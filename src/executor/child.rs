@@ -9,8 +9,10 @@ use crate::device::{self, NvmlSession};
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
-use crate::profiler::{self, pass, Ncu};
-use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot};
+use crate::profiler::{self, Ncu, pass};
+use crate::records::{
+    BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot,
+};
 use crate::store::write_json;
 use crate::suite::JobSpec;
 
@@ -33,14 +35,27 @@ pub struct ChildExecutor {
 
 impl ChildExecutor {
     /// Fails early, with the fix, where no job could run: no driver, no such GPU.
-    pub fn start(exe: PathBuf, gpu: u32, cache_dir: Option<PathBuf>) -> Result<ChildExecutor, device::DeviceError> {
+    pub fn start(
+        exe: PathBuf,
+        gpu: u32,
+        cache_dir: Option<PathBuf>,
+    ) -> Result<ChildExecutor, device::DeviceError> {
         device::require_gpu(gpu)?;
-        Ok(ChildExecutor { exe, gpu, cache_dir, ncu: None, nvml: NvmlSession::open() })
+        Ok(ChildExecutor {
+            exe,
+            gpu,
+            cache_dir,
+            ncu: None,
+            nvml: NvmlSession::open(),
+        })
     }
 
     /// Profiles with this ncu.
     pub fn with_ncu(self, ncu: Ncu) -> ChildExecutor {
-        ChildExecutor { ncu: Some(ncu), ..self }
+        ChildExecutor {
+            ncu: Some(ncu),
+            ..self
+        }
     }
 
     fn child(&self, subcommand: &str) -> Command {
@@ -55,16 +70,41 @@ impl ChildExecutor {
     }
 
     /// Runs a child to its end and reads the JSON it wrote to `out`.
-    fn run_child<T: serde::de::DeserializeOwned>(&self, ctx: &RunContext, mut cmd: Command, log: &Path, out: &Path) -> Result<T, Failure> {
-        let failed = |message: String| Failure::Failed { message, log: Some(log.to_path_buf()) };
-        match process::run(&mut cmd, &process::Output::Log(log.to_path_buf()), Some(ctx.timeout)).and_then(|f| f.success()) {
+    fn run_child<T: serde::de::DeserializeOwned>(
+        &self,
+        ctx: &RunContext,
+        mut cmd: Command,
+        log: &Path,
+        out: &Path,
+    ) -> Result<T, Failure> {
+        let failed = |message: String| Failure::Failed {
+            message,
+            log: Some(log.to_path_buf()),
+        };
+        match process::run(
+            &mut cmd,
+            &process::Output::Log(log.to_path_buf()),
+            Some(ctx.timeout),
+        )
+        .and_then(|f| f.success())
+        {
             Ok(_) => process::read_result(out).map_err(|e| failed(e.to_string())),
             Err(e) => match e.kind {
-                FailureKind::TimedOut(after) => Err(Failure::TimedOut { after, log: Some(log.to_path_buf()) }),
+                FailureKind::TimedOut(after) => Err(Failure::TimedOut {
+                    after,
+                    log: Some(log.to_path_buf()),
+                }),
                 // The end of the child's output holds its error chain.
-                FailureKind::Exited { status, tail } => Err(failed(if tail.is_empty() { format!("child exited with {status}") } else { tail })),
+                FailureKind::Exited { status, tail } => Err(failed(if tail.is_empty() {
+                    format!("child exited with {status}")
+                } else {
+                    tail
+                })),
                 // This binary (or its log) cannot be had: no later job could start either.
-                FailureKind::Start(why) => Err(Failure::Fatal(format!("could not start {}: {why}\n  fix: check that the gpu-lab binary is still in place and the run directory writable", e.command))),
+                FailureKind::Start(why) => Err(Failure::Fatal(format!(
+                    "could not start {}: {why}\n  fix: check that the gpu-lab binary is still in place and the run directory writable",
+                    e.command
+                ))),
             },
         }
     }
@@ -72,8 +112,15 @@ impl ChildExecutor {
     /// The argument list ncu runs: this binary's profile pass over `specs`.
     fn profile_target(&self, specs: &Path, seed: u64) -> Vec<OsString> {
         let cmd = self.child(protocol::PROFILE_PASS);
-        let mut target: Vec<OsString> = std::iter::once(cmd.get_program().to_os_string()).chain(cmd.get_args().map(|a| a.to_os_string())).collect();
-        target.extend(["--specs".into(), specs.as_os_str().to_os_string(), "--seed".into(), seed.to_string().into()]);
+        let mut target: Vec<OsString> = std::iter::once(cmd.get_program().to_os_string())
+            .chain(cmd.get_args().map(|a| a.to_os_string()))
+            .collect();
+        target.extend([
+            "--specs".into(),
+            specs.as_os_str().to_os_string(),
+            "--seed".into(),
+            seed.to_string().into(),
+        ]);
         target
     }
 }
@@ -82,7 +129,10 @@ impl Executor for ChildExecutor {
     fn environment(&self) -> Environment {
         let device = self.nvml.info(self.gpu).ok();
         Environment {
-            label: device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| format!("gpu{}", self.gpu)),
+            label: device
+                .as_ref()
+                .map(|d| d.name.clone())
+                .unwrap_or_else(|| format!("gpu{}", self.gpu)),
             device,
             nvml_error: self.nvml.error(),
             ncu_version: self.ncu.as_ref().map(|n| n.version.clone()),
@@ -92,8 +142,17 @@ impl Executor for ChildExecutor {
 
     fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
         match &self.ncu {
-            Some(ncu) => profiler::query::screen_for_device(ncu, self.cache_dir.as_deref(), self.nvml.info(self.gpu).ok().map(|d| d.name).as_deref(), self.gpu, defs),
-            None => Ok(Screened { collectable: defs, unavailable: Vec::new() }),
+            Some(ncu) => profiler::query::screen_for_device(
+                ncu,
+                self.cache_dir.as_deref(),
+                self.nvml.info(self.gpu).ok().map(|d| d.name).as_deref(),
+                self.gpu,
+                defs,
+            ),
+            None => Ok(Screened {
+                collectable: defs,
+                unavailable: Vec::new(),
+            }),
         }
     }
 
@@ -102,10 +161,21 @@ impl Executor for ChildExecutor {
     }
 
     fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure> {
-        let (timing, out, log) = (ctx.work.join(format!("{tag}.timing.json")), ctx.work.join(format!("{tag}.out.json")), ctx.work.join(format!("{tag}.log")));
-        write_json(&timing, ctx.timing).map_err(|e| Failure::Failed { message: format!("{e:#}"), log: None })?;
+        let (timing, out, log) = (
+            ctx.work.join(format!("{tag}.timing.json")),
+            ctx.work.join(format!("{tag}.out.json")),
+            ctx.work.join(format!("{tag}.log")),
+        );
+        write_json(&timing, ctx.timing).map_err(|e| Failure::Failed {
+            message: format!("{e:#}"),
+            log: None,
+        })?;
         let mut cmd = self.child(protocol::BOUNDS);
-        cmd.args(["--bytes", &bytes.to_string()]).arg("--out").arg(&out).arg("--timing").arg(&timing);
+        cmd.args(["--bytes", &bytes.to_string()])
+            .arg("--out")
+            .arg(&out)
+            .arg("--timing")
+            .arg(&timing);
         if ctx.fma {
             cmd.arg("--fma");
         }
@@ -115,24 +185,59 @@ impl Executor for ChildExecutor {
         self.run_child(ctx, cmd, &log, &out)
     }
 
-    fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<ComputeOutcome, Failure> {
-        let (spec, timing, out, log) = (ctx.work.join(format!("{tag}.bound.json")), ctx.work.join(format!("{tag}.timing.json")), ctx.work.join(format!("{tag}.out.json")), ctx.work.join(format!("{tag}.log")));
-        write_json(&spec, bound).and_then(|_| write_json(&timing, ctx.timing)).map_err(|e| Failure::Failed { message: format!("{e:#}"), log: None })?;
+    fn compute_bound(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        bound: &BoundSpec,
+    ) -> Result<ComputeOutcome, Failure> {
+        let (spec, timing, out, log) = (
+            ctx.work.join(format!("{tag}.bound.json")),
+            ctx.work.join(format!("{tag}.timing.json")),
+            ctx.work.join(format!("{tag}.out.json")),
+            ctx.work.join(format!("{tag}.log")),
+        );
+        write_json(&spec, bound)
+            .and_then(|_| write_json(&timing, ctx.timing))
+            .map_err(|e| Failure::Failed {
+                message: format!("{e:#}"),
+                log: None,
+            })?;
         let mut cmd = self.child(protocol::COMPUTE_BOUND);
-        cmd.arg("--bound").arg(&spec).arg("--out").arg(&out).arg("--timing").arg(&timing);
+        cmd.arg("--bound")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .arg("--timing")
+            .arg(&timing);
         self.run_child(ctx, cmd, &log, &out)
     }
 
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure> {
-        let (spec, out, log) = (ctx.work.join(format!("{tag}.json")), ctx.work.join(format!("{tag}.out.json")), ctx.work.join(format!("{tag}.log")));
-        write_json(&spec, &(job, ctx.timing)).map_err(|e| Failure::Failed { message: format!("{e:#}"), log: None })?;
+        let (spec, out, log) = (
+            ctx.work.join(format!("{tag}.json")),
+            ctx.work.join(format!("{tag}.out.json")),
+            ctx.work.join(format!("{tag}.log")),
+        );
+        write_json(&spec, &(job, ctx.timing)).map_err(|e| Failure::Failed {
+            message: format!("{e:#}"),
+            log: None,
+        })?;
         let mut cmd = self.child(protocol::JOB);
-        cmd.arg("--spec").arg(&spec).arg("--out").arg(&out).args(["--seed", &ctx.seed.to_string()]);
+        cmd.arg("--spec")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .args(["--seed", &ctx.seed.to_string()]);
         self.run_child(ctx, cmd, &log, &out)
     }
 
     fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
-        let failed = |why: String| jobs.iter().map(|j| ProfileRecord::failed(j.id(), why.clone(), None)).collect();
+        let failed = |why: String| {
+            jobs.iter()
+                .map(|j| ProfileRecord::failed(j.id(), why.clone(), None))
+                .collect()
+        };
         let Some(ncu) = &self.ncu else {
             return failed("no ncu: this run was started without profiling".into());
         };
@@ -142,7 +247,14 @@ impl Executor for ChildExecutor {
         }
         let target = self.profile_target(&specs, ctx.seed);
         let duration = (ctx.duration_runs > 0).then(|| pass::DurationSession {
-            target: target.iter().cloned().chain(["--profiled-runs".into(), ctx.duration_runs.to_string().into()]).collect(),
+            target: target
+                .iter()
+                .cloned()
+                .chain([
+                    "--profiled-runs".into(),
+                    ctx.duration_runs.to_string().into(),
+                ])
+                .collect(),
             runs: ctx.duration_runs,
         });
         pass::profile(&pass::Pass {
@@ -155,18 +267,39 @@ impl Executor for ChildExecutor {
             name: tag.to_string(),
             // The metric session runs every job's launches once under replay: it may take a job's
             // time per job (the duration's session, which runs each job more often, scales this).
-            timeout: ctx.timeout.saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
+            timeout: ctx
+                .timeout
+                .saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
             duration,
         })
     }
 }
 
 /// The argument list of a bounds child for `bytes` bytes, for the doctor's counter probe.
-pub fn bounds_target(exe: &Path, gpu: u32, cache_dir: Option<&Path>, bytes: u64, out: &Path, timing: &Path) -> Vec<OsString> {
-    let mut t: Vec<OsString> = vec![exe.as_os_str().to_os_string(), protocol::BOUNDS.into(), "--gpu".into(), gpu.to_string().into(), "--bytes".into(), bytes.to_string().into()];
+pub fn bounds_target(
+    exe: &Path,
+    gpu: u32,
+    cache_dir: Option<&Path>,
+    bytes: u64,
+    out: &Path,
+    timing: &Path,
+) -> Vec<OsString> {
+    let mut t: Vec<OsString> = vec![
+        exe.as_os_str().to_os_string(),
+        protocol::BOUNDS.into(),
+        "--gpu".into(),
+        gpu.to_string().into(),
+        "--bytes".into(),
+        bytes.to_string().into(),
+    ];
     if let Some(d) = cache_dir {
         t.extend(["--cache".into(), d.as_os_str().to_os_string()]);
     }
-    t.extend(["--out".into(), out.as_os_str().to_os_string(), "--timing".into(), timing.as_os_str().to_os_string()]);
+    t.extend([
+        "--out".into(),
+        out.as_os_str().to_os_string(),
+        "--timing".into(),
+        timing.as_os_str().to_os_string(),
+    ]);
     t
 }

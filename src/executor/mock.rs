@@ -4,10 +4,13 @@ use std::collections::BTreeMap;
 
 use super::{Environment, Executor, Failure, RunContext};
 use crate::metrics::{self, MetricDef};
-use crate::parse::query_metrics::Screened;
 use crate::parse::KernelRow;
+use crate::parse::query_metrics::Screened;
 use crate::profiler::pass;
-use crate::records::{BoundSpec, BoundsOutcome, HostLinkSamples, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot};
+use crate::records::{
+    BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, HostLinkSamples, JobOutcome,
+    ProfileRecord, Snapshot,
+};
 use crate::records::{StepKind, StepTime, Timeline};
 use crate::suite::{JobSpec, StepProgram};
 
@@ -46,7 +49,9 @@ fn unit(text: &str, i: u64) -> f64 {
 
 /// `n` samples around `ms`, ±0.1%, the same for the same key.
 fn samples(key: &str, ms: f64) -> Vec<f64> {
-    (0..SAMPLES as u64).map(|i| ms * (1.0 + 0.002 * (unit(key, i) - 0.5))).collect()
+    (0..SAMPLES as u64)
+        .map(|i| ms * (1.0 + 0.002 * (unit(key, i) - 0.5)))
+        .collect()
 }
 
 impl MockExecutor {
@@ -55,7 +60,8 @@ impl MockExecutor {
         let bytes = job.work.bytes.unwrap_or((threads * 8) as f64);
         let flops = job.work.flops.unwrap_or(0.0);
         let factor = self.slowdown.get(&job.key.variant).copied().unwrap_or(1.0);
-        ((bytes / BYTES_PER_MS).max(flops / FLOPS_PER_MS) + LAUNCH_MS * job.launches.len() as f64) * factor
+        ((bytes / BYTES_PER_MS).max(flops / FLOPS_PER_MS) + LAUNCH_MS * job.launches.len() as f64)
+            * factor
     }
 }
 
@@ -72,14 +78,30 @@ impl MockExecutor {
             .filter_map(|s| {
                 let kind = s.action.kind()?;
                 let bytes = s.action.bytes(&job.buffers);
-                let ms = if kind == StepKind::Kernel { per_kernel } else { bytes as f64 / 50e6 + LAUNCH_MS };
+                let ms = if kind == StepKind::Kernel {
+                    per_kernel
+                } else {
+                    bytes as f64 / 50e6 + LAUNCH_MS
+                };
                 let stream = program.stream_name(s.stream);
                 let start = *cursor.get(&stream).unwrap_or(&0.0);
                 cursor.insert(stream.clone(), start + ms);
-                Some(StepTime { label: s.label.clone(), kind, stream, start_ms: start, end_ms: start + ms, bytes, median_ms: ms })
+                Some(StepTime {
+                    label: s.label.clone(),
+                    kind,
+                    stream,
+                    start_ms: start,
+                    end_ms: start + ms,
+                    bytes,
+                    median_ms: ms,
+                })
             })
             .collect::<Vec<_>>();
-        Timeline { total_ms: steps.iter().map(|s| s.end_ms).fold(0.0, f64::max), steps, mock: true }
+        Timeline {
+            total_ms: steps.iter().map(|s| s.end_ms).fold(0.0, f64::max),
+            steps,
+            mock: true,
+        }
     }
 }
 
@@ -100,14 +122,28 @@ impl Executor for MockExecutor {
             ..Default::default()
         };
         let label = match &self.model {
-            Some(m) => format!("mock-{}", m.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect::<String>()),
+            Some(m) => format!(
+                "mock-{}",
+                m.chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                    .collect::<String>()
+            ),
             None => "mock".into(),
         };
-        Environment { label, device: Some(device), nvml_error: None, ncu_version: Some("MOCK (ncu was not run)".into()), mock: true }
+        Environment {
+            label,
+            device: Some(device),
+            nvml_error: None,
+            ncu_version: Some("MOCK (ncu was not run)".into()),
+            mock: true,
+        }
     }
 
     fn screen(&self, defs: Vec<MetricDef>) -> anyhow::Result<Screened> {
-        Ok(Screened { collectable: defs, unavailable: Vec::new() })
+        Ok(Screened {
+            collectable: defs,
+            unavailable: Vec::new(),
+        })
     }
 
     fn snapshot(&self) -> Option<Snapshot> {
@@ -118,9 +154,13 @@ impl Executor for MockExecutor {
     fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure> {
         let ms = 2.0 * bytes as f64 / BYTES_PER_MS;
         // Stand-in FMA rate: 1000 GFLOP/s on 8 "SMs" (a rate that says 32 lanes at 1953 MHz).
-        let fma = ctx.fma.then(|| (samples(&format!("{tag} fma"), 1.0), FLOPS_PER_MS, 8));
+        let fma = ctx
+            .fma
+            .then(|| (samples(&format!("{tag} fma"), 1.0), FLOPS_PER_MS, 8));
         // Stand-in host link: 50 GB/s pinned each way, 80 bidirectional, 20 pageable.
-        let link = |what: &str, gbs: f64, ways: f64| samples(&format!("{tag} {what}"), ways * bytes as f64 / (gbs * 1e6));
+        let link = |what: &str, gbs: f64, ways: f64| {
+            samples(&format!("{tag} {what}"), ways * bytes as f64 / (gbs * 1e6))
+        };
         let host = ctx.host_link.then(|| HostLinkSamples {
             h2d_pinned: link("h2d pinned", 50.0, 1.0),
             d2h_pinned: link("d2h pinned", 50.0, 1.0),
@@ -128,15 +168,32 @@ impl Executor for MockExecutor {
             h2d_pageable: link("h2d pageable", 20.0, 1.0),
             d2h_pageable: link("d2h pageable", 20.0, 1.0),
         });
-        Ok(BoundsOutcome { bytes, memcpy_samples_ms: samples(&format!("{tag} memcpy"), ms * 1.05), kernel_samples_ms: samples(&format!("{tag} kernel"), ms), fma, host })
+        Ok(BoundsOutcome {
+            bytes,
+            memcpy_samples_ms: samples(&format!("{tag} memcpy"), ms * 1.05),
+            kernel_samples_ms: samples(&format!("{tag} kernel"), ms),
+            fma,
+            host,
+        })
     }
 
-    fn compute_bound(&self, _ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<ComputeOutcome, Failure> {
+    fn compute_bound(
+        &self,
+        _ctx: &RunContext,
+        tag: &str,
+        bound: &BoundSpec,
+    ) -> Result<ComputeOutcome, Failure> {
         let BoundSpec::Cublas { shape, .. } = bound else {
-            return Err(Failure::Failed { message: format!("{} is not measured by an executor", bound.name()), log: None });
+            return Err(Failure::Failed {
+                message: format!("{} is not measured by an executor", bound.name()),
+                log: None,
+            });
         };
         // A stand-in vendor routine at 2000 stand-in GFLOP/s.
-        Ok(ComputeOutcome { samples_ms: samples(&format!("{tag} {}", shape.label()), shape.flops() / 2e9), math_mode: "MOCK".into() })
+        Ok(ComputeOutcome {
+            samples_ms: samples(&format!("{tag} {}", shape.label()), shape.flops() / 2e9),
+            math_mode: "MOCK".into(),
+        })
     }
 
     fn job(&self, ctx: &RunContext, _tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure> {
@@ -168,12 +225,21 @@ impl Executor for MockExecutor {
         let counters = metrics::counters_needed(ctx.metrics);
         let rows: Vec<KernelRow> = jobs
             .iter()
-            .flat_map(|job| job.launches.iter().enumerate().map(move |(i, l)| (job, i, l)))
+            .flat_map(|job| {
+                job.launches
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, l)| (job, i, l))
+            })
             .enumerate()
             .map(|(id, (job, i, l))| {
                 let key = format!("{} launch {i}", job.id());
                 let values = counters.iter().enumerate().map(|(k, c)| {
-                    let v = if c == metrics::DURATION { self.stand_in_ms(job) * 1e6 / job.launches.len() as f64 } else { (1.0 + 999.0 * unit(&key, k as u64)).round() };
+                    let v = if c == metrics::DURATION {
+                        self.stand_in_ms(job) * 1e6 / job.launches.len() as f64
+                    } else {
+                        (1.0 + 999.0 * unit(&key, k as u64)).round()
+                    };
                     (c.clone(), v)
                 });
                 let dims = |d: &[u32; 3]| format!("({}, {}, {})", d[0], d[1], d[2]);
@@ -211,8 +277,13 @@ mod tests {
         }))
         .unwrap();
         let plain = MockExecutor::default();
-        let slow = MockExecutor { slowdown: BTreeMap::from([("v".to_string(), 1.5)]), ..Default::default() };
+        let slow = MockExecutor {
+            slowdown: BTreeMap::from([("v".to_string(), 1.5)]),
+            ..Default::default()
+        };
         assert!((slow.stand_in_ms(&job) / plain.stand_in_ms(&job) - 1.5).abs() < 1e-12);
-        assert!(plain.environment().mock && plain.environment().device.unwrap().name.contains("MOCK"));
+        assert!(
+            plain.environment().mock && plain.environment().device.unwrap().name.contains("MOCK")
+        );
     }
 }

@@ -13,7 +13,10 @@ use std::time::Duration;
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::profiler::ClockControl;
-use crate::records::{BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot, TimingConfig};
+use crate::records::{
+    BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot,
+    TimingConfig,
+};
 use crate::suite::JobSpec;
 
 pub use child::ChildExecutor;
@@ -55,9 +58,15 @@ pub struct RunContext<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
     /// It failed; `log` is its whole output, when there is one to keep.
-    Failed { message: String, log: Option<PathBuf> },
+    Failed {
+        message: String,
+        log: Option<PathBuf>,
+    },
     /// It was still running at the timeout and was killed; `log` is what it printed until then.
-    TimedOut { after: Duration, log: Option<PathBuf> },
+    TimedOut {
+        after: Duration,
+        log: Option<PathBuf>,
+    },
     /// Nothing can run at all (the executor's own program cannot be started): the run stops.
     Fatal(String),
 }
@@ -66,7 +75,10 @@ impl Failure {
     pub fn message(&self) -> String {
         match self {
             Failure::Failed { message, .. } | Failure::Fatal(message) => message.clone(),
-            Failure::TimedOut { after, .. } => format!("no result after {} s; the child was killed (raise --timeout if the kernel is just slow)", after.as_secs()),
+            Failure::TimedOut { after, .. } => format!(
+                "no result after {} s; the child was killed (raise --timeout if the kernel is just slow)",
+                after.as_secs()
+            ),
         }
     }
 
@@ -89,7 +101,12 @@ pub trait Executor: Send + Sync {
     /// The copy bounds over `bytes` bytes (and the FMA rate where `ctx.fma`); `tag` names its files in the work directory.
     fn bounds(&self, ctx: &RunContext, tag: &str, bytes: u64) -> Result<BoundsOutcome, Failure>;
     /// A vendor compute bound (cuBLAS at a job's shape).
-    fn compute_bound(&self, ctx: &RunContext, tag: &str, bound: &BoundSpec) -> Result<ComputeOutcome, Failure>;
+    fn compute_bound(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        bound: &BoundSpec,
+    ) -> Result<ComputeOutcome, Failure>;
     /// Verifies and times one job.
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure>;
     /// Profiles jobs that already ran to completion, one record per job.

@@ -94,7 +94,9 @@ impl MetricDef {
 
     /// The first way to compute it whose counters all are `present`: `None` for its own, `Some(i)` for alternative i.
     pub fn computable_with(&self, present: &dyn Fn(&str) -> bool) -> Option<Option<usize>> {
-        self.counter_sets().position(|set| set.values().all(|c| present(c))).map(|i| i.checked_sub(1))
+        self.counter_sets()
+            .position(|set| set.values().all(|c| present(c)))
+            .map(|i| i.checked_sub(1))
     }
 }
 
@@ -137,13 +139,22 @@ pub enum MetricsError {
     #[error("{file}: {message}")]
     File { file: String, message: String },
     #[error("unknown metric or set `{name}`{}\n  fix: `gpu-lab list metrics` shows every name; a raw ncu counter is accepted as it is (it contains `__`)", suggest(.suggestions))]
-    Unknown { name: String, suggestions: Vec<String> },
-    #[error("an empty metric name (two commas in a row, or `--metrics ''`)\n  fix: name metrics, sets or raw ncu counters, separated by single commas")]
+    Unknown {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    #[error(
+        "an empty metric name (two commas in a row, or `--metrics ''`)\n  fix: name metrics, sets or raw ncu counters, separated by single commas"
+    )]
     Empty,
 }
 
 fn suggest(s: &[String]) -> String {
-    if s.is_empty() { String::new() } else { format!("; did you mean {}?", s.join(", ")) }
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", s.join(", "))
+    }
 }
 
 /// Edit distance, for "did you mean" suggestions.
@@ -153,7 +164,11 @@ fn levenshtein(a: &str, b: &str) -> usize {
     for (i, ca) in a.chars().enumerate() {
         let mut cur = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
-            cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+            cur.push(
+                (prev[j] + usize::from(ca != *cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1),
+            );
         }
         prev = cur;
     }
@@ -165,7 +180,11 @@ fn levenshtein(a: &str, b: &str) -> usize {
 /// containing `name` is no hint.
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a String>) -> Vec<String> {
     let limit = (name.chars().count() / 3).max(3);
-    let mut near: Vec<(usize, &String)> = candidates.into_iter().map(|c| (levenshtein(name, c), c)).filter(|(d, c)| *d <= limit || c.contains(name)).collect();
+    let mut near: Vec<(usize, &String)> = candidates
+        .into_iter()
+        .map(|c| (levenshtein(name, c), c))
+        .filter(|(d, c)| *d <= limit || c.contains(name))
+        .collect();
     near.sort();
     near.dedup();
     near.into_iter().take(3).map(|(_, c)| c.clone()).collect()
@@ -174,10 +193,22 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a String>)
 /// The built-in definition files (`metrics/*.toml`), embedded so the binary works from any directory.
 /// Sets come last: a set may name a metric of any file.
 pub const BUILTIN_FILES: &[(&str, &str)] = &[
-    ("metrics/memory.toml", include_str!("../../metrics/memory.toml")),
-    ("metrics/shared.toml", include_str!("../../metrics/shared.toml")),
-    ("metrics/execution.toml", include_str!("../../metrics/execution.toml")),
-    ("metrics/compute.toml", include_str!("../../metrics/compute.toml")),
+    (
+        "metrics/memory.toml",
+        include_str!("../../metrics/memory.toml"),
+    ),
+    (
+        "metrics/shared.toml",
+        include_str!("../../metrics/shared.toml"),
+    ),
+    (
+        "metrics/execution.toml",
+        include_str!("../../metrics/execution.toml"),
+    ),
+    (
+        "metrics/compute.toml",
+        include_str!("../../metrics/compute.toml"),
+    ),
     ("metrics/sets.toml", include_str!("../../metrics/sets.toml")),
 ];
 
@@ -193,20 +224,31 @@ impl Catalog {
 
     /// Adds one file's definitions; later files override earlier ones (user files over built-ins).
     pub fn add_toml(&mut self, file: &str, text: &str) -> Result<(), MetricsError> {
-        let parsed: MetricsFile = toml::from_str(text).map_err(|e| MetricsError::File { file: file.into(), message: e.to_string() })?;
+        let parsed: MetricsFile = toml::from_str(text).map_err(|e| MetricsError::File {
+            file: file.into(),
+            message: e.to_string(),
+        })?;
         for (name, mut def) in parsed.metrics {
             def.name = name.clone();
             // A formula must at least evaluate with every counter 1, bound as launches bind them.
-            let probe = Evaluator::new(&def).and_then(|mut e| e.evaluate(&def.counters.values().map(|c| (c.clone(), 1.0)).collect()));
+            let probe = Evaluator::new(&def).and_then(|mut e| {
+                e.evaluate(&def.counters.values().map(|c| (c.clone(), 1.0)).collect())
+            });
             if let Err(e) = probe {
-                return Err(MetricsError::File { file: file.into(), message: format!("metric `{name}`: {}", e.error) });
+                return Err(MetricsError::File {
+                    file: file.into(),
+                    message: format!("metric `{name}`: {}", e.error),
+                });
             }
             self.metrics.insert(name, def);
         }
         for (name, set) in parsed.sets {
             for m in &set.metrics {
                 if !self.metrics.contains_key(m) && !is_raw_counter(m) {
-                    return Err(MetricsError::File { file: file.into(), message: format!("set `{name}` names unknown metric `{m}`") });
+                    return Err(MetricsError::File {
+                        file: file.into(),
+                        message: format!("set `{name}` names unknown metric `{m}`"),
+                    });
                 }
             }
             self.sets.insert(name, set);
@@ -233,14 +275,20 @@ impl Catalog {
             } else if self.metrics.contains_key(name) || is_raw_counter(name) {
                 push(self.metric_or_raw(name));
             } else {
-                return Err(MetricsError::Unknown { name: name.clone(), suggestions: nearest(name, self.metrics.keys().chain(self.sets.keys())) });
+                return Err(MetricsError::Unknown {
+                    name: name.clone(),
+                    suggestions: nearest(name, self.metrics.keys().chain(self.sets.keys())),
+                });
             }
         }
         Ok(out)
     }
 
     fn metric_or_raw(&self, name: &str) -> MetricDef {
-        self.metrics.get(name).cloned().unwrap_or_else(|| raw_metric(name))
+        self.metrics
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| raw_metric(name))
     }
 }
 
@@ -276,40 +324,69 @@ pub fn is_raw_counter(name: &str) -> bool {
 /// The raw counters to collect for these metrics (duration always included), sorted.
 pub fn counters_needed(defs: &[MetricDef]) -> Vec<String> {
     // A not-applicable rule's counters too: without them the reason of an n/a is unknown.
-    let mut set: BTreeSet<String> = defs.iter().flat_map(|d| d.counters.values().chain(d.not_applicable.iter().flat_map(|r| r.counters.values())).cloned()).collect();
+    let mut set: BTreeSet<String> = defs
+        .iter()
+        .flat_map(|d| {
+            d.counters
+                .values()
+                .chain(d.not_applicable.iter().flat_map(|r| r.counters.values()))
+                .cloned()
+        })
+        .collect();
     set.insert(DURATION.to_string());
     set.into_iter().collect()
 }
 
 /// The metrics to show from a table holding `available`: the ones asked for (names found in the
 /// file are accepted as they are), or every catalog metric the file can give, and how many were skipped.
-pub fn choose_for_file(catalog: &Catalog, requested: &[String], available: &[String]) -> anyhow::Result<(Vec<MetricDef>, usize)> {
+pub fn choose_for_file(
+    catalog: &Catalog,
+    requested: &[String],
+    available: &[String],
+) -> anyhow::Result<(Vec<MetricDef>, usize)> {
     let present: std::collections::HashSet<&str> = available.iter().map(String::as_str).collect();
     if requested.is_empty() {
-        let defs: Vec<MetricDef> = catalog.metrics.values().filter(|d| d.computable_with(&|c| present.contains(c)).is_some()).cloned().collect();
+        let defs: Vec<MetricDef> = catalog
+            .metrics
+            .values()
+            .filter(|d| d.computable_with(&|c| present.contains(c)).is_some())
+            .cloned()
+            .collect();
         if defs.is_empty() {
             let sample: Vec<&str> = available.iter().take(5).map(String::as_str).collect();
             anyhow::bail!(
                 "no gpu-lab metric can be computed from this file: it holds {} metrics ({}{}), none of the counters gpu-lab's metrics need\n  fix: export the raw page with the counters (`ncu -i REPORT --csv --page raw --print-units base`), or name metrics of the file with --metrics",
                 available.len(),
                 sample.join(", "),
-                if available.len() > sample.len() { ", …" } else { "" }
+                if available.len() > sample.len() {
+                    ", …"
+                } else {
+                    ""
+                }
             );
         }
         return Ok((defs.clone(), catalog.metrics.len() - defs.len()));
     }
     let mut defs: Vec<MetricDef> = Vec::new();
     for name in requested {
-        let resolved = if present.contains(name.as_str()) && !catalog.metrics.contains_key(name) && !catalog.sets.contains_key(name) {
+        let resolved = if present.contains(name.as_str())
+            && !catalog.metrics.contains_key(name)
+            && !catalog.sets.contains_key(name)
+        {
             vec![raw_metric(name)]
         } else {
-            catalog.resolve(std::slice::from_ref(name)).map_err(|e| match e {
-                MetricsError::Unknown { .. } => match nearest(name, available) {
-                    near if near.is_empty() => e.into(),
-                    near => anyhow::anyhow!("{e}\n  the file's own metrics closest to it: {}", near.join(", ")),
-                },
-                other => other.into(),
-            })?
+            catalog
+                .resolve(std::slice::from_ref(name))
+                .map_err(|e| match e {
+                    MetricsError::Unknown { .. } => match nearest(name, available) {
+                        near if near.is_empty() => e.into(),
+                        near => anyhow::anyhow!(
+                            "{e}\n  the file's own metrics closest to it: {}",
+                            near.join(", ")
+                        ),
+                    },
+                    other => other.into(),
+                })?
         };
         for d in resolved {
             if !defs.iter().any(|o| o.name == d.name) {
@@ -334,14 +411,19 @@ pub enum LaunchValue {
 
 /// A formula that cannot be evaluated at all: a bug in the definition, never an n/a value.
 #[derive(Debug, PartialEq, thiserror::Error)]
-#[error("metric `{metric}`: {error}\n  fix: correct its formula (metrics/*.toml, or the file given with --metrics-file); `gpu-lab list metrics` shows each formula and its counters")]
+#[error(
+    "metric `{metric}`: {error}\n  fix: correct its formula (metrics/*.toml, or the file given with --metrics-file); `gpu-lab list metrics` shows each formula and its counters"
+)]
 pub struct FormulaError {
     pub metric: String,
     pub error: expr::ExprError,
 }
 
 /// One launch's value of `def` (the formula parsed for this call; `Evaluator` parses it once for many).
-pub fn evaluate(def: &MetricDef, values: &BTreeMap<String, f64>) -> Result<LaunchValue, FormulaError> {
+pub fn evaluate(
+    def: &MetricDef,
+    values: &BTreeMap<String, f64>,
+) -> Result<LaunchValue, FormulaError> {
     Evaluator::new(def)?.evaluate(values)
 }
 
@@ -356,25 +438,65 @@ pub struct Evaluator<'a> {
 
 impl<'a> Evaluator<'a> {
     pub fn new(def: &'a MetricDef) -> Result<Self, FormulaError> {
-        let sources = std::iter::once((&def.counters, def.formula.as_str())).chain(def.alternatives.iter().map(|a| (&a.counters, a.formula.as_str())));
+        let sources = std::iter::once((&def.counters, def.formula.as_str())).chain(
+            def.alternatives
+                .iter()
+                .map(|a| (&a.counters, a.formula.as_str())),
+        );
         let formulas = sources
-            .map(|(counters, formula)| Ok((counters, formula, expr::Compiled::new(formula).map_err(|error| FormulaError { metric: def.name.clone(), error })?)))
+            .map(|(counters, formula)| {
+                Ok((
+                    counters,
+                    formula,
+                    expr::Compiled::new(formula).map_err(|error| FormulaError {
+                        metric: def.name.clone(),
+                        error,
+                    })?,
+                ))
+            })
             .collect::<Result<_, FormulaError>>()?;
         let rules = def
             .not_applicable
             .iter()
-            .map(|r| Ok((&r.counters, expr::Compiled::new(&r.when).map_err(|error| FormulaError { metric: def.name.clone(), error })?)))
+            .map(|r| {
+                Ok((
+                    &r.counters,
+                    expr::Compiled::new(&r.when).map_err(|error| FormulaError {
+                        metric: def.name.clone(),
+                        error,
+                    })?,
+                ))
+            })
             .collect::<Result<_, FormulaError>>()?;
-        Ok(Evaluator { def, formulas, rules })
+        Ok(Evaluator {
+            def,
+            formulas,
+            rules,
+        })
     }
 
     /// The first formula whose counters the launch holds gives the value; `Missing` when none does.
-    pub fn evaluate(&mut self, values: &BTreeMap<String, f64>) -> Result<LaunchValue, FormulaError> {
-        let finite = |v: f64| if v.is_finite() { LaunchValue::Value(v) } else { LaunchValue::NotApplicable(None) };
+    pub fn evaluate(
+        &mut self,
+        values: &BTreeMap<String, f64>,
+    ) -> Result<LaunchValue, FormulaError> {
+        let finite = |v: f64| {
+            if v.is_finite() {
+                LaunchValue::Value(v)
+            } else {
+                LaunchValue::NotApplicable(None)
+            }
+        };
         for (i, (counters, compiled)) in self.rules.iter_mut().enumerate() {
-            let bound: Option<Vec<(&str, f64)>> = counters.iter().map(|(alias, counter)| Some((alias.as_str(), *values.get(counter)?))).collect();
+            let bound: Option<Vec<(&str, f64)>> = counters
+                .iter()
+                .map(|(alias, counter)| Some((alias.as_str(), *values.get(counter)?)))
+                .collect();
             if let Some(bound) = bound
-                && compiled.holds(bound).map_err(|error| FormulaError { metric: self.def.name.clone(), error })?
+                && compiled.holds(bound).map_err(|error| FormulaError {
+                    metric: self.def.name.clone(),
+                    error,
+                })?
             {
                 return Ok(LaunchValue::NotApplicable(Some(i)));
             }
@@ -387,9 +509,18 @@ impl<'a> Evaluator<'a> {
                     None => continue,
                 }
             }
-            let bound: Option<Vec<(&str, f64)>> = counters.iter().map(|(alias, counter)| Some((alias.as_str(), *values.get(counter)?))).collect();
+            let bound: Option<Vec<(&str, f64)>> = counters
+                .iter()
+                .map(|(alias, counter)| Some((alias.as_str(), *values.get(counter)?)))
+                .collect();
             if let Some(bound) = bound {
-                return compiled.eval(bound).map(finite).map_err(|error| FormulaError { metric: self.def.name.clone(), error });
+                return compiled
+                    .eval(bound)
+                    .map(finite)
+                    .map_err(|error| FormulaError {
+                        metric: self.def.name.clone(),
+                        error,
+                    });
             }
         }
         Ok(LaunchValue::Missing)
@@ -398,15 +529,23 @@ impl<'a> Evaluator<'a> {
 
 /// Every metric of every launch (each launch its counters by name), row-major (`rows.len() × defs.len()`),
 /// evaluated on all cores: a large import spends most of its time here.
-pub fn evaluate_launches(rows: &[&BTreeMap<String, f64>], defs: &[&MetricDef]) -> Result<Vec<LaunchValue>, FormulaError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16);
+pub fn evaluate_launches(
+    rows: &[&BTreeMap<String, f64>],
+    defs: &[&MetricDef],
+) -> Result<Vec<LaunchValue>, FormulaError> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 16);
     let chunk = rows.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
         let parts: Vec<_> = rows
             .chunks(chunk)
             .map(|part| {
                 s.spawn(move || -> Result<Vec<LaunchValue>, FormulaError> {
-                    let mut evaluators = defs.iter().map(|d| Evaluator::new(d)).collect::<Result<Vec<_>, _>>()?;
+                    let mut evaluators = defs
+                        .iter()
+                        .map(|d| Evaluator::new(d))
+                        .collect::<Result<Vec<_>, _>>()?;
                     let mut out = Vec::with_capacity(part.len() * defs.len());
                     for row in part {
                         for e in &mut evaluators {

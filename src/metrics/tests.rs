@@ -15,10 +15,16 @@ fn gld_efficiency_of_row_and_column_access() {
     let c = builtin();
     let def = &c.metrics["gld_efficiency"];
     // A warp reading 32 consecutive floats: 128 requested bytes in 4 sectors.
-    let row = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 4.0)]);
+    let row = values(&[
+        ("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 4.0),
+    ]);
     assert_eq!(evaluate(def, &row), Ok(LaunchValue::Value(100.0)));
     // Reading a column: 32 sectors for the same 128 bytes, nvprof's 12.5%.
-    let col = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 32.0)]);
+    let col = values(&[
+        ("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 32.0),
+    ]);
     assert_eq!(evaluate(def, &col), Ok(LaunchValue::Value(12.5)));
     assert!(is_notable(def, 12.5));
     assert!(!is_notable(def, 99.0));
@@ -29,34 +35,73 @@ fn missing_counter_and_undefined_ratio_differ() {
     let c = builtin();
     let def = &c.metrics["shared_load_transactions_per_request"];
     assert_eq!(evaluate(def, &values(&[])), Ok(LaunchValue::Missing));
-    let no_shared = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0.0), ("smsp__inst_executed_op_shared_ld.sum", 0.0)]);
-    assert_eq!(evaluate(def, &no_shared), Ok(LaunchValue::NotApplicable(None)));
-    let conflicts = values(&[("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 1024.0), ("smsp__inst_executed_op_shared_ld.sum", 32.0)]);
+    let no_shared = values(&[
+        ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", 0.0),
+        ("smsp__inst_executed_op_shared_ld.sum", 0.0),
+    ]);
+    assert_eq!(
+        evaluate(def, &no_shared),
+        Ok(LaunchValue::NotApplicable(None))
+    );
+    let conflicts = values(&[
+        (
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            1024.0,
+        ),
+        ("smsp__inst_executed_op_shared_ld.sum", 32.0),
+    ]);
     assert_eq!(evaluate(def, &conflicts), Ok(LaunchValue::Value(32.0)));
 }
 
 #[test]
 fn sets_resolve_and_unknown_names_get_suggestions() {
     let c = builtin();
-    let defs = c.resolve(&["transpose".into(), "gld_efficiency".into()]).unwrap();
-    assert_eq!(defs.iter().filter(|d| d.name == "gld_efficiency").count(), 1);
+    let defs = c
+        .resolve(&["transpose".into(), "gld_efficiency".into()])
+        .unwrap();
+    assert_eq!(
+        defs.iter().filter(|d| d.name == "gld_efficiency").count(),
+        1
+    );
     let counters = counters_needed(&defs);
     assert!(counters.contains(&DURATION.to_string()));
-    assert!(counters.contains(&"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum".to_string()));
+    assert!(
+        counters.contains(&"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum".to_string())
+    );
     let raw = c.resolve(&["dram__bytes_read.sum".into()]).unwrap();
     assert_eq!(raw[0].counters["x"], "dram__bytes_read.sum");
-    let err = c.resolve(&["gld_eficiency".into()]).unwrap_err().to_string();
+    let err = c
+        .resolve(&["gld_eficiency".into()])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("did you mean gld_efficiency"), "{err}");
 }
 
 #[test]
 fn every_builtin_counter_exists_on_hopper() {
     // ncu --query-metrics from an H200 (ncu 2025.3.1): every counter we ask for must be collectable.
-    let listing = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncu-h200/query-metrics.txt")).unwrap();
-    let bases: std::collections::HashSet<&str> = listing.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let listing = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/ncu-h200/query-metrics.txt"
+    ))
+    .unwrap();
+    let bases: std::collections::HashSet<&str> = listing
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     // A raw export ncu wrote on an H100: the names it reported for a real launch.
-    let export = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/h100/transpose-raw-2048x1024.csv")).unwrap();
-    let exported: std::collections::HashSet<&str> = export.lines().next().unwrap().split(',').map(|h| h.trim_matches('"')).collect();
+    let export = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/h100/transpose-raw-2048x1024.csv"
+    ))
+    .unwrap();
+    let exported: std::collections::HashSet<&str> = export
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|h| h.trim_matches('"'))
+        .collect();
     for def in builtin().metrics.values() {
         for counter in def.counters.values() {
             let base = counter.split('.').next().unwrap();
@@ -66,11 +111,25 @@ fn every_builtin_counter_exists_on_hopper() {
             if base.starts_with("launch__") || exported.contains(counter.as_str()) {
                 continue;
             }
-            assert!(bases.contains(base), "{} uses {counter}, not in ncu's list for Hopper", def.name);
+            assert!(
+                bases.contains(base),
+                "{} uses {counter}, not in ncu's list for Hopper",
+                def.name
+            );
         }
     }
-    for launch_statistic in ["launch__occupancy_limit_blocks", "launch__occupancy_limit_warps", "launch__occupancy_limit_registers", "launch__occupancy_limit_shared_mem", "launch__registers_per_thread", "sm__maximum_warps_per_active_cycle_pct"] {
-        assert!(exported.contains(launch_statistic), "ncu's H100 export has no {launch_statistic}");
+    for launch_statistic in [
+        "launch__occupancy_limit_blocks",
+        "launch__occupancy_limit_warps",
+        "launch__occupancy_limit_registers",
+        "launch__occupancy_limit_shared_mem",
+        "launch__registers_per_thread",
+        "sm__maximum_warps_per_active_cycle_pct",
+    ] {
+        assert!(
+            exported.contains(launch_statistic),
+            "ncu's H100 export has no {launch_statistic}"
+        );
     }
 }
 
@@ -89,9 +148,17 @@ fn broken_definitions_are_rejected_with_the_file_name() {
     let mut c = Catalog::default();
     let bad = "[metrics.x]\ndescription = \"d\"\nunit = \"%\"\ncounters = { a = \"a__b.sum\" }\nformula = \"a * b\"\n";
     let err = c.add_toml("user.toml", bad).unwrap_err().to_string();
-    assert!(err.contains("user.toml") && err.contains("unknown name `b`"), "{err}");
+    assert!(
+        err.contains("user.toml") && err.contains("unknown name `b`"),
+        "{err}"
+    );
     let bad_set = "[sets.s]\nmetrics = [\"nope\"]\n";
-    assert!(c.add_toml("user.toml", bad_set).unwrap_err().to_string().contains("nope"));
+    assert!(
+        c.add_toml("user.toml", bad_set)
+            .unwrap_err()
+            .to_string()
+            .contains("nope")
+    );
 }
 
 #[test]
@@ -99,9 +166,24 @@ fn ncu_efficiency_of_a_kernel_without_loads_is_not_applicable() {
     let c = builtin();
     let def = &c.metrics["gld_efficiency_ncu"];
     // What ncu 2025.3.1 reported on an H100 for the seed's divergence_code (no global loads).
-    let none = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 0.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0)]);
+    let none = values(&[
+        (
+            "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+            0.0,
+        ),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0),
+    ]);
     assert_eq!(evaluate(def, &none), Ok(LaunchValue::NotApplicable(None)));
-    let misaligned = values(&[("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 80.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 5_242_880.0)]);
+    let misaligned = values(&[
+        (
+            "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+            80.0,
+        ),
+        (
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            5_242_880.0,
+        ),
+    ]);
     assert_eq!(evaluate(def, &misaligned), Ok(LaunchValue::Value(80.0)));
 }
 
@@ -112,35 +194,110 @@ fn a_formula_that_cannot_be_evaluated_is_an_error_naming_the_metric_not_na() {
     let text = "[metrics.odd]\ndescription = \"d\"\nunit = \"\"\ncounters = { a = \"a__x.sum\", b = \"b__x.sum\" }\nformula = \"if(b > 0, a / b, false)\"\n";
     c.add_toml("user.toml", text).unwrap();
     let def = &c.metrics["odd"];
-    assert_eq!(evaluate(def, &values(&[("a__x.sum", 3.0), ("b__x.sum", 2.0)])), Ok(LaunchValue::Value(1.5)));
-    let err = evaluate(def, &values(&[("a__x.sum", 3.0), ("b__x.sum", 0.0)])).unwrap_err().to_string();
-    assert!(err.starts_with("metric `odd`: cannot evaluate") && err.contains("fix:"), "{err}");
+    assert_eq!(
+        evaluate(def, &values(&[("a__x.sum", 3.0), ("b__x.sum", 2.0)])),
+        Ok(LaunchValue::Value(1.5))
+    );
+    let err = evaluate(def, &values(&[("a__x.sum", 3.0), ("b__x.sum", 0.0)]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("metric `odd`: cannot evaluate") && err.contains("fix:"),
+        "{err}"
+    );
     // A non-finite result is n/a, not an error.
     let ratio = "[metrics.r]\ndescription = \"d\"\nunit = \"\"\ncounters = { a = \"a__x.sum\", b = \"b__x.sum\" }\nformula = \"a / b\"\n";
     c.add_toml("user.toml", ratio).unwrap();
-    assert_eq!(evaluate(&c.metrics["r"], &values(&[("a__x.sum", 0.0), ("b__x.sum", 0.0)])), Ok(LaunchValue::NotApplicable(None)));
+    assert_eq!(
+        evaluate(
+            &c.metrics["r"],
+            &values(&[("a__x.sum", 0.0), ("b__x.sum", 0.0)])
+        ),
+        Ok(LaunchValue::NotApplicable(None))
+    );
 }
 
 #[test]
 fn gld_efficiency_says_why_it_is_not_applicable_for_loads_not_made_by_ld() {
     let c = Catalog::builtin().unwrap();
     let def = &c.metrics["gld_efficiency"];
-    let base = [("smsp__sass_data_bytes_mem_global_op_ld.sum", 0.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0), ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 0.0)];
-    let with = |extra: &[(&str, f64)]| values(&base.iter().chain(extra).copied().collect::<Vec<_>>());
+    let base = [
+        ("smsp__sass_data_bytes_mem_global_op_ld.sum", 0.0),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 0.0),
+        ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 0.0),
+    ];
+    let with =
+        |extra: &[(&str, f64)]| values(&base.iter().chain(extra).copied().collect::<Vec<_>>());
     let reason = |v: LaunchValue| match v {
         LaunchValue::NotApplicable(rule) => def.not_applicable_reason(rule).map(String::from),
         other => panic!("{other:?}"),
     };
     // LDGSTS (cp.async) or TMA loads, no LD: the reason is the async loads.
-    assert_eq!(reason(evaluate(def, &with(&[("smsp__inst_executed_op_ldgsts.sum", 64.0), ("smsp__inst_executed_op_tma_ld.sum", 0.0)])).unwrap()).as_deref(), Some("loads via cp.async/TMA"));
-    assert_eq!(reason(evaluate(def, &with(&[("smsp__inst_executed_op_ldgsts.sum", 0.0), ("smsp__inst_executed_op_tma_ld.sum", 8.0)])).unwrap()).as_deref(), Some("loads via cp.async/TMA"));
+    assert_eq!(
+        reason(
+            evaluate(
+                def,
+                &with(&[
+                    ("smsp__inst_executed_op_ldgsts.sum", 64.0),
+                    ("smsp__inst_executed_op_tma_ld.sum", 0.0)
+                ])
+            )
+            .unwrap()
+        )
+        .as_deref(),
+        Some("loads via cp.async/TMA")
+    );
+    assert_eq!(
+        reason(
+            evaluate(
+                def,
+                &with(&[
+                    ("smsp__inst_executed_op_ldgsts.sum", 0.0),
+                    ("smsp__inst_executed_op_tma_ld.sum", 8.0)
+                ])
+            )
+            .unwrap()
+        )
+        .as_deref(),
+        Some("loads via cp.async/TMA")
+    );
     // No loads of any kind, and without the async counters (an export that lacks them).
-    assert_eq!(reason(evaluate(def, &with(&[("smsp__inst_executed_op_ldgsts.sum", 0.0), ("smsp__inst_executed_op_tma_ld.sum", 0.0)])).unwrap()).as_deref(), Some("no global loads"));
-    assert!(reason(evaluate(def, &with(&[])).unwrap()).unwrap().contains("were not counted"));
+    assert_eq!(
+        reason(
+            evaluate(
+                def,
+                &with(&[
+                    ("smsp__inst_executed_op_ldgsts.sum", 0.0),
+                    ("smsp__inst_executed_op_tma_ld.sum", 0.0)
+                ])
+            )
+            .unwrap()
+        )
+        .as_deref(),
+        Some("no global loads")
+    );
+    assert!(
+        reason(evaluate(def, &with(&[])).unwrap())
+            .unwrap()
+            .contains("were not counted")
+    );
     // LD loads present: the formula, whatever the async counters say.
-    let ld = values(&[("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0), ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 4.0), ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1.0), ("smsp__inst_executed_op_ldgsts.sum", 64.0)]);
+    let ld = values(&[
+        ("smsp__sass_data_bytes_mem_global_op_ld.sum", 128.0),
+        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 4.0),
+        ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 1.0),
+        ("smsp__inst_executed_op_ldgsts.sum", 64.0),
+    ]);
     assert_eq!(evaluate(def, &ld), Ok(LaunchValue::Value(100.0)));
     // The rules' counters are collected with the metric, so that the reason is known.
     let needed = counters_needed(std::slice::from_ref(def));
-    assert!(needed.iter().any(|c| c == "smsp__inst_executed_op_ldgsts.sum") && needed.iter().any(|c| c == "smsp__inst_executed_op_tma_ld.sum"), "{needed:?}");
+    assert!(
+        needed
+            .iter()
+            .any(|c| c == "smsp__inst_executed_op_ldgsts.sum")
+            && needed
+                .iter()
+                .any(|c| c == "smsp__inst_executed_op_tma_ld.sum"),
+        "{needed:?}"
+    );
 }

@@ -56,9 +56,13 @@ pub enum ParseError {
     Csv(String),
     #[error("ncu CSV has no `{0}` column; is this `ncu --csv` output?")]
     MissingColumn(&'static str),
-    #[error("line {line} of the ncu CSV is {bytes} bytes long, more than the {MAX_CSV_LINE_BYTES} gpu-lab reads (ncu's widest rows are tens of KB)\n  fix: export the report again (`ncu -i REPORT --csv --page raw --print-units base`): this file was cut, joined or is not an ncu export")]
+    #[error(
+        "line {line} of the ncu CSV is {bytes} bytes long, more than the {MAX_CSV_LINE_BYTES} gpu-lab reads (ncu's widest rows are tens of KB)\n  fix: export the report again (`ncu -i REPORT --csv --page raw --print-units base`): this file was cut, joined or is not an ncu export"
+    )]
     LineTooLong { line: usize, bytes: usize },
-    #[error("ncu CSV has the column `{0}` twice: ncu never writes that\n  fix: export the report again (`ncu -i REPORT --csv --page raw --print-units base`) instead of editing the CSV")]
+    #[error(
+        "ncu CSV has the column `{0}` twice: ncu never writes that\n  fix: export the report again (`ncu -i REPORT --csv --page raw --print-units base`) instead of editing the CSV"
+    )]
     DuplicateColumn(String),
 }
 
@@ -67,10 +71,31 @@ pub enum ParseError {
 /// would become tens of millions of column names.
 pub const MAX_CSV_LINE_BYTES: usize = 4 << 20;
 
-const FIXED: [&str; 11] = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC"];
+const FIXED: [&str; 11] = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+];
 
 /// Columns of the details page besides the fixed ones; they are not metrics.
-const DETAILS_EXTRA: [&str; 8] = ["Section Name", "Metric Name", "Metric Unit", "Metric Value", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type"];
+const DETAILS_EXTRA: [&str; 8] = [
+    "Section Name",
+    "Metric Name",
+    "Metric Unit",
+    "Metric Value",
+    "Rule Name",
+    "Rule Type",
+    "Rule Description",
+    "Estimated Speedup Type",
+];
 
 /// Splits ncu output into its CSV table and everything else.
 fn split_lines(mut text: String, out: &mut NcuOutput) -> Result<String, ParseError> {
@@ -80,7 +105,10 @@ fn split_lines(mut text: String, out: &mut NcuOutput) -> Result<String, ParseErr
         let t = line.trim_end_matches(['\n', '\r']);
         if t.starts_with('"') {
             if t.len() > MAX_CSV_LINE_BYTES {
-                return Err(ParseError::LineTooLong { line: number + 1, bytes: t.len() });
+                return Err(ParseError::LineTooLong {
+                    line: number + 1,
+                    bytes: t.len(),
+                });
             }
             csv_lines.push((offset, offset + line.len()));
         } else if t.starts_with("==ERROR==") {
@@ -93,7 +121,9 @@ fn split_lines(mut text: String, out: &mut NcuOutput) -> Result<String, ParseErr
         }
         offset += line.len();
     }
-    let (Some(first), Some(last)) = (csv_lines.first(), csv_lines.last()) else { return Ok(String::new()) };
+    let (Some(first), Some(last)) = (csv_lines.first(), csv_lines.last()) else {
+        return Ok(String::new());
+    };
     // Usually the table is one block after the program's output: cut it out in place, no copy of a large export.
     if csv_lines.windows(2).all(|w| w[0].1 == w[1].0) && !text.contains('\r') {
         text.truncate(last.1);
@@ -134,9 +164,10 @@ pub fn unit_scale(unit: &str) -> f64 {
     let mut scale = 1.0;
     for base in ["byte", "hz", "Hz", "bit"] {
         if let Some(p) = head.strip_suffix(base)
-            && p.len() == 1 {
-                scale = prefix(p.chars().next().unwrap_or(' '));
-            }
+            && p.len() == 1
+        {
+            scale = prefix(p.chars().next().unwrap_or(' '));
+        }
     }
     // Rates ncu prints per `second` scale by the time unit too (`byte/usecond`).
     match tail {
@@ -153,7 +184,11 @@ pub fn parse_number(raw: &str) -> Option<f64> {
     if s.eq_ignore_ascii_case("nan") || s.eq_ignore_ascii_case("-nan") {
         return Some(f64::NAN);
     }
-    let parse = |t: &str| t.parse::<f64>().ok().filter(|_| t.bytes().any(|c| c.is_ascii_digit()));
+    let parse = |t: &str| {
+        t.parse::<f64>()
+            .ok()
+            .filter(|_| t.bytes().any(|c| c.is_ascii_digit()))
+    };
     if !s.contains(',') {
         return parse(s);
     }
@@ -161,7 +196,9 @@ pub fn parse_number(raw: &str) -> Option<f64> {
 }
 
 fn column_strs<'a>(df: &'a DataFrame, name: &str) -> Result<Vec<&'a str>, ParseError> {
-    let col = df.column(name).map_err(|e| ParseError::Csv(e.to_string()))?;
+    let col = df
+        .column(name)
+        .map_err(|e| ParseError::Csv(e.to_string()))?;
     let s = col.str().map_err(|e| ParseError::Csv(e.to_string()))?;
     Ok(s.iter().map(|v| v.unwrap_or("")).collect())
 }
@@ -193,7 +230,11 @@ pub fn read_ncu_csv(text: String) -> Result<CsvTable, ParseError> {
     let mut notes = NcuOutput::default();
     let csv = split_lines(text, &mut notes)?;
     if csv.is_empty() {
-        let why = notes.errors.first().cloned().unwrap_or_else(|| "no kernel was profiled".into());
+        let why = notes
+            .errors
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "no kernel was profiled".into());
         return Err(ParseError::NoTable(why));
     }
     let first = csv.lines().next().unwrap_or("");
@@ -221,12 +262,18 @@ pub fn read_ncu_csv(text: String) -> Result<CsvTable, ParseError> {
 impl CsvTable {
     /// The details page: one row per (kernel, metric) instead of one column per metric.
     pub fn is_details(&self) -> bool {
-        self.header.iter().any(|n| n == "Metric Name") && self.header.iter().any(|n| n == "Metric Value")
+        self.header.iter().any(|n| n == "Metric Name")
+            && self.header.iter().any(|n| n == "Metric Value")
     }
 
     /// Columns that hold metrics on the raw page (NVTX range columns and ncu's fixed ones excluded).
     fn raw_metric_columns(&self) -> impl Iterator<Item = &String> {
-        self.header.iter().filter(|n| !FIXED.contains(&n.as_str()) && !DETAILS_EXTRA.contains(&n.as_str()) && n.as_str() != "Estimated Speedup" && !is_nvtx_column(n))
+        self.header.iter().filter(|n| {
+            !FIXED.contains(&n.as_str())
+                && !DETAILS_EXTRA.contains(&n.as_str())
+                && n.as_str() != "Estimated Speedup"
+                && !is_nvtx_column(n)
+        })
     }
 
     fn frame(&self, columns: Vec<&str>) -> Result<DataFrame, ParseError> {
@@ -247,33 +294,66 @@ impl CsvTable {
         }
         let df = self.frame(vec!["Metric Name"])?;
         let mut seen = std::collections::HashSet::new();
-        Ok(column_strs(&df, "Metric Name")?.into_iter().filter(|n| !n.is_empty() && seen.insert(*n)).map(String::from).collect())
+        Ok(column_strs(&df, "Metric Name")?
+            .into_iter()
+            .filter(|n| !n.is_empty() && seen.insert(*n))
+            .map(String::from)
+            .collect())
     }
 
     /// One row per profiled kernel, with the metrics `keep` accepts.
     pub fn kernels(&self, keep: &dyn Fn(&str) -> bool) -> Result<NcuOutput, ParseError> {
         let details = self.is_details();
-        let metric_cols: Vec<&str> = if details { vec![] } else { self.raw_metric_columns().filter(|n| keep(n)).map(String::as_str).collect() };
+        let metric_cols: Vec<&str> = if details {
+            vec![]
+        } else {
+            self.raw_metric_columns()
+                .filter(|n| keep(n))
+                .map(String::as_str)
+                .collect()
+        };
         let mut wanted: Vec<&str> = FIXED.to_vec();
-        wanted.extend(if details { vec!["Metric Name", "Metric Unit", "Metric Value"] } else { metric_cols.clone() });
+        wanted.extend(if details {
+            vec!["Metric Name", "Metric Unit", "Metric Value"]
+        } else {
+            metric_cols.clone()
+        });
         let df = self.frame(wanted)?;
-        let fixed: Vec<Vec<&str>> = FIXED.iter().map(|c| column_strs(&df, c)).collect::<Result<_, _>>()?;
-        let values: Vec<Vec<&str>> = metric_cols.iter().map(|c| column_strs(&df, c)).collect::<Result<_, _>>()?;
+        let fixed: Vec<Vec<&str>> = FIXED
+            .iter()
+            .map(|c| column_strs(&df, c))
+            .collect::<Result<_, _>>()?;
+        let values: Vec<Vec<&str>> = metric_cols
+            .iter()
+            .map(|c| column_strs(&df, c))
+            .collect::<Result<_, _>>()?;
         let long: Option<[Vec<&str>; 3]> = if details {
-            Some([column_strs(&df, "Metric Name")?, column_strs(&df, "Metric Unit")?, column_strs(&df, "Metric Value")?])
+            Some([
+                column_strs(&df, "Metric Name")?,
+                column_strs(&df, "Metric Unit")?,
+                column_strs(&df, "Metric Value")?,
+            ])
         } else {
             None
         };
         // Raw page with units: the row under the header has an empty ID and the units.
         let units_row = (df.height() > 0 && fixed[0][0].is_empty()).then_some(0);
-        let scales: Vec<f64> = values.iter().map(|v| units_row.map(|u| unit_scale(v[u])).unwrap_or(1.0)).collect();
+        let scales: Vec<f64> = values
+            .iter()
+            .map(|v| units_row.map(|u| unit_scale(v[u])).unwrap_or(1.0))
+            .collect();
         let mut out = self.notes.clone();
         let mut by_id: HashMap<(&str, u64), usize> = HashMap::new();
         for r in 0..df.height() {
             if Some(r) == units_row {
                 continue;
             }
-            let Some(id) = parse_number(fixed[0][r]).filter(|v| v.is_finite()).map(|v| v as u64) else { continue };
+            let Some(id) = parse_number(fixed[0][r])
+                .filter(|v| v.is_finite())
+                .map(|v| v as u64)
+            else {
+                continue;
+            };
             let index = *by_id.entry((fixed[1][r], id)).or_insert_with(|| {
                 out.kernels.push(KernelRow {
                     id,
@@ -314,7 +394,8 @@ impl CsvTable {
             }
         }
         // Launch order is by process, then ID (the order ncu profiled them).
-        out.kernels.sort_by_cached_key(|k| (k.process_id.parse::<u64>().unwrap_or(0), k.id));
+        out.kernels
+            .sort_by_cached_key(|k| (k.process_id.parse::<u64>().unwrap_or(0), k.id));
         Ok(out)
     }
 }

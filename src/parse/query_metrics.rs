@@ -54,7 +54,9 @@ const RATIO_SUFFIXES: [&str; 3] = ["pct", "ratio", "max_rate"];
 pub enum QueryError {
     #[error("no metric list in the `ncu --query-metrics` output (expected a `Device NAME (CHIP)` line and a table){}", .said.as_deref().map(|s| format!("; ncu said: {s}")).unwrap_or_default())]
     NoList { said: Option<String> },
-    #[error("{problems}\n  fix: `ncu --query-metrics` lists this GPU's metrics; `gpu-lab list metrics` shows gpu-lab's names")]
+    #[error(
+        "{problems}\n  fix: `ncu --query-metrics` lists this GPU's metrics; `gpu-lab list metrics` shows gpu-lab's names"
+    )]
     UnknownCounter { problems: String },
 }
 
@@ -67,16 +69,27 @@ pub fn parse_query_metrics(text: &str) -> Result<Vec<DeviceMetrics>, QueryError>
                 Some((d, c)) => (d.to_string(), c.trim_end_matches(')').to_lowercase()),
                 None => (rest.trim().to_string(), String::new()),
             };
-            blocks.push(DeviceMetrics { device, chip, metrics: HashMap::new() });
+            blocks.push(DeviceMetrics {
+                device,
+                chip,
+                metrics: HashMap::new(),
+            });
             continue;
         }
         // Wrapped descriptions continue on indented lines; rulers, the column header and ncu's notes are not metrics.
-        if line.starts_with([' ', '-', '=']) || line.starts_with("Metric Name") || line.trim().is_empty() {
+        if line.starts_with([' ', '-', '='])
+            || line.starts_with("Metric Name")
+            || line.trim().is_empty()
+        {
             continue;
         }
         let mut words = line.split_whitespace();
-        let (Some(name), Some(kind)) = (words.next(), words.next()) else { continue };
-        let Some(block) = blocks.last_mut() else { continue };
+        let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some(block) = blocks.last_mut() else {
+            continue;
+        };
         let kind = match kind {
             "Counter" => MetricKind::Counter,
             "Ratio" => MetricKind::Ratio,
@@ -101,8 +114,15 @@ pub enum Verdict {
     /// Launch statistics and attributes (`launch__grid_size`, `device__attribute_display_name`):
     /// ncu reports them but `--query-metrics` does not list them.
     Unlisted,
-    UnknownBase { base: String, suggestions: Vec<String> },
-    BadSuffix { base: String, suffix: String, expected: String },
+    UnknownBase {
+        base: String,
+        suggestions: Vec<String>,
+    },
+    BadSuffix {
+        base: String,
+        suffix: String,
+        expected: String,
+    },
 }
 
 /// `base` and `suffix` of `base.rollup.submetric`; the base ends at the first `.` after its `__`.
@@ -121,10 +141,18 @@ impl DeviceMetrics {
             // ncu reports launch statistics, device attributes and its own `profiler__` figures
             // without listing them: unsuffixed names, or units the list never mentions.
             let unit = base.rsplit_once("__").map(|(u, _)| u).unwrap_or(base);
-            if suffix.is_empty() || !self.metrics.keys().any(|k| k.rsplit_once("__").is_some_and(|(u, _)| u == unit)) {
+            if suffix.is_empty()
+                || !self
+                    .metrics
+                    .keys()
+                    .any(|k| k.rsplit_once("__").is_some_and(|(u, _)| u == unit))
+            {
                 return Verdict::Unlisted;
             }
-            return Verdict::UnknownBase { base: base.to_string(), suggestions: metrics::nearest(base, self.metrics.keys()) };
+            return Verdict::UnknownBase {
+                base: base.to_string(),
+                suggestions: metrics::nearest(base, self.metrics.keys()),
+            };
         };
         let ok = match kind {
             MetricKind::Counter | MetricKind::Throughput => {
@@ -139,23 +167,43 @@ impl DeviceMetrics {
         }
         let expected = match kind {
             MetricKind::Ratio => format!(".{}", RATIO_SUFFIXES.join(", .")),
-            _ => format!(".{} (then optionally .per_second, .pct_of_peak_sustained_elapsed, …)", ROLLUPS.join(", .")),
+            _ => format!(
+                ".{} (then optionally .per_second, .pct_of_peak_sustained_elapsed, …)",
+                ROLLUPS.join(", .")
+            ),
         };
-        Verdict::BadSuffix { base: base.to_string(), suffix: suffix.to_string(), expected }
+        Verdict::BadSuffix {
+            base: base.to_string(),
+            suffix: suffix.to_string(),
+            expected,
+        }
     }
-
 }
 
 /// Why a name cannot be collected on this device, for warnings and errors; `None` when it can.
 pub fn explain(list: &DeviceMetrics, counter: &str) -> Option<String> {
-    let chip = if list.chip.is_empty() { list.device.clone() } else { format!("{} ({})", list.device, list.chip) };
+    let chip = if list.chip.is_empty() {
+        list.device.clone()
+    } else {
+        format!("{} ({})", list.device, list.chip)
+    };
     match list.check(counter) {
         Verdict::Collectable | Verdict::Unlisted => None,
         Verdict::UnknownBase { base, suggestions } => Some(format!(
             "`{counter}`: ncu on {chip} has no metric `{base}`{}",
-            if suggestions.is_empty() { String::new() } else { format!("; closest: {}", suggestions.join(", ")) }
+            if suggestions.is_empty() {
+                String::new()
+            } else {
+                format!("; closest: {}", suggestions.join(", "))
+            }
         )),
-        Verdict::BadSuffix { base, suffix, expected } => Some(format!("`{counter}`: `{base}` takes {expected}, not `.{suffix}`")),
+        Verdict::BadSuffix {
+            base,
+            suffix,
+            expected,
+        } => Some(format!(
+            "`{counter}`: `{base}` takes {expected}, not `.{suffix}`"
+        )),
     }
 }
 
@@ -174,14 +222,24 @@ pub fn screen(defs: Vec<MetricDef>, list: &DeviceMetrics) -> Result<Screened, Qu
     let mut out = Screened::default();
     for mut def in defs {
         // A not-applicable rule over counters this GPU lacks (TMA before Hopper) is dropped, not the metric.
-        def.not_applicable.retain(|r| r.counters.values().all(|c| explain(list, c).is_none()));
-        let problems: Vec<String> = def.counters.values().filter_map(|c| explain(list, c)).collect();
+        def.not_applicable
+            .retain(|r| r.counters.values().all(|c| explain(list, c).is_none()));
+        let problems: Vec<String> = def
+            .counters
+            .values()
+            .filter_map(|c| explain(list, c))
+            .collect();
         if problems.is_empty() {
             out.collectable.push(def);
         } else if metrics::is_raw_metric(&def) {
-            return Err(QueryError::UnknownCounter { problems: problems.join("; ") });
+            return Err(QueryError::UnknownCounter {
+                problems: problems.join("; "),
+            });
         } else {
-            out.unavailable.push((def.name.clone(), format!("this GPU cannot collect {}", problems.join("; "))));
+            out.unavailable.push((
+                def.name.clone(),
+                format!("this GPU cannot collect {}", problems.join("; ")),
+            ));
         }
     }
     Ok(out)
@@ -192,7 +250,11 @@ mod tests {
     use super::*;
 
     fn h200() -> DeviceMetrics {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ncu-h200/query-metrics.txt")).unwrap();
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/ncu-h200/query-metrics.txt"
+        ))
+        .unwrap();
         let mut blocks = parse_query_metrics(&text).unwrap();
         assert_eq!(blocks.len(), 1);
         blocks.remove(0)
@@ -201,20 +263,46 @@ mod tests {
     #[test]
     fn the_h200_list_is_read_with_its_device_chip_and_types() {
         let l = h200();
-        assert_eq!((l.device.as_str(), l.chip.as_str()), ("NVIDIA H200", "gh100"));
-        assert_eq!(l.metrics.get("sm__warps_active"), Some(&MetricKind::Counter));
-        assert_eq!(l.metrics.get("smsp__sass_average_branch_targets_threads_uniform"), Some(&MetricKind::Ratio));
-        assert_eq!(l.metrics.get("gpu__compute_memory_throughput"), Some(&MetricKind::Throughput));
+        assert_eq!(
+            (l.device.as_str(), l.chip.as_str()),
+            ("NVIDIA H200", "gh100")
+        );
+        assert_eq!(
+            l.metrics.get("sm__warps_active"),
+            Some(&MetricKind::Counter)
+        );
+        assert_eq!(
+            l.metrics
+                .get("smsp__sass_average_branch_targets_threads_uniform"),
+            Some(&MetricKind::Ratio)
+        );
+        assert_eq!(
+            l.metrics.get("gpu__compute_memory_throughput"),
+            Some(&MetricKind::Throughput)
+        );
         // Wrapped description lines are not metrics.
-        assert!(!l.metrics.keys().any(|k| k.starts_with("activity") || k.starts_with("allocation")));
-        assert!(l.metrics.contains_key("FBSP.TriageCompute.dramc__cycles_elapsed"));
+        assert!(
+            !l.metrics
+                .keys()
+                .any(|k| k.starts_with("activity") || k.starts_with("allocation"))
+        );
+        assert!(
+            l.metrics
+                .contains_key("FBSP.TriageCompute.dramc__cycles_elapsed")
+        );
         assert!(l.metrics.len() > 3000, "{}", l.metrics.len());
     }
 
     #[test]
     fn names_are_split_at_the_first_dot_after_the_unit() {
-        assert_eq!(split_name("sm__warps_active.avg.pct_of_peak_sustained_active"), ("sm__warps_active", "avg.pct_of_peak_sustained_active"));
-        assert_eq!(split_name("FBSP.TriageCompute.dramc__cycles_elapsed.sum"), ("FBSP.TriageCompute.dramc__cycles_elapsed", "sum"));
+        assert_eq!(
+            split_name("sm__warps_active.avg.pct_of_peak_sustained_active"),
+            ("sm__warps_active", "avg.pct_of_peak_sustained_active")
+        );
+        assert_eq!(
+            split_name("FBSP.TriageCompute.dramc__cycles_elapsed.sum"),
+            ("FBSP.TriageCompute.dramc__cycles_elapsed", "sum")
+        );
         assert_eq!(split_name("launch__grid_size"), ("launch__grid_size", ""));
     }
 
@@ -235,15 +323,26 @@ mod tests {
         assert_eq!(l.check("device__attribute_display_name"), Verdict::Unlisted);
         assert_eq!(l.check("launch__registers_per_thread"), Verdict::Unlisted);
         assert_eq!(l.check("profiler__replayer_passes"), Verdict::Unlisted);
-        assert_eq!(l.check("profiler__replayer_bytes_mem_accessible.avg"), Verdict::Unlisted);
+        assert_eq!(
+            l.check("profiler__replayer_bytes_mem_accessible.avg"),
+            Verdict::Unlisted
+        );
         match l.check("sm__warps_active.pct") {
             Verdict::BadSuffix { expected, .. } => assert!(expected.contains(".sum"), "{expected}"),
             v => panic!("{v:?}"),
         }
-        assert!(matches!(l.check("smsp__sass_average_branch_targets_threads_uniform.sum"), Verdict::BadSuffix { .. }));
-        assert!(matches!(l.check("sm__warps_active"), Verdict::BadSuffix { .. }));
+        assert!(matches!(
+            l.check("smsp__sass_average_branch_targets_threads_uniform.sum"),
+            Verdict::BadSuffix { .. }
+        ));
+        assert!(matches!(
+            l.check("sm__warps_active"),
+            Verdict::BadSuffix { .. }
+        ));
         match l.check("l1tex__t_sector_pipe_lsu_mem_global_op_ld.sum") {
-            Verdict::UnknownBase { suggestions, .. } => assert_eq!(suggestions[0], "l1tex__t_sectors_pipe_lsu_mem_global_op_ld"),
+            Verdict::UnknownBase { suggestions, .. } => {
+                assert_eq!(suggestions[0], "l1tex__t_sectors_pipe_lsu_mem_global_op_ld")
+            }
             v => panic!("{v:?}"),
         }
     }
@@ -252,9 +351,21 @@ mod tests {
     fn every_metric_column_of_real_raw_exports_passes() {
         // Whatever ncu itself reported on an H100/H200 must not be rejected.
         let list = h200();
-        for file in ["h200/transpose-raw-8192x8192.csv", "h100/transpose-raw-2048x1024.csv", "ncu-h200/raw-import-speedoflight.csv"] {
-            let text = std::fs::read_to_string(format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
-            for name in crate::parse::read_ncu_csv(text).unwrap().metric_names().unwrap() {
+        for file in [
+            "h200/transpose-raw-8192x8192.csv",
+            "h100/transpose-raw-2048x1024.csv",
+            "ncu-h200/raw-import-speedoflight.csv",
+        ] {
+            let text = std::fs::read_to_string(format!(
+                "{}/tests/fixtures/{file}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap();
+            for name in crate::parse::read_ncu_csv(text)
+                .unwrap()
+                .metric_names()
+                .unwrap()
+            {
                 assert_eq!(explain(&list, &name), None, "{file}: {name}");
             }
         }
@@ -264,19 +375,43 @@ mod tests {
     fn screening_errors_on_misspelt_raw_names_and_leaves_out_uncollectable_metrics() {
         let list = h200();
         let catalog = crate::metrics::Catalog::builtin().unwrap();
-        let all = catalog.resolve(&catalog.metrics.keys().cloned().collect::<Vec<_>>()).unwrap();
+        let all = catalog
+            .resolve(&catalog.metrics.keys().cloned().collect::<Vec<_>>())
+            .unwrap();
         let s = screen(all.clone(), &list).unwrap();
-        assert_eq!(s.collectable.len(), all.len(), "every built-in metric is collectable on Hopper: {:?}", s.unavailable);
+        assert_eq!(
+            s.collectable.len(),
+            all.len(),
+            "every built-in metric is collectable on Hopper: {:?}",
+            s.unavailable
+        );
 
-        let err = screen(catalog.resolve(&["l1tex__t_sector_pipe_lsu_mem_global_op_ld.sum".into()]).unwrap(), &list).unwrap_err().to_string();
-        assert!(err.contains("closest: l1tex__t_sectors_pipe_lsu_mem_global_op_ld") && err.contains("fix:"), "{err}");
+        let err = screen(
+            catalog
+                .resolve(&["l1tex__t_sector_pipe_lsu_mem_global_op_ld.sum".into()])
+                .unwrap(),
+            &list,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("closest: l1tex__t_sectors_pipe_lsu_mem_global_op_ld")
+                && err.contains("fix:"),
+            "{err}"
+        );
 
         let mut future = catalog.metrics["gld_efficiency"].clone();
-        future.counters.insert("extra".into(), "l1tex__bytes_future.sum".into());
+        future
+            .counters
+            .insert("extra".into(), "l1tex__bytes_future.sum".into());
         let s = screen(vec![future, catalog.metrics["duration"].clone()], &list).unwrap();
         assert_eq!(s.collectable.len(), 1);
         assert_eq!(s.unavailable[0].0, "gld_efficiency");
-        assert!(s.unavailable[0].1.contains("l1tex__bytes_future"), "{}", s.unavailable[0].1);
+        assert!(
+            s.unavailable[0].1.contains("l1tex__bytes_future"),
+            "{}",
+            s.unavailable[0].1
+        );
     }
 
     #[test]
@@ -286,11 +421,19 @@ mod tests {
         let mut older = catalog.metrics["gld_efficiency"].clone();
         let rules = older.not_applicable.len();
         // As a GPU before Hopper: no TMA counter.
-        older.not_applicable[1].counters.insert("tma".into(), "smsp__inst_executed_op_tma_ld_future.sum".into());
+        older.not_applicable[1].counters.insert(
+            "tma".into(),
+            "smsp__inst_executed_op_tma_ld_future.sum".into(),
+        );
         let s = screen(vec![older], &list).unwrap();
         assert_eq!(s.collectable.len(), 1);
         assert_eq!(s.collectable[0].not_applicable.len(), rules - 1);
-        assert!(s.collectable[0].not_applicable.iter().all(|r| !r.counters.values().any(|c| c.contains("future"))));
+        assert!(
+            s.collectable[0]
+                .not_applicable
+                .iter()
+                .all(|r| !r.counters.values().any(|c| c.contains("future")))
+        );
     }
 
     #[test]
@@ -298,6 +441,9 @@ mod tests {
         assert!(parse_query_metrics("==ERROR== No supported devices found\n").is_err());
         let two = "Device A (GA100)\nMetric Name Metric Type\nx__y Counter cycle d\nDevice B (GH100)\nz__w Ratio  d\n";
         let blocks = parse_query_metrics(two).unwrap();
-        assert_eq!(blocks.iter().map(|b| b.chip.as_str()).collect::<Vec<_>>(), ["ga100", "gh100"]);
+        assert_eq!(
+            blocks.iter().map(|b| b.chip.as_str()).collect::<Vec<_>>(),
+            ["ga100", "gh100"]
+        );
     }
 }

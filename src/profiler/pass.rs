@@ -4,7 +4,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use super::{assign_kernels, check_counters, diagnose, export_raw, profile_args, profile_record, report_path, ClockControl, Ncu, ProfilerError};
+use super::{
+    ClockControl, Ncu, ProfilerError, assign_kernels, check_counters, diagnose, export_raw,
+    profile_args, profile_record, report_path,
+};
 use crate::metrics::{self, MetricDef};
 use crate::parse;
 use crate::process::{self, FailureKind};
@@ -53,8 +56,20 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
         Some(d) => {
             // The profiled runs, in launch order: each job `runs` times over. The child runs every
             // job `runs + 1` times, so it may take that many times the pass's time.
-            let runs: Vec<&JobSpec> = p.jobs.iter().flat_map(|j| std::iter::repeat_n(*j, d.runs as usize)).collect();
-            let own = session(p, &runs, &d.target, std::slice::from_ref(def), &format!("{}-duration", p.name), true, p.timeout.saturating_mul(d.runs.saturating_add(1)));
+            let runs: Vec<&JobSpec> = p
+                .jobs
+                .iter()
+                .flat_map(|j| std::iter::repeat_n(*j, d.runs as usize))
+                .collect();
+            let own = session(
+                p,
+                &runs,
+                &d.target,
+                std::slice::from_ref(def),
+                &format!("{}-duration", p.name),
+                true,
+                p.timeout.saturating_mul(d.runs.saturating_add(1)),
+            );
             take_durations(&mut records, &own);
         }
         None => keep_metric_set_durations(&mut records),
@@ -65,7 +80,10 @@ pub fn profile(p: &Pass) -> Vec<ProfileRecord> {
 /// Says of each record that has a duration that it is the metric set's reading, as asked
 /// (`--duration-runs 0`), so that it is never taken for one from the session of its own.
 pub fn keep_metric_set_durations(records: &mut [ProfileRecord]) {
-    for r in records.iter_mut().filter(|r| r.metrics.contains_key(metrics::DURATION_METRIC)) {
+    for r in records
+        .iter_mut()
+        .filter(|r| r.metrics.contains_key(metrics::DURATION_METRIC))
+    {
         r.duration_from = Some(ProfileRecord::METRIC_SET_DURATION_ASKED.to_string());
     }
 }
@@ -74,27 +92,55 @@ pub fn keep_metric_set_durations(records: &mut [ProfileRecord]) {
 /// where its duration came from; where a run of the job has no duration there, the metric set's
 /// stays, with why.
 pub fn take_durations(records: &mut [ProfileRecord], own: &[ProfileRecord]) {
-    for r in records.iter_mut().filter(|r| r.metrics.contains_key(metrics::DURATION_METRIC)) {
+    for r in records
+        .iter_mut()
+        .filter(|r| r.metrics.contains_key(metrics::DURATION_METRIC))
+    {
         let runs: Vec<&ProfileRecord> = own.iter().filter(|d| d.job_id == r.job_id).collect();
-        let mut durations: Vec<f64> = runs.iter().filter(|d| d.error.is_none()).filter_map(|d| d.metrics.get(metrics::DURATION_METRIC).copied().flatten()).collect();
+        let mut durations: Vec<f64> = runs
+            .iter()
+            .filter(|d| d.error.is_none())
+            .filter_map(|d| d.metrics.get(metrics::DURATION_METRIC).copied().flatten())
+            .collect();
         if !runs.is_empty() && durations.len() == runs.len() {
-            r.metrics.insert(metrics::DURATION_METRIC.to_string(), Some(stats::median_in_place(&mut durations)));
+            r.metrics.insert(
+                metrics::DURATION_METRIC.to_string(),
+                Some(stats::median_in_place(&mut durations)),
+            );
             r.duration_from = Some(ProfileRecord::own_session_duration(runs.len()));
         } else {
             let why = match runs.iter().find_map(|d| d.error.clone()) {
                 Some(error) => format!("it failed: {error}"),
                 None if runs.is_empty() => "it has no record of this job".to_string(),
-                None => format!("{} of its {} runs of this job have no duration", runs.len() - durations.len(), runs.len()),
+                None => format!(
+                    "{} of its {} runs of this job have no duration",
+                    runs.len() - durations.len(),
+                    runs.len()
+                ),
             };
-            r.duration_from = Some(format!("the metric set's session, since the duration's own session could not give it: {why}"));
+            r.duration_from = Some(format!(
+                "the metric set's session, since the duration's own session could not give it: {why}"
+            ));
         }
     }
 }
 
 /// One ncu session over `target` collecting the counters of `defs`; with `from_start_off`, only
 /// the launches between cuProfilerStart and cuProfilerStop are profiled.
-fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef], name: &str, from_start_off: bool, timeout: Duration) -> Vec<ProfileRecord> {
-    let failed = |why: String, report: Option<String>| jobs.iter().map(|j| ProfileRecord::failed(j.id(), why.clone(), report.clone())).collect();
+fn session(
+    p: &Pass,
+    jobs: &[&JobSpec],
+    target: &[OsString],
+    defs: &[MetricDef],
+    name: &str,
+    from_start_off: bool,
+    timeout: Duration,
+) -> Vec<ProfileRecord> {
+    let failed = |why: String, report: Option<String>| {
+        jobs.iter()
+            .map(|j| ProfileRecord::failed(j.id(), why.clone(), report.clone()))
+            .collect()
+    };
     let report_base = p.dir.join(name);
     let report = report_path(&report_base);
     let log = p.dir.join(format!("{name}.log"));
@@ -123,12 +169,24 @@ fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef],
     let mut trouble = diagnosis.map(|d| d.to_string());
     match ended.and_then(|f| f.success()) {
         Ok(_) => {}
-        Err(e) if matches!(e.kind, FailureKind::TimedOut(_)) || !report.exists() => return failed(ProfilerError::Failed(e).to_string(), None),
+        Err(e) if matches!(e.kind, FailureKind::TimedOut(_)) || !report.exists() => {
+            return failed(ProfilerError::Failed(e).to_string(), None);
+        }
         Err(e) => trouble = Some(format!("ncu or the profiled pass failed: {e}")),
     }
     if !report.exists() {
-        let range = if from_start_off { " between cuProfilerStart and cuProfilerStop" } else { "" };
-        return failed(format!("ncu profiled no launch{range} and wrote no report, though the pass ran to its end; see {}", log.display()), None);
+        let range = if from_start_off {
+            " between cuProfilerStart and cuProfilerStop"
+        } else {
+            ""
+        };
+        return failed(
+            format!(
+                "ncu profiled no launch{range} and wrote no report, though the pass ran to its end; see {}",
+                log.display()
+            ),
+            None,
+        );
     }
     let csv = match export_raw(p.ncu, &report) {
         Ok(csv) => csv,
@@ -136,7 +194,9 @@ fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef],
     };
     let report_name = report.file_name().map(|n| n.to_string_lossy().to_string());
     if let Err(e) = write_atomic(&p.dir.join(format!("{name}.csv")), csv.as_bytes()) {
-        trouble.get_or_insert(format!("could not keep ncu's export beside the report: {e}"));
+        trouble.get_or_insert(format!(
+            "could not keep ncu's export beside the report: {e}"
+        ));
     }
     let parsed = match parse::parse_ncu_csv(&csv) {
         Ok(parsed) => parsed,
@@ -148,7 +208,13 @@ fn session(p: &Pass, jobs: &[&JobSpec], target: &[OsString], defs: &[MetricDef],
 /// Each job's record from the kernels ncu profiled, in the pass's launch order. More kernels
 /// than the pass launched means some launch was profiled that no job made, so which kernel is
 /// whose cannot be told from the order: every record then says so.
-pub fn records(jobs: &[&JobSpec], defs: &[MetricDef], kernels: &[parse::KernelRow], report_name: Option<String>, trouble: Option<String>) -> Vec<ProfileRecord> {
+pub fn records(
+    jobs: &[&JobSpec],
+    defs: &[MetricDef],
+    kernels: &[parse::KernelRow],
+    report_name: Option<String>,
+    trouble: Option<String>,
+) -> Vec<ProfileRecord> {
     let launched: usize = jobs.iter().map(|j| j.launches.len()).sum();
     let extra = (kernels.len() > launched).then(|| format!("ncu profiled {} launches where the pass made {launched}: which launch is whose is uncertain, so these numbers are not kept", kernels.len()));
     assign_kernels(jobs, kernels)
@@ -163,7 +229,14 @@ pub fn records(jobs: &[&JobSpec], defs: &[MetricDef], kernels: &[parse::KernelRo
                 r
             }
             // A launch that failed is the likelier reason for a short pass than ncu itself.
-            (Err(e), None) => ProfileRecord::failed(job.id(), match &trouble { Some(t) => format!("{e} ({t})"), None => e }, report_name.clone()),
+            (Err(e), None) => ProfileRecord::failed(
+                job.id(),
+                match &trouble {
+                    Some(t) => format!("{e} ({t})"),
+                    None => e,
+                },
+                report_name.clone(),
+            ),
         })
         .collect()
 }
@@ -183,27 +256,67 @@ mod tests {
 
     #[test]
     fn the_median_of_the_own_sessions_runs_replaces_the_metric_sets_duration_and_says_so() {
-        let mut records = vec![record("a", Some(22_700.0), None), record("b", Some(40_000.0), None)];
-        let own = [("a", 22_400.0), ("b", 39_000.0), ("a", 20_500.0), ("a", 20_600.0), ("b", 39_200.0), ("b", 39_100.0)];
-        take_durations(&mut records, &own.map(|(job, ns)| record(job, Some(ns), None)));
+        let mut records = vec![
+            record("a", Some(22_700.0), None),
+            record("b", Some(40_000.0), None),
+        ];
+        let own = [
+            ("a", 22_400.0),
+            ("b", 39_000.0),
+            ("a", 20_500.0),
+            ("a", 20_600.0),
+            ("b", 39_200.0),
+            ("b", 39_100.0),
+        ];
+        take_durations(
+            &mut records,
+            &own.map(|(job, ns)| record(job, Some(ns), None)),
+        );
         assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(20_600.0));
         assert_eq!(records[1].metrics[metrics::DURATION_METRIC], Some(39_100.0));
         assert!(records.iter().all(|r| r.duration_from_own_session()));
-        assert!(records[0].duration_from.as_deref().is_some_and(|f| f.contains("median of 3 profiled runs")));
+        assert!(
+            records[0]
+                .duration_from
+                .as_deref()
+                .is_some_and(|f| f.contains("median of 3 profiled runs"))
+        );
     }
 
     #[test]
     fn a_failed_own_session_keeps_the_metric_sets_duration_with_the_reason() {
-        let mut records = vec![record("a", Some(22_700.0), None), record("b", Some(40_000.0), None), record("c", Some(30_000.0), None)];
-        let own = [record("a", Some(20_500.0), None), record("a", None, Some("ncu timed out")), record("b", Some(39_000.0), None), record("b", None, None)];
+        let mut records = vec![
+            record("a", Some(22_700.0), None),
+            record("b", Some(40_000.0), None),
+            record("c", Some(30_000.0), None),
+        ];
+        let own = [
+            record("a", Some(20_500.0), None),
+            record("a", None, Some("ncu timed out")),
+            record("b", Some(39_000.0), None),
+            record("b", None, None),
+        ];
         take_durations(&mut records, &own);
         let from = |i: usize| records[i].duration_from.clone().unwrap_or_default();
         assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(22_700.0));
-        assert!(from(0).starts_with("the metric set's session") && from(0).ends_with("it failed: ncu timed out"), "{}", from(0));
+        assert!(
+            from(0).starts_with("the metric set's session")
+                && from(0).ends_with("it failed: ncu timed out"),
+            "{}",
+            from(0)
+        );
         assert_eq!(records[1].metrics[metrics::DURATION_METRIC], Some(40_000.0));
-        assert!(from(1).ends_with("1 of its 2 runs of this job have no duration"), "{}", from(1));
+        assert!(
+            from(1).ends_with("1 of its 2 runs of this job have no duration"),
+            "{}",
+            from(1)
+        );
         assert_eq!(records[2].metrics[metrics::DURATION_METRIC], Some(30_000.0));
-        assert!(from(2).ends_with("it has no record of this job"), "{}", from(2));
+        assert!(
+            from(2).ends_with("it has no record of this job"),
+            "{}",
+            from(2)
+        );
         assert!(records.iter().all(|r| !r.duration_from_own_session()));
     }
 
@@ -226,16 +339,29 @@ mod tests {
         let exact = records(&[&job], &defs, &[row(0)], None, None);
         assert!(exact[0].error.is_none(), "{:?}", exact[0].error);
         let extra = records(&[&job], &defs, &[row(0), row(1)], None, None);
-        assert!(extra[0].error.as_deref().is_some_and(|e| e.contains("ncu profiled 2 launches where the pass made 1")), "{:?}", extra[0].error);
+        assert!(
+            extra[0]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("ncu profiled 2 launches where the pass made 1")),
+            "{:?}",
+            extra[0].error
+        );
         assert!(extra[0].metrics.is_empty());
     }
 
     #[test]
     fn durations_kept_from_the_metric_set_as_asked_say_so_and_are_not_taken_for_a_failure() {
-        let mut records = vec![record("a", Some(22_700.0), None), record("b", None, Some("ncu could not start"))];
+        let mut records = vec![
+            record("a", Some(22_700.0), None),
+            record("b", None, Some("ncu could not start")),
+        ];
         keep_metric_set_durations(&mut records);
         assert_eq!(records[0].metrics[metrics::DURATION_METRIC], Some(22_700.0));
-        assert!(records[0].duration_from_metric_set_as_asked() && !records[0].duration_from_own_session());
+        assert!(
+            records[0].duration_from_metric_set_as_asked()
+                && !records[0].duration_from_own_session()
+        );
         assert!(records[1].duration_from.is_none());
     }
 

@@ -36,7 +36,12 @@ pub struct Snapshot {
 impl Snapshot {
     /// Throttling that lowers clocks under load (idle and application-clock settings do not count).
     pub fn is_throttled(&self) -> bool {
-        self.throttle_reasons.iter().any(|r| !matches!(r.as_str(), "GPU_IDLE" | "APPLICATIONS_CLOCKS_SETTING" | "NONE"))
+        self.throttle_reasons.iter().any(|r| {
+            !matches!(
+                r.as_str(),
+                "GPU_IDLE" | "APPLICATIONS_CLOCKS_SETTING" | "NONE"
+            )
+        })
     }
 }
 
@@ -105,7 +110,10 @@ mod tests {
 
     #[test]
     fn idle_is_not_throttling() {
-        let mut s = Snapshot { throttle_reasons: vec!["GPU_IDLE".into()], ..Default::default() };
+        let mut s = Snapshot {
+            throttle_reasons: vec!["GPU_IDLE".into()],
+            ..Default::default()
+        };
         assert!(!s.is_throttled());
         s.throttle_reasons.push("SW_THERMAL_SLOWDOWN".into());
         assert!(s.is_throttled());

@@ -15,9 +15,13 @@ mod environment;
 mod outcome;
 mod timeline;
 
-pub use environment::{peak_bandwidth_gbs, DeviceInfo, Fingerprint, Snapshot};
-pub use outcome::{kept_by_clock, split_by_clock, BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig, CLOCK_FLOOR};
-pub use timeline::{busy_ms, without_chunk, Overlap, StepInfo, StepKind, StepTime, Timeline};
+pub use environment::{DeviceInfo, Fingerprint, Snapshot, peak_bandwidth_gbs};
+pub use outcome::{
+    BoundsOutcome, CLOCK_FLOOR, CacheState, ClockSample, CompileInfo, ComputeOutcome,
+    ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig,
+    kept_by_clock, split_by_clock,
+};
+pub use timeline::{Overlap, StepInfo, StepKind, StepTime, Timeline, busy_ms, without_chunk};
 
 /// The run's environment fingerprint and configuration (`run.json`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -71,31 +75,66 @@ pub struct ShardInfo {
 /// one plan, each once, all of them, of one suite source and cache state, all mock or none.
 pub fn merge_refusal(runs: &[(String, RunInfo)]) -> Option<String> {
     let (first_name, first) = runs.first()?;
-    let Some(shard) = &first.shard else { return Some(format!("{first_name} is not a shard (it was not run with --shard I/N)")) };
+    let Some(shard) = &first.shard else {
+        return Some(format!(
+            "{first_name} is not a shard (it was not run with --shard I/N)"
+        ));
+    };
     let mut seen = vec![false; shard.count];
     for (name, info) in runs {
-        let Some(s) = &info.shard else { return Some(format!("{name} is not a shard (it was not run with --shard I/N)")) };
+        let Some(s) = &info.shard else {
+            return Some(format!(
+                "{name} is not a shard (it was not run with --shard I/N)"
+            ));
+        };
         if s.plan != shard.plan || s.count != shard.count {
-            return Some(format!("{name} is shard {}/{} of another plan than {first_name} ({}/{}): the suites, variants or suite sources differ", s.index, s.count, shard.index, shard.count));
+            return Some(format!(
+                "{name} is shard {}/{} of another plan than {first_name} ({}/{}): the suites, variants or suite sources differ",
+                s.index, s.count, shard.index, shard.count
+            ));
         }
         if info.suite != first.suite {
-            return Some(format!("{name} holds suite `{}`, {first_name} suite `{}`: merge the shards of one suite at a time", info.suite, first.suite));
+            return Some(format!(
+                "{name} holds suite `{}`, {first_name} suite `{}`: merge the shards of one suite at a time",
+                info.suite, first.suite
+            ));
         }
         if info.suite_source_hash != first.suite_source_hash {
-            return Some(format!("{name} measured another version of suite `{}` than {first_name} (suite source hash differs)", info.suite));
+            return Some(format!(
+                "{name} measured another version of suite `{}` than {first_name} (suite source hash differs)",
+                info.suite
+            ));
         }
         if info.timing.cache != first.timing.cache {
-            return Some(format!("{name} was timed with the L2 {:?} and {first_name} with it {:?}: their times do not belong in one report", info.timing.cache, first.timing.cache));
+            return Some(format!(
+                "{name} was timed with the L2 {:?} and {first_name} with it {:?}: their times do not belong in one report",
+                info.timing.cache, first.timing.cache
+            ));
         }
         if info.mock != first.mock {
-            return Some(format!("{name} and {first_name}: one is a MOCK run and the other measured"));
+            return Some(format!(
+                "{name} and {first_name}: one is a MOCK run and the other measured"
+            ));
         }
         if std::mem::replace(&mut seen[s.index.min(shard.count - 1)], true) {
-            return Some(format!("shard {}/{} is given twice ({name})", s.index, s.count));
+            return Some(format!(
+                "shard {}/{} is given twice ({name})",
+                s.index, s.count
+            ));
         }
     }
-    let missing: Vec<String> = seen.iter().enumerate().filter(|(_, s)| !**s).map(|(i, _)| format!("{i}/{}", shard.count)).collect();
-    (!missing.is_empty()).then(|| format!("shard(s) {} of the plan are missing: a merged run would silently lack their jobs", missing.join(", ")))
+    let missing: Vec<String> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !**s)
+        .map(|(i, _)| format!("{i}/{}", shard.count))
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "shard(s) {} of the plan are missing: a merged run would silently lack their jobs",
+            missing.join(", ")
+        )
+    })
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
@@ -136,7 +175,11 @@ impl JobKey {
 
 /// `K=V,K=V`, in key order.
 pub fn format_params(params: &BTreeMap<String, i64>) -> String {
-    params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// What a job's throughput is compared with: the suite's `bound`.
@@ -161,7 +204,15 @@ impl BoundSpec {
     pub fn name(&self) -> String {
         match self {
             BoundSpec::Copy => "copy".into(),
-            BoundSpec::Cublas { shape, elem } => format!("cuBLAS {}{}", if *elem == ElemType::F64 { "D" } else { "S" }, if shape.n == 1 && !shape.trans_b { "GEMV" } else { "GEMM" }),
+            BoundSpec::Cublas { shape, elem } => format!(
+                "cuBLAS {}{}",
+                if *elem == ElemType::F64 { "D" } else { "S" },
+                if shape.n == 1 && !shape.trans_b {
+                    "GEMV"
+                } else {
+                    "GEMM"
+                }
+            ),
             BoundSpec::Variant { name } => format!("`{name}`"),
         }
     }
@@ -169,7 +220,17 @@ impl BoundSpec {
     /// The key that joins a job to the compute bound measured for it in its group.
     pub fn key(&self) -> Option<String> {
         match self {
-            BoundSpec::Cublas { shape, elem } => Some(format!("{} {} alpha {} beta {}", self.name(), shape.label(), shape.alpha, shape.beta).replace("  ", " ") + if *elem == ElemType::F64 { " f64" } else { "" }),
+            BoundSpec::Cublas { shape, elem } => Some(
+                format!(
+                    "{} {} alpha {} beta {}",
+                    self.name(),
+                    shape.label(),
+                    shape.alpha,
+                    shape.beta
+                )
+                .replace("  ", " ")
+                    + if *elem == ElemType::F64 { " f64" } else { "" },
+            ),
             _ => None,
         }
     }
@@ -297,39 +358,63 @@ impl JobRecord {
     /// percentage above 0 and below 100, as the manifest requires; anything else in a stored
     /// record is ignored rather than let it widen or narrow a check).
     pub fn own_noise_threshold(&self) -> Option<f64> {
-        self.noise_threshold_pct.filter(|&p| usable_noise_threshold_pct(p)).map(|p| p / 100.0)
+        self.noise_threshold_pct
+            .filter(|&p| usable_noise_threshold_pct(p))
+            .map(|p| p / 100.0)
     }
 
     /// Adds one more round's record of the same job to the rounds so far (`None` before the
     /// first). The combined record's samples are the round medians, its status the worst round's.
     pub fn with_round(so_far: Option<JobRecord>, round: JobRecord) -> JobRecord {
-        let this = RoundRecord { status: round.status, samples_ms: round.samples_ms.clone(), runs_per_sample: round.runs_per_sample, stopped_by: round.stopped_by.clone(), gpu: round.gpu.clone() };
+        let this = RoundRecord {
+            status: round.status,
+            samples_ms: round.samples_ms.clone(),
+            runs_per_sample: round.runs_per_sample,
+            stopped_by: round.stopped_by.clone(),
+            gpu: round.gpu.clone(),
+        };
         let mut merged = match so_far {
-            None => JobRecord { rounds: Vec::new(), ..round.clone() },
+            None => JobRecord {
+                rounds: Vec::new(),
+                ..round.clone()
+            },
             Some(mut m) => {
                 if round.status.severity() > m.status.severity() {
                     m.status = round.status;
-                    m.error = round.error.clone().map(|e| format!("round {}: {e}", m.rounds.len() + 1));
+                    m.error = round
+                        .error
+                        .clone()
+                        .map(|e| format!("round {}: {e}", m.rounds.len() + 1));
                 }
                 // A check that failed in any round is the one to show.
-                if round.correctness.as_ref().is_some_and(|c| !c.passed) || m.correctness.is_none() {
+                if round.correctness.as_ref().is_some_and(|c| !c.passed) || m.correctness.is_none()
+                {
                     m.correctness = round.correctness.clone();
                 }
-                if round.correctness_after.as_ref().is_some_and(|c| !c.passed) || m.correctness_after.is_none() {
+                if round.correctness_after.as_ref().is_some_and(|c| !c.passed)
+                    || m.correctness_after.is_none()
+                {
                     m.correctness_after = round.correctness_after.clone();
                 }
-                if round.correctness_during.as_ref().is_some_and(|c| !c.passed) || m.correctness_during.is_none() {
+                if round.correctness_during.as_ref().is_some_and(|c| !c.passed)
+                    || m.correctness_during.is_none()
+                {
                     m.correctness_during = round.correctness_during.clone();
                 }
                 m.verified_during += round.verified_during;
-                m.excluded_samples.extend(round.excluded_samples.iter().cloned());
+                m.excluded_samples
+                    .extend(round.excluded_samples.iter().cloned());
                 m.nvml_after = round.nvml_after.clone();
                 m.wall_seconds += round.wall_seconds;
                 m
             }
         };
         merged.rounds.push(this);
-        let medians: Vec<f64> = merged.rounds.iter().filter_map(|r| crate::stats::summarize(&r.samples_ms).map(|s| s.median)).collect();
+        let medians: Vec<f64> = merged
+            .rounds
+            .iter()
+            .filter_map(|r| crate::stats::summarize(&r.samples_ms).map(|s| s.median))
+            .collect();
         merged.summary = crate::stats::summarize(&medians);
         merged.samples_ms = medians;
         merged.stopped_by = format!("{} rounds (interval across rounds)", merged.rounds.len());
@@ -344,7 +429,8 @@ pub fn per_second_g(amount: f64, ms: f64) -> f64 {
 
 /// `per_second_g` where it means something: a positive amount over a positive time.
 fn rate(amount: f64, ms: f64) -> Option<f64> {
-    (amount > 0.0 && ms > 0.0 && amount.is_finite() && ms.is_finite()).then(|| per_second_g(amount, ms))
+    (amount > 0.0 && ms > 0.0 && amount.is_finite() && ms.is_finite())
+        .then(|| per_second_g(amount, ms))
 }
 
 impl JobRecord {
@@ -393,7 +479,9 @@ impl HostLinkBounds {
 
     /// GB/s of a copy of `bytes` timed as `s` (a bidirectional copy moves `bytes` each way).
     pub fn gbs(bytes: u64, s: &Option<Summary>, ways: f64) -> Option<f64> {
-        s.as_ref().filter(|s| s.median > 0.0).map(|s| per_second_g(ways * bytes as f64, s.median))
+        s.as_ref()
+            .filter(|s| s.median > 0.0)
+            .map(|s| per_second_g(ways * bytes as f64, s.median))
     }
 
     /// The pinned bandwidth a copy of this kind is compared with.
@@ -475,7 +563,11 @@ impl ComputeBoundRecord {
 impl BoundsRecord {
     /// The faster of the two copies (a timing with a positive median).
     pub fn best_copy(&self) -> Option<&Summary> {
-        [&self.memcpy, &self.copy_kernel].into_iter().flatten().filter(|s| s.median > 0.0).min_by(|a, b| a.median.total_cmp(&b.median))
+        [&self.memcpy, &self.copy_kernel]
+            .into_iter()
+            .flatten()
+            .filter(|s| s.median > 0.0)
+            .min_by(|a, b| a.median.total_cmp(&b.median))
     }
     /// GB/s of a copy of `bytes` timed as `s`: every byte is read once and written once.
     fn gbs_of(&self, s: &Summary) -> f64 {
@@ -529,7 +621,9 @@ pub const DURATION_OWN_SESSION: &str = "own session";
 impl ProfileRecord {
     /// What `duration_from` says of a duration from the session of its own, over `runs` runs.
     pub fn own_session_duration(runs: usize) -> String {
-        format!("{DURATION_OWN_SESSION}: gpu__time_duration alone, the median of {runs} profiled runs after one unprofiled run of the job")
+        format!(
+            "{DURATION_OWN_SESSION}: gpu__time_duration alone, the median of {runs} profiled runs after one unprofiled run of the job"
+        )
     }
 
     /// What `duration_from` says where no session of its own was asked for.
@@ -543,12 +637,25 @@ impl ProfileRecord {
 
     /// Whether the record's `duration` came from the session of its own.
     pub fn duration_from_own_session(&self) -> bool {
-        self.duration_from.as_deref().is_some_and(|f| f.starts_with(DURATION_OWN_SESSION))
+        self.duration_from
+            .as_deref()
+            .is_some_and(|f| f.starts_with(DURATION_OWN_SESSION))
     }
 
     /// A job ncu could not give numbers for, and why.
     pub fn failed(job_id: &str, error: String, report_file: Option<String>) -> Self {
-        ProfileRecord { job_id: job_id.to_string(), metrics: Default::default(), missing: Vec::new(), kernels: Vec::new(), passes: None, report_file, error: Some(error), not_applicable: BTreeMap::new(), gpu: None, duration_from: None }
+        ProfileRecord {
+            job_id: job_id.to_string(),
+            metrics: Default::default(),
+            missing: Vec::new(),
+            kernels: Vec::new(),
+            passes: None,
+            report_file,
+            error: Some(error),
+            not_applicable: BTreeMap::new(),
+            gpu: None,
+            duration_from: None,
+        }
     }
 }
 
@@ -585,7 +692,10 @@ pub struct RunData {
 
 impl RunData {
     pub fn from_records(info: RunInfo, records: Vec<Record>) -> Self {
-        let mut run = RunData { info, ..Default::default() };
+        let mut run = RunData {
+            info,
+            ..Default::default()
+        };
         // A job recorded again (a re-run) replaces the earlier record and takes its place at the
         // end; an index keeps this linear in the number of records.
         let mut jobs: Vec<Option<JobRecord>> = Vec::new();
@@ -600,7 +710,8 @@ impl RunData {
                 }
                 Record::Bounds(b) => {
                     if let Some(gpu) = &b.gpu {
-                        run.gpu_bounds.insert((b.group.clone(), gpu.clone()), b.clone());
+                        run.gpu_bounds
+                            .insert((b.group.clone(), gpu.clone()), b.clone());
                     }
                     run.bounds.insert(b.group.clone(), b);
                 }
@@ -609,9 +720,11 @@ impl RunData {
                 }
                 Record::Compute(c) => {
                     if let Some(gpu) = &c.gpu {
-                        run.gpu_compute_bounds.insert((c.group.clone(), c.key.clone(), gpu.clone()), c.clone());
+                        run.gpu_compute_bounds
+                            .insert((c.group.clone(), c.key.clone(), gpu.clone()), c.clone());
                     }
-                    run.compute_bounds.insert((c.group.clone(), c.key.clone()), c);
+                    run.compute_bounds
+                        .insert((c.group.clone(), c.key.clone()), c);
                 }
             }
         }
@@ -626,11 +739,21 @@ impl RunData {
             BoundSpec::Copy => None,
             b @ BoundSpec::Cublas { .. } => {
                 let key = (job.key.group.clone(), b.key()?);
-                let own_gpu = job.gpu.as_ref().and_then(|g| self.gpu_compute_bounds.get(&(key.0.clone(), key.1.clone(), g.clone())));
-                Some((b.name(), own_gpu.or_else(|| self.compute_bounds.get(&key))?.gflops()))
+                let own_gpu = job.gpu.as_ref().and_then(|g| {
+                    self.gpu_compute_bounds
+                        .get(&(key.0.clone(), key.1.clone(), g.clone()))
+                });
+                Some((
+                    b.name(),
+                    own_gpu.or_else(|| self.compute_bounds.get(&key))?.gflops(),
+                ))
             }
             b @ BoundSpec::Variant { name } => {
-                let other = self.jobs.iter().find(|o| o.key.variant == *name && o.key.group == job.key.group && o.status == JobStatus::Ok);
+                let other = self.jobs.iter().find(|o| {
+                    o.key.variant == *name
+                        && o.key.group == job.key.group
+                        && o.status == JobStatus::Ok
+                });
                 Some((b.name(), other.and_then(|o| o.gflops())))
             }
         }
@@ -638,19 +761,34 @@ impl RunData {
 
     /// The copy bound a job is compared with: its own GPU's, measured in the same run, else its group's.
     pub fn bound_of(&self, job: &JobRecord) -> Option<&BoundsRecord> {
-        job.gpu.as_ref().and_then(|g| self.gpu_bounds.get(&(job.key.group.clone(), g.clone()))).or_else(|| self.bounds.get(&job.key.group))
+        job.gpu
+            .as_ref()
+            .and_then(|g| self.gpu_bounds.get(&(job.key.group.clone(), g.clone())))
+            .or_else(|| self.bounds.get(&job.key.group))
     }
 
     /// The SM clock a group's jobs ran at: the median of NVML's readings after them, else the card's maximum.
     pub fn sm_clock_mhz(&self, group: &str) -> Option<u32> {
-        let seen: Vec<u32> = self.jobs.iter().filter(|j| j.key.group == group).filter_map(|j| j.nvml_after.as_ref()?.sm_clock_mhz).filter(|&c| c > 0).collect();
+        let seen: Vec<u32> = self
+            .jobs
+            .iter()
+            .filter(|j| j.key.group == group)
+            .filter_map(|j| j.nvml_after.as_ref()?.sm_clock_mhz)
+            .filter(|&c| c > 0)
+            .collect();
         self.median_clock(seen)
     }
 
     /// The median of the clocks seen, else the device's maximum SM clock.
     fn median_clock(&self, mut seen: Vec<u32>) -> Option<u32> {
         seen.sort_unstable();
-        seen.get(seen.len() / 2).copied().or_else(|| self.info.device.as_ref().map(|d| d.max_sm_clock_mhz).filter(|&c| c > 0))
+        seen.get(seen.len() / 2).copied().or_else(|| {
+            self.info
+                .device
+                .as_ref()
+                .map(|d| d.max_sm_clock_mhz)
+                .filter(|&c| c > 0)
+        })
     }
 
     /// The FP32 peak of a group, GFLOP/s: SMs x lanes per SM (from the measured FMA rate) x 2 x
@@ -669,11 +807,16 @@ impl RunData {
 
     /// `roofline` under the group's FP32 peak already computed (`fp32_peak` scans every job of the run).
     pub fn roofline_under(&self, job: &JobRecord, peak: Option<f64>) -> Option<Roofline> {
-        let intensity = job.work.flops.filter(|f| *f > 0.0)? / job.work.bytes.filter(|b| *b > 0.0)?;
+        let intensity =
+            job.work.flops.filter(|f| *f > 0.0)? / job.work.bytes.filter(|b| *b > 0.0)?;
         let peak = peak?;
         let copy = self.bound_of(job)?.copy_gbs()?;
         let memory_roof = intensity * copy;
-        Some(Roofline { intensity, attainable_gflops: peak.min(memory_roof), compute_bound: peak <= memory_roof })
+        Some(Roofline {
+            intensity,
+            attainable_gflops: peak.min(memory_roof),
+            compute_bound: peak <= memory_roof,
+        })
     }
 
     /// Why a job's throughput cannot be real, if it cannot: more than `IMPOSSIBLE_COPY` times the
@@ -691,13 +834,19 @@ impl RunData {
         if let (Some(g), Some(c)) = (job.gbs(), copy)
             && g > IMPOSSIBLE_COPY * c
         {
-            return Some(format!("{g:.0} GB/s is {:.0}% of the copy bound measured in this run ({c:.0} GB/s): the `bytes` expression overstates the traffic, or the kernel skips work", 100.0 * g / c));
+            return Some(format!(
+                "{g:.0} GB/s is {:.0}% of the copy bound measured in this run ({c:.0} GB/s): the `bytes` expression overstates the traffic, or the kernel skips work",
+                100.0 * g / c
+            ));
         }
         if let Some(g) = job.gflops()
             && let Some(peak) = peak()
             && g > IMPOSSIBLE_PEAK * peak
         {
-            return Some(format!("{g:.0} GFLOP/s is {:.0}% of the FP32 peak ({peak:.0} GFLOP/s): the `flops` expression overstates the work, or the kernel skips it", 100.0 * g / peak));
+            return Some(format!(
+                "{g:.0} GFLOP/s is {:.0}% of the FP32 peak ({peak:.0} GFLOP/s): the `flops` expression overstates the work, or the kernel skips it",
+                100.0 * g / peak
+            ));
         }
         None
     }
@@ -708,18 +857,33 @@ impl RunData {
         let mut clocks: HashMap<&str, Vec<u32>> = HashMap::new();
         for j in &self.jobs {
             let seen = clocks.entry(j.key.group.as_str()).or_default();
-            seen.extend(j.nvml_after.as_ref().and_then(|s| s.sm_clock_mhz).filter(|&c| c > 0));
+            seen.extend(
+                j.nvml_after
+                    .as_ref()
+                    .and_then(|s| s.sm_clock_mhz)
+                    .filter(|&c| c > 0),
+            );
         }
         let peaks: HashMap<&str, Option<f64>> = clocks
             .into_iter()
             .map(|(group, seen)| {
-                let peak = self.bounds.get(group).and_then(|b| b.fma.as_ref()).zip(self.median_clock(seen)).and_then(|(fma, mhz)| fma.lanes_per_sm(mhz).and(fma.peak_gflops(mhz)));
+                let peak = self
+                    .bounds
+                    .get(group)
+                    .and_then(|b| b.fma.as_ref())
+                    .zip(self.median_clock(seen))
+                    .and_then(|(fma, mhz)| fma.lanes_per_sm(mhz).and(fma.peak_gflops(mhz)));
                 (group, peak)
             })
             .collect();
         self.jobs
             .iter()
-            .filter_map(|j| Some((j.key.id.clone(), self.impossible_at(j, || peaks.get(j.key.group.as_str()).copied().flatten())?)))
+            .filter_map(|j| {
+                Some((
+                    j.key.id.clone(),
+                    self.impossible_at(j, || peaks.get(j.key.group.as_str()).copied().flatten())?,
+                ))
+            })
             .collect()
     }
 
@@ -736,7 +900,10 @@ impl RunData {
 
     fn verified_and_timed(&self, job: &JobRecord) -> bool {
         let verified = |c: &Option<Correctness>| c.as_ref().is_some_and(|c| c.passed);
-        job.status == JobStatus::Ok && job.summary.is_some_and(|s| s.median > 0.0) && verified(&job.correctness) && (job.correctness_after.is_none() || verified(&job.correctness_after))
+        job.status == JobStatus::Ok
+            && job.summary.is_some_and(|s| s.median > 0.0)
+            && verified(&job.correctness)
+            && (job.correctness_after.is_none() || verified(&job.correctness_after))
     }
 
     /// Groups in the order their first job ran.
@@ -746,7 +913,12 @@ impl RunData {
 
     /// Range of the SM and memory clocks NVML saw before and after the jobs, and throttled snapshots.
     pub fn clocks_seen(&self) -> String {
-        let snaps: Vec<&Snapshot> = self.jobs.iter().flat_map(|j| [&j.nvml_before, &j.nvml_after]).flatten().collect();
+        let snaps: Vec<&Snapshot> = self
+            .jobs
+            .iter()
+            .flat_map(|j| [&j.nvml_before, &j.nvml_after])
+            .flatten()
+            .collect();
         let range = |f: &dyn Fn(&Snapshot) -> Option<u32>| {
             let v: Vec<u32> = snaps.iter().filter_map(|s| f(s)).collect();
             match (v.iter().min(), v.iter().max()) {
@@ -760,7 +932,11 @@ impl RunData {
             "SM {}, memory {}{}",
             range(&|s| s.sm_clock_mhz),
             range(&|s| s.mem_clock_mhz),
-            if throttled > 0 { format!("; **{throttled} snapshots throttled**") } else { String::new() }
+            if throttled > 0 {
+                format!("; **{throttled} snapshots throttled**")
+            } else {
+                String::new()
+            }
         )
     }
 }
@@ -782,7 +958,11 @@ mod round_tests {
 
     fn record(status: JobStatus, samples: &[f64]) -> JobRecord {
         JobRecord {
-            key: JobKey { id: "j".into(), variant: "v".into(), ..Default::default() },
+            key: JobKey {
+                id: "j".into(),
+                variant: "v".into(),
+                ..Default::default()
+            },
             label: "v".into(),
             status,
             error: (status == JobStatus::Failed).then(|| "boom".to_string()),
@@ -807,7 +987,10 @@ mod round_tests {
         // is wider than any one round's samples.
         let half = 4.302_652_730 * 0.5 / 3f64.sqrt();
         assert_eq!(s.median, 1.5);
-        assert!((s.ci_low - (1.5 - half)).abs() < 1e-9 && (s.ci_high - (1.5 + half)).abs() < 1e-9, "the interval spans the rounds, not one round's samples: {s:?}");
+        assert!(
+            (s.ci_low - (1.5 - half)).abs() < 1e-9 && (s.ci_high - (1.5 + half)).abs() < 1e-9,
+            "the interval spans the rounds, not one round's samples: {s:?}"
+        );
         assert_eq!(three.rounds.len(), 3);
         assert_eq!(three.rounds[1].samples_ms, vec![2.0, 2.0, 2.2]);
         assert_eq!(three.wall_seconds, 3.0);
@@ -815,7 +998,11 @@ mod round_tests {
         let failed = JobRecord::with_round(Some(two), record(JobStatus::Failed, &[]));
         assert_eq!(failed.status, JobStatus::Failed);
         assert_eq!(failed.error.as_deref(), Some("round 3: boom"));
-        assert_eq!(failed.samples_ms, vec![1.0, 2.0], "a round without samples adds no median");
+        assert_eq!(
+            failed.samples_ms,
+            vec![1.0, 2.0],
+            "a round without samples adds no median"
+        );
     }
 
     #[test]

@@ -21,7 +21,9 @@ impl CacheState {
     pub fn describe(self) -> &'static str {
         match self {
             CacheState::Warm => "L2 warm (repeated launches over the same buffers)",
-            CacheState::Cold => "L2 cold (before every sample a kernel reads twice the L2 size, leaving it clean, outside the timed region; one run a sample)",
+            CacheState::Cold => {
+                "L2 cold (before every sample a kernel reads twice the L2 size, leaving it clean, outside the timed region; one run a sample)"
+            }
         }
     }
 }
@@ -54,7 +56,17 @@ fn one_round() -> u32 {
 
 impl Default for TimingConfig {
     fn default() -> Self {
-        TimingConfig { min_samples: 10, max_samples: 300, target_rel_ci: 0.005, max_seconds: 1.5, warmup_ms: 25.0, min_sample_ms: 0.5, cache: CacheState::Warm, rounds: 1, verify_every: 0 }
+        TimingConfig {
+            min_samples: 10,
+            max_samples: 300,
+            target_rel_ci: 0.005,
+            max_seconds: 1.5,
+            warmup_ms: 25.0,
+            min_sample_ms: 0.5,
+            cache: CacheState::Warm,
+            rounds: 1,
+            verify_every: 0,
+        }
     }
 }
 
@@ -165,7 +177,8 @@ impl LaunchOccupancy {
     /// report puts beside the driver's (the driver's is the one shown; the limiter is then a guess).
     pub fn model_disagrees(&self) -> Option<u32> {
         let model = self.model?.active_blocks();
-        (Some(model) != self.active_blocks_per_sm && self.active_blocks_per_sm.is_some()).then_some(model)
+        (Some(model) != self.active_blocks_per_sm && self.active_blocks_per_sm.is_some())
+            .then_some(model)
     }
 }
 
@@ -190,7 +203,10 @@ pub const CLOCK_FLOOR: f64 = 0.95;
 
 /// Splits samples into those kept and those taken while throttled or below `CLOCK_FLOOR` of the
 /// highest SM clock seen (pure). Samples without a clock reading (no NVML) are all kept.
-pub fn split_by_clock(samples: &[f64], clocks: &[Option<ClockSample>]) -> (Vec<f64>, Vec<ExcludedSample>) {
+pub fn split_by_clock(
+    samples: &[f64],
+    clocks: &[Option<ClockSample>],
+) -> (Vec<f64>, Vec<ExcludedSample>) {
     let keep = kept_by_clock(clocks, samples.len());
     let mut kept = Vec::with_capacity(samples.len());
     let mut excluded = Vec::new();
@@ -209,7 +225,11 @@ pub fn split_by_clock(samples: &[f64], clocks: &[Option<ClockSample>]) -> (Vec<f
 pub fn kept_by_clock(clocks: &[Option<ClockSample>], samples: usize) -> Vec<bool> {
     let top = clocks.iter().flatten().map(|c| c.sm_mhz).max().unwrap_or(0) as f64;
     let keep: Vec<bool> = (0..samples).map(|i| !matches!(clocks.get(i).copied().flatten(), Some(c) if c.throttled || (c.sm_mhz as f64) < CLOCK_FLOOR * top)).collect();
-    if keep.contains(&true) { keep } else { vec![true; samples] }
+    if keep.contains(&true) {
+        keep
+    } else {
+        vec![true; samples]
+    }
 }
 
 #[cfg(test)]
@@ -218,17 +238,46 @@ mod tests {
 
     #[test]
     fn the_kept_mask_matches_the_split_and_keeps_all_when_none_would_stay() {
-        let c = |mhz, throttled| Some(ClockSample { sm_mhz: mhz, throttled });
-        assert_eq!(kept_by_clock(&[c(1980, false), c(1980, true), c(1700, false), None], 5), vec![true, false, false, true, true]);
-        assert_eq!(kept_by_clock(&[c(1980, true), c(1980, true)], 2), vec![true, true]);
+        let c = |mhz, throttled| {
+            Some(ClockSample {
+                sm_mhz: mhz,
+                throttled,
+            })
+        };
+        assert_eq!(
+            kept_by_clock(&[c(1980, false), c(1980, true), c(1700, false), None], 5),
+            vec![true, false, false, true, true]
+        );
+        assert_eq!(
+            kept_by_clock(&[c(1980, true), c(1980, true)], 2),
+            vec![true, true]
+        );
         assert!(kept_by_clock(&[], 0).is_empty());
     }
 
     #[test]
     fn throttled_and_low_clock_samples_are_left_out() {
-        let c = |mhz, throttled| Some(ClockSample { sm_mhz: mhz, throttled });
-        let (kept, out) = split_by_clock(&[1.0, 2.0, 1.1, 1.05, 0.9], &[c(1980, false), c(1980, true), c(1700, false), c(1900, false), None]);
-        assert_eq!(kept, vec![1.0, 1.05, 0.9], "1900 is within 5% of 1980; a sample without a reading stays");
+        let c = |mhz, throttled| {
+            Some(ClockSample {
+                sm_mhz: mhz,
+                throttled,
+            })
+        };
+        let (kept, out) = split_by_clock(
+            &[1.0, 2.0, 1.1, 1.05, 0.9],
+            &[
+                c(1980, false),
+                c(1980, true),
+                c(1700, false),
+                c(1900, false),
+                None,
+            ],
+        );
+        assert_eq!(
+            kept,
+            vec![1.0, 1.05, 0.9],
+            "1900 is within 5% of 1980; a sample without a reading stays"
+        );
         assert_eq!(out.iter().map(|e| e.ms).collect::<Vec<_>>(), vec![2.0, 1.1]);
         // Every sample throttled: the job is measured as found.
         let (kept, out) = split_by_clock(&[1.0, 2.0], &[c(1500, true), c(1500, true)]);
@@ -256,12 +305,31 @@ mod tests {
 
     #[test]
     fn a_launch_names_its_limiter_and_where_the_model_and_the_driver_disagree() {
-        let model = BlockLimits { warps: 8, blocks: 32, registers: Some(8), shared_memory: Some(45) };
+        let model = BlockLimits {
+            warps: 8,
+            blocks: 32,
+            registers: Some(8),
+            shared_memory: Some(45),
+        };
         let agreed = launch(Some(8), Some(model));
-        assert_eq!((agreed.limiter(), agreed.model_disagrees(), agreed.shared_bytes()), (Some(Limiter::Warps), None, 4112));
+        assert_eq!(
+            (
+                agreed.limiter(),
+                agreed.model_disagrees(),
+                agreed.shared_bytes()
+            ),
+            (Some(Limiter::Warps), None, 4112)
+        );
         assert_eq!(launch(Some(7), Some(model)).model_disagrees(), Some(8));
         // Nothing to compare without both answers.
-        assert_eq!((launch(None, Some(model)).model_disagrees(), launch(Some(8), None).model_disagrees(), launch(Some(8), None).limiter()), (None, None, None));
+        assert_eq!(
+            (
+                launch(None, Some(model)).model_disagrees(),
+                launch(Some(8), None).model_disagrees(),
+                launch(Some(8), None).limiter()
+            ),
+            (None, None, None)
+        );
     }
 
     #[test]
@@ -270,10 +338,22 @@ mod tests {
         let old = serde_json::json!({"check": null, "samples_ms": [1.0], "runs_per_sample": 1, "warmup_runs": 0, "stopped_by": "x", "compile": [], "seed": 1});
         let o: JobOutcome = serde_json::from_value(old).unwrap();
         assert!(o.occupancy.is_empty());
-        let l = launch(Some(8), Some(BlockLimits { warps: 8, blocks: 32, registers: None, shared_memory: Some(45) }));
-        let back: LaunchOccupancy = serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
+        let l = launch(
+            Some(8),
+            Some(BlockLimits {
+                warps: 8,
+                blocks: 32,
+                registers: None,
+                shared_memory: Some(45),
+            }),
+        );
+        let back: LaunchOccupancy =
+            serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
         assert_eq!(back, l);
-        assert!(!serde_json::to_string(&l).unwrap().contains("model_error"), "absent errors are left out");
+        assert!(
+            !serde_json::to_string(&l).unwrap().contains("model_error"),
+            "absent errors are left out"
+        );
     }
 }
 
@@ -309,7 +389,13 @@ pub struct HostLink<T> {
 
 impl<T> HostLink<T> {
     pub fn map<U>(&self, f: impl Fn(&T) -> U) -> HostLink<U> {
-        HostLink { h2d_pinned: f(&self.h2d_pinned), d2h_pinned: f(&self.d2h_pinned), bidirectional_pinned: f(&self.bidirectional_pinned), h2d_pageable: f(&self.h2d_pageable), d2h_pageable: f(&self.d2h_pageable) }
+        HostLink {
+            h2d_pinned: f(&self.h2d_pinned),
+            d2h_pinned: f(&self.d2h_pinned),
+            bidirectional_pinned: f(&self.bidirectional_pinned),
+            h2d_pageable: f(&self.h2d_pageable),
+            d2h_pageable: f(&self.d2h_pageable),
+        }
     }
 }
 
@@ -322,4 +408,3 @@ pub struct ComputeOutcome {
     pub samples_ms: Vec<f64>,
     pub math_mode: String,
 }
-

@@ -100,7 +100,9 @@ impl Overlap {
 /// labels a repeated step `LABEL #CHUNK`).
 pub fn without_chunk(label: &str) -> &str {
     match label.rsplit_once(" #") {
-        Some((head, chunk)) if !chunk.is_empty() && chunk.chars().all(|c| c.is_ascii_digit()) => head,
+        Some((head, chunk)) if !chunk.is_empty() && chunk.chars().all(|c| c.is_ascii_digit()) => {
+            head
+        }
         _ => label,
     }
 }
@@ -159,28 +161,69 @@ impl Timeline {
     /// The timeline of the sample whose total is nearest the median of `totals`; each step with
     /// its median duration over every sample. `spans[sample][step]` is the step's (start, end) in
     /// that sample, from its start (None where a step was not timed).
-    pub fn nearest_median(steps: &[StepInfo], totals: &[f64], spans: &[Vec<Option<(f64, f64)>>]) -> Timeline {
-        let median = if totals.is_empty() { 0.0 } else { median_in_place(&mut totals.to_vec()) };
-        let chosen = (0..totals.len()).min_by(|&a, &b| (totals[a] - median).abs().total_cmp(&(totals[b] - median).abs())).unwrap_or(0);
+    pub fn nearest_median(
+        steps: &[StepInfo],
+        totals: &[f64],
+        spans: &[Vec<Option<(f64, f64)>>],
+    ) -> Timeline {
+        let median = if totals.is_empty() {
+            0.0
+        } else {
+            median_in_place(&mut totals.to_vec())
+        };
+        let chosen = (0..totals.len())
+            .min_by(|&a, &b| {
+                (totals[a] - median)
+                    .abs()
+                    .total_cmp(&(totals[b] - median).abs())
+            })
+            .unwrap_or(0);
         let steps = steps
             .iter()
             .enumerate()
             .filter_map(|(i, info)| {
                 let (start_ms, end_ms) = spans.get(chosen)?.get(i).copied().flatten()?;
                 // Never empty: the chosen sample timed this step.
-                let mut durations: Vec<f64> = spans.iter().filter_map(|s| s.get(i).copied().flatten().map(|(a, b)| b - a)).collect();
+                let mut durations: Vec<f64> = spans
+                    .iter()
+                    .filter_map(|s| s.get(i).copied().flatten().map(|(a, b)| b - a))
+                    .collect();
                 let median_ms = median_in_place(&mut durations);
-                Some(StepTime { label: info.label.clone(), kind: info.kind, stream: info.stream.clone(), start_ms, end_ms, bytes: info.bytes, median_ms })
+                Some(StepTime {
+                    label: info.label.clone(),
+                    kind: info.kind,
+                    stream: info.stream.clone(),
+                    start_ms,
+                    end_ms,
+                    bytes: info.bytes,
+                    median_ms,
+                })
             })
             .collect();
-        Timeline { total_ms: totals.get(chosen).copied().unwrap_or(0.0), steps, mock: false }
+        Timeline {
+            total_ms: totals.get(chosen).copied().unwrap_or(0.0),
+            steps,
+            mock: false,
+        }
     }
 
     pub fn overlap(&self) -> Overlap {
-        let spans = |keep: fn(StepKind) -> bool| union(self.steps.iter().filter(|s| keep(s.kind)).map(|s| (s.start_ms, s.end_ms)).collect());
+        let spans = |keep: fn(StepKind) -> bool| {
+            union(
+                self.steps
+                    .iter()
+                    .filter(|s| keep(s.kind))
+                    .map(|s| (s.start_ms, s.end_ms))
+                    .collect(),
+            )
+        };
         let kernels = spans(|k| k == StepKind::Kernel);
         let transfers = spans(StepKind::is_transfer);
-        Overlap { kernel_ms: length(&kernels), transfer_ms: length(&transfers), both_ms: intersection(&kernels, &transfers) }
+        Overlap {
+            kernel_ms: length(&kernels),
+            transfer_ms: length(&transfers),
+            both_ms: intersection(&kernels, &transfers),
+        }
     }
 
     /// The streams in the order their first step was issued.
@@ -200,7 +243,15 @@ mod tests {
     use super::*;
 
     fn step(kind: StepKind, stream: &str, start_ms: f64, end_ms: f64) -> StepTime {
-        StepTime { label: kind.name().into(), kind, stream: stream.into(), start_ms, end_ms, bytes: 0, median_ms: end_ms - start_ms }
+        StepTime {
+            label: kind.name().into(),
+            kind,
+            stream: stream.into(),
+            start_ms,
+            end_ms,
+            bytes: 0,
+            median_ms: end_ms - start_ms,
+        }
     }
 
     #[test]
@@ -208,7 +259,13 @@ mod tests {
         // Two streams: copies 0-4 and 2-6, kernels 3-5 and 4-8; one memset that counts as neither.
         let t = Timeline {
             total_ms: 8.0,
-            steps: vec![step(StepKind::H2d, "s[0]", 0.0, 4.0), step(StepKind::D2h, "s[1]", 2.0, 6.0), step(StepKind::Kernel, "s[0]", 3.0, 5.0), step(StepKind::Kernel, "s[1]", 4.0, 8.0), step(StepKind::Memset, "NULL", 0.0, 8.0)],
+            steps: vec![
+                step(StepKind::H2d, "s[0]", 0.0, 4.0),
+                step(StepKind::D2h, "s[1]", 2.0, 6.0),
+                step(StepKind::Kernel, "s[0]", 3.0, 5.0),
+                step(StepKind::Kernel, "s[1]", 4.0, 8.0),
+                step(StepKind::Memset, "NULL", 0.0, 8.0),
+            ],
             mock: false,
         };
         let o = t.overlap();
@@ -220,21 +277,57 @@ mod tests {
 
     #[test]
     fn a_serial_program_hides_nothing_and_one_without_kernels_has_no_share() {
-        let serial = Timeline { total_ms: 3.0, steps: vec![step(StepKind::H2d, "NULL", 0.0, 1.0), step(StepKind::Kernel, "NULL", 1.0, 2.0), step(StepKind::D2h, "NULL", 2.0, 3.0)], mock: false };
+        let serial = Timeline {
+            total_ms: 3.0,
+            steps: vec![
+                step(StepKind::H2d, "NULL", 0.0, 1.0),
+                step(StepKind::Kernel, "NULL", 1.0, 2.0),
+                step(StepKind::D2h, "NULL", 2.0, 3.0),
+            ],
+            mock: false,
+        };
         assert_eq!(serial.overlap().kernel_hidden_pct(), Some(0.0));
-        let copies = Timeline { total_ms: 1.0, steps: vec![step(StepKind::H2d, "NULL", 0.0, 1.0)], mock: false };
-        assert_eq!((copies.overlap().kernel_hidden_pct(), copies.overlap().transfer_hidden_pct()), (None, Some(0.0)));
+        let copies = Timeline {
+            total_ms: 1.0,
+            steps: vec![step(StepKind::H2d, "NULL", 0.0, 1.0)],
+            mock: false,
+        };
+        assert_eq!(
+            (
+                copies.overlap().kernel_hidden_pct(),
+                copies.overlap().transfer_hidden_pct()
+            ),
+            (None, Some(0.0))
+        );
     }
 
     #[test]
     fn the_timeline_is_the_sample_nearest_the_median_with_each_steps_median() {
-        let info = |label: &str, kind| StepInfo { label: label.into(), kind, stream: "NULL".into(), bytes: 8 };
-        let steps = [info("h2d a", StepKind::H2d), info("kernel k", StepKind::Kernel)];
+        let info = |label: &str, kind| StepInfo {
+            label: label.into(),
+            kind,
+            stream: "NULL".into(),
+            bytes: 8,
+        };
+        let steps = [
+            info("h2d a", StepKind::H2d),
+            info("kernel k", StepKind::Kernel),
+        ];
         // Totals 3, 10, 4: median 4, so the third sample is drawn; the kernel was not timed in the first.
-        let spans = vec![vec![Some((0.0, 1.0)), None], vec![Some((0.0, 9.0)), Some((9.0, 10.0))], vec![Some((0.0, 2.0)), Some((2.0, 4.0))]];
+        let spans = vec![
+            vec![Some((0.0, 1.0)), None],
+            vec![Some((0.0, 9.0)), Some((9.0, 10.0))],
+            vec![Some((0.0, 2.0)), Some((2.0, 4.0))],
+        ];
         let t = Timeline::nearest_median(&steps, &[3.0, 10.0, 4.0], &spans);
         assert_eq!(t.total_ms, 4.0);
-        assert_eq!(t.steps.iter().map(|s| (s.start_ms, s.end_ms, s.median_ms)).collect::<Vec<_>>(), vec![(0.0, 2.0, 2.0), (2.0, 4.0, 1.5)]);
+        assert_eq!(
+            t.steps
+                .iter()
+                .map(|s| (s.start_ms, s.end_ms, s.median_ms))
+                .collect::<Vec<_>>(),
+            vec![(0.0, 2.0, 2.0), (2.0, 4.0, 1.5)]
+        );
         assert!(!t.mock);
         // No samples: an empty timeline, not a panic.
         assert!(Timeline::nearest_median(&steps, &[], &[]).steps.is_empty());

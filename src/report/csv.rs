@@ -13,10 +13,21 @@ impl Exporter<RunData> for Csv {
     fn render(&self, run: &RunData) -> anyhow::Result<String> {
         let metric_names: Vec<String> = run.info.metrics.iter().map(|m| m.name.clone()).collect();
         let mut w = ::csv::Writer::from_writer(Vec::new());
-        let mut header = vec!["group", "variant", "params", "status", "median_ms", "ci_low_ms", "ci_high_ms", "samples", "gbs", "copy_bound_gbs"]
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>();
+        let mut header = vec![
+            "group",
+            "variant",
+            "params",
+            "status",
+            "median_ms",
+            "ci_low_ms",
+            "ci_high_ms",
+            "samples",
+            "gbs",
+            "copy_bound_gbs",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
         header.extend(metric_names.iter().cloned());
         // A mock run's numbers are stand-ins: a last column says so on every row (measured runs have none).
         if run.info.mock {
@@ -30,7 +41,10 @@ impl Exporter<RunData> for Csv {
                 j.key.group.clone(),
                 j.key.variant.clone(),
                 crate::records::format_params(&j.key.variant_params),
-                serde_json::to_value(j.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                serde_json::to_value(j.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
                 num(s.map(|s| s.median)),
                 num(s.map(|s| s.ci_low)),
                 num(s.map(|s| s.ci_high)),
@@ -40,7 +54,9 @@ impl Exporter<RunData> for Csv {
             ];
             let profile = run.profiles.get(j.id());
             for m in &metric_names {
-                row.push(num(profile.and_then(|p| p.metrics.get(m).copied().flatten())));
+                row.push(num(
+                    profile.and_then(|p| p.metrics.get(m).copied().flatten())
+                ));
             }
             if run.info.mock {
                 row.push("MOCK: stand-in, not measured".into());

@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use polars::prelude::DataFrame;
 
-use super::markdown::table;
 use super::Exporter;
+use super::markdown::table;
 use crate::frame;
 use crate::records::RunData;
 
@@ -18,7 +18,10 @@ impl Exporter<RunData> for Results {
 
     fn render(&self, run: &RunData) -> anyhow::Result<String> {
         // A run's own frame is labelled by when it started (its directory is not known here).
-        Ok(frame::to_csv(&frame::results(&[(run.info.started.as_str(), run)])?)?)
+        Ok(frame::to_csv(&frame::results(&[(
+            run.info.started.as_str(),
+            run,
+        )])?)?)
     }
 }
 
@@ -29,25 +32,64 @@ fn cell(df: &DataFrame, column: &str, row: usize) -> String {
             Some(x) if column.starts_with("median_ms") => format!("{x:.4}"),
             Some(x) if column.starts_with("pct_of_copy") => format!("{x:.0}%"),
             Some(x) => format!("{x:.3}"),
-            None => v.get_str().map(str::to_string).unwrap_or_else(|| v.to_string()),
+            None => v
+                .get_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string()),
         },
         Err(_) => "–".into(),
     }
 }
 
 /// `runs` side by side (`frame::side_by_side`), with a line per run saying what it is.
-pub fn side_by_side_markdown(frame: &DataFrame, labels: &[&str], runs: &[&RunData]) -> anyhow::Result<String> {
+pub fn side_by_side_markdown(
+    frame: &DataFrame,
+    labels: &[&str],
+    runs: &[&RunData],
+) -> anyhow::Result<String> {
     let wide = frame::side_by_side(frame, labels)?;
     let summary = frame::run_summary(frame)?;
     let mut out = String::from("# gpu-lab compare\n\n");
     for (i, (label, run)) in labels.iter().zip(runs).enumerate() {
-        let gpu = run.info.device.as_ref().map(|d| d.name.clone()).unwrap_or_else(|| "unknown GPU".into());
-        let mock = if run.info.mock { " — **MOCK: stand-in numbers, not measurements**" } else { "" };
-        let _ = writeln!(out, "{}. `{label}`: {} on {gpu}, {}{mock}", i + 1, run.info.suite, run.info.started);
+        let gpu = run
+            .info
+            .device
+            .as_ref()
+            .map(|d| d.name.clone())
+            .unwrap_or_else(|| "unknown GPU".into());
+        let mock = if run.info.mock {
+            " — **MOCK: stand-in numbers, not measurements**"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "{}. `{label}`: {} on {gpu}, {}{mock}",
+            i + 1,
+            run.info.suite,
+            run.info.started
+        );
     }
-    let mut rows = vec![vec!["run".to_string(), "jobs".into(), "correct".into(), "median % of copy".into(), "best % of copy".into()]];
+    let mut rows = vec![vec![
+        "run".to_string(),
+        "jobs".into(),
+        "correct".into(),
+        "median % of copy".into(),
+        "best % of copy".into(),
+    ]];
     for r in 0..summary.height() {
-        rows.push(["run", "jobs", "correct", "pct_of_copy_median", "pct_of_copy_max"].iter().map(|c| cell(&summary, c, r).replace("%", "")).collect());
+        rows.push(
+            [
+                "run",
+                "jobs",
+                "correct",
+                "pct_of_copy_median",
+                "pct_of_copy_max",
+            ]
+            .iter()
+            .map(|c| cell(&summary, c, r).replace("%", ""))
+            .collect(),
+        );
     }
     let _ = writeln!(out, "\n{}\n", table(rows));
     let mut head = vec!["job".to_string()];
@@ -64,7 +106,11 @@ pub fn side_by_side_markdown(frame: &DataFrame, labels: &[&str], runs: &[&RunDat
         for i in 1..=labels.len() {
             let status = cell(&wide, &format!("status {i}"), r);
             let median = cell(&wide, &format!("median_ms {i}"), r);
-            row.push(if status == "ok" || status == "–" { median } else { format!("{median} ({status})") });
+            row.push(if status == "ok" || status == "–" {
+                median
+            } else {
+                format!("{median} ({status})")
+            });
             row.push(cell(&wide, &format!("pct_of_copy {i}"), r));
             if i > 1 {
                 row.push(cell(&wide, &format!("time ratio {i}/1"), r));

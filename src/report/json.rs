@@ -25,6 +25,8 @@ impl Exporter<RunData> for Json {
                 })
             })
             .collect();
-        Ok(serde_json::to_string_pretty(&json!({ "run": run.info, "bounds": run.bounds, "jobs": jobs }))?)
+        Ok(serde_json::to_string_pretty(
+            &json!({ "run": run.info, "bounds": run.bounds, "jobs": jobs }),
+        )?)
     }
 }

@@ -82,7 +82,11 @@ fn device_label(row: &KernelRow) -> String {
 /// nvprof's short description: the catalog's up to its first explanation.
 fn short_description(def: &MetricDef) -> String {
     let d = def.description.as_str();
-    let end = [d.find(": "), d.find(" (")].into_iter().flatten().min().unwrap_or(d.len());
+    let end = [d.find(": "), d.find(" (")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(d.len());
     d[..end].trim().to_string()
 }
 
@@ -94,17 +98,35 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
         // Computable when any of its counter sets (its own, or an alternative's) is in the file.
         let in_file = |c: &str| rows.iter().any(|r| r.values.contains_key(c));
         if def.computable_with(&in_file).is_none() {
-            let absent: Vec<String> = def.counters.values().filter(|c| !in_file(c)).cloned().collect::<BTreeSet<_>>().into_iter().collect();
-            summary.missing.push(Missing { metric: def.name.clone(), counters: absent });
+            let absent: Vec<String> = def
+                .counters
+                .values()
+                .filter(|c| !in_file(c))
+                .cloned()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            summary.missing.push(Missing {
+                metric: def.name.clone(),
+                counters: absent,
+            });
         }
     }
-    let present: Vec<&MetricDef> = defs.iter().filter(|d| !summary.missing.iter().any(|m| m.metric == d.name)).collect();
+    let present: Vec<&MetricDef> = defs
+        .iter()
+        .filter(|d| !summary.missing.iter().any(|m| m.metric == d.name))
+        .collect();
     let launch_values: Vec<&BTreeMap<String, f64>> = rows.iter().map(|r| &r.values).collect();
     let values = metrics::evaluate_launches(&launch_values, &present)?;
     let mut index: HashMap<(&str, &str, Option<&String>, &str), usize> = HashMap::new();
     let mut sums: Vec<Vec<f64>> = Vec::new();
     for (r, row) in rows.iter().enumerate() {
-        let key = (row.process_id.as_str(), row.device.as_str(), row.text.get(DEVICE_NAME), row.kernel_name.as_str());
+        let key = (
+            row.process_id.as_str(),
+            row.device.as_str(),
+            row.text.get(DEVICE_NAME),
+            row.kernel_name.as_str(),
+        );
         let g = *index.entry(key).or_insert_with(|| {
             summary.kernels.push(KernelGroup {
                 process_id: row.process_id.clone(),
@@ -139,7 +161,10 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
             group.faulted_launches += 1;
             continue;
         }
-        for (i, value) in values[r * present.len()..(r + 1) * present.len()].iter().enumerate() {
+        for (i, value) in values[r * present.len()..(r + 1) * present.len()]
+            .iter()
+            .enumerate()
+        {
             let line = &mut group.metrics[i];
             match *value {
                 LaunchValue::Missing => {}
@@ -147,7 +172,8 @@ pub fn summarize(rows: &[KernelRow], defs: &[MetricDef]) -> Result<Summary, Form
                     line.invocations += 1;
                     line.not_applicable += 1;
                     if line.not_applicable_reason.is_none() {
-                        line.not_applicable_reason = present[i].not_applicable_reason(rule).map(String::from);
+                        line.not_applicable_reason =
+                            present[i].not_applicable_reason(rule).map(String::from);
                     }
                 }
                 LaunchValue::Value(v) => {
@@ -177,7 +203,13 @@ fn scaled(v: f64, units: [&str; 5]) -> String {
         x /= 1000.0;
         i += 1;
     }
-    let decimals = if x.abs() >= 100.0 { 2 } else if x.abs() >= 10.0 { 3 } else { 4 };
+    let decimals = if x.abs() >= 100.0 {
+        2
+    } else if x.abs() >= 10.0 {
+        3
+    } else {
+        4
+    };
     format!("{x:.decimals$}{}", units[i])
 }
 
@@ -188,18 +220,40 @@ pub fn nvprof_value(line: &MetricLine, v: f64) -> String {
         "byte/s" => scaled(v, ["B/s", "KB/s", "MB/s", "GB/s", "TB/s"]),
         "byte" => scaled(v, ["B", "KB", "MB", "GB", "TB"]),
         "ns" => {
-            let (x, u) = if v >= 1e9 { (v / 1e9, "s") } else if v >= 1e6 { (v / 1e6, "ms") } else if v >= 1e3 { (v / 1e3, "us") } else { (v, "ns") };
+            let (x, u) = if v >= 1e9 {
+                (v / 1e9, "s")
+            } else if v >= 1e6 {
+                (v / 1e6, "ms")
+            } else if v >= 1e3 {
+                (v / 1e3, "us")
+            } else {
+                (v, "ns")
+            };
             // Seconds are the largest unit: 5000 s stays 5000 s (no further scaling by 1000).
-            let decimals = if x.abs() >= 100.0 { 2 } else if x.abs() >= 10.0 { 3 } else { 4 };
+            let decimals = if x.abs() >= 100.0 {
+                2
+            } else if x.abs() >= 10.0 {
+                3
+            } else {
+                4
+            };
             format!("{x:.decimals$}{u}")
         }
-        _ if (line.aggregate == Aggregate::Sum || line.raw) && v.fract() == 0.0 && v.abs() < 1e15 => format!("{v:.0}"),
+        _ if (line.aggregate == Aggregate::Sum || line.raw)
+            && v.fract() == 0.0
+            && v.abs() < 1e15 =>
+        {
+            format!("{v:.0}")
+        }
         _ => format!("{v:.6}"),
     }
 }
 
 fn cells(line: &MetricLine) -> [String; 3] {
-    let f = |v: Option<f64>| v.map(|v| nvprof_value(line, v)).unwrap_or_else(|| "n/a".into());
+    let f = |v: Option<f64>| {
+        v.map(|v| nvprof_value(line, v))
+            .unwrap_or_else(|| "n/a".into())
+    };
     // Avg of a metric n/a in every launch says why, where a rule of the metric said.
     let avg = match (line.avg, &line.not_applicable_reason) {
         (None, Some(why)) => format!("n/a ({why})"),
@@ -216,14 +270,21 @@ fn not_applicable_note(l: &MetricLine) -> Option<String> {
             l.metric,
             l.not_applicable,
             l.invocations,
-            l.not_applicable_reason.as_deref().unwrap_or("formula undefined there, such as 0/0"),
+            l.not_applicable_reason
+                .as_deref()
+                .unwrap_or("formula undefined there, such as 0/0"),
             l.invocations - l.not_applicable
         )
     })
 }
 
 fn fault_note(k: &KernelGroup) -> Option<String> {
-    (k.faulted_launches > 0).then(|| format!("faulted: {} of {} launches reported nan values or a (0, 0, 0) grid", k.faulted_launches, k.launches))
+    (k.faulted_launches > 0).then(|| {
+        format!(
+            "faulted: {} of {} launches reported nan values or a (0, 0, 0) grid",
+            k.faulted_launches, k.launches
+        )
+    })
 }
 
 /// Kernels of one process, in order.
@@ -244,11 +305,29 @@ pub fn render_table(s: &Summary) -> String {
     let mut out = String::new();
     for (pid, kernels) in by_process(s) {
         let lines = kernels.iter().flat_map(|k| &k.metrics);
-        let name_w = lines.clone().map(|l| l.metric.len()).max().unwrap_or(0).max(41);
-        let desc_w = lines.clone().map(|l| l.description.len() + 2).max().unwrap_or(0).max(41);
-        let value_w = lines.flat_map(|l| cells(l).map(|c| c.len())).max().unwrap_or(0).max(11);
+        let name_w = lines
+            .clone()
+            .map(|l| l.metric.len())
+            .max()
+            .unwrap_or(0)
+            .max(41);
+        let desc_w = lines
+            .clone()
+            .map(|l| l.description.len() + 2)
+            .max()
+            .unwrap_or(0)
+            .max(41);
+        let value_w = lines
+            .flat_map(|l| cells(l).map(|c| c.len()))
+            .max()
+            .unwrap_or(0)
+            .max(11);
         let _ = writeln!(out, "=={pid}== Profiling result:\n=={pid}== Metric result:");
-        let _ = writeln!(out, "{:>11} {:>name_w$} {:>desc_w$} {:>value_w$} {:>value_w$} {:>value_w$}", "Invocations", "Metric Name", "Metric Description", "Min", "Max", "Avg");
+        let _ = writeln!(
+            out,
+            "{:>11} {:>name_w$} {:>desc_w$} {:>value_w$} {:>value_w$} {:>value_w$}",
+            "Invocations", "Metric Name", "Metric Description", "Min", "Max", "Avg"
+        );
         let mut device = None;
         for k in kernels {
             if device != Some(&k.device) {
@@ -261,7 +340,11 @@ pub fn render_table(s: &Summary) -> String {
             }
             for l in &k.metrics {
                 let [min, max, avg] = cells(l);
-                let _ = writeln!(out, "{:>11} {:>name_w$} {:>desc_w$} {min:>value_w$} {max:>value_w$} {avg:>value_w$}", l.invocations, l.metric, l.description);
+                let _ = writeln!(
+                    out,
+                    "{:>11} {:>name_w$} {:>desc_w$} {min:>value_w$} {max:>value_w$} {avg:>value_w$}",
+                    l.invocations, l.metric, l.description
+                );
                 if let Some(note) = not_applicable_note(l) {
                     let _ = writeln!(out, "        ({note})");
                 }
@@ -288,18 +371,39 @@ pub fn render_markdown(s: &Summary) -> String {
         for device in devices {
             let _ = writeln!(out, "### Device \"{device}\", process {pid}\n");
             let mut b = Builder::default();
-            b.push_record(["Kernel", "Invocations", "n/a", "Metric Name", "Metric Description", "Min", "Max", "Avg"]);
+            b.push_record([
+                "Kernel",
+                "Invocations",
+                "n/a",
+                "Metric Name",
+                "Metric Description",
+                "Min",
+                "Max",
+                "Avg",
+            ]);
             for k in kernels.iter().filter(|k| k.device == device) {
                 let kernel = match fault_note(k) {
                     Some(note) => format!("`{}` ({note})", md_cell(&k.kernel)),
                     None => format!("`{}`", md_cell(&k.kernel)),
                 };
                 if k.metrics.is_empty() {
-                    b.push_record(std::iter::once(kernel.clone()).chain(std::iter::repeat_n(String::new(), 7)));
+                    b.push_record(
+                        std::iter::once(kernel.clone())
+                            .chain(std::iter::repeat_n(String::new(), 7)),
+                    );
                 }
                 for l in &k.metrics {
                     let [min, max, avg] = cells(l);
-                    b.push_record([kernel.clone(), l.invocations.to_string(), l.not_applicable.to_string(), l.metric.clone(), md_cell(&l.description), min, max, avg]);
+                    b.push_record([
+                        kernel.clone(),
+                        l.invocations.to_string(),
+                        l.not_applicable.to_string(),
+                        l.metric.clone(),
+                        md_cell(&l.description),
+                        min,
+                        max,
+                        avg,
+                    ]);
                 }
             }
             let _ = writeln!(out, "{}\n", b.build().with(Style::markdown()));
@@ -311,12 +415,36 @@ pub fn render_markdown(s: &Summary) -> String {
 /// One row per kernel and metric, values in base units at full precision (empty where not applicable).
 pub fn render_csv(s: &Summary) -> anyhow::Result<String> {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    w.write_record(["process_id", "device", "kernel", "launches", "faulted_launches", "metric", "description", "unit", "invocations", "not_applicable", "min", "max", "avg"])?;
+    w.write_record([
+        "process_id",
+        "device",
+        "kernel",
+        "launches",
+        "faulted_launches",
+        "metric",
+        "description",
+        "unit",
+        "invocations",
+        "not_applicable",
+        "min",
+        "max",
+        "avg",
+    ])?;
     let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     for k in &s.kernels {
         if k.metrics.is_empty() {
             // A kernel whose every launch faulted still gets its row.
-            w.write_record([k.process_id.clone(), k.device.clone(), k.kernel.clone(), k.launches.to_string(), k.faulted_launches.to_string()].into_iter().chain(std::iter::repeat_n(String::new(), 8)))?;
+            w.write_record(
+                [
+                    k.process_id.clone(),
+                    k.device.clone(),
+                    k.kernel.clone(),
+                    k.launches.to_string(),
+                    k.faulted_launches.to_string(),
+                ]
+                .into_iter()
+                .chain(std::iter::repeat_n(String::new(), 8)),
+            )?;
         }
         for l in &k.metrics {
             w.write_record([
@@ -364,7 +492,10 @@ mod tests {
 
     #[test]
     fn long_durations_are_scaled_once() {
-        let line = MetricLine { unit: "ns".into(), ..MetricLine::default() };
+        let line = MetricLine {
+            unit: "ns".into(),
+            ..MetricLine::default()
+        };
         assert_eq!(nvprof_value(&line, 5e12), "5000.00s");
         assert_eq!(nvprof_value(&line, 2.5e9), "2.5000s");
         assert_eq!(nvprof_value(&line, 1234.0), "1.2340us");
@@ -391,16 +522,30 @@ mod tests {
     #[test]
     fn launches_group_by_kernel_with_min_max_and_plain_mean() {
         let c = metrics::Catalog::builtin().unwrap();
-        let defs = c.resolve(&["gld_efficiency".into(), "shared_load_transactions_per_request".into()]).unwrap();
+        let defs = c
+            .resolve(&[
+                "gld_efficiency".into(),
+                "shared_load_transactions_per_request".into(),
+            ])
+            .unwrap();
         let rows = vec![
             row(0, "copy_row", &[(REQ, 128.0), (SECT, 4.0)]),
             row(1, "copy_column", &[(REQ, 128.0), (SECT, 32.0)]),
             row(2, "copy_row", &[(REQ, 128.0), (SECT, 8.0)]),
         ];
         let s = summarize(&rows, &defs).unwrap();
-        assert_eq!(s.kernels.iter().map(|k| (k.kernel.as_str(), k.launches)).collect::<Vec<_>>(), [("copy_row", 2), ("copy_column", 1)]);
+        assert_eq!(
+            s.kernels
+                .iter()
+                .map(|k| (k.kernel.as_str(), k.launches))
+                .collect::<Vec<_>>(),
+            [("copy_row", 2), ("copy_column", 1)]
+        );
         let eff = &s.kernels[0].metrics[0];
-        assert_eq!((eff.invocations, eff.min, eff.max, eff.avg), (2, Some(50.0), Some(100.0), Some(75.0)));
+        assert_eq!(
+            (eff.invocations, eff.min, eff.max, eff.avg),
+            (2, Some(50.0), Some(100.0), Some(75.0))
+        );
         assert_eq!(s.missing.len(), 1);
         assert_eq!(s.missing[0].metric, "shared_load_transactions_per_request");
         assert_eq!(s.missing[0].counters.len(), 2);
@@ -410,15 +555,29 @@ mod tests {
     fn the_table_has_nvprofs_columns_and_widths() {
         let c = metrics::Catalog::builtin().unwrap();
         let defs = c.resolve(&["gld_efficiency".into()]).unwrap();
-        let s = summarize(&[row(0, "copyRow(float*, float*, int, int)", &[(REQ, 128.0), (SECT, 4.0)])], &defs).unwrap();
+        let s = summarize(
+            &[row(
+                0,
+                "copyRow(float*, float*, int, int)",
+                &[(REQ, 128.0), (SECT, 4.0)],
+            )],
+            &defs,
+        )
+        .unwrap();
         let t = render_table(&s);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "==558== Profiling result:");
         assert_eq!(lines[3], "Device \"NVIDIA H200 (0)\"");
         assert_eq!(lines[4], "    Kernel: copyRow(float*, float*, int, int)");
         // nvprof's own line for this metric, column for column (../shared/seeds/002, a GT 1030).
-        assert_eq!(lines[5], "          1                            gld_efficiency             Global Memory Load Efficiency     100.00%     100.00%     100.00%");
-        assert_eq!(lines[2], "Invocations                               Metric Name                        Metric Description         Min         Max         Avg");
+        assert_eq!(
+            lines[5],
+            "          1                            gld_efficiency             Global Memory Load Efficiency     100.00%     100.00%     100.00%"
+        );
+        assert_eq!(
+            lines[2],
+            "Invocations                               Metric Name                        Metric Description         Min         Max         Avg"
+        );
     }
 
     #[test]
@@ -437,17 +596,34 @@ mod tests {
             raw: false,
         };
         assert_eq!(nvprof_value(&line("%", Aggregate::Mean), 83.333), "83.33%");
-        assert_eq!(nvprof_value(&line("byte/s", Aggregate::Mean), 24.568e9), "24.568GB/s");
-        assert_eq!(nvprof_value(&line("byte/s", Aggregate::Mean), 192.52e9), "192.52GB/s");
-        assert_eq!(nvprof_value(&line("sectors", Aggregate::Mean), 16.000031), "16.000031");
-        assert_eq!(nvprof_value(&line("conflicts", Aggregate::Sum), 4194306.0), "4194306");
-        assert_eq!(nvprof_value(&line("ns", Aggregate::Sum), 983_168.0), "983.17us");
+        assert_eq!(
+            nvprof_value(&line("byte/s", Aggregate::Mean), 24.568e9),
+            "24.568GB/s"
+        );
+        assert_eq!(
+            nvprof_value(&line("byte/s", Aggregate::Mean), 192.52e9),
+            "192.52GB/s"
+        );
+        assert_eq!(
+            nvprof_value(&line("sectors", Aggregate::Mean), 16.000031),
+            "16.000031"
+        );
+        assert_eq!(
+            nvprof_value(&line("conflicts", Aggregate::Sum), 4194306.0),
+            "4194306"
+        );
+        assert_eq!(
+            nvprof_value(&line("ns", Aggregate::Sum), 983_168.0),
+            "983.17us"
+        );
     }
 
     #[test]
     fn undefined_ratios_and_faulted_launches_are_shown() {
         let c = metrics::Catalog::builtin().unwrap();
-        let defs = c.resolve(&["shared_load_transactions_per_request".into()]).unwrap();
+        let defs = c
+            .resolve(&["shared_load_transactions_per_request".into()])
+            .unwrap();
         let w = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
         let i = "smsp__inst_executed_op_shared_ld.sum";
         let mut bad = row(1, "faulty", &[(w, f64::NAN), (i, f64::NAN)]);
@@ -467,13 +643,23 @@ mod tests {
     fn launches_where_a_ratio_is_undefined_are_counted_and_said() {
         let c = metrics::Catalog::builtin().unwrap();
         let defs = c.resolve(&["gld_efficiency".into()]).unwrap();
-        let rows = [row(0, "copy", &[(REQ, 128.0), (SECT, 4.0)]), row(1, "copy", &[(REQ, 0.0), (SECT, 0.0)]), row(2, "copy", &[(REQ, 128.0), (SECT, 8.0)])];
+        let rows = [
+            row(0, "copy", &[(REQ, 128.0), (SECT, 4.0)]),
+            row(1, "copy", &[(REQ, 0.0), (SECT, 0.0)]),
+            row(2, "copy", &[(REQ, 128.0), (SECT, 8.0)]),
+        ];
         let s = summarize(&rows, &defs).unwrap();
         let line = &s.kernels[0].metrics[0];
-        assert_eq!((line.invocations, line.not_applicable, line.min, line.avg), (3, 1, Some(50.0), Some(75.0)));
+        assert_eq!(
+            (line.invocations, line.not_applicable, line.min, line.avg),
+            (3, 1, Some(50.0), Some(75.0))
+        );
         let t = render_table(&s);
         assert!(t.contains("\n        (gld_efficiency: n/a in 1 of 3 invocations (formula undefined there, such as 0/0); Min, Max and Avg are over the other 2)\n"), "{t}");
         let md = render_markdown(&s);
-        assert!(md.contains("| `copy` | 3           | 1   | gld_efficiency |"), "{md}");
+        assert!(
+            md.contains("| `copy` | 3           | 1   | gld_efficiency |"),
+            "{md}"
+        );
     }
 }

@@ -8,7 +8,14 @@ const ROW: i32 = 14;
 const LABEL_W: i32 = 320;
 const BAR_W: i32 = 420;
 const WIDTH: u32 = (LABEL_W + BAR_W + 120) as u32;
-const COLORS: [RGBColor; 6] = [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40), RGBColor(148, 103, 189), RGBColor(140, 86, 75)];
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+];
 
 /// Groups and job ids in the order they first appear across the runs.
 fn rows(runs: &[(&str, &RunData)]) -> Vec<(String, Vec<(String, String)>)> {
@@ -40,22 +47,43 @@ fn percent_of_bound(run: &RunData, j: &crate::records::JobRecord) -> Option<f64>
     }
 }
 
-fn draw(runs: &[(&str, &RunData)], area: &DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), Box<dyn std::error::Error>> {
+fn draw(
+    runs: &[(&str, &RunData)],
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+) -> Result<(), Box<dyn std::error::Error>> {
     area.fill(&WHITE)?;
     let text = ("sans-serif", 11).into_font();
     let suite = runs.first().map_or("", |(_, r)| r.info.suite.as_str());
     area.draw(&Text::new(format!("{suite}: % of each run's own bound, measured in that run (copy; cuBLAS or a variant where the suite names one)"), (10, 8), ("sans-serif", 14).into_font()))?;
     let mut y = 30;
     for (i, (label, run)) in runs.iter().enumerate() {
-        let gpu = run.info.device.as_ref().map_or("unknown GPU", |d| d.name.as_str());
+        let gpu = run
+            .info
+            .device
+            .as_ref()
+            .map_or("unknown GPU", |d| d.name.as_str());
         let color = COLORS[i % COLORS.len()];
-        area.draw(&Rectangle::new([(10, y + 2), (22, y + ROW - 2)], color.filled()))?;
-        area.draw(&Text::new(format!("{gpu}{}: {label}", if run.info.mock { " (MOCK)" } else { "" }), (28, y), text.clone()))?;
+        area.draw(&Rectangle::new(
+            [(10, y + 2), (22, y + ROW - 2)],
+            color.filled(),
+        ))?;
+        area.draw(&Text::new(
+            format!(
+                "{gpu}{}: {label}",
+                if run.info.mock { " (MOCK)" } else { "" }
+            ),
+            (28, y),
+            text.clone(),
+        ))?;
         y += ROW;
     }
     y += 8;
     for (group, jobs) in rows(runs) {
-        area.draw(&Text::new(group.clone(), (10, y), ("sans-serif", 12).into_font().style(FontStyle::Bold)))?;
+        area.draw(&Text::new(
+            group.clone(),
+            (10, y),
+            ("sans-serif", 12).into_font().style(FontStyle::Bold),
+        ))?;
         y += ROW + 2;
         let top = y;
         for (id, label) in jobs {
@@ -63,12 +91,21 @@ fn draw(runs: &[(&str, &RunData)], area: &DrawingArea<SVGBackend, plotters::coor
             for (i, (_, run)) in runs.iter().enumerate() {
                 let color = COLORS[i % COLORS.len()];
                 let job = run.jobs.iter().find(|j| j.key.id == id);
-                let pct = job.filter(|j| j.status == JobStatus::Ok).and_then(|j| percent_of_bound(run, j));
+                let pct = job
+                    .filter(|j| j.status == JobStatus::Ok)
+                    .and_then(|j| percent_of_bound(run, j));
                 match pct {
                     Some(p) => {
                         let w = (p.clamp(0.0, 150.0) / 150.0 * BAR_W as f64) as i32;
-                        area.draw(&Rectangle::new([(LABEL_W, y + 1), (LABEL_W + w, y + ROW - 2)], color.mix(0.8).filled()))?;
-                        area.draw(&Text::new(format!("{p:.0}%"), (LABEL_W + w + 4, y), text.clone()))?;
+                        area.draw(&Rectangle::new(
+                            [(LABEL_W, y + 1), (LABEL_W + w, y + ROW - 2)],
+                            color.mix(0.8).filled(),
+                        ))?;
+                        area.draw(&Text::new(
+                            format!("{p:.0}%"),
+                            (LABEL_W + w + 4, y),
+                            text.clone(),
+                        ))?;
                     }
                     None => {
                         let why = match job.map(|j| j.status) {
@@ -87,7 +124,10 @@ fn draw(runs: &[(&str, &RunData)], area: &DrawingArea<SVGBackend, plotters::coor
         // 100% of copy, dashed.
         let x = LABEL_W + (100.0 / 150.0 * BAR_W as f64) as i32;
         for seg in (top..y).step_by(6) {
-            area.draw(&PathElement::new(vec![(x, seg), (x, (seg + 3).min(y))], BLACK.stroke_width(1)))?;
+            area.draw(&PathElement::new(
+                vec![(x, seg), (x, (seg + 3).min(y))],
+                BLACK.stroke_width(1),
+            ))?;
         }
         area.draw(&Text::new("100% of the bound", (x - 40, y), text.clone()))?;
         y += ROW + 6;
@@ -98,7 +138,10 @@ fn draw(runs: &[(&str, &RunData)], area: &DrawingArea<SVGBackend, plotters::coor
 fn height(runs: &[(&str, &RunData)]) -> u32 {
     let rows = rows(runs);
     let jobs: usize = rows.iter().map(|(_, j)| j.len()).sum();
-    (40 + runs.len() as i32 * ROW + rows.len() as i32 * (2 * ROW + 8) + jobs as i32 * (runs.len() as i32 * ROW + 4)).max(80) as u32
+    (40 + runs.len() as i32 * ROW
+        + rows.len() as i32 * (2 * ROW + 8)
+        + jobs as i32 * (runs.len() as i32 * ROW + 4))
+        .max(80) as u32
 }
 
 /// The chart as SVG text.
@@ -107,7 +150,8 @@ pub fn render(runs: &[(&str, &RunData)]) -> anyhow::Result<String> {
     {
         let area = SVGBackend::with_string(&mut out, (WIDTH, height(runs))).into_drawing_area();
         draw(runs, &area).map_err(|e| anyhow::anyhow!("drawing the comparison: {e}"))?;
-        area.present().map_err(|e| anyhow::anyhow!("drawing the comparison: {e}"))?;
+        area.present()
+            .map_err(|e| anyhow::anyhow!("drawing the comparison: {e}"))?;
     }
     Ok(out)
 }

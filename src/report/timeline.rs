@@ -68,7 +68,11 @@ fn summary_line(t: &Timeline) -> String {
 
 /// The first title line: the caller's title, after the MOCK mark when nothing ran.
 fn title_line(title: &str, t: &Timeline) -> String {
-    if t.mock { format!("{MOCK_MARK} | {title}") } else { title.to_string() }
+    if t.mock {
+        format!("{MOCK_MARK} | {title}")
+    } else {
+        title.to_string()
+    }
 }
 
 /// How many decimals the axis needs for ticks a tenth of `span` apart to differ.
@@ -76,31 +80,70 @@ fn decimals(span: f64) -> usize {
     (1.0 - (span / 10.0).log10().floor()).clamp(0.0, 6.0) as usize
 }
 
-fn draw(title: &str, t: &Timeline, root: &DrawingArea<SVGBackend, plotters::coord::Shift>) -> Result<(), Box<dyn std::error::Error>> {
+fn draw(
+    title: &str,
+    t: &Timeline,
+    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+) -> Result<(), Box<dyn std::error::Error>> {
     root.fill(&WHITE)?;
     let title_color = if t.mock { RGBColor(200, 0, 0) } else { BLACK };
-    root.draw(&Text::new(title_line(title, t), (10, 8), ("sans-serif", TITLE_PT).into_font().style(FontStyle::Bold).color(&title_color)))?;
-    root.draw(&Text::new(summary_line(t), (10, 31), ("sans-serif", TEXT_PT).into_font()))?;
+    root.draw(&Text::new(
+        title_line(title, t),
+        (10, 8),
+        ("sans-serif", TITLE_PT)
+            .into_font()
+            .style(FontStyle::Bold)
+            .color(&title_color),
+    ))?;
+    root.draw(&Text::new(
+        summary_line(t),
+        (10, 31),
+        ("sans-serif", TEXT_PT).into_font(),
+    ))?;
     // The legend: the kinds present, in a fixed order.
     let mut kinds: Vec<StepKind> = t.steps.iter().map(|s| s.kind).collect();
     kinds.sort();
     kinds.dedup();
     let mut x = 10;
     for kind in &kinds {
-        root.draw(&Rectangle::new([(x, 54), (x + 14, 66)], color_of(*kind).filled()))?;
+        root.draw(&Rectangle::new(
+            [(x, 54), (x + 14, 66)],
+            color_of(*kind).filled(),
+        ))?;
         let name = legend_name(*kind);
-        root.draw(&Text::new(name, (x + 19, 53), ("sans-serif", TEXT_PT).into_font()))?;
+        root.draw(&Text::new(
+            name,
+            (x + 19, 53),
+            ("sans-serif", TEXT_PT).into_font(),
+        ))?;
         x += 19 + (name.len() as f64 * TEXT_CHAR_PX) as i32 + 18;
     }
 
     let streams = t.streams();
     let lanes = streams.len().max(1);
-    let lane_names: Vec<&str> = if streams.is_empty() { vec!["(no steps)"] } else { streams.clone() };
+    let lane_names: Vec<&str> = if streams.is_empty() {
+        vec!["(no steps)"]
+    } else {
+        streams.clone()
+    };
     // Wide enough for the longest stream name, and no wider than a quarter of the picture.
-    let label_w = (lane_names.iter().map(|n| n.chars().count()).max().unwrap_or(0) as f64 * TEXT_CHAR_PX + 20.0).clamp(60.0, WIDTH as f64 / 4.0) as u32;
+    let label_w = (lane_names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0) as f64
+        * TEXT_CHAR_PX
+        + 20.0)
+        .clamp(60.0, WIDTH as f64 / 4.0) as u32;
     // Steps with times that are not numbers (only ever from an edited file) are left out, not drawn at NaN.
     let finite = |a: f64, b: f64| a.is_finite() && b.is_finite();
-    let end = t.steps.iter().filter(|s| finite(s.start_ms, s.end_ms)).map(|s| s.end_ms.max(s.start_ms)).chain([t.total_ms].into_iter().filter(|x| x.is_finite())).fold(0.0, f64::max);
+    let end = t
+        .steps
+        .iter()
+        .filter(|s| finite(s.start_ms, s.end_ms))
+        .map(|s| s.end_ms.max(s.start_ms))
+        .chain([t.total_ms].into_iter().filter(|x| x.is_finite()))
+        .fold(0.0, f64::max);
     let x_max = if end > 0.0 { end * 1.02 } else { 1.0 };
     let (_, plot_area) = root.split_vertically(HEADER_H);
     let places = decimals(x_max);
@@ -124,27 +167,49 @@ fn draw(title: &str, t: &Timeline, root: &DrawingArea<SVGBackend, plotters::coor
     let text = ("sans-serif", TEXT_PT).into_font();
     for (i, name) in lane_names.iter().enumerate() {
         let (_, y) = chart.backend_coord(&(0.0, lane_top(i) - 0.5));
-        root.draw(&Text::new(name.to_string(), (label_w as i32 - 8, y), TextStyle::from(text.clone()).pos(Pos::new(HPos::Right, VPos::Center))))?;
+        root.draw(&Text::new(
+            name.to_string(),
+            (label_w as i32 - 8, y),
+            TextStyle::from(text.clone()).pos(Pos::new(HPos::Right, VPos::Center)),
+        ))?;
         if i > 0 {
             let (x0, y0) = chart.backend_coord(&(0.0, lane_top(i)));
             let (x1, _) = chart.backend_coord(&(x_max, lane_top(i)));
-            root.draw(&PathElement::new(vec![(x0, y0), (x1, y0)], RGBColor(200, 200, 200).stroke_width(1)))?;
+            root.draw(&PathElement::new(
+                vec![(x0, y0), (x1, y0)],
+                RGBColor(200, 200, 200).stroke_width(1),
+            ))?;
         }
     }
     if t.steps.is_empty() {
         let (x, y) = chart.backend_coord(&(0.0, lane_top(0) - 0.5));
-        root.draw(&Text::new("no step was timed", (x + 10, y), TextStyle::from(text.clone()).pos(Pos::new(HPos::Left, VPos::Center))))?;
+        root.draw(&Text::new(
+            "no step was timed",
+            (x + 10, y),
+            TextStyle::from(text.clone()).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
     }
-    let label_style = TextStyle::from(("sans-serif", BAR_PT).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+    let label_style = TextStyle::from(("sans-serif", BAR_PT).into_font())
+        .pos(Pos::new(HPos::Center, VPos::Center));
     for step in t.steps.iter().filter(|s| finite(s.start_ms, s.end_ms)) {
         let lane = streams.iter().position(|s| *s == step.stream).unwrap_or(0);
         let (x0, y0) = chart.backend_coord(&(step.start_ms.max(0.0), lane_top(lane) - BAR_INSET));
-        let (x1, y1) = chart.backend_coord(&(step.end_ms.max(step.start_ms).max(0.0), lane_top(lane) - 1.0 + BAR_INSET));
+        let (x1, y1) = chart.backend_coord(&(
+            step.end_ms.max(step.start_ms).max(0.0),
+            lane_top(lane) - 1.0 + BAR_INSET,
+        ));
         // One pixel off the right end keeps back-to-back steps of one kind apart.
         let x1 = (x1 - 1).max(x0 + MIN_BAR_PX);
-        root.draw(&Rectangle::new([(x0, y0), (x1, y1)], color_of(step.kind).mix(0.85).filled()))?;
+        root.draw(&Rectangle::new(
+            [(x0, y0), (x1, y1)],
+            color_of(step.kind).mix(0.85).filled(),
+        ))?;
         if let Some(label) = bar_label(&step.label, (x1 - x0) as f64) {
-            root.draw(&Text::new(label.to_string(), ((x0 + x1) / 2, (y0 + y1) / 2), label_style.clone()))?;
+            root.draw(&Text::new(
+                label.to_string(),
+                ((x0 + x1) / 2, (y0 + y1) / 2),
+                label_style.clone(),
+            ))?;
         }
     }
     // Where the sample ended, dashed.
@@ -152,7 +217,10 @@ fn draw(title: &str, t: &Timeline, root: &DrawingArea<SVGBackend, plotters::coor
         let (x, top) = chart.backend_coord(&(t.total_ms, lanes as f64));
         let (_, bottom) = chart.backend_coord(&(t.total_ms, 0.0));
         for y in (top..bottom).step_by(6) {
-            root.draw(&PathElement::new(vec![(x, y), (x, (y + 3).min(bottom))], BLACK.stroke_width(1)))?;
+            root.draw(&PathElement::new(
+                vec![(x, y), (x, (y + 3).min(bottom))],
+                BLACK.stroke_width(1),
+            ))?;
         }
     }
     Ok(())
@@ -163,12 +231,18 @@ fn draw(title: &str, t: &Timeline, root: &DrawingArea<SVGBackend, plotters::coor
 fn bar_label(label: &str, width_px: f64) -> Option<&str> {
     let without_chunk = crate::records::without_chunk(label);
     let last_word = without_chunk.rsplit(' ').next().unwrap_or(without_chunk);
-    [label, without_chunk, last_word].into_iter().find(|l| !l.is_empty() && l.chars().count() as f64 * BAR_CHAR_PX + 6.0 < width_px)
+    [label, without_chunk, last_word]
+        .into_iter()
+        .find(|l| !l.is_empty() && l.chars().count() as f64 * BAR_CHAR_PX + 6.0 < width_px)
 }
 
 /// A picture that says what went wrong, for the one case plotters fails on a string backend.
 fn failed_svg(title: &str, error: &str) -> String {
-    let escape = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"60\"><text x=\"10\" y=\"20\">{}</text><text x=\"10\" y=\"44\">the timeline could not be drawn: {}</text></svg>\n",
         escape(title),
@@ -185,7 +259,9 @@ pub fn timeline_svg(title: &str, t: &Timeline) -> String {
     let mut out = String::new();
     let drawn = {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
-        draw(title, t, &root).map_err(|e| e.to_string()).and_then(|()| root.present().map_err(|e| e.to_string()))
+        draw(title, t, &root)
+            .map_err(|e| e.to_string())
+            .and_then(|()| root.present().map_err(|e| e.to_string()))
     };
     match drawn {
         Ok(()) => out,
@@ -207,22 +283,47 @@ pub fn timeline_file(job_id: &str) -> String {
     }
     let slug: String = slug.chars().take(80).collect();
     // FNV-1a: stable across builds and platforms (std's hasher is not).
-    let hash = job_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    let hash = job_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    });
     let slug = slug.trim_end_matches('-');
-    format!("timelines/{}{:08x}.svg", if slug.is_empty() { String::new() } else { format!("{slug}-") }, hash as u32)
+    format!(
+        "timelines/{}{:08x}.svg",
+        if slug.is_empty() {
+            String::new()
+        } else {
+            format!("{slug}-")
+        },
+        hash as u32
+    )
 }
 
 /// The title of a job's timeline: the suite, the job and the GPU (a mock run's title already says
 /// MOCK, and the mock device's long name would only say it again).
 fn job_title(run: &RunData, job: &JobRecord) -> String {
-    let gpu = if run.info.mock { "the MOCK GPU" } else { run.info.device.as_ref().map_or("unknown GPU", |d| d.name.as_str()) };
+    let gpu = if run.info.mock {
+        "the MOCK GPU"
+    } else {
+        run.info
+            .device
+            .as_ref()
+            .map_or("unknown GPU", |d| d.name.as_str())
+    };
     format!("{}: {} on {gpu}", run.info.suite, job.key.id)
 }
 
 /// Every job's timeline picture, with the file it goes in (`timeline_file`), for the jobs that
 /// recorded a timeline.
 pub fn timeline_files(run: &RunData) -> Vec<(String, String)> {
-    run.jobs.iter().filter_map(|j| Some((timeline_file(j.id()), timeline_svg(&job_title(run, j), j.timeline.as_ref()?)))).collect()
+    run.jobs
+        .iter()
+        .filter_map(|j| {
+            Some((
+                timeline_file(j.id()),
+                timeline_svg(&job_title(run, j), j.timeline.as_ref()?),
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -231,7 +332,15 @@ mod tests {
     use crate::records::StepTime;
 
     fn step(label: &str, kind: StepKind, stream: &str, start_ms: f64, end_ms: f64) -> StepTime {
-        StepTime { label: label.into(), kind, stream: stream.into(), start_ms, end_ms, bytes: if kind == StepKind::Kernel { 0 } else { 1 << 20 }, median_ms: end_ms - start_ms }
+        StepTime {
+            label: label.into(),
+            kind,
+            stream: stream.into(),
+            start_ms,
+            end_ms,
+            bytes: if kind == StepKind::Kernel { 0 } else { 1 << 20 },
+            median_ms: end_ms - start_ms,
+        }
     }
 
     /// Two chunks over two streams: each copies in, adds, copies out.
@@ -239,11 +348,33 @@ mod tests {
         let mut steps = Vec::new();
         for (c, stream) in ["s[0]", "s[1]"].iter().enumerate() {
             let t0 = c as f64 * 0.5;
-            steps.push(step(&format!("h2d a #{c}"), StepKind::H2d, stream, t0, t0 + 1.0));
-            steps.push(step(&format!("kernel add #{c}"), StepKind::Kernel, stream, t0 + 1.0, t0 + 1.4));
-            steps.push(step(&format!("d2h c #{c}"), StepKind::D2h, stream, t0 + 1.4, t0 + 2.4));
+            steps.push(step(
+                &format!("h2d a #{c}"),
+                StepKind::H2d,
+                stream,
+                t0,
+                t0 + 1.0,
+            ));
+            steps.push(step(
+                &format!("kernel add #{c}"),
+                StepKind::Kernel,
+                stream,
+                t0 + 1.0,
+                t0 + 1.4,
+            ));
+            steps.push(step(
+                &format!("d2h c #{c}"),
+                StepKind::D2h,
+                stream,
+                t0 + 1.4,
+                t0 + 2.4,
+            ));
         }
-        Timeline { total_ms: 2.9, steps, mock: false }
+        Timeline {
+            total_ms: 2.9,
+            steps,
+            mock: false,
+        }
     }
 
     fn rects(svg: &str) -> usize {
@@ -252,29 +383,61 @@ mod tests {
 
     /// The text of every `<text>` element, trimmed (the backend puts it on lines of its own).
     fn texts(svg: &str) -> Vec<String> {
-        svg.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string())).collect()
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                Some(
+                    t.split_once('>')?
+                        .1
+                        .split_once("</text>")?
+                        .0
+                        .trim()
+                        .to_string(),
+                )
+            })
+            .collect()
     }
 
     #[test]
     fn one_lane_per_stream_and_one_bar_per_step() {
         let t = chunked();
         let svg = timeline_svg("add @ N=1", &t);
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{svg}"
+        );
         // The background, a legend swatch per kind (h2d, d2h, kernel), a bar per step.
         assert_eq!(rects(&svg), 1 + 3 + t.steps.len(), "{svg}");
         let texts = texts(&svg);
         for lane in ["s[0]", "s[1]"] {
-            assert_eq!(texts.iter().filter(|t| *t == lane).count(), 1, "one lane label for {lane}: {texts:?}");
+            assert_eq!(
+                texts.iter().filter(|t| *t == lane).count(),
+                1,
+                "one lane label for {lane}: {texts:?}"
+            );
         }
-        for label in ["host to device", "device to host", "kernel", "h2d a #0", "kernel add #1", "d2h c #1"] {
+        for label in [
+            "host to device",
+            "device to host",
+            "kernel",
+            "h2d a #0",
+            "kernel add #1",
+            "d2h c #1",
+        ] {
             assert!(texts.iter().any(|t| t == label), "{label}: {texts:?}");
         }
-        assert!(texts.iter().any(|t| t.starts_with("ms from the sample")), "{texts:?}");
+        assert!(
+            texts.iter().any(|t| t.starts_with("ms from the sample")),
+            "{texts:?}"
+        );
         assert!(!svg.contains("MOCK"));
         // Each kind's colour is its own: three kinds, three fills among the bars.
         for kind in [StepKind::H2d, StepKind::D2h, StepKind::Kernel] {
             let RGBColor(r, g, b) = color_of(kind);
-            assert!(svg.contains(&format!("#{r:02X}{g:02X}{b:02X}")), "{kind:?}: {svg}");
+            assert!(
+                svg.contains(&format!("#{r:02X}{g:02X}{b:02X}")),
+                "{kind:?}: {svg}"
+            );
         }
     }
 
@@ -284,12 +447,18 @@ mod tests {
         assert!(svg.contains("streams: chunked @ N=1"), "{svg}");
         assert!(svg.contains("sample total 2.9000 ms"), "{svg}");
         // Kernels run 1.0-1.4 and 1.5-1.9; transfers cover 0-2.9 but for nothing: every kernel ms is hidden.
-        assert!(svg.contains("kernel time hidden behind transfers: 100%"), "{svg}");
+        assert!(
+            svg.contains("kernel time hidden behind transfers: 100%"),
+            "{svg}"
+        );
     }
 
     #[test]
     fn a_mock_timeline_says_mock_in_its_title() {
-        let t = Timeline { mock: true, ..chunked() };
+        let t = Timeline {
+            mock: true,
+            ..chunked()
+        };
         let svg = timeline_svg("add", &t);
         assert!(svg.contains(&format!("{MOCK_MARK} | add")), "{svg}");
     }
@@ -297,11 +466,22 @@ mod tests {
     #[test]
     fn labels_that_do_not_fit_their_bar_are_left_out_and_the_bar_stays() {
         // A 0.001 ms kernel among 10 ms copies is a sliver: its bar is drawn, its label is not.
-        let t = Timeline { total_ms: 20.0, steps: vec![step("h2d a", StepKind::H2d, "NULL", 0.0, 10.0), step("kernel tiny", StepKind::Kernel, "NULL", 10.0, 10.001), step("d2h c", StepKind::D2h, "NULL", 10.001, 20.0)], mock: false };
+        let t = Timeline {
+            total_ms: 20.0,
+            steps: vec![
+                step("h2d a", StepKind::H2d, "NULL", 0.0, 10.0),
+                step("kernel tiny", StepKind::Kernel, "NULL", 10.0, 10.001),
+                step("d2h c", StepKind::D2h, "NULL", 10.001, 20.0),
+            ],
+            mock: false,
+        };
         let svg = timeline_svg("t", &t);
         assert_eq!(rects(&svg), 1 + 3 + 3);
         let texts = texts(&svg);
-        assert!(texts.iter().any(|t| t == "h2d a") && !texts.iter().any(|t| t == "kernel tiny"), "{texts:?}");
+        assert!(
+            texts.iter().any(|t| t == "h2d a") && !texts.iter().any(|t| t == "kernel tiny"),
+            "{texts:?}"
+        );
     }
 
     #[test]
@@ -316,44 +496,115 @@ mod tests {
 
     #[test]
     fn empty_and_degenerate_timelines_draw_without_panicking() {
-        let empty = Timeline { total_ms: 0.0, steps: Vec::new(), mock: false };
+        let empty = Timeline {
+            total_ms: 0.0,
+            steps: Vec::new(),
+            mock: false,
+        };
         let svg = timeline_svg("nothing", &empty);
-        assert!(svg.contains("no step was timed") && svg.contains("sample total 0.0000 ms") && svg.contains("no kernels"), "{svg}");
+        assert!(
+            svg.contains("no step was timed")
+                && svg.contains("sample total 0.0000 ms")
+                && svg.contains("no kernels"),
+            "{svg}"
+        );
         assert_eq!(rects(&svg), 1);
         // Zero-length steps, all at 0, and a step whose end is before its start: still one bar each.
-        let zero = Timeline { total_ms: 0.0, steps: vec![step("kernel k", StepKind::Kernel, "NULL", 0.0, 0.0), step("memset m", StepKind::Memset, "s", 0.0, 0.0), step("backwards", StepKind::D2d, "s", 2.0, 1.0)], mock: true };
+        let zero = Timeline {
+            total_ms: 0.0,
+            steps: vec![
+                step("kernel k", StepKind::Kernel, "NULL", 0.0, 0.0),
+                step("memset m", StepKind::Memset, "s", 0.0, 0.0),
+                step("backwards", StepKind::D2d, "s", 2.0, 1.0),
+            ],
+            mock: true,
+        };
         let svg = timeline_svg("zero", &zero);
         assert_eq!(rects(&svg), 1 + 3 + 3, "{svg}");
         assert!(svg.contains("MOCK"));
         // Times that are not numbers (an edited file) are left out.
-        let nan = Timeline { total_ms: f64::NAN, steps: vec![step("h2d a", StepKind::H2d, "NULL", f64::NAN, 1.0), step("h2d b", StepKind::H2d, "NULL", 0.0, 1.0)], mock: false };
+        let nan = Timeline {
+            total_ms: f64::NAN,
+            steps: vec![
+                step("h2d a", StepKind::H2d, "NULL", f64::NAN, 1.0),
+                step("h2d b", StepKind::H2d, "NULL", 0.0, 1.0),
+            ],
+            mock: false,
+        };
         let svg = timeline_svg("nan", &nan);
         assert_eq!(rects(&svg), 1 + 1 + 1, "{svg}");
     }
 
     #[test]
     fn timeline_files_are_safe_distinct_and_stable() {
-        let ids = ["chunked[CHUNKS=2,S=4] @ N=1048576", "chunked[chunks=2,s=4] @ n=1048576", "a b", "a_b", "../../etc/passwd", "", "@@@", "ü/\\:*?\"<>|"];
+        let ids = [
+            "chunked[CHUNKS=2,S=4] @ N=1048576",
+            "chunked[chunks=2,s=4] @ n=1048576",
+            "a b",
+            "a_b",
+            "../../etc/passwd",
+            "",
+            "@@@",
+            "ü/\\:*?\"<>|",
+        ];
         let files: Vec<String> = ids.iter().map(|id| timeline_file(id)).collect();
         for f in &files {
-            let name = f.strip_prefix("timelines/").and_then(|n| n.strip_suffix(".svg")).unwrap();
-            assert!(!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') && !name.starts_with('-'), "{f}");
+            let name = f
+                .strip_prefix("timelines/")
+                .and_then(|n| n.strip_suffix(".svg"))
+                .unwrap();
+            assert!(
+                !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !name.starts_with('-'),
+                "{f}"
+            );
         }
         let distinct: std::collections::BTreeSet<&String> = files.iter().collect();
         assert_eq!(distinct.len(), ids.len(), "{files:?}");
-        assert!(files[0].starts_with("timelines/chunked-chunks-2-s-4-n-1048576-"), "{}", files[0]);
+        assert!(
+            files[0].starts_with("timelines/chunked-chunks-2-s-4-n-1048576-"),
+            "{}",
+            files[0]
+        );
         assert_eq!(timeline_file(ids[0]), files[0]);
         assert!(timeline_file(&"x".repeat(1000)).len() < 120);
     }
 
     #[test]
     fn only_jobs_with_a_timeline_get_a_file() {
-        let with = JobRecord { key: crate::records::JobKey { id: "chunked @ N=1".into(), ..Default::default() }, timeline: Some(chunked()), ..Default::default() };
-        let without = JobRecord { key: crate::records::JobKey { id: "plain @ N=1".into(), ..Default::default() }, ..Default::default() };
-        let run = RunData { info: crate::records::RunInfo { suite: "streams".into(), ..Default::default() }, jobs: vec![with, without], ..Default::default() };
+        let with = JobRecord {
+            key: crate::records::JobKey {
+                id: "chunked @ N=1".into(),
+                ..Default::default()
+            },
+            timeline: Some(chunked()),
+            ..Default::default()
+        };
+        let without = JobRecord {
+            key: crate::records::JobKey {
+                id: "plain @ N=1".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let run = RunData {
+            info: crate::records::RunInfo {
+                suite: "streams".into(),
+                ..Default::default()
+            },
+            jobs: vec![with, without],
+            ..Default::default()
+        };
         let files = timeline_files(&run);
         assert_eq!(files.len(), 1);
         assert_eq!(files[0].0, timeline_file("chunked @ N=1"));
-        assert!(files[0].1.contains("streams: chunked @ N=1 on unknown GPU"), "{}", files[0].1);
+        assert!(
+            files[0].1.contains("streams: chunked @ N=1 on unknown GPU"),
+            "{}",
+            files[0].1
+        );
     }
 }

@@ -5,31 +5,46 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
 use crate::build;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    PushKernelArg,
+};
 use memory::Allocation;
 
 mod memory;
 mod program;
-use crate::device::{driver_present, NvmlSession};
+use crate::device::{NvmlSession, driver_present};
 use crate::occupancy::{self, KernelUse, SmLimits};
-use crate::records::{split_by_clock, BoundsOutcome, HostLinkSamples, CacheState, ClockSample, CompileInfo, ComputeOutcome, JobOutcome, LaunchOccupancy, TimingConfig};
+use crate::records::{
+    BoundsOutcome, CacheState, ClockSample, CompileInfo, ComputeOutcome, HostLinkSamples,
+    JobOutcome, LaunchOccupancy, TimingConfig, split_by_clock,
+};
 use crate::stats;
 use crate::suite::{BufferSpec, JobSpec, LaunchSpec, Memory, Program, StepProgram};
+use crate::verify::{
+    Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape, check_same,
+};
 use program::HostProgram;
-use crate::verify::{check_same, Correctness, CorrectnessSpec, ElemType, HostData, Init, MatmulShape};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error("CUDA driver error while {doing}: {source}")]
-    Driver { doing: String, source: cudarc::driver::DriverError },
+    Driver {
+        doing: String,
+        source: cudarc::driver::DriverError,
+    },
     #[error(transparent)]
     Build(#[from] build::BuildError),
-    #[error("no CUDA driver: libcuda was not found\n  fix: run on a machine with an NVIDIA GPU and its driver installed (see `gpu-lab doctor`)")]
+    #[error(
+        "no CUDA driver: libcuda was not found\n  fix: run on a machine with an NVIDIA GPU and its driver installed (see `gpu-lab doctor`)"
+    )]
     NoDriver,
     #[error("{0}")]
     Invalid(String),
-    #[error("{0}\n  fix: make the variant's `args` match the kernel's parameters in number, order and type (buffers are pointers: 8 bytes; scalars `i32: N` 4, `i64: N` 8, `f16: x` 2, …)")]
+    #[error(
+        "{0}\n  fix: make the variant's `args` match the kernel's parameters in number, order and type (buffers are pointers: 8 bytes; scalars `i32: N` 4, `i64: N` 8, `f16: x` 2, …)"
+    )]
     Signature(String),
 }
 
@@ -39,7 +54,10 @@ trait Doing<T> {
 
 impl<T> Doing<T> for Result<T, cudarc::driver::DriverError> {
     fn doing(self, what: impl Into<String>) -> Result<T, RunError> {
-        self.map_err(|source| RunError::Driver { doing: what.into(), source })
+        self.map_err(|source| RunError::Driver {
+            doing: what.into(),
+            source,
+        })
     }
 }
 
@@ -63,14 +81,29 @@ impl Gpu {
         self.nvml.clock(self.ordinal)
     }
 
-    pub fn open(ordinal: usize, cache_dir: Option<PathBuf>, toolkit: build::Toolkit) -> Result<Gpu, RunError> {
+    pub fn open(
+        ordinal: usize,
+        cache_dir: Option<PathBuf>,
+        toolkit: build::Toolkit,
+    ) -> Result<Gpu, RunError> {
         if !driver_present() {
             return Err(RunError::NoDriver);
         }
         let ctx = CudaContext::new(ordinal).doing(format!("opening GPU {ordinal}"))?;
-        let (major, minor) = ctx.compute_capability().doing("reading the compute capability")?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .doing("reading the compute capability")?;
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, arch: format!("sm_{major}{minor}"), cache_dir, toolkit, nvml: NvmlSession::open(), ordinal: ordinal as u32, flush: std::cell::OnceCell::new() })
+        Ok(Gpu {
+            ctx,
+            stream,
+            arch: format!("sm_{major}{minor}"),
+            cache_dir,
+            toolkit,
+            nvml: NvmlSession::open(),
+            ordinal: ordinal as u32,
+            flush: std::cell::OnceCell::new(),
+        })
     }
 
     /// The L2 eviction of cold timing, compiled and allocated on first use.
@@ -89,27 +122,60 @@ struct Loaded {
     functions: HashMap<String, CudaFunction>,
 }
 
-fn load(gpu: &Gpu, program: &Program, variant: &str, launches: &[LaunchSpec], buffers: &[BufferSpec], info: &mut Vec<CompileInfo>) -> Result<Loaded, RunError> {
+fn load(
+    gpu: &Gpu,
+    program: &Program,
+    variant: &str,
+    launches: &[LaunchSpec],
+    buffers: &[BufferSpec],
+    info: &mut Vec<CompileInfo>,
+) -> Result<Loaded, RunError> {
     // A host program of copies alone runs no kernel: nothing to compile.
     if launches.is_empty() {
-        return Ok(Loaded { _module: None, functions: HashMap::new() });
+        return Ok(Loaded {
+            _module: None,
+            functions: HashMap::new(),
+        });
     }
     let mut kernels: Vec<String> = launches.iter().map(|l| l.kernel.clone()).collect();
     kernels.sort();
     kernels.dedup();
-    let compiled = build::compile(program, variant, &kernels, &gpu.arch, &gpu.toolkit, gpu.cache_dir.as_deref())?;
-    info.push(CompileInfo { source: program.source_path.display().to_string(), cached: compiled.cached, millis: compiled.millis, compiler: compiled.compiler.clone() });
+    let compiled = build::compile(
+        program,
+        variant,
+        &kernels,
+        &gpu.arch,
+        &gpu.toolkit,
+        gpu.cache_dir.as_deref(),
+    )?;
+    info.push(CompileInfo {
+        source: program.source_path.display().to_string(),
+        cached: compiled.cached,
+        millis: compiled.millis,
+        compiler: compiled.compiler.clone(),
+    });
     let image = match compiled.image {
         build::Image::Ptx(ptx) => cudarc::nvrtc::Ptx::from_src(ptx),
         build::Image::Cubin(bytes) => cudarc::nvrtc::Ptx::from_binary(bytes),
-        build::Image::RelocatablePtx { ptx, device_runtime } => cudarc::nvrtc::Ptx::from_binary(link_device_runtime(gpu, &ptx, &device_runtime)?),
+        build::Image::RelocatablePtx {
+            ptx,
+            device_runtime,
+        } => cudarc::nvrtc::Ptx::from_binary(link_device_runtime(gpu, &ptx, &device_runtime)?),
     };
-    let module = gpu.ctx.load_module(image).doing("loading the compiled module")?;
+    let module = gpu
+        .ctx
+        .load_module(image)
+        .doing("loading the compiled module")?;
     let mut functions: HashMap<String, (CudaFunction, Vec<usize>)> = HashMap::new();
     for l in launches {
         if !functions.contains_key(&l.kernel) {
-            let symbol = compiled.symbols.get(&l.kernel).map_or(l.kernel.as_str(), String::as_str);
-            let f = module.load_function(symbol).doing(format!("finding kernel `{}` (symbol `{symbol}`)", l.kernel))?;
+            let symbol = compiled
+                .symbols
+                .get(&l.kernel)
+                .map_or(l.kernel.as_str(), String::as_str);
+            let f = module
+                .load_function(symbol)
+                .doing(format!("finding kernel `{}` (symbol `{symbol}`)", l.kernel))?;
             let sizes = param_sizes(&f)?;
             functions.insert(l.kernel.clone(), (f, sizes));
         }
@@ -122,46 +188,94 @@ fn load(gpu: &Gpu, program: &Program, variant: &str, launches: &[LaunchSpec], bu
     }
     // Each kernel may use as much dynamic shared memory as its largest launch asks for.
     for (name, (f, _)) in &functions {
-        let most = launches.iter().filter(|l| &l.kernel == name).map(|l| l.shared_bytes).max().unwrap_or(0);
+        let most = launches
+            .iter()
+            .filter(|l| &l.kernel == name)
+            .map(|l| l.shared_bytes)
+            .max()
+            .unwrap_or(0);
         if most > 48 * 1024 {
             f.set_attribute(cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, most as i32)
                 .doing(format!("allowing {most} bytes of dynamic shared memory for `{name}`"))?;
         }
     }
-    Ok(Loaded { _module: Some(module), functions: functions.into_iter().map(|(k, (f, _))| (k, f)).collect() })
+    Ok(Loaded {
+        _module: Some(module),
+        functions: functions.into_iter().map(|(k, (f, _))| (k, f)).collect(),
+    })
 }
 
 /// Links NVRTC's relocatable PTX with the device runtime library through the driver's JIT linker
 /// (`cuLinkCreate`, `cuLinkAddData`, `cuLinkAddFile` with `CU_JIT_INPUT_LIBRARY`,
 /// `cuLinkComplete`), as NVRTC's documentation does for dynamic parallelism; returns the linked
 /// cubin, copied out before the link state (which owns it) is destroyed.
-fn link_device_runtime(gpu: &Gpu, ptx: &str, library: &std::path::Path) -> Result<Vec<u8>, RunError> {
+fn link_device_runtime(
+    gpu: &Gpu,
+    ptx: &str,
+    library: &std::path::Path,
+) -> Result<Vec<u8>, RunError> {
     use cudarc::driver::sys;
-    use std::ffi::{c_void, CString};
+    use std::ffi::{CString, c_void};
     use std::os::unix::ffi::OsStrExt;
-    let ptx_c = CString::new(ptx).map_err(|_| RunError::Invalid("the relocatable PTX holds a NUL byte".into()))?;
-    let library_c = CString::new(library.as_os_str().as_bytes()).map_err(|_| RunError::Invalid(format!("the device runtime's path {} holds a NUL byte", library.display())))?;
+    let ptx_c = CString::new(ptx)
+        .map_err(|_| RunError::Invalid("the relocatable PTX holds a NUL byte".into()))?;
+    let library_c = CString::new(library.as_os_str().as_bytes()).map_err(|_| {
+        RunError::Invalid(format!(
+            "the device runtime's path {} holds a NUL byte",
+            library.display()
+        ))
+    })?;
     let name = c"gpu_lab_kernels.ptx";
-    gpu.ctx.bind_to_thread().doing("making the context current for the device link")?;
+    gpu.ctx
+        .bind_to_thread()
+        .doing("making the context current for the device link")?;
     // The linker writes its errors here; the buffer outlives the link state.
     let mut log = vec![0u8; 64 * 1024];
-    let mut options = [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+    ];
     let mut values: [*mut c_void; 2] = [log.as_mut_ptr().cast(), log.len() as *mut c_void];
     let mut state: sys::CUlinkState = std::ptr::null_mut();
-    let linking = format!("linking the relocatable PTX with the device runtime {} (the driver's JIT linker)", library.display());
+    let linking = format!(
+        "linking the relocatable PTX with the device runtime {} (the driver's JIT linker)",
+        library.display()
+    );
     // SAFETY: two options with their values (a buffer that outlives the state, and its length
     // carried in the pointer as the API specifies); `state` is written by the call.
-    unsafe { sys::cuLinkCreate_v2(2, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) }.result().doing(linking.clone())?;
+    unsafe { sys::cuLinkCreate_v2(2, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) }
+        .result()
+        .doing(linking.clone())?;
     // SAFETY: `state` is live until the destroy below; the PTX and path are NUL-terminated and
     // outlive the calls; the cubin pointer is owned by `state` and copied before the destroy.
     let outcome = unsafe {
         (|| -> Result<Vec<u8>, cudarc::driver::DriverError> {
-            sys::cuLinkAddData_v2(state, sys::CUjitInputType::CU_JIT_INPUT_PTX, ptx_c.as_ptr() as *mut c_void, ptx_c.as_bytes_with_nul().len(), name.as_ptr(), 0, std::ptr::null_mut(), std::ptr::null_mut()).result()?;
-            sys::cuLinkAddFile_v2(state, sys::CUjitInputType::CU_JIT_INPUT_LIBRARY, library_c.as_ptr(), 0, std::ptr::null_mut(), std::ptr::null_mut()).result()?;
+            sys::cuLinkAddData_v2(
+                state,
+                sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                ptx_c.as_ptr() as *mut c_void,
+                ptx_c.as_bytes_with_nul().len(),
+                name.as_ptr(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+            .result()?;
+            sys::cuLinkAddFile_v2(
+                state,
+                sys::CUjitInputType::CU_JIT_INPUT_LIBRARY,
+                library_c.as_ptr(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+            .result()?;
             let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
             sys::cuLinkComplete(state, &mut cubin, &mut size).result()?;
             if cubin.is_null() || size == 0 {
-                return Err(cudarc::driver::DriverError(sys::CUresult::CUDA_ERROR_INVALID_IMAGE));
+                return Err(cudarc::driver::DriverError(
+                    sys::CUresult::CUDA_ERROR_INVALID_IMAGE,
+                ));
             }
             Ok(std::slice::from_raw_parts(cubin as *const u8, size).to_vec())
         })()
@@ -169,8 +283,18 @@ fn link_device_runtime(gpu: &Gpu, ptx: &str, library: &std::path::Path) -> Resul
     // SAFETY: destroyed once, after the cubin was copied out.
     let _ = unsafe { sys::cuLinkDestroy(state) };
     outcome.map_err(|source| {
-        let text = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())]).trim().to_string();
-        RunError::Driver { doing: if text.is_empty() { linking } else { format!("{linking}; the linker said:\n{text}") }, source }
+        let text =
+            String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(log.len())])
+                .trim()
+                .to_string();
+        RunError::Driver {
+            doing: if text.is_empty() {
+                linking
+            } else {
+                format!("{linking}; the linker said:\n{text}")
+            },
+            source,
+        }
     })
 }
 
@@ -178,7 +302,14 @@ fn link_device_runtime(gpu: &Gpu, ptx: &str, library: &std::path::Path) -> Resul
 /// the driver takes the limit only then. The largest any of `specs` asks for.
 fn set_pending_launches(gpu: &Gpu, specs: &[&JobSpec]) -> Result<(), RunError> {
     if let Some(n) = specs.iter().filter_map(|s| s.pending_launches).max() {
-        gpu.ctx.set_limit(cudarc::driver::sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, n as usize).doing(format!("setting the device runtime's pending launch limit to {n} (pending_launches)"))?;
+        gpu.ctx
+            .set_limit(
+                cudarc::driver::sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+                n as usize,
+            )
+            .doing(format!(
+                "setting the device runtime's pending launch limit to {n} (pending_launches)"
+            ))?;
     }
     Ok(())
 }
@@ -191,12 +322,18 @@ fn param_sizes(f: &CudaFunction) -> Result<Vec<usize>, RunError> {
     for index in 0..4096 {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: the function handle is live (its module is held by `f`), and the two out-pointers are valid.
-        let status = unsafe { sys::cuFuncGetParamInfo(f.cu_function(), index, &mut offset, &mut size) };
+        let status =
+            unsafe { sys::cuFuncGetParamInfo(f.cu_function(), index, &mut offset, &mut size) };
         match status {
             sys::CUresult::CUDA_SUCCESS => sizes.push(size),
             // Past the last parameter.
             sys::CUresult::CUDA_ERROR_INVALID_VALUE => break,
-            other => return Err(RunError::Driver { doing: "reading the kernel's parameters".into(), source: cudarc::driver::DriverError(other) }),
+            other => {
+                return Err(RunError::Driver {
+                    doing: "reading the kernel's parameters".into(),
+                    source: cudarc::driver::DriverError(other),
+                });
+            }
         }
     }
     Ok(sizes)
@@ -205,20 +342,55 @@ fn param_sizes(f: &CudaFunction) -> Result<Vec<usize>, RunError> {
 /// One SM's limits, from the device attributes (for the occupancy model and the predicted occupancy).
 fn sm_limits(gpu: &Gpu) -> Result<SmLimits, RunError> {
     use cudarc::driver::sys::CUdevice_attribute as A;
-    let get = |attribute: A, what: &str| -> Result<u32, RunError> { gpu.ctx.attribute(attribute).doing(format!("reading the device's {what}")).map(|v| v.max(0) as u32) };
-    let (major, minor) = gpu.ctx.compute_capability().doing("reading the compute capability")?;
+    let get = |attribute: A, what: &str| -> Result<u32, RunError> {
+        gpu.ctx
+            .attribute(attribute)
+            .doing(format!("reading the device's {what}"))
+            .map(|v| v.max(0) as u32)
+    };
+    let (major, minor) = gpu
+        .ctx
+        .compute_capability()
+        .doing("reading the compute capability")?;
     Ok(SmLimits {
         compute_capability: [major.max(0) as u32, minor.max(0) as u32],
         warp_size: get(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size")?,
-        max_threads_per_sm: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per SM")?,
-        max_blocks_per_sm: get(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, "blocks per SM")?,
-        max_threads_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "threads per block")?,
-        registers_per_sm: get(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "registers per SM")?,
-        registers_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "registers per block")?,
-        shared_bytes_per_sm: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "shared memory per SM")?,
-        shared_bytes_per_block: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory per block")?,
-        shared_bytes_per_block_optin: get(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory per block")?,
-        reserved_shared_bytes_per_block: get(A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, "reserved shared memory per block")?,
+        max_threads_per_sm: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            "threads per SM",
+        )?,
+        max_blocks_per_sm: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+            "blocks per SM",
+        )?,
+        max_threads_per_block: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            "threads per block",
+        )?,
+        registers_per_sm: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+            "registers per SM",
+        )?,
+        registers_per_block: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+            "registers per block",
+        )?,
+        shared_bytes_per_sm: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+            "shared memory per SM",
+        )?,
+        shared_bytes_per_block: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+            "shared memory per block",
+        )?,
+        shared_bytes_per_block_optin: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            "opt-in shared memory per block",
+        )?,
+        reserved_shared_bytes_per_block: get(
+            A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+            "reserved shared memory per block",
+        )?,
     })
 }
 
@@ -227,28 +399,55 @@ fn sm_limits(gpu: &Gpu) -> Result<SmLimits, RunError> {
 /// occupancy model's limits beside it. A driver that will not predict (it refuses some shapes a
 /// launch would refuse too) is recorded per launch: the launch then fails with its own error. An
 /// attribute the driver will not give is the error of the whole record (`run_job` keeps it).
-fn occupancy_of(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec]) -> Result<Vec<LaunchOccupancy>, RunError> {
+fn occupancy_of(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    launches: &[LaunchSpec],
+) -> Result<Vec<LaunchOccupancy>, RunError> {
     use cudarc::driver::sys::CUfunction_attribute as F;
     let sm = sm_limits(gpu)?;
     launches
         .iter()
         .map(|l| {
             let f = &loaded.functions[&l.kernel];
-            let attr = |attribute: F, what: &str| -> Result<u32, RunError> { f.get_attribute(attribute).doing(format!("reading the {what} of `{}`", l.kernel)).map(|v| v.max(0) as u32) };
+            let attr = |attribute: F, what: &str| -> Result<u32, RunError> {
+                f.get_attribute(attribute)
+                    .doing(format!("reading the {what} of `{}`", l.kernel))
+                    .map(|v| v.max(0) as u32)
+            };
             let kernel = KernelUse {
                 threads_per_block: l.block.iter().product(),
                 registers_per_thread: attr(F::CU_FUNC_ATTRIBUTE_NUM_REGS, "registers per thread")?,
-                static_shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static shared memory")?,
+                static_shared_bytes: attr(
+                    F::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                    "static shared memory",
+                )?,
                 dynamic_shared_bytes: l.shared_bytes,
-                max_threads_per_block: attr(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "maximum threads per block")?,
-                max_dynamic_shared_bytes: attr(F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, "maximum dynamic shared memory")?,
+                max_threads_per_block: attr(
+                    F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                    "maximum threads per block",
+                )?,
+                max_dynamic_shared_bytes: attr(
+                    F::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    "maximum dynamic shared memory",
+                )?,
             };
-            let local_bytes_per_thread = attr(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local memory per thread")?;
+            let local_bytes_per_thread = attr(
+                F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                "local memory per thread",
+            )?;
             // cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags with CU_OCCUPANCY_DEFAULT: the same
             // answer as cuOccupancyMaxActiveBlocksPerMultiprocessor.
-            let (active, driver_error) = match f.occupancy_max_active_blocks_per_multiprocessor(kernel.threads_per_block, l.shared_bytes as usize, None) {
+            let (active, driver_error) = match f.occupancy_max_active_blocks_per_multiprocessor(
+                kernel.threads_per_block,
+                l.shared_bytes as usize,
+                None,
+            ) {
                 Ok(n) => (Some(n), None),
-                Err(e) => (None, Some(format!("cuOccupancyMaxActiveBlocksPerMultiprocessor: {e}"))),
+                Err(e) => (
+                    None,
+                    Some(format!("cuOccupancyMaxActiveBlocksPerMultiprocessor: {e}")),
+                ),
             };
             let (model, model_error) = match occupancy::block_limits(&sm, &kernel) {
                 Ok(limits) => (Some(limits), None),
@@ -264,7 +463,8 @@ fn occupancy_of(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec]) -> Result<V
                 max_threads_per_block: kernel.max_threads_per_block,
                 max_warps_per_sm: sm.max_warps(),
                 active_blocks_per_sm: active,
-                predicted_occupancy_pct: active.and_then(|n| sm.occupancy_pct(n, kernel.threads_per_block)),
+                predicted_occupancy_pct: active
+                    .and_then(|n| sm.occupancy_pct(n, kernel.threads_per_block)),
                 driver_error,
                 limiters: model.map(|m| m.limiters()).unwrap_or_default(),
                 model,
@@ -305,12 +505,30 @@ impl Buffers {
     fn new(gpu: &Gpu, spec: &JobSpec, seed: u64) -> Result<Buffers, RunError> {
         let mut memory = Vec::new();
         for b in &spec.buffers {
-            memory.push(Allocation::new(gpu, b.memory, b.bytes() as usize, &b.advise, &b.name)?);
+            memory.push(Allocation::new(
+                gpu,
+                b.memory,
+                b.bytes() as usize,
+                &b.advise,
+                &b.name,
+            )?);
         }
         let elem_bytes: Vec<u64> = spec.buffers.iter().map(|b| b.elem.size() as u64).collect();
-        let pointers = Pointers { base: memory.iter().map(|m| m.device_address(gpu)).collect(), elem_bytes: elem_bytes.clone() };
-        let copy_pointers = Pointers { base: memory.iter().map(|m| m.copy_address(gpu)).collect(), elem_bytes };
-        let mut bufs = Buffers { memory, initial: vec![None; spec.buffers.len()], pointers, copy_pointers, spare: vec![None; spec.buffers.len()] };
+        let pointers = Pointers {
+            base: memory.iter().map(|m| m.device_address(gpu)).collect(),
+            elem_bytes: elem_bytes.clone(),
+        };
+        let copy_pointers = Pointers {
+            base: memory.iter().map(|m| m.copy_address(gpu)).collect(),
+            elem_bytes,
+        };
+        let mut bufs = Buffers {
+            memory,
+            initial: vec![None; spec.buffers.len()],
+            pointers,
+            copy_pointers,
+            spare: vec![None; spec.buffers.len()],
+        };
         bufs.reseed(spec, seed);
         Ok(bufs)
     }
@@ -326,7 +544,12 @@ impl Buffers {
                     data.truncate(b.len as usize);
                     data
                 }),
-                None if b.has_data() => Some(HostData::init(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64))),
+                None if b.has_data() => Some(HostData::init(
+                    b.elem,
+                    b.len as usize,
+                    b.init,
+                    seed.wrapping_add(i as u64),
+                )),
                 None => None,
             };
         }
@@ -339,9 +562,20 @@ impl Buffers {
 
     /// Puts the buffers `which` picks back to their initial state. Host-resident ones are written
     /// by the host, after the GPU is idle (a managed buffer's pages move back to the host).
-    fn reset_where(&mut self, gpu: &Gpu, spec: &JobSpec, which: impl Fn(&BufferSpec) -> bool) -> Result<(), RunError> {
-        if spec.buffers.iter().any(|b| !b.memory.is_device() && which(b)) {
-            gpu.ctx.synchronize().doing("waiting for the GPU before writing host buffers")?;
+    fn reset_where(
+        &mut self,
+        gpu: &Gpu,
+        spec: &JobSpec,
+        which: impl Fn(&BufferSpec) -> bool,
+    ) -> Result<(), RunError> {
+        if spec
+            .buffers
+            .iter()
+            .any(|b| !b.memory.is_device() && which(b))
+        {
+            gpu.ctx
+                .synchronize()
+                .doing("waiting for the GPU before writing host buffers")?;
         }
         for (i, b) in spec.buffers.iter().enumerate() {
             if !which(b) {
@@ -349,13 +583,26 @@ impl Buffers {
             }
             let fill = if b.init == Init::Poison { 0xFF } else { 0 };
             match (self.memory[i].host_bytes(), &self.initial[i]) {
-                (Some(host), Some(data)) => host[..data.as_bytes().len()].copy_from_slice(data.as_bytes()),
+                (Some(host), Some(data)) => {
+                    host[..data.as_bytes().len()].copy_from_slice(data.as_bytes())
+                }
                 (Some(host), None) => host.fill(fill),
                 // SAFETY: the pointer and length are those of a live device allocation (from
                 // pageable memory the call may return before the DMA ends: hence the sync below).
-                (None, Some(data)) => unsafe { cudarc::driver::result::memcpy_htod_sync(self.pointers.base[i], data.as_bytes()) }.doing(format!("uploading buffer `{}`", b.name))?,
+                (None, Some(data)) => unsafe {
+                    cudarc::driver::result::memcpy_htod_sync(self.pointers.base[i], data.as_bytes())
+                }
+                .doing(format!("uploading buffer `{}`", b.name))?,
                 // SAFETY: the pointer and length are those of a live allocation on this stream.
-                (None, None) => unsafe { cudarc::driver::result::memset_d8_async(self.pointers.base[i], fill, b.bytes() as usize, gpu.stream.cu_stream()) }.doing(format!("filling buffer `{}`", b.name))?,
+                (None, None) => unsafe {
+                    cudarc::driver::result::memset_d8_async(
+                        self.pointers.base[i],
+                        fill,
+                        b.bytes() as usize,
+                        gpu.stream.cu_stream(),
+                    )
+                }
+                .doing(format!("filling buffer `{}`", b.name))?,
             }
         }
         // Non-blocking streams of a host program do not wait for the NULL stream's uploads and fills.
@@ -371,11 +618,20 @@ impl Buffers {
         let len = data.as_bytes().len();
         match self.memory[index].host_bytes() {
             Some(host) => {
-                gpu.ctx.synchronize().doing(format!("waiting for the GPU before reading buffer `{}`", b.name))?;
+                gpu.ctx.synchronize().doing(format!(
+                    "waiting for the GPU before reading buffer `{}`",
+                    b.name
+                ))?;
                 data.as_bytes_mut().copy_from_slice(&host[..len]);
             }
             // SAFETY: a live device allocation of at least `len` bytes; the copy is synchronous.
-            None => unsafe { cudarc::driver::result::memcpy_dtoh_sync(data.as_bytes_mut(), self.pointers.base[index]) }.doing(format!("downloading buffer `{}`", b.name))?,
+            None => unsafe {
+                cudarc::driver::result::memcpy_dtoh_sync(
+                    data.as_bytes_mut(),
+                    self.pointers.base[index],
+                )
+            }
+            .doing(format!("downloading buffer `{}`", b.name))?,
         }
         Ok(data)
     }
@@ -387,36 +643,98 @@ impl Buffers {
 }
 
 /// Launches every kernel of a variant once, in order.
-fn launch_all(stream: &Arc<CudaStream>, loaded: &Loaded, launches: &[LaunchSpec], pointers: &Pointers) -> Result<(), RunError> {
-    stream.context().bind_to_thread().doing("making the context current")?;
-    launches.iter().try_for_each(|l| program::launch(loaded, l, pointers, stream.cu_stream()))
+fn launch_all(
+    stream: &Arc<CudaStream>,
+    loaded: &Loaded,
+    launches: &[LaunchSpec],
+    pointers: &Pointers,
+) -> Result<(), RunError> {
+    stream
+        .context()
+        .bind_to_thread()
+        .doing("making the context current")?;
+    launches
+        .iter()
+        .try_for_each(|l| program::launch(loaded, l, pointers, stream.cu_stream()))
 }
 
 /// Runs a variant once and waits for it: its launches, or its host program.
-fn run_checked(gpu: &Gpu, loaded: &Loaded, launches: &[LaunchSpec], steps: Option<&StepProgram>, buffers: &[BufferSpec], bufs: &Buffers, what: &str) -> Result<(), RunError> {
+fn run_checked(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    launches: &[LaunchSpec],
+    steps: Option<&StepProgram>,
+    buffers: &[BufferSpec],
+    bufs: &Buffers,
+    what: &str,
+) -> Result<(), RunError> {
     if let Some(p) = steps {
         return HostProgram::new(gpu, p)?.run(loaded, launches, buffers, bufs, what);
     }
     launch_all(&gpu.stream, loaded, launches, &bufs.pointers)?;
-    gpu.stream.synchronize().doing(format!("running {what} (a fault here is an illegal memory access or a trap in the kernel)"))
+    gpu.stream.synchronize().doing(format!(
+        "running {what} (a fault here is an illegal memory access or a trap in the kernel)"
+    ))
 }
 
 /// Verifies the variant's output against its correctness spec, on fresh buffers.
-fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compile: &mut Vec<CompileInfo>) -> Result<Option<Correctness>, RunError> {
+fn verify(
+    gpu: &Gpu,
+    spec: &JobSpec,
+    loaded: &Loaded,
+    bufs: &mut Buffers,
+    compile: &mut Vec<CompileInfo>,
+) -> Result<Option<Correctness>, RunError> {
     let elem_of = |i: usize| spec.buffers[i].elem;
     let outcome = match &spec.correctness {
         CorrectnessSpec::None => return Ok(None),
-        CorrectnessSpec::SameAs { output, reference_output, tolerance } => {
-            let r = spec.reference.as_ref().ok_or_else(|| RunError::Invalid("same_as check without a reference".into()))?;
-            let ref_loaded = load(gpu, &r.program, &r.variant, &r.launches, &spec.buffers, compile)?;
+        CorrectnessSpec::SameAs {
+            output,
+            reference_output,
+            tolerance,
+        } => {
+            let r = spec
+                .reference
+                .as_ref()
+                .ok_or_else(|| RunError::Invalid("same_as check without a reference".into()))?;
+            let ref_loaded = load(
+                gpu,
+                &r.program,
+                &r.variant,
+                &r.launches,
+                &spec.buffers,
+                compile,
+            )?;
             bufs.reset(gpu, spec)?;
-            run_checked(gpu, &ref_loaded, &r.launches, r.steps.as_ref(), &spec.buffers, bufs, &format!("reference variant `{}`", r.variant))?;
+            run_checked(
+                gpu,
+                &ref_loaded,
+                &r.launches,
+                r.steps.as_ref(),
+                &spec.buffers,
+                bufs,
+                &format!("reference variant `{}`", r.variant),
+            )?;
             let expected_buffer = reference_output.unwrap_or(*output);
             let expected = bufs.download(gpu, spec, expected_buffer)?;
             bufs.reset(gpu, spec)?;
-            run_checked(gpu, loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, bufs, "the variant")?;
+            run_checked(
+                gpu,
+                loaded,
+                &spec.launches,
+                spec.steps.as_ref(),
+                &spec.buffers,
+                bufs,
+                "the variant",
+            )?;
             let got = bufs.download(gpu, spec, *output)?;
-            let outcome = check_same(elem_of(expected_buffer), &expected, elem_of(*output), &got, *tolerance);
+            let outcome = check_same(
+                elem_of(expected_buffer),
+                &expected,
+                elem_of(*output),
+                &got,
+                *tolerance,
+            );
             bufs.recycle(expected_buffer, expected);
             bufs.recycle(*output, got);
             outcome
@@ -434,13 +752,31 @@ fn verify(gpu: &Gpu, spec: &JobSpec, loaded: &Loaded, bufs: &mut Buffers, compil
         | CorrectnessSpec::Function { output, .. }
         | CorrectnessSpec::Add { output, .. } => {
             bufs.reset(gpu, spec)?;
-            run_checked(gpu, loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, bufs, "the variant")?;
+            run_checked(
+                gpu,
+                loaded,
+                &spec.launches,
+                spec.steps.as_ref(),
+                &spec.buffers,
+                bufs,
+                "the variant",
+            )?;
             let (elem, got) = (elem_of(*output), bufs.download(gpu, spec, *output)?);
-            let input_elem = spec.correctness.inputs().first().map_or(elem, |&i| elem_of(i));
+            let input_elem = spec
+                .correctness
+                .inputs()
+                .first()
+                .map_or(elem, |&i| elem_of(i));
             let initial: Vec<Option<&HostData>> = bufs.initial.iter().map(Option::as_ref).collect();
-            let outcome = spec.correctness.against_inputs(elem, input_elem, &initial, &got);
+            let outcome = spec
+                .correctness
+                .against_inputs(elem, input_elem, &initial, &got);
             bufs.recycle(*output, got);
-            outcome.ok_or_else(|| RunError::Invalid("a check input is not initialised with random or iota data".into()))?
+            outcome.ok_or_else(|| {
+                RunError::Invalid(
+                    "a check input is not initialised with random or iota data".into(),
+                )
+            })?
         }
     };
     Ok(Some(outcome))
@@ -491,10 +827,20 @@ pub enum Capture {
 
 /// Times `run` (one run of the variant, on the stream it is given) with CUDA events until the
 /// stopping rule is met.
-pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
+pub fn time_runs(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    capture: Capture,
+    mut run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
+    check: &mut impl FnMut() -> Result<(), RunError>,
+) -> Result<Timed, RunError> {
     let stream = gpu.stream.clone();
     // cudarc's default event flags disable timing; events that time need CU_EVENT_DEFAULT.
-    let event = || gpu.ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).doing("creating a CUDA event");
+    let event = || {
+        gpu.ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .doing("creating a CUDA event")
+    };
     let (start, stop) = (event()?, event()?);
     // Cold: a buffer of twice the L2 is read before every sample, outside the timed region.
     let flush = match cfg.cache {
@@ -515,7 +861,9 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     }
     stop.record(&stream).doing("recording an event")?;
     stop.synchronize().doing("calibrating")?;
-    let per_run = (start.elapsed_ms(&stop).doing("reading calibration time")? as f64 / calibration_runs as f64).max(1e-4);
+    let per_run = (start.elapsed_ms(&stop).doing("reading calibration time")? as f64
+        / calibration_runs as f64)
+        .max(1e-4);
     let mut method = match &flush {
         Some(_) => "events around one run after an L2 flush".to_string(),
         None => "events around back-to-back runs".to_string(),
@@ -525,15 +873,30 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
     }
     if let (Some(f), Capture::Allowed, true) = (&flush, capture, per_run < GRAPH_BELOW_MS) {
         match time_graphs(gpu, cfg, f, per_run, &mut run, check) {
-            Ok(timed) => return Ok(Timed { warmup_runs, warmup_ms, ..timed }),
+            Ok(timed) => {
+                return Ok(Timed {
+                    warmup_runs,
+                    warmup_ms,
+                    ..timed
+                });
+            }
             // A kernel that cannot be captured is still timed, the plain way, and says why;
             // any other error (a fault, a failed verification) is the job's.
-            Err(GraphError::Capture(e)) => method = format!("{method} (a CUDA graph could not be captured: {})", e.to_string().lines().next().unwrap_or_default()),
+            Err(GraphError::Capture(e)) => {
+                method = format!(
+                    "{method} (a CUDA graph could not be captured: {})",
+                    e.to_string().lines().next().unwrap_or_default()
+                )
+            }
             Err(GraphError::Run(e)) => return Err(e),
         }
     }
     // Cold: one run a sample (a second run would find the first one's data in L2).
-    let runs_per_sample = if flush.is_some() { 1 } else { ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000) };
+    let runs_per_sample = if flush.is_some() {
+        1
+    } else {
+        ((cfg.min_sample_ms / per_run).ceil() as u32).clamp(1, 10_000)
+    };
     let mut samples = Vec::new();
     let mut clocks = Vec::new();
     let mut clock = SamplingClock::start();
@@ -547,20 +910,34 @@ pub fn time_runs(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, mut run: impl 
         }
         stop.record(&stream).doing("recording an event")?;
         stop.synchronize().doing("timing the variant")?;
-        samples.push(start.elapsed_ms(&stop).doing("reading event time")? as f64 / runs_per_sample as f64);
+        samples.push(
+            start.elapsed_ms(&stop).doing("reading event time")? as f64 / runs_per_sample as f64,
+        );
         clocks.push(gpu.clock());
         clock.verify_every(cfg, samples.len(), check)?;
         if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
             break why;
         }
     };
-    Ok(Timed { samples_ms: samples, runs_per_sample, warmup_runs, stopped_by, method, clocks, warmup_ms })
+    Ok(Timed {
+        samples_ms: samples,
+        runs_per_sample,
+        warmup_runs,
+        stopped_by,
+        method,
+        clocks,
+        warmup_ms,
+    })
 }
 
 /// Runs `once` (a run that waits for itself) at least 3 times and for `cfg.warmup_ms`, then on
 /// until the SM clock is steady (without NVML, for the set time only): module load, first touch
 /// and a ramping clock stay out of the samples. Returns the runs and the ms it took.
-fn warm_up(gpu: &Gpu, cfg: &TimingConfig, mut once: impl FnMut() -> Result<(), RunError>) -> Result<(u32, f64), RunError> {
+fn warm_up(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    mut once: impl FnMut() -> Result<(), RunError>,
+) -> Result<(u32, f64), RunError> {
     let (wall, mut runs, mut readings) = (Instant::now(), 0u32, Vec::<u32>::new());
     loop {
         once()?;
@@ -570,7 +947,9 @@ fn warm_up(gpu: &Gpu, cfg: &TimingConfig, mut once: impl FnMut() -> Result<(), R
             continue;
         }
         match gpu.clock() {
-            Some(c) if !clock_settled(&readings) && elapsed < MAX_CLOCK_SETTLE_MS => readings.push(c.sm_mhz),
+            Some(c) if !clock_settled(&readings) && elapsed < MAX_CLOCK_SETTLE_MS => {
+                readings.push(c.sm_mhz)
+            }
             _ => break,
         }
     }
@@ -578,7 +957,12 @@ fn warm_up(gpu: &Gpu, cfg: &TimingConfig, mut once: impl FnMut() -> Result<(), R
 }
 
 /// `time_runs` with nothing to verify between samples (the bounds).
-fn time_runs_plain(gpu: &Gpu, cfg: &TimingConfig, capture: Capture, run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<Timed, RunError> {
+fn time_runs_plain(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    capture: Capture,
+    run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
+) -> Result<Timed, RunError> {
     time_runs(gpu, cfg, capture, run, &mut || Ok(()))
 }
 
@@ -590,7 +974,10 @@ struct SamplingClock {
 
 impl SamplingClock {
     fn start() -> Self {
-        SamplingClock { started: Instant::now(), paused: std::time::Duration::ZERO }
+        SamplingClock {
+            started: Instant::now(),
+            paused: std::time::Duration::ZERO,
+        }
     }
 
     fn seconds(&self) -> f64 {
@@ -598,7 +985,12 @@ impl SamplingClock {
     }
 
     /// `--verify-every K`: after every K-th sample, the check runs (its time not counted).
-    fn verify_every(&mut self, cfg: &TimingConfig, samples: usize, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<(), RunError> {
+    fn verify_every(
+        &mut self,
+        cfg: &TimingConfig,
+        samples: usize,
+        check: &mut impl FnMut() -> Result<(), RunError>,
+    ) -> Result<(), RunError> {
         if cfg.verify_every > 0 && samples.is_multiple_of(cfg.verify_every as usize) {
             let t = Instant::now();
             check()?;
@@ -614,7 +1006,10 @@ fn stop_sampling(cfg: &TimingConfig, samples: &[f64], seconds: f64) -> Option<St
         return None;
     }
     if stats::summarize(samples).is_some_and(|s| s.relative_half_width() <= cfg.target_rel_ci) {
-        return Some(format!("noise target {:.2}% met", cfg.target_rel_ci * 100.0));
+        return Some(format!(
+            "noise target {:.2}% met",
+            cfg.target_rel_ci * 100.0
+        ));
     }
     if samples.len() >= cfg.max_samples {
         return Some(format!("{} samples", cfg.max_samples));
@@ -648,13 +1043,32 @@ struct Flush {
 impl Flush {
     fn new(gpu: &Gpu) -> Result<Flush, RunError> {
         use cudarc::driver::sys::CUdevice_attribute as A;
-        let l2 = gpu.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).doing("reading the L2 size")?.max(1 << 20) as usize;
-        let sms = gpu.ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).doing("reading the SM count")?.max(1) as u32;
+        let l2 = gpu
+            .ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .doing("reading the L2 size")?
+            .max(1 << 20) as usize;
+        let sms = gpu
+            .ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .doing("reading the SM count")?
+            .max(1) as u32;
         // Zeros (so that the kernel's impossible sum stays impossible), plus 4 bytes of sink at the end.
-        let buffer = gpu.stream.alloc_zeros::<u8>(2 * l2 + 16).doing("allocating the L2 flush buffer")?;
+        let buffer = gpu
+            .stream
+            .alloc_zeros::<u8>(2 * l2 + 16)
+            .doing("allocating the L2 flush buffer")?;
         let pointer = buffer.device_ptr(&gpu.stream).0;
-        gpu.stream.synchronize().doing("clearing the L2 flush buffer")?;
-        Ok(Flush { _buffer: buffer, kernel: compile_builtin(gpu, EVICT_KERNEL, "gpu_lab_evict_l2")?, pointer, n4: (2 * l2 / 16) as u64, blocks: sms * 8 })
+        gpu.stream
+            .synchronize()
+            .doing("clearing the L2 flush buffer")?;
+        Ok(Flush {
+            _buffer: buffer,
+            kernel: compile_builtin(gpu, EVICT_KERNEL, "gpu_lab_evict_l2")?,
+            pointer,
+            n4: (2 * l2 / 16) as u64,
+            blocks: sms * 8,
+        })
     }
 
     /// Evicts the L2 on `stream` (a kernel launch, so it can be captured into a graph too).
@@ -663,7 +1077,14 @@ impl Flush {
         let mut b = stream.launch_builder(&self.kernel);
         b.arg(&self.pointer).arg(&self.n4).arg(&sink);
         // SAFETY: the buffer holds n4 float4s and the sink after them, as the kernel takes.
-        unsafe { b.launch(LaunchConfig { grid_dim: (self.blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.doing("evicting the L2")?;
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (self.blocks, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .doing("evicting the L2")?;
         Ok(())
     }
 }
@@ -677,7 +1098,14 @@ enum GraphError {
 /// Cold timing of a short kernel: a sample is a CUDA graph of `n` (L2 eviction, event, run,
 /// event) in a row, the mean of the `n` runs' times between their events: no launch gap, and
 /// nothing subtracted.
-fn time_graphs(gpu: &Gpu, cfg: &TimingConfig, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, GraphError> {
+fn time_graphs(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    flush: &Flush,
+    per_run: f64,
+    run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
+    check: &mut impl FnMut() -> Result<(), RunError>,
+) -> Result<Timed, GraphError> {
     let graph = capture_graph(gpu, flush, per_run, run).map_err(GraphError::Capture)?;
     sample_graph(gpu, cfg, graph, check).map_err(GraphError::Run)
 }
@@ -690,7 +1118,12 @@ struct RunGraph {
     n: usize,
 }
 
-fn capture_graph(gpu: &Gpu, flush: &Flush, per_run: f64, run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>) -> Result<RunGraph, RunError> {
+fn capture_graph(
+    gpu: &Gpu,
+    flush: &Flush,
+    per_run: f64,
+    run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
+) -> Result<RunGraph, RunError> {
     use cudarc::driver::sys::{self, CUgraphInstantiate_flags, CUstreamCaptureMode};
     // The default (legacy) stream cannot be captured: a stream of its own, after the uploads.
     gpu.stream.synchronize().doing("finishing the uploads")?;
@@ -702,8 +1135,21 @@ fn capture_graph(gpu: &Gpu, flush: &Flush, per_run: f64, run: &mut impl FnMut(&A
     // An event recorded with CU_EVENT_RECORD_EXTERNAL during capture becomes an event record node,
     // recorded each time the graph runs.
     // SAFETY: a live timing event and the capturing stream.
-    let mark = |event: sys::CUevent| program::check(unsafe { sys::cuEventRecordWithFlags(event, stream.cu_stream(), sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32) }, || "recording an event node in a graph".into());
-    stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).doing("starting a graph capture")?;
+    let mark = |event: sys::CUevent| {
+        program::check(
+            unsafe {
+                sys::cuEventRecordWithFlags(
+                    event,
+                    stream.cu_stream(),
+                    sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32,
+                )
+            },
+            || "recording an event node in a graph".into(),
+        )
+    };
+    stream
+        .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .doing("starting a graph capture")?;
     let body = (0..n).try_for_each(|i| {
         flush.evict(&stream)?;
         mark(events.0[4 * i])?;
@@ -712,14 +1158,31 @@ fn capture_graph(gpu: &Gpu, flush: &Flush, per_run: f64, run: &mut impl FnMut(&A
         mark(events.0[4 * i + 2])?;
         mark(events.0[4 * i + 3])
     });
-    let graph = stream.end_capture(CUgraphInstantiate_flags(0)).doing("ending the graph capture");
+    let graph = stream
+        .end_capture(CUgraphInstantiate_flags(0))
+        .doing("ending the graph capture");
     body?;
     let graph = graph?.ok_or_else(|| RunError::Invalid("the captured graph is empty".into()))?;
-    Ok(RunGraph { stream, graph, events, n })
+    Ok(RunGraph {
+        stream,
+        graph,
+        events,
+        n,
+    })
 }
 
-fn sample_graph(gpu: &Gpu, cfg: &TimingConfig, g: RunGraph, check: &mut impl FnMut() -> Result<(), RunError>) -> Result<Timed, RunError> {
-    let RunGraph { stream, graph, events, n } = g;
+fn sample_graph(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    g: RunGraph,
+    check: &mut impl FnMut() -> Result<(), RunError>,
+) -> Result<Timed, RunError> {
+    let RunGraph {
+        stream,
+        graph,
+        events,
+        n,
+    } = g;
     let time = || -> Result<f64, RunError> {
         graph.launch().doing("launching a graph")?;
         stream.synchronize().doing("timing a graph")?;
@@ -755,15 +1218,30 @@ fn sample_graph(gpu: &Gpu, cfg: &TimingConfig, g: RunGraph, check: &mut impl FnM
         warmup_ms: 0.0,
         clocks,
         stopped_by,
-        method: format!("CUDA graph of {n} (L2 eviction, event, run, event, event, event); a sample is the mean over the {n} runs of the time between a run's events less the time between the two events after it (runs under {} µs)", GRAPH_BELOW_MS * 1e3),
+        method: format!(
+            "CUDA graph of {n} (L2 eviction, event, run, event, event, event); a sample is the mean over the {n} runs of the time between a run's events less the time between the two events after it (runs under {} µs)",
+            GRAPH_BELOW_MS * 1e3
+        ),
     })
 }
 
 /// Runs one job: check first, then time. A wrong variant is still timed (the report shows it, never ranks it).
-pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Result<JobOutcome, RunError> {
+pub fn run_job(
+    gpu: &Gpu,
+    spec: &JobSpec,
+    cfg: &TimingConfig,
+    seed: u64,
+) -> Result<JobOutcome, RunError> {
     let mut compile = Vec::new();
     set_pending_launches(gpu, &[spec])?;
-    let loaded = load(gpu, &spec.program, &spec.key.variant, &spec.launches, &spec.buffers, &mut compile)?;
+    let loaded = load(
+        gpu,
+        &spec.program,
+        &spec.key.variant,
+        &spec.launches,
+        &spec.buffers,
+        &mut compile,
+    )?;
     // What the SM can hold of each launch; a driver that refuses an attribute costs the job its
     // occupancy record, not its measurement.
     let (occupancy, occupancy_error) = match occupancy_of(gpu, &loaded, &spec.launches) {
@@ -793,15 +1271,37 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
     let (timed, timeline) = match &spec.steps {
         Some(p) => {
             let program = HostProgram::new(gpu, p)?;
-            let (timed, timeline) = program::time_program(gpu, cfg, &program, &loaded, &spec.launches, spec, &mut bufs, &mut check_during)?;
+            let (timed, timeline) = program::time_program(
+                gpu,
+                cfg,
+                &program,
+                &loaded,
+                &spec.launches,
+                spec,
+                &mut bufs,
+                &mut check_during,
+            )?;
             (timed, Some(timeline))
         }
         None => {
             // Kernels that launch kernels are timed with events: device-side launches inside a graph are
             // recent in the driver (CUDA 12.x, with known issues), and a graph that captured but ran its
             // children wrongly would fail the job instead of falling back.
-            let capture = if spec.program.rdc { Capture::Never("kernels that launch kernels (rdc) are timed with events") } else { Capture::Allowed };
-            (time_runs(gpu, cfg, capture, |stream| launch_all(stream, &loaded, &spec.launches, &pointers), &mut || check_during(&mut bufs))?, None)
+            let capture = if spec.program.rdc {
+                Capture::Never("kernels that launch kernels (rdc) are timed with events")
+            } else {
+                Capture::Allowed
+            };
+            (
+                time_runs(
+                    gpu,
+                    cfg,
+                    capture,
+                    |stream| launch_all(stream, &loaded, &spec.launches, &pointers),
+                    &mut || check_during(&mut bufs),
+                )?,
+                None,
+            )
         }
     };
     // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
@@ -851,14 +1351,31 @@ pub fn run_job(gpu: &Gpu, spec: &JobSpec, cfg: &TimingConfig, seed: u64) -> Resu
 /// (reports/gap-probe-h200), while every timed sample follows warm-up launches. Within one job
 /// the buffers are kept, as the timed samples keep them: the profiled runs find managed pages
 /// where the job's own earlier runs left them, as every sample after the first does.
-pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64, profiled_runs: u32) -> Result<(), RunError> {
+pub fn run_profile_pass(
+    gpu: &Gpu,
+    specs: &[JobSpec],
+    seed: u64,
+    profiled_runs: u32,
+) -> Result<(), RunError> {
     set_pending_launches(gpu, &specs.iter().collect::<Vec<_>>())?;
     let mut kept: Option<(&[BufferSpec], Buffers)> = None;
     for spec in specs {
         let mut compile = Vec::new();
-        let loaded = load(gpu, &spec.program, &spec.key.variant, &spec.launches, &spec.buffers, &mut compile)?;
+        let loaded = load(
+            gpu,
+            &spec.program,
+            &spec.key.variant,
+            &spec.launches,
+            &spec.buffers,
+            &mut compile,
+        )?;
         let bufs = match kept.take() {
-            Some((buffers, bufs)) if buffers == spec.buffers.as_slice() && buffers.iter().all(|b| b.memory.is_device()) => bufs,
+            Some((buffers, bufs))
+                if buffers == spec.buffers.as_slice()
+                    && buffers.iter().all(|b| b.memory.is_device()) =>
+            {
+                bufs
+            }
             other => {
                 drop(other); // the previous group's buffers go before this one's are made
                 Buffers::new(gpu, spec, seed)?
@@ -866,11 +1383,27 @@ pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64, profiled_runs: 
         };
         let (_, bufs) = kept.insert((&spec.buffers, bufs));
         bufs.reset(gpu, spec)?;
-        run_checked(gpu, &loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, bufs, spec.id())?;
+        run_checked(
+            gpu,
+            &loaded,
+            &spec.launches,
+            spec.steps.as_ref(),
+            &spec.buffers,
+            bufs,
+            spec.id(),
+        )?;
         for _ in 0..profiled_runs {
             bufs.reset(gpu, spec)?;
             profiler_range(gpu, true)?;
-            run_checked(gpu, &loaded, &spec.launches, spec.steps.as_ref(), &spec.buffers, bufs, spec.id())?;
+            run_checked(
+                gpu,
+                &loaded,
+                &spec.launches,
+                spec.steps.as_ref(),
+                &spec.buffers,
+                bufs,
+                spec.id(),
+            )?;
             profiler_range(gpu, false)?;
         }
     }
@@ -880,10 +1413,22 @@ pub fn run_profile_pass(gpu: &Gpu, specs: &[JobSpec], seed: u64, profiled_runs: 
 /// Opens (cuProfilerStart) or closes (cuProfilerStop) the range of launches that ncu profiles
 /// under `--profile-from-start off`.
 fn profiler_range(gpu: &Gpu, open: bool) -> Result<(), RunError> {
-    gpu.ctx.bind_to_thread().doing("making the device's context current")?;
+    gpu.ctx
+        .bind_to_thread()
+        .doing("making the device's context current")?;
     // SAFETY: neither call takes arguments; both act on the context made current above.
-    let status = unsafe { if open { cudarc::driver::sys::cuProfilerStart() } else { cudarc::driver::sys::cuProfilerStop() } };
-    status.result().doing(if open { "opening the profiled range (cuProfilerStart)" } else { "closing the profiled range (cuProfilerStop)" })
+    let status = unsafe {
+        if open {
+            cudarc::driver::sys::cuProfilerStart()
+        } else {
+            cudarc::driver::sys::cuProfilerStop()
+        }
+    };
+    status.result().doing(if open {
+        "opening the profiled range (cuProfilerStart)"
+    } else {
+        "closing the profiled range (cuProfilerStop)"
+    })
 }
 
 /// Built-in copy kernel for the bandwidth bound: 16-byte loads and stores, grid-stride.
@@ -911,10 +1456,21 @@ extern "C" __global__ void gpu_lab_fma(float* out, int iters) {
 "#;
 
 fn compile_builtin(gpu: &Gpu, source: &str, name: &str) -> Result<CudaFunction, RunError> {
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(source, cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture={}", gpu.arch)], ..Default::default() })
-        .map_err(|e| RunError::Invalid(format!("built-in kernel {name}: {e:?}")))?;
-    let module = gpu.ctx.load_module(ptx).doing(format!("loading the built-in kernel {name}"))?;
-    module.load_function(name).doing(format!("finding the built-in kernel {name}"))
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(
+        source,
+        cudarc::nvrtc::CompileOptions {
+            options: vec![format!("--gpu-architecture={}", gpu.arch)],
+            ..Default::default()
+        },
+    )
+    .map_err(|e| RunError::Invalid(format!("built-in kernel {name}: {e:?}")))?;
+    let module = gpu
+        .ctx
+        .load_module(ptx)
+        .doing(format!("loading the built-in kernel {name}"))?;
+    module
+        .load_function(name)
+        .doing(format!("finding the built-in kernel {name}"))
 }
 
 /// The FP32 multiply-add rate: samples, flops per launch, SM count.
@@ -929,7 +1485,14 @@ fn run_fma(gpu: &Gpu, cfg: &TimingConfig, sms: u32) -> Result<(Vec<f64>, f64, u3
         let mut b = stream.launch_builder(&f);
         b.arg(&out_ptr).arg(&iters);
         // SAFETY: one pointer and one int, as the kernel takes.
-        unsafe { b.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }) }.doing("launching the FMA kernel")?;
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .doing("launching the FMA kernel")?;
         Ok(())
     })?
     .samples_ms;
@@ -937,34 +1500,78 @@ fn run_fma(gpu: &Gpu, cfg: &TimingConfig, sms: u32) -> Result<(Vec<f64>, f64, u3
 }
 
 /// The copy bounds over `bytes`, and with `fma` the FP32 multiply-add rate.
-pub fn run_bounds(gpu: &Gpu, bytes: u64, cfg: &TimingConfig, fma: bool, host_link: bool) -> Result<BoundsOutcome, RunError> {
+pub fn run_bounds(
+    gpu: &Gpu,
+    bytes: u64,
+    cfg: &TimingConfig,
+    fma: bool,
+    host_link: bool,
+) -> Result<BoundsOutcome, RunError> {
     let bytes = bytes.div_ceil(16) * 16;
     let src_data = HostData::init(ElemType::U32, (bytes / 4) as usize, Init::Random, 1);
-    let src = gpu.stream.clone_htod(src_data.as_bytes()).doing("uploading the copy source")?;
+    let src = gpu
+        .stream
+        .clone_htod(src_data.as_bytes())
+        .doing("uploading the copy source")?;
     // SAFETY: fully written by the copies before it is read.
-    let dst = unsafe { gpu.stream.alloc::<u8>(bytes as usize) }.doing("allocating the copy target")?;
+    let dst =
+        unsafe { gpu.stream.alloc::<u8>(bytes as usize) }.doing("allocating the copy target")?;
     let (src_ptr, dst_ptr) = (src.device_ptr(&gpu.stream).0, dst.device_ptr(&gpu.stream).0);
     let memcpy_samples_ms = time_runs_plain(gpu, cfg, Capture::Allowed, |stream| {
         // SAFETY: both buffers hold `bytes` bytes. Raw pointers: a graph capture must not see
         // cudarc's cross-stream event tracking.
-        unsafe { cudarc::driver::result::memcpy_dtod_async(dst_ptr, src_ptr, bytes as usize, stream.cu_stream()) }.doing("device-to-device copy")
+        unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                dst_ptr,
+                src_ptr,
+                bytes as usize,
+                stream.cu_stream(),
+            )
+        }
+        .doing("device-to-device copy")
     })?
     .samples_ms;
     let f = compile_builtin(gpu, COPY_KERNEL, "gpu_lab_copy")?;
-    let sms = gpu.ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).doing("reading the SM count")? as u64;
+    let sms = gpu
+        .ctx
+        .attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+        .doing("reading the SM count")? as u64;
     let n4 = bytes / 16;
     let blocks = n4.div_ceil(256).min(sms * 32).max(1) as u32;
     let kernel_samples_ms = time_runs_plain(gpu, cfg, Capture::Allowed, |stream| {
         let mut b = stream.launch_builder(&f);
         b.arg(&src_ptr).arg(&dst_ptr).arg(&n4);
         // SAFETY: both buffers hold n4 float4s.
-        unsafe { b.launch(LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.doing("launching the copy kernel")?;
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .doing("launching the copy kernel")?;
         Ok(())
     })?
     .samples_ms;
-    let fma = if fma { Some(run_fma(gpu, cfg, sms as u32)?) } else { None };
-    let host = if host_link { Some(run_host_link(gpu, bytes, cfg)?) } else { None };
-    Ok(BoundsOutcome { bytes, memcpy_samples_ms, kernel_samples_ms, fma, host })
+    let fma = if fma {
+        Some(run_fma(gpu, cfg, sms as u32)?)
+    } else {
+        None
+    };
+    let host = if host_link {
+        Some(run_host_link(gpu, bytes, cfg)?)
+    } else {
+        None
+    };
+    Ok(BoundsOutcome {
+        bytes,
+        memcpy_samples_ms,
+        kernel_samples_ms,
+        fma,
+        host,
+    })
 }
 
 /// The host link's bounds at `bytes`: pinned copies each way, both ways at once on two streams,
@@ -973,27 +1580,52 @@ fn run_host_link(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<HostLinkSa
     use cudarc::driver::sys;
     let n = bytes as usize;
     let allocate = |memory, name| Allocation::new(gpu, memory, n, &[], name);
-    let (mut pinned, mut pinned_back, mut pageable) = (allocate(Memory::Pinned, "host link: pinned")?, allocate(Memory::Pinned, "host link: pinned, second")?, allocate(Memory::Pageable, "host link: pageable")?);
+    let (mut pinned, mut pinned_back, mut pageable) = (
+        allocate(Memory::Pinned, "host link: pinned")?,
+        allocate(Memory::Pinned, "host link: pinned, second")?,
+        allocate(Memory::Pageable, "host link: pageable")?,
+    );
     // Pages touched before timing: a first-touch fault is not the link's speed.
-    for host in [pinned.host_bytes(), pinned_back.host_bytes(), pageable.host_bytes()].into_iter().flatten() {
+    for host in [
+        pinned.host_bytes(),
+        pinned_back.host_bytes(),
+        pageable.host_bytes(),
+    ]
+    .into_iter()
+    .flatten()
+    {
         host.fill(1);
     }
-    let (device, device_back) = (allocate(Memory::Device, "host link: device")?, allocate(Memory::Device, "host link: device, second")?);
+    let (device, device_back) = (
+        allocate(Memory::Device, "host link: device")?,
+        allocate(Memory::Device, "host link: device, second")?,
+    );
     let at = |a: &Allocation| a.copy_address(gpu);
     let never = Capture::Never("copies over the host link are timed with events");
-    let copy = |dst: u64, src: u64| move |stream: &Arc<CudaStream>| -> Result<(), RunError> {
-        // SAFETY: both are live allocations of `n` bytes; unified addressing tells the driver which side each is on.
-        program::check(unsafe { sys::cuMemcpyAsync(dst, src, n, stream.cu_stream()) }, || format!("copying {n} bytes over the host link"))
+    let copy = |dst: u64, src: u64| {
+        move |stream: &Arc<CudaStream>| -> Result<(), RunError> {
+            // SAFETY: both are live allocations of `n` bytes; unified addressing tells the driver which side each is on.
+            program::check(
+                unsafe { sys::cuMemcpyAsync(dst, src, n, stream.cu_stream()) },
+                || format!("copying {n} bytes over the host link"),
+            )
+        }
     };
     let h2d_pinned = time_runs_plain(gpu, cfg, never, copy(at(&device), at(&pinned)))?.samples_ms;
-    let d2h_pinned = time_runs_plain(gpu, cfg, never, copy(at(&pinned_back), at(&device_back)))?.samples_ms;
-    let h2d_pageable = time_runs_plain(gpu, cfg, never, copy(at(&device), at(&pageable)))?.samples_ms;
-    let d2h_pageable = time_runs_plain(gpu, cfg, never, copy(at(&pageable), at(&device_back)))?.samples_ms;
+    let d2h_pinned =
+        time_runs_plain(gpu, cfg, never, copy(at(&pinned_back), at(&device_back)))?.samples_ms;
+    let h2d_pageable =
+        time_runs_plain(gpu, cfg, never, copy(at(&device), at(&pageable)))?.samples_ms;
+    let d2h_pageable =
+        time_runs_plain(gpu, cfg, never, copy(at(&pageable), at(&device_back)))?.samples_ms;
     // Both ways at once: the second direction on a stream of its own that forks from and joins the timed one.
     let other = gpu.ctx.new_stream().doing("creating a second stream")?;
     let events = program::Events::new(2, false)?;
     let (fork, join) = (events.0[0], events.0[1]);
-    let (up, down) = (copy(at(&device), at(&pinned)), copy(at(&pinned_back), at(&device_back)));
+    let (up, down) = (
+        copy(at(&device), at(&pinned)),
+        copy(at(&pinned_back), at(&device_back)),
+    );
     let both = time_runs_plain(gpu, cfg, never, |stream| {
         program::record(fork, stream.cu_stream())?;
         program::wait(other.cu_stream(), fork)?;
@@ -1002,12 +1634,23 @@ fn run_host_link(gpu: &Gpu, bytes: u64, cfg: &TimingConfig) -> Result<HostLinkSa
         program::record(join, other.cu_stream())?;
         program::wait(stream.cu_stream(), join)
     });
-    Ok(HostLinkSamples { h2d_pinned, d2h_pinned, bidirectional_pinned: both?.samples_ms, h2d_pageable, d2h_pageable })
+    Ok(HostLinkSamples {
+        h2d_pinned,
+        d2h_pinned,
+        bidirectional_pinned: both?.samples_ms,
+        h2d_pageable,
+        d2h_pageable,
+    })
 }
 
 /// cuBLAS at a matmul shape, math mode pinned to `CUBLAS_DEFAULT_MATH` (FP32 without TF32 tensor
 /// cores): GEMV where n = 1, GEMM otherwise, on random data, timed like a variant.
-pub fn run_cublas(gpu: &Gpu, shape: &MatmulShape, elem: ElemType, cfg: &TimingConfig) -> Result<ComputeOutcome, RunError> {
+pub fn run_cublas(
+    gpu: &Gpu,
+    shape: &MatmulShape,
+    elem: ElemType,
+    cfg: &TimingConfig,
+) -> Result<ComputeOutcome, RunError> {
     use cudarc::cublas::{result as blas, sys as bs};
     // SAFETY: only tries to open the library.
     if !unsafe { bs::is_culib_present() } {
@@ -1015,34 +1658,130 @@ pub fn run_cublas(gpu: &Gpu, shape: &MatmulShape, elem: ElemType, cfg: &TimingCo
     }
     let upload = |len: u64, seed: u64| -> Result<CudaSlice<u8>, RunError> {
         let data = HostData::init(elem, len as usize, Init::Random, seed);
-        gpu.stream.clone_htod(data.as_bytes()).doing("uploading cuBLAS operands")
+        gpu.stream
+            .clone_htod(data.as_bytes())
+            .doing("uploading cuBLAS operands")
     };
-    let (a, b, c) = (upload(shape.m * shape.k, 11)?, upload(shape.k * shape.n, 12)?, upload(shape.m * shape.n, 13)?);
-    let (pa, pb, pc) = (a.device_ptr(&gpu.stream).0, b.device_ptr(&gpu.stream).0, c.device_ptr(&gpu.stream).0);
-    let blas = cudarc::cublas::CudaBlas::new(gpu.stream.clone()).map_err(|e| RunError::Invalid(format!("cuBLAS: {e:?}")))?;
+    let (a, b, c) = (
+        upload(shape.m * shape.k, 11)?,
+        upload(shape.k * shape.n, 12)?,
+        upload(shape.m * shape.n, 13)?,
+    );
+    let (pa, pb, pc) = (
+        a.device_ptr(&gpu.stream).0,
+        b.device_ptr(&gpu.stream).0,
+        c.device_ptr(&gpu.stream).0,
+    );
+    let blas = cudarc::cublas::CudaBlas::new(gpu.stream.clone())
+        .map_err(|e| RunError::Invalid(format!("cuBLAS: {e:?}")))?;
     let handle = *blas.handle();
     // SAFETY: a live handle; the mode is one of cuBLAS's own.
-    unsafe { bs::cublasSetMathMode(handle, bs::cublasMath_t::CUBLAS_DEFAULT_MATH) }.result().map_err(|e| RunError::Invalid(format!("cuBLAS math mode: {e:?}")))?;
-    let dim = |x: u64| i32::try_from(x).map_err(|_| RunError::Invalid(format!("cuBLAS takes 32-bit dimensions; {x} is too large")));
+    unsafe { bs::cublasSetMathMode(handle, bs::cublasMath_t::CUBLAS_DEFAULT_MATH) }
+        .result()
+        .map_err(|e| RunError::Invalid(format!("cuBLAS math mode: {e:?}")))?;
+    let dim = |x: u64| {
+        i32::try_from(x).map_err(|_| {
+            RunError::Invalid(format!("cuBLAS takes 32-bit dimensions; {x} is too large"))
+        })
+    };
     let (m, n, k) = (dim(shape.m)?, dim(shape.n)?, dim(shape.k)?);
-    let op = |t: bool| if t { bs::cublasOperation_t::CUBLAS_OP_T } else { bs::cublasOperation_t::CUBLAS_OP_N };
+    let op = |t: bool| {
+        if t {
+            bs::cublasOperation_t::CUBLAS_OP_T
+        } else {
+            bs::cublasOperation_t::CUBLAS_OP_N
+        }
+    };
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T (see MatmulShape).
-    let (lda, ldb) = (if shape.trans_a { m } else { k }, if shape.trans_b { k } else { n });
+    let (lda, ldb) = (
+        if shape.trans_a { m } else { k },
+        if shape.trans_b { k } else { n },
+    );
     let gemv = shape.n == 1 && !shape.trans_b;
     let (alpha32, beta32) = (shape.alpha as f32, shape.beta as f32);
     let call = || -> Result<(), RunError> {
         // SAFETY: the buffers hold m*k, k*n and m*n elements of `elem`, as the dimensions say.
         let r = unsafe {
             match (elem, gemv) {
-                (ElemType::F64, true) => blas::dgemv(handle, op(!shape.trans_a), if shape.trans_a { m } else { k }, if shape.trans_a { k } else { m }, &shape.alpha, pa as *const f64, lda, pb as *const f64, 1, &shape.beta, pc as *mut f64, 1),
-                (ElemType::F64, false) => blas::dgemm(handle, op(shape.trans_b), op(shape.trans_a), n, m, k, &shape.alpha, pb as *const f64, ldb, pa as *const f64, lda, &shape.beta, pc as *mut f64, n),
-                (_, true) => blas::sgemv(handle, op(!shape.trans_a), if shape.trans_a { m } else { k }, if shape.trans_a { k } else { m }, &alpha32, pa as *const f32, lda, pb as *const f32, 1, &beta32, pc as *mut f32, 1),
-                (_, false) => blas::sgemm(handle, op(shape.trans_b), op(shape.trans_a), n, m, k, &alpha32, pb as *const f32, ldb, pa as *const f32, lda, &beta32, pc as *mut f32, n),
+                (ElemType::F64, true) => blas::dgemv(
+                    handle,
+                    op(!shape.trans_a),
+                    if shape.trans_a { m } else { k },
+                    if shape.trans_a { k } else { m },
+                    &shape.alpha,
+                    pa as *const f64,
+                    lda,
+                    pb as *const f64,
+                    1,
+                    &shape.beta,
+                    pc as *mut f64,
+                    1,
+                ),
+                (ElemType::F64, false) => blas::dgemm(
+                    handle,
+                    op(shape.trans_b),
+                    op(shape.trans_a),
+                    n,
+                    m,
+                    k,
+                    &shape.alpha,
+                    pb as *const f64,
+                    ldb,
+                    pa as *const f64,
+                    lda,
+                    &shape.beta,
+                    pc as *mut f64,
+                    n,
+                ),
+                (_, true) => blas::sgemv(
+                    handle,
+                    op(!shape.trans_a),
+                    if shape.trans_a { m } else { k },
+                    if shape.trans_a { k } else { m },
+                    &alpha32,
+                    pa as *const f32,
+                    lda,
+                    pb as *const f32,
+                    1,
+                    &beta32,
+                    pc as *mut f32,
+                    1,
+                ),
+                (_, false) => blas::sgemm(
+                    handle,
+                    op(shape.trans_b),
+                    op(shape.trans_a),
+                    n,
+                    m,
+                    k,
+                    &alpha32,
+                    pb as *const f32,
+                    ldb,
+                    pa as *const f32,
+                    lda,
+                    &beta32,
+                    pc as *mut f32,
+                    n,
+                ),
             }
         };
-        r.map_err(|e| RunError::Invalid(format!("cuBLAS {}: {e:?}", if gemv { "gemv" } else { "gemm" })))
+        r.map_err(|e| {
+            RunError::Invalid(format!(
+                "cuBLAS {}: {e:?}",
+                if gemv { "gemv" } else { "gemm" }
+            ))
+        })
     };
     // The handle is bound to the default stream, which a graph cannot capture.
-    let samples_ms = time_runs_plain(gpu, cfg, Capture::Never("cuBLAS is bound to the default stream"), |_| call())?.samples_ms;
-    Ok(ComputeOutcome { samples_ms, math_mode: "CUBLAS_DEFAULT_MATH (FP32 without TF32 tensor cores)".into() })
+    let samples_ms = time_runs_plain(
+        gpu,
+        cfg,
+        Capture::Never("cuBLAS is bound to the default stream"),
+        |_| call(),
+    )?
+    .samples_ms;
+    Ok(ComputeOutcome {
+        samples_ms,
+        math_mode: "CUBLAS_DEFAULT_MATH (FP32 without TF32 tensor cores)".into(),
+    })
 }

@@ -4,16 +4,23 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys::{self, CUevent, CUstream};
 
-use super::{stop_sampling, warm_up, Buffers, Doing, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed};
-use crate::records::{kept_by_clock, CacheState, ClockSample, StepInfo, Timeline, TimingConfig};
-use crate::suite::{Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
+use super::{
+    Buffers, Doing, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed, stop_sampling, warm_up,
+};
+use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig, kept_by_clock};
+use crate::suite::{
+    Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget,
+};
 
 /// Each step's start and end in one sample, in ms from the sample's start (`None`: the step records no events).
 type StepSpans = Vec<Option<(f64, f64)>>;
 
 /// Wraps a raw driver result with what was being done.
 pub(super) fn check(result: sys::CUresult, doing: impl FnOnce() -> String) -> Result<(), RunError> {
-    result.result().map_err(|source| RunError::Driver { doing: doing(), source })
+    result.result().map_err(|source| RunError::Driver {
+        doing: doing(),
+        source,
+    })
 }
 
 /// CUDA events owned together, destroyed when dropped.
@@ -22,12 +29,18 @@ pub(super) struct Events(pub Vec<CUevent>);
 impl Events {
     /// `n` events, with timing or without (events that only order work are cheaper without).
     pub fn new(n: usize, timing: bool) -> Result<Events, RunError> {
-        let flags = if timing { sys::CUevent_flags::CU_EVENT_DEFAULT } else { sys::CUevent_flags::CU_EVENT_DISABLE_TIMING } as u32;
+        let flags = if timing {
+            sys::CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
+        } as u32;
         let mut events = Events(Vec::with_capacity(n));
         for _ in 0..n {
             let mut event: CUevent = std::ptr::null_mut();
             // SAFETY: `event` is written by the call.
-            check(unsafe { sys::cuEventCreate(&mut event, flags) }, || "creating a CUDA event".into())?;
+            check(unsafe { sys::cuEventCreate(&mut event, flags) }, || {
+                "creating a CUDA event".into()
+            })?;
             events.0.push(event);
         }
         Ok(events)
@@ -45,18 +58,25 @@ impl Drop for Events {
 
 pub(super) fn record(event: CUevent, stream: CUstream) -> Result<(), RunError> {
     // SAFETY: a live event and a live stream (or the NULL stream).
-    check(unsafe { sys::cuEventRecord(event, stream) }, || "recording an event".into())
+    check(unsafe { sys::cuEventRecord(event, stream) }, || {
+        "recording an event".into()
+    })
 }
 
 pub(super) fn wait(stream: CUstream, event: CUevent) -> Result<(), RunError> {
     // SAFETY: a live stream (or the NULL stream) and a live event.
-    check(unsafe { sys::cuStreamWaitEvent(stream, event, 0) }, || "making a stream wait for an event".into())
+    check(unsafe { sys::cuStreamWaitEvent(stream, event, 0) }, || {
+        "making a stream wait for an event".into()
+    })
 }
 
 pub(super) fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f64, RunError> {
     let mut ms = 0f32;
     // SAFETY: two live timing events, both completed (the caller synchronised on the last).
-    check(unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) }, || "reading the time between two events".into())?;
+    check(
+        unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) },
+        || "reading the time between two events".into(),
+    )?;
     Ok(ms as f64)
 }
 
@@ -96,11 +116,25 @@ struct Marks {
 
 impl Marks {
     fn new(program: &StepProgram, used_streams: usize) -> Result<Marks, RunError> {
-        let work = program.steps.iter().filter(|s| s.action.kind().is_some()).count();
+        let work = program
+            .steps
+            .iter()
+            .filter(|s| s.action.kind().is_some())
+            .count();
         let timed = Events::new(2 + 2 * work, true)?;
         let mut pairs = timed.0[2..].chunks(2).map(|p| (p[0], p[1]));
-        let steps = program.steps.iter().map(|s| s.action.kind().and_then(|_| pairs.next())).collect();
-        Ok(Marks { start: timed.0[0], stop: timed.0[1], joins: Events::new(used_streams, false)?, steps, _timed: timed })
+        let steps = program
+            .steps
+            .iter()
+            .map(|s| s.action.kind().and_then(|_| pairs.next()))
+            .collect();
+        Ok(Marks {
+            start: timed.0[0],
+            stop: timed.0[1],
+            joins: Events::new(used_streams, false)?,
+            steps,
+            _timed: timed,
+        })
     }
 }
 
@@ -128,29 +162,67 @@ fn kernel_params(args: &[ArgSpec], pointers: &Pointers) -> Vec<[u8; 8]> {
 }
 
 /// Launches `l` on `stream` (raw handles: a host program's own streams, or a graph capture).
-pub(super) fn launch(loaded: &Loaded, l: &LaunchSpec, pointers: &Pointers, stream: CUstream) -> Result<(), RunError> {
+pub(super) fn launch(
+    loaded: &Loaded,
+    l: &LaunchSpec,
+    pointers: &Pointers,
+    stream: CUstream,
+) -> Result<(), RunError> {
     let f = &loaded.functions[&l.kernel];
     let mut slots = kernel_params(&l.args, pointers);
     let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
     // SAFETY: argument count and sizes were checked against the kernel's parameters at load (a
     // type of the right size but the wrong kind is the author's bug and at worst faults this
     // child process, which is why jobs run in one); the slots outlive the call, which copies them.
-    let r = unsafe { sys::cuLaunchKernel(f.cu_function(), l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.shared_bytes, stream, params.as_mut_ptr(), std::ptr::null_mut()) };
-    check(r, || format!("launching `{}` grid {:?} block {:?}", l.kernel, l.grid, l.block))
+    let r = unsafe {
+        sys::cuLaunchKernel(
+            f.cu_function(),
+            l.grid[0],
+            l.grid[1],
+            l.grid[2],
+            l.block[0],
+            l.block[1],
+            l.block[2],
+            l.shared_bytes,
+            stream,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    };
+    check(r, || {
+        format!(
+            "launching `{}` grid {:?} block {:?}",
+            l.kernel, l.grid, l.block
+        )
+    })
 }
 
 impl<'a> HostProgram<'a> {
     pub fn new(gpu: &'a Gpu, program: &'a StepProgram) -> Result<HostProgram<'a>, RunError> {
-        gpu.ctx.bind_to_thread().doing("making the context current")?;
+        gpu.ctx
+            .bind_to_thread()
+            .doing("making the context current")?;
         let mut used: Vec<usize> = program.steps.iter().filter_map(|s| s.stream).collect();
         used.sort_unstable();
         used.dedup();
-        let mut p = HostProgram { gpu, program, streams: Vec::new(), used, events: Events::new(program.events.len(), false)? };
+        let mut p = HostProgram {
+            gpu,
+            program,
+            streams: Vec::new(),
+            used,
+            events: Events::new(program.events.len(), false)?,
+        };
         for s in &program.streams {
             let mut stream: CUstream = std::ptr::null_mut();
-            let flags = if s.non_blocking { sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 } else { 0 };
+            let flags = if s.non_blocking {
+                sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32
+            } else {
+                0
+            };
             // SAFETY: `stream` is written by the call.
-            check(unsafe { sys::cuStreamCreate(&mut stream, flags) }, || format!("creating stream `{}`", s.name))?;
+            check(unsafe { sys::cuStreamCreate(&mut stream, flags) }, || {
+                format!("creating stream `{}`", s.name)
+            })?;
             p.streams.push(stream);
         }
         Ok(p)
@@ -163,7 +235,14 @@ impl<'a> HostProgram<'a> {
 
     /// Issues every step once, in order; with `marks`, each step that does work is bracketed by
     /// events on its stream, and the whole by events on the NULL stream that every stream joins.
-    fn issue(&self, loaded: &Loaded, launches: &[LaunchSpec], buffers: &[BufferSpec], bufs: &Buffers, marks: Option<&Marks>) -> Result<(), RunError> {
+    fn issue(
+        &self,
+        loaded: &Loaded,
+        launches: &[LaunchSpec],
+        buffers: &[BufferSpec],
+        bufs: &Buffers,
+        marks: Option<&Marks>,
+    ) -> Result<(), RunError> {
         let null: CUstream = std::ptr::null_mut();
         if let Some(m) = marks {
             record(m.start, null)?;
@@ -175,7 +254,10 @@ impl<'a> HostProgram<'a> {
         for (i, step) in self.program.steps.iter().enumerate() {
             // A synchronous copy runs on the NULL stream whatever the step says (as cudaMemcpy does).
             let stream = match step.action {
-                Action::Copy { asynchronous: false, .. } => null,
+                Action::Copy {
+                    asynchronous: false,
+                    ..
+                } => null,
                 _ => self.stream(step.stream),
             };
             let mark = marks.and_then(|m| m.steps[i]);
@@ -184,25 +266,62 @@ impl<'a> HostProgram<'a> {
             }
             let doing = || format!("step {} `{}`", i + 1, step.label);
             match &step.action {
-                Action::Copy { from, to, asynchronous, .. } => {
-                    let (dst, src) = (bufs.copy_pointers.at(to.buffer, to.offset), bufs.copy_pointers.at(from.buffer, from.offset));
+                Action::Copy {
+                    from,
+                    to,
+                    asynchronous,
+                    ..
+                } => {
+                    let (dst, src) = (
+                        bufs.copy_pointers.at(to.buffer, to.offset),
+                        bufs.copy_pointers.at(from.buffer, from.offset),
+                    );
                     let n = from.bytes(buffers) as usize;
                     // SAFETY: both regions lie inside live allocations (checked at load); unified
                     // addressing tells the driver which side each address is on.
-                    let r = unsafe { if *asynchronous { sys::cuMemcpyAsync(dst, src, n, stream) } else { sys::cuMemcpy(dst, src, n) } };
+                    let r = unsafe {
+                        if *asynchronous {
+                            sys::cuMemcpyAsync(dst, src, n, stream)
+                        } else {
+                            sys::cuMemcpy(dst, src, n)
+                        }
+                    };
                     check(r, doing)?;
                 }
-                Action::Kernel { launch: l } => launch(loaded, &launches[*l], &bufs.pointers, stream)?,
+                Action::Kernel { launch: l } => {
+                    launch(loaded, &launches[*l], &bufs.pointers, stream)?
+                }
                 Action::Memset { region, value } => {
                     let address = bufs.pointers.at(region.buffer, region.offset);
                     // SAFETY: a device-visible region of a live allocation.
-                    check(unsafe { sys::cuMemsetD8Async(address, *value, region.bytes(buffers) as usize, stream) }, doing)?;
+                    check(
+                        unsafe {
+                            sys::cuMemsetD8Async(
+                                address,
+                                *value,
+                                region.bytes(buffers) as usize,
+                                stream,
+                            )
+                        },
+                        doing,
+                    )?;
                 }
                 Action::Prefetch { region, to } => {
                     let address = bufs.pointers.at(region.buffer, region.offset);
                     let location = super::memory::location(self.gpu, *to == Location::Device);
                     // SAFETY: a region of a live managed allocation (checked at load).
-                    check(unsafe { sys::cuMemPrefetchAsync_v2(address, region.bytes(buffers) as usize, location, 0, stream) }, doing)?;
+                    check(
+                        unsafe {
+                            sys::cuMemPrefetchAsync_v2(
+                                address,
+                                region.bytes(buffers) as usize,
+                                location,
+                                0,
+                                stream,
+                            )
+                        },
+                        doing,
+                    )?;
                 }
                 Action::Record { event } => record(self.events.0[*event], stream)?,
                 Action::Wait { event } => wait(stream, self.events.0[*event])?,
@@ -215,7 +334,12 @@ impl<'a> HostProgram<'a> {
                             SyncTarget::Event(e) => sys::cuEventSynchronize(self.events.0[*e]),
                         }
                     };
-                    check(r, || format!("{} (a fault here is an illegal memory access or a trap in a kernel)", doing()))?;
+                    check(r, || {
+                        format!(
+                            "{} (a fault here is an illegal memory access or a trap in a kernel)",
+                            doing()
+                        )
+                    })?;
                 }
             }
             if let Some((_, end)) = mark {
@@ -233,9 +357,18 @@ impl<'a> HostProgram<'a> {
     }
 
     /// Runs the program once and waits for all of it (its buffers are ready: `Buffers::reset` syncs).
-    pub fn run(&self, loaded: &Loaded, launches: &[LaunchSpec], buffers: &[BufferSpec], bufs: &Buffers, what: &str) -> Result<(), RunError> {
+    pub fn run(
+        &self,
+        loaded: &Loaded,
+        launches: &[LaunchSpec],
+        buffers: &[BufferSpec],
+        bufs: &Buffers,
+        what: &str,
+    ) -> Result<(), RunError> {
         self.issue(loaded, launches, buffers, bufs, None)?;
-        self.gpu.ctx.synchronize().doing(format!("running {what} (a fault here is an illegal memory access or a trap in a kernel)"))
+        self.gpu.ctx.synchronize().doing(format!(
+            "running {what} (a fault here is an illegal memory access or a trap in a kernel)"
+        ))
     }
 }
 
@@ -270,20 +403,37 @@ pub(super) fn time_program(
         if let Some(f) = &flush {
             f.evict(&gpu.stream)?;
         }
-        gpu.ctx.synchronize().doing("finishing the preparation of a sample")
+        gpu.ctx
+            .synchronize()
+            .doing("finishing the preparation of a sample")
     };
     // One sample: the whole and each step, relative to the start.
     let sample = |bufs: &mut Buffers| -> Result<(f64, StepSpans), RunError> {
         prepare(bufs)?;
         program.issue(loaded, launches, &spec.buffers, bufs, Some(&marks))?;
         // SAFETY: a live event, recorded just above.
-        check(unsafe { sys::cuEventSynchronize(marks.stop) }, || "running the host program (a fault here is an illegal memory access or a trap in a kernel)".into())?;
+        check(unsafe { sys::cuEventSynchronize(marks.stop) }, || {
+            "running the host program (a fault here is an illegal memory access or a trap in a kernel)".into()
+        })?;
         let total = elapsed_ms(marks.start, marks.stop)?;
-        let steps = marks.steps.iter().map(|m| m.map(|(a, b)| Ok::<_, RunError>((elapsed_ms(marks.start, a)?, elapsed_ms(marks.start, b)?))).transpose()).collect::<Result<Vec<_>, _>>()?;
+        let steps = marks
+            .steps
+            .iter()
+            .map(|m| {
+                m.map(|(a, b)| {
+                    Ok::<_, RunError>((elapsed_ms(marks.start, a)?, elapsed_ms(marks.start, b)?))
+                })
+                .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok((total, steps))
     };
     let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || sample(bufs).map(|_| ()))?;
-    let (mut samples, mut per_step, mut clocks): (Vec<f64>, Vec<StepSpans>, Vec<Option<ClockSample>>) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut samples, mut per_step, mut clocks): (
+        Vec<f64>,
+        Vec<StepSpans>,
+        Vec<Option<ClockSample>>,
+    ) = (Vec::new(), Vec::new(), Vec::new());
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
         let (total, steps) = sample(bufs)?;
@@ -297,22 +447,68 @@ pub(super) fn time_program(
     };
     // The timeline is drawn from the samples the median keeps.
     let keep = kept_by_clock(&clocks, samples.len());
-    let (kept_totals, kept_steps): (Vec<f64>, Vec<StepSpans>) = samples.iter().zip(per_step).zip(keep).filter(|(_, k)| *k).map(|((&t, s), _)| (t, s)).unzip();
+    let (kept_totals, kept_steps): (Vec<f64>, Vec<StepSpans>) = samples
+        .iter()
+        .zip(per_step)
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|((&t, s), _)| (t, s))
+        .unzip();
     let timeline = timeline_of(program.program, &spec.buffers, &kept_totals, &kept_steps);
-    let method = format!("events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}", if flush.is_some() { " after an L2 flush" } else { "" });
-    Ok((Timed { samples_ms: samples, runs_per_sample: 1, warmup_runs, stopped_by, method, clocks, warmup_ms }, timeline))
+    let method = format!(
+        "events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}",
+        if flush.is_some() {
+            " after an L2 flush"
+        } else {
+            ""
+        }
+    );
+    Ok((
+        Timed {
+            samples_ms: samples,
+            runs_per_sample: 1,
+            warmup_runs,
+            stopped_by,
+            method,
+            clocks,
+            warmup_ms,
+        },
+        timeline,
+    ))
 }
 
 /// The timeline of the sample nearest the median: the steps that do work (records, waits and
 /// syncs are never timed), each with its spans in every sample.
-fn timeline_of(program: &StepProgram, buffers: &[BufferSpec], totals: &[f64], per_step: &[Vec<Option<(f64, f64)>>]) -> Timeline {
+fn timeline_of(
+    program: &StepProgram,
+    buffers: &[BufferSpec],
+    totals: &[f64],
+    per_step: &[Vec<Option<(f64, f64)>>],
+) -> Timeline {
     let (work, infos): (Vec<usize>, Vec<StepInfo>) = program
         .steps
         .iter()
         .enumerate()
         // A synchronous copy has no stream of its own (the manifest refuses one): it is on NULL.
-        .filter_map(|(i, step)| Some((i, StepInfo { label: step.label.clone(), kind: step.action.kind()?, stream: program.stream_name(step.stream), bytes: step.action.bytes(buffers) })))
+        .filter_map(|(i, step)| {
+            Some((
+                i,
+                StepInfo {
+                    label: step.label.clone(),
+                    kind: step.action.kind()?,
+                    stream: program.stream_name(step.stream),
+                    bytes: step.action.bytes(buffers),
+                },
+            ))
+        })
         .unzip();
-    let spans: Vec<Vec<Option<(f64, f64)>>> = per_step.iter().map(|sample| work.iter().map(|&i| sample.get(i).copied().flatten()).collect()).collect();
+    let spans: Vec<Vec<Option<(f64, f64)>>> = per_step
+        .iter()
+        .map(|sample| {
+            work.iter()
+                .map(|&i| sample.get(i).copied().flatten())
+                .collect()
+        })
+        .collect();
     Timeline::nearest_median(&infos, totals, &spans)
 }

@@ -3,10 +3,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::records::{BoundsRecord, ComputeBoundRecord, Fingerprint, JobRecord, ProfileRecord, Record, RunData, RunInfo};
+use crate::records::{
+    BoundsRecord, ComputeBoundRecord, Fingerprint, JobRecord, ProfileRecord, Record, RunData,
+    RunInfo,
+};
 use crate::store;
 
 pub const FORMAT: &str = "gpu-lab baseline";
@@ -49,9 +52,24 @@ impl Baseline {
             fingerprint: Fingerprint::of(source_run, run),
             run: run.info.clone(),
             // Every GPU's bounds, where a run had several (`--gpus`), else each group's.
-            bounds: if run.gpu_bounds.is_empty() { run.bounds.values().cloned().collect() } else { run.gpu_bounds.values().cloned().collect() },
-            compute_bounds: if run.gpu_compute_bounds.is_empty() { run.compute_bounds.values().cloned().collect() } else { run.gpu_compute_bounds.values().cloned().collect() },
-            jobs: run.jobs.iter().map(|j| BaselineJob { job: j.clone(), profile: run.profiles.get(j.id()).cloned() }).collect(),
+            bounds: if run.gpu_bounds.is_empty() {
+                run.bounds.values().cloned().collect()
+            } else {
+                run.gpu_bounds.values().cloned().collect()
+            },
+            compute_bounds: if run.gpu_compute_bounds.is_empty() {
+                run.compute_bounds.values().cloned().collect()
+            } else {
+                run.gpu_compute_bounds.values().cloned().collect()
+            },
+            jobs: run
+                .jobs
+                .iter()
+                .map(|j| BaselineJob {
+                    job: j.clone(),
+                    profile: run.profiles.get(j.id()).cloned(),
+                })
+                .collect(),
         }
     }
 
@@ -59,7 +77,12 @@ impl Baseline {
         let records = (self.bounds.iter().cloned().map(Record::Bounds))
             .chain(self.compute_bounds.iter().cloned().map(Record::Compute))
             .chain(self.jobs.iter().map(|j| Record::Job(j.job.clone())))
-            .chain(self.jobs.iter().filter_map(|j| j.profile.clone()).map(Record::Profile))
+            .chain(
+                self.jobs
+                    .iter()
+                    .filter_map(|j| j.profile.clone())
+                    .map(Record::Profile),
+            )
             .collect();
         RunData::from_records(self.run.clone(), records)
     }
@@ -67,16 +90,26 @@ impl Baseline {
 
 /// A name is a file name without its `.json`: letters, digits, `.`, `_`, `-`.
 pub fn validate_name(name: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty() && !name.starts_with('.') && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !ok {
-        bail!("`{name}` is not a usable baseline name\n  fix: use letters, digits, `.`, `_` and `-` only (for example `h200` or `main-2026-11`)");
+        bail!(
+            "`{name}` is not a usable baseline name\n  fix: use letters, digits, `.`, `_` and `-` only (for example `h200` or `main-2026-11`)"
+        );
     }
     Ok(())
 }
 
 /// `NAME` means `DIR/NAME.json`; anything with a `/` or ending in `.json` is taken as a path.
 pub fn resolve(dir: &Path, name: &str) -> PathBuf {
-    if name.contains('/') || name.ends_with(".json") { PathBuf::from(name) } else { dir.join(format!("{name}.json")) }
+    if name.contains('/') || name.ends_with(".json") {
+        PathBuf::from(name)
+    } else {
+        dir.join(format!("{name}.json"))
+    }
 }
 
 /// Writes the baseline; an existing file is replaced only with `force`. Either way the file
@@ -88,13 +121,22 @@ pub fn save(dir: &Path, baseline: &Baseline, force: bool) -> anyhow::Result<Path
     let json = serde_json::to_vec_pretty(baseline)?;
     let tmp = dir.join(format!(".{}.json.new{}", baseline.name, std::process::id()));
     store::write_atomic(&tmp, &json).with_context(|| format!("writing {}", tmp.display()))?;
-    let placed = if force { fs::rename(&tmp, &path) } else { fs::hard_link(&tmp, &path) };
+    let placed = if force {
+        fs::rename(&tmp, &path)
+    } else {
+        fs::hard_link(&tmp, &path)
+    };
     let _ = fs::remove_file(&tmp);
     match placed {
         Ok(()) => Ok(path),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let what = load(&path).map(|b| format!(" (saved {} from {})", b.saved, b.source_run)).unwrap_or_default();
-            bail!("{} already exists{what}\n  fix: pass --force to replace it, or choose another name", path.display())
+            let what = load(&path)
+                .map(|b| format!(" (saved {} from {})", b.saved, b.source_run))
+                .unwrap_or_default();
+            bail!(
+                "{} already exists{what}\n  fix: pass --force to replace it, or choose another name",
+                path.display()
+            )
         }
         Err(e) => Err(e).with_context(|| format!("writing {}", path.display())),
     }
@@ -104,19 +146,43 @@ pub fn load(path: &Path) -> anyhow::Result<Baseline> {
     let text = fs::read_to_string(path).with_context(|| format!("cannot read the baseline {}\n  fix: `gpu-lab baseline list` shows the stored baselines; `gpu-lab baseline save NAME` stores one", path.display()))?;
     let fix = "fix: save it again with `gpu-lab baseline save NAME --from RUN --force`";
     let b: Baseline = serde_json::from_str(&text).map_err(|e| {
-        let why = if e.is_eof() { "it ends too early (a truncated file)" } else { "it is not valid baseline JSON" };
-        anyhow::anyhow!("the baseline {} cannot be read: {why}: {e}\n  {fix}", path.display())
+        let why = if e.is_eof() {
+            "it ends too early (a truncated file)"
+        } else {
+            "it is not valid baseline JSON"
+        };
+        anyhow::anyhow!(
+            "the baseline {} cannot be read: {why}: {e}\n  {fix}",
+            path.display()
+        )
     })?;
     if b.format != FORMAT {
-        bail!("{} is not a gpu-lab baseline (format `{}`)\n  {fix}", path.display(), b.format);
+        bail!(
+            "{} is not a gpu-lab baseline (format `{}`)\n  {fix}",
+            path.display(),
+            b.format
+        );
     }
     if b.jobs.is_empty() {
-        bail!("the baseline {} holds no job: every job of a run would pass as New\n  {fix}", path.display());
+        bail!(
+            "the baseline {} holds no job: every job of a run would pass as New\n  {fix}",
+            path.display()
+        );
     }
     // The name travels into file names (the verdicts beside a run): checked as if typed.
-    validate_name(&b.name).map_err(|e| anyhow::anyhow!("the baseline {} names itself `{}`: {e}\n  {fix}", path.display(), b.name))?;
+    validate_name(&b.name).map_err(|e| {
+        anyhow::anyhow!(
+            "the baseline {} names itself `{}`: {e}\n  {fix}",
+            path.display(),
+            b.name
+        )
+    })?;
     if b.version != VERSION {
-        bail!("the baseline {} has format version {}; this gpu-lab reads version {VERSION}\n  {fix}", path.display(), b.version);
+        bail!(
+            "the baseline {} has format version {}; this gpu-lab reads version {VERSION}\n  {fix}",
+            path.display(),
+            b.version
+        );
     }
     Ok(b)
 }
@@ -128,18 +194,30 @@ pub fn list(dir: &Path) -> anyhow::Result<Vec<(PathBuf, anyhow::Result<Baseline>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
     };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
     paths.sort();
-    Ok(paths.into_iter().map(|p| {
-        let b = load(&p);
-        (p, b)
-    }).collect())
+    Ok(paths
+        .into_iter()
+        .map(|p| {
+            let b = load(&p);
+            (p, b)
+        })
+        .collect())
 }
 
 /// The run under `root` that started last (by `started` in its run.json; the directory name breaks ties).
 pub fn newest_run(root: &Path) -> anyhow::Result<PathBuf> {
     let fix = "fix: pass --from RUN, or make a run with `gpu-lab profile --suite S`";
-    let entries = fs::read_dir(root).with_context(|| format!("no run directories: cannot read {}\n  {fix}", root.display()))?;
+    let entries = fs::read_dir(root).with_context(|| {
+        format!(
+            "no run directories: cannot read {}\n  {fix}",
+            root.display()
+        )
+    })?;
     let started = |dir: &Path| -> Option<String> {
         let text = fs::read_to_string(dir.join(store::RUN_JSON)).ok()?;
         Some(serde_json::from_str::<RunInfo>(&text).ok()?.started)
@@ -158,7 +236,12 @@ mod tests {
     use super::*;
 
     fn committed() -> RunData {
-        store::load_run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200")).unwrap().0
+        store::load_run(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("reports/runs/20261122T044759Z-transpose-h200"),
+        )
+        .unwrap()
+        .0
     }
 
     #[test]
@@ -166,7 +249,11 @@ mod tests {
         let run = committed();
         let b = Baseline::from_run("h200", "runs/x", &run, "2026-11-22T05:00:00Z".into());
         assert_eq!(b.jobs.len(), 92);
-        assert!(b.jobs.iter().all(|j| j.profile.is_some() && !j.job.samples_ms.is_empty()));
+        assert!(
+            b.jobs
+                .iter()
+                .all(|j| j.profile.is_some() && !j.job.samples_ms.is_empty())
+        );
         assert_eq!(b.fingerprint.gpu.as_deref(), Some("NVIDIA H200"));
         assert_eq!(b.to_run(), run);
     }
@@ -178,10 +265,17 @@ mod tests {
         let p = save(d.path(), &b, false).unwrap();
         assert_eq!(p, d.path().join("h200.json"));
         let err = save(d.path(), &b, false).unwrap_err().to_string();
-        assert!(err.contains("already exists") && err.contains("--force") && err.contains("runs/x"), "{err}");
+        assert!(
+            err.contains("already exists") && err.contains("--force") && err.contains("runs/x"),
+            "{err}"
+        );
         save(d.path(), &b, true).unwrap();
         assert_eq!(load(&p).unwrap(), b);
-        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1, "no temporary file left");
+        assert_eq!(
+            fs::read_dir(d.path()).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
     }
 
     #[test]
@@ -190,8 +284,14 @@ mod tests {
         for bad in ["", "../x", "a/b", ".hidden", "a b"] {
             assert!(validate_name(bad).is_err(), "{bad}");
         }
-        assert_eq!(resolve(Path::new("baselines"), "h200"), Path::new("baselines/h200.json"));
-        assert_eq!(resolve(Path::new("baselines"), "other/h200.json"), Path::new("other/h200.json"));
+        assert_eq!(
+            resolve(Path::new("baselines"), "h200"),
+            Path::new("baselines/h200.json")
+        );
+        assert_eq!(
+            resolve(Path::new("baselines"), "other/h200.json"),
+            Path::new("other/h200.json")
+        );
     }
 
     #[test]
@@ -202,6 +302,11 @@ mod tests {
         let text = fs::read_to_string(&p).unwrap();
         fs::write(&p, &text[..text.len() / 2]).unwrap();
         let err = format!("{:#}", load(&p).unwrap_err());
-        assert!(err.contains(&p.display().to_string()) && err.contains("truncated") && err.contains("fix:"), "{err}");
+        assert!(
+            err.contains(&p.display().to_string())
+                && err.contains("truncated")
+                && err.contains("fix:"),
+            "{err}"
+        );
     }
 }

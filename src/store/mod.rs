@@ -13,9 +13,18 @@ use crate::records::{Record, RunData, RunInfo};
 
 /// Writes through a temporary file in the same directory, then renames: readers never see half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(".{}.tmp{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(), std::process::id()));
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
     {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
@@ -26,7 +35,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Writes `value` as JSON, atomically.
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> anyhow::Result<()> {
-    write_atomic(path, &serde_json::to_vec(value)?).with_context(|| format!("writing {}", path.display()))
+    write_atomic(path, &serde_json::to_vec(value)?)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// Appends one JSON line and syncs it: a crash later loses nothing already measured.
@@ -41,13 +51,33 @@ pub fn append_jsonl<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
 /// `reports/runs/<UTC timestamp>-<suite>-<gpu>`; a suffix keeps two runs in one second apart.
 pub fn new_run_dir(root: &Path, suite: &str, gpu: &str) -> io::Result<PathBuf> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let slug: String = gpu.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-    let slug = slug.split('-').filter(|s| !s.is_empty() && *s != "nvidia").collect::<Vec<_>>().join("-");
-    let base = format!("{stamp}-{suite}-{}", if slug.is_empty() { "nogpu" } else { &slug });
+    let slug: String = gpu
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let slug = slug
+        .split('-')
+        .filter(|s| !s.is_empty() && *s != "nvidia")
+        .collect::<Vec<_>>()
+        .join("-");
+    let base = format!(
+        "{stamp}-{suite}-{}",
+        if slug.is_empty() { "nogpu" } else { &slug }
+    );
     fs::create_dir_all(root)?;
     let mut n = 0;
     loop {
-        let dir = root.join(if n == 0 { base.clone() } else { format!("{base}-{n}") });
+        let dir = root.join(if n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        });
         // create_dir fails on an existing directory: two runs started in one second never share one.
         match fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
@@ -62,7 +92,8 @@ pub const RESULTS: &str = "results.jsonl";
 
 pub fn save_info(dir: &Path, info: &RunInfo) -> anyhow::Result<()> {
     let json = serde_json::to_vec_pretty(info)?;
-    write_atomic(&dir.join(RUN_JSON), &json).with_context(|| format!("writing {}", dir.join(RUN_JSON).display()))
+    write_atomic(&dir.join(RUN_JSON), &json)
+        .with_context(|| format!("writing {}", dir.join(RUN_JSON).display()))
 }
 
 /// Reads a run directory back. A truncated last line (a run killed mid-write) is skipped with a warning.
@@ -75,8 +106,18 @@ pub fn load_run(dir: &Path) -> anyhow::Result<(RunData, Vec<String>)> {
 /// A run directory's `run.json`.
 pub fn load_info(dir: &Path) -> anyhow::Result<RunInfo> {
     let info_path = dir.join(RUN_JSON);
-    let text = fs::read_to_string(&info_path).with_context(|| format!("{} is not a gpu-lab run directory (no readable {RUN_JSON})", dir.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not valid gpu-lab run information", info_path.display()))
+    let text = fs::read_to_string(&info_path).with_context(|| {
+        format!(
+            "{} is not a gpu-lab run directory (no readable {RUN_JSON})",
+            dir.display()
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not valid gpu-lab run information",
+            info_path.display()
+        )
+    })
 }
 
 /// A run directory's records, read line by line: one that cannot be read costs that line only,
@@ -100,9 +141,16 @@ pub fn load_records(dir: &Path) -> anyhow::Result<(Vec<Record>, Vec<String>)> {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match std::str::from_utf8(line).map_err(|e| e.to_string()).and_then(|l| serde_json::from_str::<Record>(l).map_err(|e| e.to_string())) {
+        match std::str::from_utf8(line)
+            .map_err(|e| e.to_string())
+            .and_then(|l| serde_json::from_str::<Record>(l).map_err(|e| e.to_string()))
+        {
             Ok(r) => records.push(r),
-            Err(e) => warnings.push(format!("{}:{}: skipped an unreadable record ({e})", results.display(), i + 1)),
+            Err(e) => warnings.push(format!(
+                "{}:{}: skipped an unreadable record ({e})",
+                results.display(),
+                i + 1
+            )),
         }
     }
     Ok((records, warnings))
@@ -128,6 +176,12 @@ mod tests {
         let a = new_run_dir(d.path(), "transpose", "NVIDIA H200").unwrap();
         let b = new_run_dir(d.path(), "transpose", "NVIDIA H200").unwrap();
         assert_ne!(a, b);
-        assert!(a.file_name().unwrap().to_string_lossy().ends_with("-transpose-h200"), "{a:?}");
+        assert!(
+            a.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with("-transpose-h200"),
+            "{a:?}"
+        );
     }
 }

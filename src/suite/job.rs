@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::records::{format_params, BoundSpec, JobKey, StepKind, Work};
+pub use crate::records::{BoundSpec, JobKey, StepKind, Work, format_params};
 use crate::verify::{CorrectnessSpec, ElemType, Init};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -115,15 +115,27 @@ impl ArgSpec {
         match self {
             ArgSpec::F16(_) | ArgSpec::Bf16(_) => 2,
             ArgSpec::I32(_) | ArgSpec::U32(_) | ArgSpec::F32(_) => 4,
-            ArgSpec::Buffer(_) | ArgSpec::BufferAt(..) | ArgSpec::I64(_) | ArgSpec::U64(_) | ArgSpec::F64(_) => 8,
+            ArgSpec::Buffer(_)
+            | ArgSpec::BufferAt(..)
+            | ArgSpec::I64(_)
+            | ArgSpec::U64(_)
+            | ArgSpec::F64(_) => 8,
         }
     }
 
     /// How the manifest's argument reads in a signature: `float*`-like buffers as `ptr`, scalars by type.
     pub fn describe(&self, buffers: &[BufferSpec]) -> String {
         match self {
-            ArgSpec::Buffer(i) => format!("{}* {}", buffers.get(*i).map_or("?", |b| b.elem.name()), buffers.get(*i).map_or("?", |b| b.name.as_str())),
-            ArgSpec::BufferAt(i, at) => format!("{}* {}[{at}]", buffers.get(*i).map_or("?", |b| b.elem.name()), buffers.get(*i).map_or("?", |b| b.name.as_str())),
+            ArgSpec::Buffer(i) => format!(
+                "{}* {}",
+                buffers.get(*i).map_or("?", |b| b.elem.name()),
+                buffers.get(*i).map_or("?", |b| b.name.as_str())
+            ),
+            ArgSpec::BufferAt(i, at) => format!(
+                "{}* {}[{at}]",
+                buffers.get(*i).map_or("?", |b| b.elem.name()),
+                buffers.get(*i).map_or("?", |b| b.name.as_str())
+            ),
             ArgSpec::I32(v) => format!("i32 {v}"),
             ArgSpec::U32(v) => format!("u32 {v}"),
             ArgSpec::I64(v) => format!("i64 {v}"),
@@ -139,14 +151,30 @@ impl ArgSpec {
 impl LaunchSpec {
     /// Compares the manifest's arguments with the kernel's parameter sizes (from the driver):
     /// `None` when they agree, else a message listing both signatures.
-    pub fn signature_mismatch(&self, buffers: &[BufferSpec], param_sizes: &[usize]) -> Option<String> {
+    pub fn signature_mismatch(
+        &self,
+        buffers: &[BufferSpec],
+        param_sizes: &[usize],
+    ) -> Option<String> {
         let ours: Vec<usize> = self.args.iter().map(ArgSpec::size).collect();
         if ours == param_sizes {
             return None;
         }
-        let manifest: Vec<String> = self.args.iter().map(|a| format!("{} ({} bytes)", a.describe(buffers), a.size())).collect();
-        let kernel: Vec<String> = param_sizes.iter().enumerate().map(|(i, s)| format!("#{i}: {s} bytes")).collect();
-        let first = ours.iter().zip(param_sizes).position(|(a, b)| a != b).unwrap_or(ours.len().min(param_sizes.len()));
+        let manifest: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| format!("{} ({} bytes)", a.describe(buffers), a.size()))
+            .collect();
+        let kernel: Vec<String> = param_sizes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("#{i}: {s} bytes"))
+            .collect();
+        let first = ours
+            .iter()
+            .zip(param_sizes)
+            .position(|(a, b)| a != b)
+            .unwrap_or(ours.len().min(param_sizes.len()));
         Some(format!(
             "the manifest passes {} argument(s) to `{}` and the kernel takes {} parameter(s); they first differ at #{first}\n  manifest: ({})\n  kernel:   ({})",
             ours.len(),
@@ -318,7 +346,12 @@ pub enum Location {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Action {
     /// `cuMemcpy` (the host waits) or `cuMemcpyAsync` on the step's stream.
-    Copy { direction: Direction, from: Region, to: Region, asynchronous: bool },
+    Copy {
+        direction: Direction,
+        from: Region,
+        to: Region,
+        asynchronous: bool,
+    },
     /// `launches[launch]` on the step's stream.
     Kernel { launch: usize },
     /// `cuMemsetD8Async` of the region's bytes.
@@ -347,7 +380,9 @@ pub enum SyncTarget {
 impl StepProgram {
     /// A stream's name as reports show it (`NULL` for the NULL stream).
     pub fn stream_name(&self, stream: Option<usize>) -> String {
-        stream.and_then(|i| self.streams.get(i)).map_or("NULL".to_string(), |s| s.name.clone())
+        stream
+            .and_then(|i| self.streams.get(i))
+            .map_or("NULL".to_string(), |s| s.name.clone())
     }
 }
 
@@ -355,9 +390,18 @@ impl Action {
     /// What the timeline calls its work (None for records, waits and syncs, which only order it).
     pub fn kind(&self) -> Option<StepKind> {
         Some(match self {
-            Action::Copy { direction: Direction::H2d, .. } => StepKind::H2d,
-            Action::Copy { direction: Direction::D2h, .. } => StepKind::D2h,
-            Action::Copy { direction: Direction::D2d, .. } => StepKind::D2d,
+            Action::Copy {
+                direction: Direction::H2d,
+                ..
+            } => StepKind::H2d,
+            Action::Copy {
+                direction: Direction::D2h,
+                ..
+            } => StepKind::D2h,
+            Action::Copy {
+                direction: Direction::D2d,
+                ..
+            } => StepKind::D2d,
             Action::Kernel { .. } => StepKind::Kernel,
             Action::Memset { .. } => StepKind::Memset,
             Action::Prefetch { .. } => StepKind::Prefetch,
@@ -369,11 +413,12 @@ impl Action {
     pub fn bytes(&self, buffers: &[BufferSpec]) -> u64 {
         match self {
             Action::Copy { from, .. } => from.bytes(buffers),
-            Action::Memset { region, .. } | Action::Prefetch { region, .. } => region.bytes(buffers),
+            Action::Memset { region, .. } | Action::Prefetch { region, .. } => {
+                region.bytes(buffers)
+            }
             _ => 0,
         }
     }
-
 }
 
 impl BufferSpec {
@@ -400,12 +445,25 @@ impl JobSpec {
     /// mapped) or managed buffer, which only host programs may. Its group's bounds include the host link.
     pub fn crosses_host_link(&self) -> bool {
         let on_host = |i: usize| self.buffers.get(i).is_some_and(|b| !b.memory.is_device());
-        let by_launch = self.launches.iter().flat_map(|l| &l.args).any(|a| matches!(*a, ArgSpec::Buffer(i) | ArgSpec::BufferAt(i, _) if on_host(i)));
-        let by_step = self.steps.iter().flat_map(|p| &p.steps).any(|s| match &s.action {
-            Action::Copy { from, to, .. } => on_host(from.buffer) || on_host(to.buffer),
-            Action::Memset { region, .. } | Action::Prefetch { region, .. } => on_host(region.buffer),
-            Action::Kernel { .. } | Action::Record { .. } | Action::Wait { .. } | Action::Sync { .. } => false,
-        });
+        let by_launch = self
+            .launches
+            .iter()
+            .flat_map(|l| &l.args)
+            .any(|a| matches!(*a, ArgSpec::Buffer(i) | ArgSpec::BufferAt(i, _) if on_host(i)));
+        let by_step = self
+            .steps
+            .iter()
+            .flat_map(|p| &p.steps)
+            .any(|s| match &s.action {
+                Action::Copy { from, to, .. } => on_host(from.buffer) || on_host(to.buffer),
+                Action::Memset { region, .. } | Action::Prefetch { region, .. } => {
+                    on_host(region.buffer)
+                }
+                Action::Kernel { .. }
+                | Action::Record { .. }
+                | Action::Wait { .. }
+                | Action::Sync { .. } => false,
+            });
         by_launch || by_step
     }
 

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::verify::{ElemType, Init};
 
-
 /// One value of a sweep axis: a plain number binds the axis name, a table binds each of its keys.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(untagged)]
@@ -123,7 +122,10 @@ pub enum ToleranceDecl {
 /// A noise threshold in percent: one number for every job, or an expression over each job's axes
 /// and params (`if(CHILDREN == 32, 30, 0)`), where 0 leaves that job to the command line's.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(untagged, expecting = "a percentage (noise_threshold = 20) or an expression string over the job's axes and params (\"if(N == 4096, 30, 0)\")")]
+#[serde(
+    untagged,
+    expecting = "a percentage (noise_threshold = 20) or an expression string over the job's axes and params (\"if(N == 4096, 30, 0)\")"
+)]
 pub enum NoiseThresholdDecl {
     Percent(f64),
     Expr(String),
@@ -144,13 +146,20 @@ impl ToleranceDecl {
                 let words: Vec<&str> = t.split_whitespace().collect();
                 match words.as_slice() {
                     [n, unit] if matches!(*unit, "eps" | "epsilon" | "ulp") => {
-                        let n: f64 = n.parse().map_err(|_| format!("tolerance `{t}`: `{n}` is not a number"))?;
+                        let n: f64 = n
+                            .parse()
+                            .map_err(|_| format!("tolerance `{t}`: `{n}` is not a number"))?;
                         if !elem.is_float() {
-                            return Err(format!("tolerance `{t}` counts epsilons of the output type, and {} is an integer type (compared exactly)", elem.name()));
+                            return Err(format!(
+                                "tolerance `{t}` counts epsilons of the output type, and {} is an integer type (compared exactly)",
+                                elem.name()
+                            ));
                         }
                         n * elem.epsilon()
                     }
-                    [n] => n.parse().map_err(|_| format!("tolerance `{t}` is neither a number nor `N eps`"))?,
+                    [n] => n
+                        .parse()
+                        .map_err(|_| format!("tolerance `{t}` is neither a number nor `N eps`"))?,
                     _ => return Err(format!("tolerance `{t}` is neither a number nor `N eps`")),
                 }
             }

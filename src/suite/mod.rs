@@ -56,7 +56,11 @@ fn plain_toml_error(message: &str) -> String {
 
 /// 1-based line of byte `at` of `text`.
 fn line_at(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// One step of a path into the manifest: a key of a table, or an element of an array.
@@ -102,7 +106,9 @@ fn line_of_path(text: &str, path: &[Seg]) -> Option<usize> {
     let mut here = &root;
     for seg in path {
         let next = match (seg, here) {
-            (Seg::Key(k), DeValue::Table(t)) => t.get_key_value(k.as_str()).map(|(key, v)| (key.span().start, v)),
+            (Seg::Key(k), DeValue::Table(t)) => t
+                .get_key_value(k.as_str())
+                .map(|(key, v)| (key.span().start, v)),
             (Seg::At(i), DeValue::Array(a)) => a.get(*i).map(|v| (v.span().start, v)),
             _ => None,
         };
@@ -121,7 +127,12 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// An error at the line of `path` in the manifest (its deepest part that is written there).
-    fn err(&self, path: Vec<Seg>, message: impl Into<String>, fix: impl Into<String>) -> SuiteError {
+    fn err(
+        &self,
+        path: Vec<Seg>,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> SuiteError {
         SuiteError {
             file: self.path.to_path_buf(),
             line: line_of_path(self.text, &path),
@@ -132,7 +143,10 @@ impl Ctx<'_> {
 
     /// Where variant `v` is: `[[variants]]` number i.
     fn variant(&self, v: &VariantDecl) -> Vec<Seg> {
-        let i = self.manifest.and_then(|m| m.variants.iter().position(|x| std::ptr::eq(x, v))).unwrap_or(0);
+        let i = self
+            .manifest
+            .and_then(|m| m.variants.iter().position(|x| std::ptr::eq(x, v)))
+            .unwrap_or(0);
         at!["variants", i]
     }
 
@@ -148,7 +162,11 @@ impl Ctx<'_> {
 
     /// Where key `key` of the check that applies to `v` is: the variant's own, else the suite's.
     fn check_key(&self, v: &VariantDecl, key: &str) -> Vec<Seg> {
-        let mut p = if v.check.is_some() { self.variant(v) } else { at!["suite"] };
+        let mut p = if v.check.is_some() {
+            self.variant(v)
+        } else {
+            at!["suite"]
+        };
         p.extend(at!["check", key]);
         p
     }
@@ -172,15 +190,31 @@ struct ReadError {
 
 /// Reads a manifest or source: a regular file (never a FIFO or a device) of at most `limit` bytes, as UTF-8.
 fn read_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
-    let plain = |message: String, fix: &str| ReadError { message, line: None, fix: fix.into() };
-    let meta = std::fs::metadata(path).map_err(|e| plain(format!("cannot read: {e}"), "check the path and its permissions (paths are relative to suite.toml)"))?;
+    let plain = |message: String, fix: &str| ReadError {
+        message,
+        line: None,
+        fix: fix.into(),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| {
+        plain(
+            format!("cannot read: {e}"),
+            "check the path and its permissions (paths are relative to suite.toml)",
+        )
+    })?;
     if !meta.is_file() {
-        return Err(plain("not a regular file (a directory, a FIFO or a device is never read)".into(), "name a regular text file (paths are relative to suite.toml)"));
+        return Err(plain(
+            "not a regular file (a directory, a FIFO or a device is never read)".into(),
+            "name a regular text file (paths are relative to suite.toml)",
+        ));
     }
     if meta.len() > limit {
-        return Err(plain(format!("{} bytes, more than the {limit} gpu-lab reads", meta.len()), "split it: a suite of this size is a mistake (docs/suite-format.md, limits)"));
+        return Err(plain(
+            format!("{} bytes, more than the {limit} gpu-lab reads", meta.len()),
+            "split it: a suite of this size is a mistake (docs/suite-format.md, limits)",
+        ));
     }
-    let bytes = std::fs::read(path).map_err(|e| plain(format!("cannot read: {e}"), "check the file's permissions"))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| plain(format!("cannot read: {e}"), "check the file's permissions"))?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
@@ -194,7 +228,12 @@ fn read_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
 
 /// Parses and validates one manifest file.
 pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-    let text = read_limited(path, MAX_MANIFEST_BYTES).map_err(|e| SuiteError { file: path.to_path_buf(), line: e.line, message: e.message, fix: e.fix })?;
+    let text = read_limited(path, MAX_MANIFEST_BYTES).map_err(|e| SuiteError {
+        file: path.to_path_buf(),
+        line: e.line,
+        message: e.message,
+        fix: e.fix,
+    })?;
     let manifest: Manifest = toml::from_str(&text).map_err(|e| SuiteError {
         file: path.to_path_buf(),
         line: e.span().map(|s| line_at(&text, s.start)),
@@ -202,12 +241,28 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         fix: "see docs/suite-format.md for the manifest format".into(),
     })?;
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let ctx = Ctx { path, text: &text, manifest: Some(&manifest) };
+    let ctx = Ctx {
+        path,
+        text: &text,
+        manifest: Some(&manifest),
+    };
     // `--suite NAME` finds DIR/NAME/suite.toml, so the two names must agree or the suite cannot be asked for.
     if let Some(dir_name) = dir.file_name().map(|n| n.to_string_lossy().to_string())
-        && path.file_name().is_some_and(|f| f == "suite.toml") && dir_name != manifest.suite.name {
-            return Err(ctx.err(at!["suite", "name"], format!("the suite is named `{}` but its directory is `{dir_name}`", manifest.suite.name), format!("rename the directory to `{}` or set name = \"{dir_name}\"", manifest.suite.name)));
-        }
+        && path.file_name().is_some_and(|f| f == "suite.toml")
+        && dir_name != manifest.suite.name
+    {
+        return Err(ctx.err(
+            at!["suite", "name"],
+            format!(
+                "the suite is named `{}` but its directory is `{dir_name}`",
+                manifest.suite.name
+            ),
+            format!(
+                "rename the directory to `{}` or set name = \"{dir_name}\"",
+                manifest.suite.name
+            ),
+        ));
+    }
     let mut hasher = Sha256::new();
     hasher.update(text.as_bytes());
     // Each source with where it is named first: the suite's, else the first variant's that names it.
@@ -217,22 +272,39 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     }
     for (i, v) in manifest.variants.iter().enumerate() {
         if let Some(s) = &v.source {
-            sources.entry(s.clone()).or_insert_with(|| at!["variants", i, "source"]);
+            sources
+                .entry(s.clone())
+                .or_insert_with(|| at!["variants", i, "source"]);
         }
     }
     let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
     // Paths (sources, include directories, headers) are relative to suite.toml and stay under
     // it, unless the manifest says otherwise.
-    let outside = |p: &Path| !manifest.suite.allow_outside && p.exists() && !p.canonicalize().is_ok_and(|c| c.starts_with(&canonical_dir));
+    let outside = |p: &Path| {
+        !manifest.suite.allow_outside
+            && p.exists()
+            && !p
+                .canonicalize()
+                .is_ok_and(|c| c.starts_with(&canonical_dir))
+    };
     let outside_headers = "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers";
     // `-I` directories are paths like sources (their headers are read and hashed at load).
-    let option_lists = std::iter::once((at!["suite", "options"], &manifest.suite.options)).chain(manifest.variants.iter().enumerate().map(|(i, v)| (at!["variants", i, "options"], &v.options)));
+    let option_lists = std::iter::once((at!["suite", "options"], &manifest.suite.options)).chain(
+        manifest
+            .variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (at!["variants", i, "options"], &v.options)),
+    );
     for (list_at, options) in option_lists {
         for (j, o) in options.iter().enumerate() {
             let mut named_at = list_at.clone();
             named_at.push(j.into());
             // The split forms would name a directory gpu-lab cannot confine or hash.
-            if matches!(o.as_str(), "-I" | "--include-path") || o.starts_with("-isystem") || o.starts_with("--system-include") {
+            if matches!(o.as_str(), "-I" | "--include-path")
+                || o.starts_with("-isystem")
+                || o.starts_with("--system-include")
+            {
                 return Err(ctx.err(named_at, format!("option `{o}` names an include directory in a form gpu-lab cannot check"), "write it joined, `-Idir` or `--include-path=dir` (relative to suite.toml), or use include_dirs"));
             }
             if is_rdc_option(o) {
@@ -243,17 +315,48 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
             }
         }
     }
-    let mut include_options = resolve_include_options(&dir, manifest.suite.options.iter().chain(manifest.variants.iter().flat_map(|v| v.options.iter())));
+    let mut include_options = resolve_include_options(
+        &dir,
+        manifest
+            .suite
+            .options
+            .iter()
+            .chain(manifest.variants.iter().flat_map(|v| v.options.iter())),
+    );
     // `include_dirs` likewise, each where it is first named.
-    let include_dirs = manifest.suite.include_dirs.iter().enumerate().map(|(j, d)| (d, at!["suite", "include_dirs", j]))
-        .chain(manifest.variants.iter().enumerate().flat_map(|(i, v)| v.include_dirs.iter().enumerate().map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))));
+    let include_dirs = manifest
+        .suite
+        .include_dirs
+        .iter()
+        .enumerate()
+        .map(|(j, d)| (d, at!["suite", "include_dirs", j]))
+        .chain(manifest.variants.iter().enumerate().flat_map(|(i, v)| {
+            v.include_dirs
+                .iter()
+                .enumerate()
+                .map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))
+        }));
     for (d, named_at) in include_dirs {
         let p = dir.join(d);
         if outside(&p) {
-            return Err(ctx.err(named_at, format!("include directory `{d}` lies outside the suite's directory {}", dir.display()), outside_headers));
+            return Err(ctx.err(
+                named_at,
+                format!(
+                    "include directory `{d}` lies outside the suite's directory {}",
+                    dir.display()
+                ),
+                outside_headers,
+            ));
         }
         if !p.is_dir() {
-            return Err(ctx.err(named_at, format!("include directory `{d}` is not a directory ({})", p.display()), "name a directory of headers, relative to suite.toml"));
+            return Err(ctx.err(
+                named_at,
+                format!(
+                    "include directory `{d}` is not a directory ({})",
+                    p.display()
+                ),
+                "name a directory of headers, relative to suite.toml",
+            ));
         }
         include_options.push(format!("-I{}", p.display()));
     }
@@ -268,7 +371,13 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
                 "move the source into the suite's directory, or set allow_outside = true in [suite] to share a kernel of another suite",
             ));
         }
-        let src = read_limited(&p, MAX_FILE_BYTES).map_err(|e| ctx.err(named_at.clone(), format!("source `{s}` ({}): {}", p.display(), e.message), e.fix))?;
+        let src = read_limited(&p, MAX_FILE_BYTES).map_err(|e| {
+            ctx.err(
+                named_at.clone(),
+                format!("source `{s}` ({}): {}", p.display(), e.message),
+                e.fix,
+            )
+        })?;
         hasher.update(src.as_bytes());
         // Headers count too: a report must say which code it measured. They are paths like
         // sources: inside the suite's directory unless the manifest says otherwise.
@@ -289,12 +398,23 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         source_hash: sources::hex(&hasher.finalize()),
         jobs: Vec::new(),
     };
-    let ctx = Ctx { path, text: &text, manifest: Some(&suite.manifest) };
+    let ctx = Ctx {
+        path,
+        text: &text,
+        manifest: Some(&suite.manifest),
+    };
     let jobs = expand_with(&ctx, &suite)?;
     // Two jobs of one id (a sweep value given twice) would overwrite each other's records.
     let mut ids = std::collections::HashSet::new();
     if let Some(j) = jobs.iter().find(|j| !ids.insert(j.key.id.as_str())) {
-        return Err(ctx.err(repeated_axis(&suite.manifest), format!("job `{}` appears twice: a sweep axis repeats a value", j.key.id), "give every value of a sweep axis once"));
+        return Err(ctx.err(
+            repeated_axis(&suite.manifest),
+            format!(
+                "job `{}` appears twice: a sweep axis repeats a value",
+                j.key.id
+            ),
+            "give every value of a sweep axis once",
+        ));
     }
     suite.jobs = jobs;
     Ok(suite)
@@ -305,8 +425,20 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
 /// harness runs the compile and link steps and must know which to run.
 pub fn is_rdc_option(option: &str) -> bool {
     let name = option.split('=').next().unwrap_or(option);
-    matches!(name, "-rdc" | "--relocatable-device-code" | "-dc" | "--device-c" | "-dw" | "--device-w" | "-dlink" | "--device-link" | "-lcudadevrt" | "--cudadevrt" | "-cudadevrt")
-        || option == "--library=cudadevrt"
+    matches!(
+        name,
+        "-rdc"
+            | "--relocatable-device-code"
+            | "-dc"
+            | "--device-c"
+            | "-dw"
+            | "--device-w"
+            | "-dlink"
+            | "--device-link"
+            | "-lcudadevrt"
+            | "--cudadevrt"
+            | "-cudadevrt"
+    ) || option == "--library=cudadevrt"
 }
 
 /// The most launches the device runtime may be asked to buffer: far past any suite's need
@@ -316,11 +448,17 @@ pub const MAX_PENDING_LAUNCHES: u64 = 1 << 20;
 
 /// The directory of an NVRTC include option (`-Idir`, `--include-path=dir`), if it is one.
 fn include_dir(option: &str) -> Option<&str> {
-    option.strip_prefix("--include-path=").or_else(|| option.strip_prefix("-I")).filter(|d| !d.is_empty())
+    option
+        .strip_prefix("--include-path=")
+        .or_else(|| option.strip_prefix("-I"))
+        .filter(|d| !d.is_empty())
 }
 
 /// The options with each include directory made relative to the suite's directory, as sources are.
-fn resolve_include_options<'a>(dir: &Path, options: impl Iterator<Item = &'a String>) -> Vec<String> {
+fn resolve_include_options<'a>(
+    dir: &Path,
+    options: impl Iterator<Item = &'a String>,
+) -> Vec<String> {
     options
         .map(|o| match include_dir(o) {
             Some(d) => format!("-I{}", dir.join(d).display()),
@@ -331,7 +469,12 @@ fn resolve_include_options<'a>(dir: &Path, options: impl Iterator<Item = &'a Str
 
 /// Where the first sweep axis with a value given twice is (the suite's axes, then each variant's).
 fn repeated_axis(m: &Manifest) -> Vec<Seg> {
-    let repeats = |values: &Vec<AxisValue>| values.iter().enumerate().any(|(i, v)| values[..i].contains(v));
+    let repeats = |values: &Vec<AxisValue>| {
+        values
+            .iter()
+            .enumerate()
+            .any(|(i, v)| values[..i].contains(v))
+    };
     if let Some(name) = m.axes.iter().find(|(_, v)| repeats(v)).map(|(n, _)| n) {
         return at!["axes", name];
     }
@@ -351,29 +494,65 @@ pub fn source_declares_kernel(src: &str, kernel: &str) -> bool {
 
 fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Result<(), SuiteError> {
     if m.variants.is_empty() {
-        return Err(ctx.err(at!["suite"], "the suite has no variants", "add at least one [[variants]] table"));
+        return Err(ctx.err(
+            at!["suite"],
+            "the suite has no variants",
+            "add at least one [[variants]] table",
+        ));
     }
-    let all_axes = m.axes.iter().map(|a| (a, at!["axes", a.0])).chain(m.variants.iter().enumerate().flat_map(|(i, v)| v.axes.iter().map(move |a| (a, at!["variants", i, "axes", a.0]))));
+    let all_axes =
+        m.axes
+            .iter()
+            .map(|a| (a, at!["axes", a.0]))
+            .chain(m.variants.iter().enumerate().flat_map(|(i, v)| {
+                v.axes
+                    .iter()
+                    .map(move |a| (a, at!["variants", i, "axes", a.0]))
+            }));
     for ((axis, values), anchor) in all_axes {
         if values.is_empty() {
-            return Err(ctx.err(anchor, format!("sweep axis `{axis}` has no values"), format!("give `{axis}` at least one value, or remove it")));
+            return Err(ctx.err(
+                anchor,
+                format!("sweep axis `{axis}` has no values"),
+                format!("give `{axis}` at least one value, or remove it"),
+            ));
         }
     }
     let mut seen = std::collections::HashSet::new();
     for (i, b) in m.buffers.iter().enumerate() {
         if !seen.insert(b.name.as_str()) {
-            return Err(ctx.err(at!["buffers", i, "name"], format!("buffer `{}` is declared twice", b.name), "give every buffer its own name"));
+            return Err(ctx.err(
+                at!["buffers", i, "name"],
+                format!("buffer `{}` is declared twice", b.name),
+                "give every buffer its own name",
+            ));
         }
     }
     let mut names = std::collections::HashSet::new();
     for v in &m.variants {
-        let anchor = || { let mut p = ctx.variant(v); p.push("name".into()); p };
+        let anchor = || {
+            let mut p = ctx.variant(v);
+            p.push("name".into());
+            p
+        };
         if !names.insert(v.name.as_str()) {
-            return Err(ctx.err(anchor(), format!("variant `{}` is declared twice", v.name), "give every variant its own name"));
+            return Err(ctx.err(
+                anchor(),
+                format!("variant `{}` is declared twice", v.name),
+                "give every variant its own name",
+            ));
         }
-        let source = v.source.as_ref().or(m.suite.source.as_ref()).ok_or_else(|| {
-            ctx.err(anchor(), format!("variant `{}` has no source", v.name), "set `source = \"file.cu\"` in [suite] or in the variant")
-        })?;
+        let source = v
+            .source
+            .as_ref()
+            .or(m.suite.source.as_ref())
+            .ok_or_else(|| {
+                ctx.err(
+                    anchor(),
+                    format!("variant `{}` has no source", v.name),
+                    "set `source = \"file.cu\"` in [suite] or in the variant",
+                )
+            })?;
         let src = &sources[source];
         if !v.launches.is_empty() && v.kernel.is_some() {
             return Err(ctx.err(ctx.launch_key(v, 0, "kernel"), format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
@@ -383,16 +562,25 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
                 return Err(ctx.err({ let mut p = ctx.variant(v); p.push("streams".into()); p }, format!("variant `{}` declares streams and has no steps to put on them", v.name), "write the variant as [[variants.steps]] with `stream = ...`, or remove `streams`"));
             }
             for (i, l) in v.launch_decls().iter().enumerate() {
-                validate_launch(ctx, m, source, src, &format!("variant `{}` launch {}", v.name, i + 1), l, &|key| ctx.launch_key(v, i, key))?;
+                validate_launch(
+                    ctx,
+                    m,
+                    source,
+                    src,
+                    &format!("variant `{}` launch {}", v.name, i + 1),
+                    l,
+                    &|key| ctx.launch_key(v, i, key),
+                )?;
             }
         } else {
             steps::validate(ctx, m, v, source, src)?;
         }
         let check = v.check.as_ref().or(m.suite.check.as_ref());
         if let Some(same) = check.and_then(|c| c.same_as.as_ref())
-            && (!m.variants.iter().any(|o| &o.name == same) || same == &v.name) {
-                return Err(ctx.err(ctx.check_key(v, "same_as"), format!("variant `{}` checks against `{same}`, which is not another variant of this suite", v.name), "name another variant in `same_as`"));
-            }
+            && (!m.variants.iter().any(|o| &o.name == same) || same == &v.name)
+        {
+            return Err(ctx.err(ctx.check_key(v, "same_as"), format!("variant `{}` checks against `{same}`, which is not another variant of this suite", v.name), "name another variant in `same_as`"));
+        }
     }
     Ok(())
 }
@@ -400,15 +588,37 @@ fn validate(ctx: &Ctx, m: &Manifest, sources: &BTreeMap<String, String>) -> Resu
 /// Checks one launch before anything is evaluated: its kernel is declared in the source, it has a
 /// grid and a block, and each argument is a buffer (`a`, `a[offset]`) or a scalar expression.
 /// `at` gives the manifest path of one of its keys, for the error's line.
-fn validate_launch(ctx: &Ctx, m: &Manifest, source: &str, src: &str, what: &str, l: &LaunchDecl, at: &dyn Fn(&str) -> Vec<Seg>) -> Result<(), SuiteError> {
-    let kernel = l.kernel.as_ref().ok_or_else(|| ctx.err(at("kernel"), format!("{what} names no kernel"), "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)"))?;
+fn validate_launch(
+    ctx: &Ctx,
+    m: &Manifest,
+    source: &str,
+    src: &str,
+    what: &str,
+    l: &LaunchDecl,
+    at: &dyn Fn(&str) -> Vec<Seg>,
+) -> Result<(), SuiteError> {
+    let kernel = l.kernel.as_ref().ok_or_else(|| {
+        ctx.err(
+            at("kernel"),
+            format!("{what} names no kernel"),
+            "add `kernel = \"my_kernel\"` (an extern \"C\" __global__ function)",
+        )
+    })?;
     let declared = crate::cxx::global_functions(src);
     if !declared.contains(&crate::cxx::base_name(kernel)) {
-        let found = if declared.is_empty() { "it declares no __global__ function".to_string() } else { format!("its __global__ functions: {}", declared.join(", ")) };
+        let found = if declared.is_empty() {
+            "it declares no __global__ function".to_string()
+        } else {
+            format!("its __global__ functions: {}", declared.join(", "))
+        };
         return Err(ctx.err(at("kernel"), format!("{what}: kernel `{kernel}` is not a __global__ function of {source} or its headers ({found})"), "name one of them, with template arguments and namespace where it has them (`ns::name<64, float>`, `name<{TILE}>` from a parameter)"));
     }
     if l.block.is_none() || l.grid.is_none() {
-        return Err(ctx.err(at(if l.grid.is_none() { "grid" } else { "block" }), format!("{what} has no `grid` or `block`"), "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)"));
+        return Err(ctx.err(
+            at(if l.grid.is_none() { "grid" } else { "block" }),
+            format!("{what} has no `grid` or `block`"),
+            "add `grid = [\"ceil_div(N, 256)\"]` and `block = [\"256\"]` (1 to 3 expressions each)",
+        ));
     }
     for arg in l.args.iter().flatten() {
         if buffer_arg(m, arg).is_none() && parse_scalar_arg(arg).is_err() {
@@ -422,7 +632,10 @@ fn validate_launch(ctx: &Ctx, m: &Manifest, source: &str, src: &str, what: &str,
 /// offset's expression), when `text` names one of the manifest's buffers.
 pub(crate) fn buffer_arg<'t>(m: &Manifest, text: &'t str) -> Option<(usize, Option<&'t str>)> {
     let (name, offset) = split_indexed(text)?;
-    m.buffers.iter().position(|b| b.name == name).map(|i| (i, offset))
+    m.buffers
+        .iter()
+        .position(|b| b.name == name)
+        .map(|i| (i, offset))
 }
 
 /// `name` -> (name, None); `name[expr]` -> (name, Some(expr)); None for anything else.
@@ -430,7 +643,9 @@ pub(crate) fn split_indexed(text: &str) -> Option<(&str, Option<&str>)> {
     let text = text.trim();
     let is_name = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_');
     match text.strip_suffix(']').and_then(|t| t.split_once('[')) {
-        Some((name, index)) if is_name(name.trim()) && !index.trim().is_empty() => Some((name.trim(), Some(index.trim()))),
+        Some((name, index)) if is_name(name.trim()) && !index.trim().is_empty() => {
+            Some((name.trim(), Some(index.trim())))
+        }
         Some(_) => None,
         None => is_name(text).then_some((text, None)),
     }
@@ -472,16 +687,29 @@ fn combinations(axes: &BTreeMap<String, Vec<AxisValue>>) -> Vec<BTreeMap<String,
 }
 
 fn to_bindings(params: &[&BTreeMap<String, i64>]) -> Bindings {
-    params.iter().flat_map(|p| p.iter().map(|(k, v)| (k.clone(), *v as f64))).collect()
+    params
+        .iter()
+        .flat_map(|p| p.iter().map(|(k, v)| (k.clone(), *v as f64)))
+        .collect()
 }
 
 fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
     let m = &suite.manifest;
     // Counted before anything is expanded: the sizes multiply.
-    let points = |axes: &BTreeMap<String, Vec<AxisValue>>| axes.values().fold(1usize, |n, v| n.saturating_mul(v.len()));
-    let count = points(&m.axes).saturating_mul(m.variants.iter().fold(0usize, |n, v| n.saturating_add(points(&v.axes))));
+    let points = |axes: &BTreeMap<String, Vec<AxisValue>>| {
+        axes.values().fold(1usize, |n, v| n.saturating_mul(v.len()))
+    };
+    let count = points(&m.axes).saturating_mul(
+        m.variants
+            .iter()
+            .fold(0usize, |n, v| n.saturating_add(points(&v.axes))),
+    );
     if count > MAX_JOBS {
-        return Err(ctx.err(at!["axes"], format!("the sweep expands to {count} jobs, more than the {MAX_JOBS} a suite may have"), "sweep fewer values, or split the suite"));
+        return Err(ctx.err(
+            at!["axes"],
+            format!("the sweep expands to {count} jobs, more than the {MAX_JOBS} a suite may have"),
+            "sweep fewer values, or split the suite",
+        ));
     }
     let mut jobs = Vec::new();
     for group_params in combinations(&m.axes) {
@@ -492,38 +720,100 @@ fn expand_with(ctx: &Ctx, suite: &Suite) -> Result<Vec<JobSpec>, SuiteError> {
                 let mut variant_params = v.params.clone();
                 variant_params.extend(vaxes);
                 let env = to_bindings(&[&group_all, &variant_params]);
-                jobs.push(resolve_job(ctx, suite, v, &env, &group_all, &group_params, &variant_params)?);
+                jobs.push(resolve_job(
+                    ctx,
+                    suite,
+                    v,
+                    &env,
+                    &group_all,
+                    &group_params,
+                    &variant_params,
+                )?);
             }
         }
     }
     Ok(jobs)
 }
 
-fn resolve_program(ctx: &Ctx, suite: &Suite, v: &VariantDecl, env: &Bindings) -> Result<Program, SuiteError> {
-    let source = v.source.as_ref().or(suite.manifest.suite.source.as_ref()).expect("validated");
-    let mut options = resolve_include_options(&suite.dir, suite.manifest.suite.options.iter().chain(&v.options));
+fn resolve_program(
+    ctx: &Ctx,
+    suite: &Suite,
+    v: &VariantDecl,
+    env: &Bindings,
+) -> Result<Program, SuiteError> {
+    let source = v
+        .source
+        .as_ref()
+        .or(suite.manifest.suite.source.as_ref())
+        .expect("validated");
+    let mut options = resolve_include_options(
+        &suite.dir,
+        suite.manifest.suite.options.iter().chain(&v.options),
+    );
     for (name, e) in &v.defines {
-        let value = expr::eval(e, env).map_err(|err| ctx.err({ let mut p = ctx.variant(v); p.extend(at!["defines", name]); p }, format!("variant `{}`, define {name}: {err}", v.name), "use the names of the variant's params/axes and the suite's axes"))?;
+        let value = expr::eval(e, env).map_err(|err| {
+            ctx.err(
+                {
+                    let mut p = ctx.variant(v);
+                    p.extend(at!["defines", name]);
+                    p
+                },
+                format!("variant `{}`, define {name}: {err}", v.name),
+                "use the names of the variant's params/axes and the suite's axes",
+            )
+        })?;
         options.push(format!("-D{name}={value}"));
     }
-    let include_dirs = suite.manifest.suite.include_dirs.iter().chain(&v.include_dirs).map(|d| suite.dir.join(d)).collect();
-    let compiler = v.compiler.or(suite.manifest.suite.compiler).unwrap_or_default();
+    let include_dirs = suite
+        .manifest
+        .suite
+        .include_dirs
+        .iter()
+        .chain(&v.include_dirs)
+        .map(|d| suite.dir.join(d))
+        .collect();
+    let compiler = v
+        .compiler
+        .or(suite.manifest.suite.compiler)
+        .unwrap_or_default();
     let rdc = v.rdc.or(suite.manifest.suite.rdc).unwrap_or(false);
-    Ok(Program { source_path: suite.dir.join(source), options, include_dirs, compiler, rdc })
+    Ok(Program {
+        source_path: suite.dir.join(source),
+        options,
+        include_dirs,
+        compiler,
+        rdc,
+    })
 }
 
 /// The variant's `pending_launches` (or the suite's), evaluated: only for rdc programs, 1 to
 /// MAX_PENDING_LAUNCHES.
-fn resolve_pending_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, rdc: bool, env: &Bindings) -> Result<Option<u32>, SuiteError> {
+fn resolve_pending_launches(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    rdc: bool,
+    env: &Bindings,
+) -> Result<Option<u32>, SuiteError> {
     let (e, key) = match (&v.pending_launches, &m.suite.pending_launches) {
-        (Some(e), _) => (e, { let mut p = ctx.variant(v); p.push("pending_launches".into()); p }),
+        (Some(e), _) => (e, {
+            let mut p = ctx.variant(v);
+            p.push("pending_launches".into());
+            p
+        }),
         (None, Some(e)) => (e, at!["suite", "pending_launches"]),
         (None, None) => return Ok(None),
     };
     if !rdc {
         return Err(ctx.err(key, format!("variant `{}` sets pending_launches, the device runtime's launch buffer, and is not built with rdc = true (only kernels that launch kernels use it)", v.name), "set rdc = true for the variant (or the suite), or remove pending_launches"));
     }
-    let n = expr::eval_count(e, env).map_err(|err| ctx.err(key.clone(), format!("variant `{}`, pending_launches: {err}", v.name), "use the names of the variant's params/axes and the suite's axes and params"))?;
+    let n = expr::eval_count(e, env).map_err(|err| {
+        ctx.err(
+            key.clone(),
+            format!("variant `{}`, pending_launches: {err}", v.name),
+            "use the names of the variant's params/axes and the suite's axes and params",
+        )
+    })?;
     if n == 0 || n > MAX_PENDING_LAUNCHES {
         return Err(ctx.err(key, format!("variant `{}`: pending_launches = `{e}` gives {n}, outside 1 to {MAX_PENDING_LAUNCHES}", v.name), "give an upper bound of the launches that can wait at once (each parent block's children, say); the device runtime's default is 2048"));
     }
@@ -531,7 +821,13 @@ fn resolve_pending_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, rdc: bool,
 }
 
 /// What a variant runs: its launches, or its host program (steps) with the kernel steps' launches.
-fn resolve_body(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings, buffers: &[BufferSpec]) -> Result<(Vec<LaunchSpec>, Option<StepProgram>), SuiteError> {
+fn resolve_body(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    env: &Bindings,
+    buffers: &[BufferSpec],
+) -> Result<(Vec<LaunchSpec>, Option<StepProgram>), SuiteError> {
     if v.steps.is_empty() {
         return Ok((resolve_launches(ctx, m, v, env, buffers)?, None));
     }
@@ -539,22 +835,61 @@ fn resolve_body(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings, buffer
     Ok((launches, Some(program)))
 }
 
-fn resolve_launches(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings, buffers: &[BufferSpec]) -> Result<Vec<LaunchSpec>, SuiteError> {
-    v.launch_decls().iter().enumerate().map(|(li, l)| resolve_launch(ctx, m, buffers, &v.name, l, env, &|key| ctx.launch_key(v, li, key))).collect()
+fn resolve_launches(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    env: &Bindings,
+    buffers: &[BufferSpec],
+) -> Result<Vec<LaunchSpec>, SuiteError> {
+    v.launch_decls()
+        .iter()
+        .enumerate()
+        .map(|(li, l)| {
+            resolve_launch(ctx, m, buffers, &v.name, l, env, &|key| {
+                ctx.launch_key(v, li, key)
+            })
+        })
+        .collect()
 }
 
 /// One launch, evaluated at `env` over the job's `buffers`; `at` gives the manifest path of one of its keys, for errors.
-fn resolve_launch(ctx: &Ctx, m: &Manifest, buffers: &[BufferSpec], variant: &str, l: &LaunchDecl, env: &Bindings, at: &dyn Fn(&str) -> Vec<Seg>) -> Result<LaunchSpec, SuiteError> {
-    let fail = |key: &str, what: &str, err: expr::ExprError| ctx.err(at(key), format!("variant `{variant}`, {what}: {err}"), "use the names of the variant's params/axes and the suite's axes and params");
+fn resolve_launch(
+    ctx: &Ctx,
+    m: &Manifest,
+    buffers: &[BufferSpec],
+    variant: &str,
+    l: &LaunchDecl,
+    env: &Bindings,
+    at: &dyn Fn(&str) -> Vec<Seg>,
+) -> Result<LaunchSpec, SuiteError> {
+    let fail = |key: &str, what: &str, err: expr::ExprError| {
+        ctx.err(
+            at(key),
+            format!("variant `{variant}`, {what}: {err}"),
+            "use the names of the variant's params/axes and the suite's axes and params",
+        )
+    };
     let dims = |exprs: &Vec<String>, what: &str| -> Result<[u32; 3], SuiteError> {
         if exprs.is_empty() || exprs.len() > 3 {
-            return Err(ctx.err(at(what), format!("variant `{variant}`: {what} needs 1 to 3 entries, has {}", exprs.len()), "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]"));
+            return Err(ctx.err(
+                at(what),
+                format!(
+                    "variant `{variant}`: {what} needs 1 to 3 entries, has {}",
+                    exprs.len()
+                ),
+                "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]",
+            ));
         }
         let mut d = [1u32; 3];
         for (i, e) in exprs.iter().enumerate() {
             let n = expr::eval_count(e, env).map_err(|err| fail(what, what, err))?;
             if n == 0 || n > u32::MAX as u64 {
-                return Err(ctx.err(at(what), format!("variant `{variant}`: {what}[{i}] = `{e}` gives {n}"), "grid and block sizes must be between 1 and 2^32-1"));
+                return Err(ctx.err(
+                    at(what),
+                    format!("variant `{variant}`: {what}[{i}] = `{e}` gives {n}"),
+                    "grid and block sizes must be between 1 and 2^32-1",
+                ));
             }
             d[i] = n as u32;
         }
@@ -563,11 +898,16 @@ fn resolve_launch(ctx: &Ctx, m: &Manifest, buffers: &[BufferSpec], variant: &str
     let block = dims(l.block.as_ref().expect("validated"), "block")?;
     let grid = dims(l.grid.as_ref().expect("validated"), "grid")?;
     if block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
-        return Err(ctx.err(at("block"), format!("variant `{variant}`: block {block:?} has more than 1024 threads"), "choose block sizes whose product is at most 1024"));
+        return Err(ctx.err(
+            at("block"),
+            format!("variant `{variant}`: block {block:?} has more than 1024 threads"),
+            "choose block sizes whose product is at most 1024",
+        ));
     }
     let shared_bytes = match &l.shared_bytes {
         Some(e) => {
-            let n = expr::eval_count(e, env).map_err(|err| fail("shared_bytes", "shared_bytes", err))?;
+            let n = expr::eval_count(e, env)
+                .map_err(|err| fail("shared_bytes", "shared_bytes", err))?;
             u32::try_from(n).map_err(|_| ctx.err(at("shared_bytes"), format!("variant `{variant}`: shared_bytes = {n} is far beyond any GPU's shared memory"), "check the shared_bytes expression"))?
         }
         None => 0,
@@ -580,7 +920,8 @@ fn resolve_launch(ctx: &Ctx, m: &Manifest, buffers: &[BufferSpec], variant: &str
                 continue;
             }
             Some((i, Some(offset))) => {
-                let at_element = expr::eval_count(offset, env).map_err(|err| fail("args", &format!("argument `{a}`"), err))?;
+                let at_element = expr::eval_count(offset, env)
+                    .map_err(|err| fail("args", &format!("argument `{a}`"), err))?;
                 let len = buffers[i].len;
                 if at_element >= len {
                     return Err(ctx.err(at("args"), format!("variant `{variant}`: argument `{a}` points at element {at_element} of `{}`, which has {len}", m.buffers[i].name), "keep the offset inside the buffer"));
@@ -632,7 +973,13 @@ fn resolve_launch(ctx: &Ctx, m: &Manifest, buffers: &[BufferSpec], variant: &str
     })
     .and_then(|k| crate::cxx::check_expression(&k).map(|_| k))
     .map_err(|e| ctx.err(at("kernel"), format!("variant `{variant}`, kernel: {e}"), "write the kernel's C++ name, `{PARAM}` where a template argument comes from a parameter: kernel = \"tile_copy<{TILE}>\""))?;
-    Ok(LaunchSpec { kernel, grid, block, shared_bytes, args })
+    Ok(LaunchSpec {
+        kernel,
+        grid,
+        block,
+        shared_bytes,
+        args,
+    })
 }
 
 fn resolve_job(
@@ -647,7 +994,13 @@ fn resolve_job(
     let m = &suite.manifest;
     let mut buffers = Vec::new();
     for (bi, b) in m.buffers.iter().enumerate() {
-        let len = expr::eval_count(&b.len, env).map_err(|err| ctx.err(at!["buffers", bi, "len"], format!("buffer `{}` len: {err}", b.name), "use the suite's axes and params in `len`"))?;
+        let len = expr::eval_count(&b.len, env).map_err(|err| {
+            ctx.err(
+                at!["buffers", bi, "len"],
+                format!("buffer `{}` len: {err}", b.name),
+                "use the suite's axes and params in `len`",
+            )
+        })?;
         if len == 0 {
             return Err(ctx.err(at!["buffers", bi, "len"], format!("buffer `{}` has len 0 at {}", b.name, format_params(group_all)), "give every buffer at least one element (check the len expression against the sweep)"));
         }
@@ -668,63 +1021,138 @@ fn resolve_job(
         if !b.advise.is_empty() && b.memory != Some(Memory::Managed) {
             return Err(ctx.err(at!["buffers", bi, "advise"], format!("buffer `{}` has `advise`, which is unified-memory advice, and is not memory = \"managed\"", b.name), "set memory = \"managed\" or remove `advise`"));
         }
-        buffers.push(BufferSpec { name: b.name.clone(), elem: b.elem, len, init, from, memory: b.memory.unwrap_or_default(), advise: b.advise.clone() });
+        buffers.push(BufferSpec {
+            name: b.name.clone(),
+            elem: b.elem,
+            len,
+            init,
+            from,
+            memory: b.memory.unwrap_or_default(),
+            advise: b.advise.clone(),
+        });
     }
     let tolerance = |decl: &ToleranceDecl, output: usize| -> Result<f64, SuiteError> {
         decl.relative(buffers[output].elem).map_err(|e| ctx.err(ctx.check_key(v, "tolerance"), format!("variant `{}`: {e}", v.name), "write tolerance = 1e-3 (a relative error) or tolerance = \"8 eps\" (multiples of the output type's epsilon)"))
     };
     let buffer_index = |name: Option<&String>, role: &str| -> Result<usize, SuiteError> {
-        let name = name.ok_or_else(|| ctx.err(ctx.check_key(v, role), format!("variant `{}`: the check has no `{role}` buffer", v.name), format!("add `{role} = \"buffer name\"` to the check")))?;
-        m.buffers.iter().position(|b| &b.name == name).ok_or_else(|| ctx.err(ctx.check_key(v, role), format!("variant `{}`: check {role} `{name}` is not a buffer", v.name), "name one of the [[buffers]]"))
+        let name = name.ok_or_else(|| {
+            ctx.err(
+                ctx.check_key(v, role),
+                format!("variant `{}`: the check has no `{role}` buffer", v.name),
+                format!("add `{role} = \"buffer name\"` to the check"),
+            )
+        })?;
+        m.buffers
+            .iter()
+            .position(|b| &b.name == name)
+            .ok_or_else(|| {
+                ctx.err(
+                    ctx.check_key(v, role),
+                    format!(
+                        "variant `{}`: check {role} `{name}` is not a buffer",
+                        v.name
+                    ),
+                    "name one of the [[buffers]]",
+                )
+            })
     };
     let check_decl = v.check.as_ref().or(m.suite.check.as_ref());
     let mut reference = None;
     let correctness = match check_decl {
         None => CorrectnessSpec::None,
         Some(c) if c.same_as.is_some() => {
-            let other = m.variants.iter().find(|o| Some(&o.name) == c.same_as.as_ref()).expect("validated");
+            let other = m
+                .variants
+                .iter()
+                .find(|o| Some(&o.name) == c.same_as.as_ref())
+                .expect("validated");
             // The reference runs at this job's sizes with its own parameters (the first point of its own axes).
             let mut ref_params = other.params.clone();
             ref_params.extend(combinations(&other.axes).swap_remove(0));
             let ref_env = to_bindings(&[group_all, &ref_params]);
             let (launches, steps) = resolve_body(ctx, m, other, &ref_env, &buffers)?;
-            reference = Some(Reference { variant: other.name.clone(), program: resolve_program(ctx, suite, other, &ref_env)?, launches, steps });
+            reference = Some(Reference {
+                variant: other.name.clone(),
+                program: resolve_program(ctx, suite, other, &ref_env)?,
+                launches,
+                steps,
+            });
             let output = buffer_index(c.output.as_ref(), "output")?;
             let reference_output = match &c.reference_output {
-                Some(name) => Some(buffer_index(Some(name), "reference_output")?).filter(|&r| r != output),
+                Some(name) => {
+                    Some(buffer_index(Some(name), "reference_output")?).filter(|&r| r != output)
+                }
                 None => None,
             };
             if let Some(r) = reference_output
-                && buffers[r].len < buffers[output].len {
-                    return Err(ctx.err(ctx.check_key(v, "reference_output"), format!("variant `{}`: reference_output `{}` holds {} elements, fewer than output `{}` ({}): the rest would go unchecked", v.name, buffers[r].name, buffers[r].len, buffers[output].name, buffers[output].len), "compare buffers of the same length"));
-                }
+                && buffers[r].len < buffers[output].len
+            {
+                return Err(ctx.err(ctx.check_key(v, "reference_output"), format!("variant `{}`: reference_output `{}` holds {} elements, fewer than output `{}` ({}): the rest would go unchecked", v.name, buffers[r].name, buffers[r].len, buffers[output].name, buffers[output].len), "compare buffers of the same length"));
+            }
             if let Some(r) = reference_output
-                && buffers[r].elem.is_float() != buffers[output].elem.is_float() {
-                    return Err(ctx.err(ctx.check_key(v, "reference_output"), format!("variant `{}`: output `{}` ({}) and reference_output `{}` ({}) are not both floats or both integers", v.name, buffers[output].name, buffers[output].elem.name(), buffers[r].name, buffers[r].elem.name()), "compare floats with floats (f16 against f32) and integers with integers"));
-                }
-            CorrectnessSpec::SameAs { output, reference_output, tolerance: tolerance(&c.tolerance, output)? }
+                && buffers[r].elem.is_float() != buffers[output].elem.is_float()
+            {
+                return Err(ctx.err(ctx.check_key(v, "reference_output"), format!("variant `{}`: output `{}` ({}) and reference_output `{}` ({}) are not both floats or both integers", v.name, buffers[output].name, buffers[output].elem.name(), buffers[r].name, buffers[r].elem.name()), "compare floats with floats (f16 against f32) and integers with integers"));
+            }
+            CorrectnessSpec::SameAs {
+                output,
+                reference_output,
+                tolerance: tolerance(&c.tolerance, output)?,
+            }
         }
         Some(c) => {
             // An optional whole-number expression of the check, with its default.
-            let number = |e: &Option<String>, what: &str, default: u64| -> Result<u64, SuiteError> {
-                let Some(e) = e else { return Ok(default) };
-                expr::eval_count(e, env).map_err(|err| ctx.err(ctx.check_key(v, what), format!("variant `{}`, check {what}: {err}", v.name), "use the suite's axes and the variant's params"))
-            };
-            let required = |e: &Option<String>, what: &str, example: &str| -> Result<u64, SuiteError> {
-                let present = e.as_ref().ok_or_else(|| ctx.err(ctx.check_key(v, what), format!("variant `{}`: a {} check needs `{what}`", v.name, c.op.as_deref().unwrap_or("")), format!("add `{what} = \"expression\"` ({example})")))?;
-                number(&Some(present.clone()), what, 0)
-            };
+            let number =
+                |e: &Option<String>, what: &str, default: u64| -> Result<u64, SuiteError> {
+                    let Some(e) = e else { return Ok(default) };
+                    expr::eval_count(e, env).map_err(|err| {
+                        ctx.err(
+                            ctx.check_key(v, what),
+                            format!("variant `{}`, check {what}: {err}", v.name),
+                            "use the suite's axes and the variant's params",
+                        )
+                    })
+                };
+            let required =
+                |e: &Option<String>, what: &str, example: &str| -> Result<u64, SuiteError> {
+                    let present = e.as_ref().ok_or_else(|| {
+                        ctx.err(
+                            ctx.check_key(v, what),
+                            format!(
+                                "variant `{}`: a {} check needs `{what}`",
+                                v.name,
+                                c.op.as_deref().unwrap_or("")
+                            ),
+                            format!("add `{what} = \"expression\"` ({example})"),
+                        )
+                    })?;
+                    number(&Some(present.clone()), what, 0)
+                };
             // The input and output buffers, of one element type.
             let input_output = || -> Result<(usize, usize), SuiteError> {
-                let (input, output) = (buffer_index(c.input.as_ref(), "input")?, buffer_index(c.output.as_ref(), "output")?);
+                let (input, output) = (
+                    buffer_index(c.input.as_ref(), "input")?,
+                    buffer_index(c.output.as_ref(), "output")?,
+                );
                 if buffers[input].elem != buffers[output].elem {
-                    return Err(ctx.err(ctx.check_key(v, "output"), format!("variant `{}`: check input and output have different element types", v.name), "use buffers of one type"));
+                    return Err(ctx.err(
+                        ctx.check_key(v, "output"),
+                        format!(
+                            "variant `{}`: check input and output have different element types",
+                            v.name
+                        ),
+                        "use buffers of one type",
+                    ));
                 }
                 Ok((input, output))
             };
             let input_stride = || -> Result<u64, SuiteError> {
                 match number(&c.input_stride, "input_stride", 1)? {
-                    0 => Err(ctx.err(ctx.check_key(v, "input_stride"), format!("variant `{}`: check input_stride is 0", v.name), "use input_stride >= 1 (1 reads every element)")),
+                    0 => Err(ctx.err(
+                        ctx.check_key(v, "input_stride"),
+                        format!("variant `{}`: check input_stride is 0", v.name),
+                        "use input_stride >= 1 (1 reads every element)",
+                    )),
                     n => Ok(n),
                 }
             };
@@ -861,24 +1289,59 @@ fn resolve_job(
     let bound = resolve_bound(ctx, m, v, &correctness, &buffers)?;
     let amount = |e: Option<&String>, what: &str| -> Result<Option<f64>, SuiteError> {
         // The variant's own `bytes`/`flops` when it has one, else the suite's.
-        let own = if what == "bytes" { v.bytes.is_some() } else { v.flops.is_some() };
-        let key = || if own { let mut p = ctx.variant(v); p.push(what.into()); p } else { at!["suite", what] };
-        e.map(|e| expr::eval(e, env).map_err(|err| ctx.err(key(), format!("variant `{}`, {what}: {err}", v.name), "use the suite's axes and params")))
-            .transpose()
+        let own = if what == "bytes" {
+            v.bytes.is_some()
+        } else {
+            v.flops.is_some()
+        };
+        let key = || {
+            if own {
+                let mut p = ctx.variant(v);
+                p.push(what.into());
+                p
+            } else {
+                at!["suite", what]
+            }
+        };
+        e.map(|e| {
+            expr::eval(e, env).map_err(|err| {
+                ctx.err(
+                    key(),
+                    format!("variant `{}`, {what}: {err}", v.name),
+                    "use the suite's axes and params",
+                )
+            })
+        })
+        .transpose()
     };
     let (launches, steps) = resolve_body(ctx, m, v, env, &buffers)?;
     let group = format_params(group_params);
-    let label_params = if variant_params.is_empty() { String::new() } else { format!("[{}]", format_params(variant_params)) };
+    let label_params = if variant_params.is_empty() {
+        String::new()
+    } else {
+        format!("[{}]", format_params(variant_params))
+    };
     Ok(JobSpec {
         key: JobKey {
-            id: format!("{}{} @ {}", v.name, label_params, if group.is_empty() { "-" } else { &group }),
+            id: format!(
+                "{}{} @ {}",
+                v.name,
+                label_params,
+                if group.is_empty() { "-" } else { &group }
+            ),
             variant: v.name.clone(),
             variant_params: variant_params.clone(),
             group,
             group_params: group_params.clone(),
         },
         suite: m.suite.name.clone(),
-        pending_launches: resolve_pending_launches(ctx, m, v, v.rdc.or(m.suite.rdc).unwrap_or(false), env)?,
+        pending_launches: resolve_pending_launches(
+            ctx,
+            m,
+            v,
+            v.rdc.or(m.suite.rdc).unwrap_or(false),
+            env,
+        )?,
         noise_threshold_pct: resolve_noise_threshold(ctx, m, v, env)?,
         program: resolve_program(ctx, suite, v, env)?,
         launches,
@@ -896,17 +1359,41 @@ fn resolve_job(
 
 /// The variant's `noise_threshold` (or the suite's) for this job: a percentage above 0 and below
 /// 100, or none where an expression gives 0 (the command line's threshold then holds).
-fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindings) -> Result<Option<f64>, SuiteError> {
-    let key = || if v.noise_threshold.is_some() { let mut p = ctx.variant(v); p.push("noise_threshold".into()); p } else { at!["suite", "noise_threshold"] };
-    let (pct, what) = match v.noise_threshold.as_ref().or(m.suite.noise_threshold.as_ref()) {
+fn resolve_noise_threshold(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    env: &Bindings,
+) -> Result<Option<f64>, SuiteError> {
+    let key = || {
+        if v.noise_threshold.is_some() {
+            let mut p = ctx.variant(v);
+            p.push("noise_threshold".into());
+            p
+        } else {
+            at!["suite", "noise_threshold"]
+        }
+    };
+    let (pct, what) = match v
+        .noise_threshold
+        .as_ref()
+        .or(m.suite.noise_threshold.as_ref())
+    {
         None => return Ok(None),
         Some(NoiseThresholdDecl::Percent(pct)) => (*pct, format!("noise_threshold {pct}")),
         Some(NoiseThresholdDecl::Expr(e)) => {
             // Which job: an expression may suit some of a sweep's jobs and not others.
-            let job = env.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join(", ");
+            let job = env
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect::<Vec<_>>()
+                .join(", ");
             match expr::eval(e, env) {
                 Ok(0.0) => return Ok(None),
-                Ok(pct) => (pct, format!("noise_threshold = `{e}` gives {pct} for the job with {job}, which")),
+                Ok(pct) => (
+                    pct,
+                    format!("noise_threshold = `{e}` gives {pct} for the job with {job}, which"),
+                ),
                 Err(err) => {
                     return Err(ctx.err(key(), format!("variant `{}`, noise_threshold, for the job with {job}: {err}", v.name), "write a percentage (noise_threshold = 20) or an expression over the job's axes and params that gives one, 0 for the command line's (\"if(CHILDREN == 32, 30, 0)\")"));
                 }
@@ -920,7 +1407,13 @@ fn resolve_noise_threshold(ctx: &Ctx, m: &Manifest, v: &VariantDecl, env: &Bindi
 }
 
 /// What the suite's `bound` asks each job to be compared with.
-fn resolve_bound(ctx: &Ctx, m: &Manifest, v: &VariantDecl, correctness: &CorrectnessSpec, buffers: &[BufferSpec]) -> Result<BoundSpec, SuiteError> {
+fn resolve_bound(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    correctness: &CorrectnessSpec,
+    buffers: &[BufferSpec],
+) -> Result<BoundSpec, SuiteError> {
     let fix = "write bound = \"copy\", \"cublas\" (with a matmul check) or \"variant:NAME\"";
     match m.suite.bound.as_deref().map(str::trim) {
         None | Some("copy") => Ok(BoundSpec::Copy),
@@ -941,11 +1434,21 @@ fn resolve_bound(ctx: &Ctx, m: &Manifest, v: &VariantDecl, correctness: &Correct
 pub fn discover(dirs: &[PathBuf]) -> BTreeMap<String, PathBuf> {
     let mut found = BTreeMap::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
-        let mut paths: Vec<_> = entries.flatten().map(|e| e.path().join("suite.toml")).filter(|p| p.is_file()).collect();
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries
+            .flatten()
+            .map(|e| e.path().join("suite.toml"))
+            .filter(|p| p.is_file())
+            .collect();
         paths.sort();
         for p in paths {
-            let name = p.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            let name = p
+                .parent()
+                .and_then(|d| d.file_name())
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
             found.entry(name).or_insert(p);
         }
     }
@@ -955,7 +1458,11 @@ pub fn discover(dirs: &[PathBuf]) -> BTreeMap<String, PathBuf> {
 /// Loads the named suites (`all` for every suite found).
 pub fn load_named(names: &[String], dirs: &[PathBuf]) -> anyhow::Result<Vec<Suite>> {
     let found = discover(dirs);
-    let wanted: Vec<String> = if names.iter().any(|n| n == "all") { found.keys().cloned().collect() } else { names.to_vec() };
+    let wanted: Vec<String> = if names.iter().any(|n| n == "all") {
+        found.keys().cloned().collect()
+    } else {
+        names.to_vec()
+    };
     let mut suites = Vec::new();
     for name in wanted {
         let path = found.get(&name).ok_or_else(|| {

@@ -21,10 +21,25 @@ const MAX_HEADER_BYTES: u64 = 16 << 20;
 /// recursively, in order. Headers the compiler provides (`<…>`) are not files of ours; a header
 /// that cannot be found (or is not a regular file of at most 16 MiB) is left for the compiler to report.
 pub fn headers(source_path: &Path, source: &str, options: &[String]) -> Vec<Header> {
-    let search: Vec<PathBuf> = options.iter().filter_map(|o| o.strip_prefix("--include-path=").or_else(|| o.strip_prefix("-I"))).filter(|d| !d.is_empty()).map(PathBuf::from).collect();
+    let search: Vec<PathBuf> = options
+        .iter()
+        .filter_map(|o| {
+            o.strip_prefix("--include-path=")
+                .or_else(|| o.strip_prefix("-I"))
+        })
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
-    collect_includes(source_path.parent().unwrap_or(Path::new(".")), source, &search, &mut seen, &mut out, 0);
+    collect_includes(
+        source_path.parent().unwrap_or(Path::new(".")),
+        source,
+        &search,
+        &mut seen,
+        &mut out,
+        0,
+    );
     out
 }
 
@@ -36,17 +51,31 @@ pub fn local_includes(source_path: &Path, source: &str, options: &[String]) -> S
 
 /// The headers as one text for a hash: each name, then its text.
 pub fn headers_text(headers: &[Header]) -> String {
-    headers.iter().map(|h| format!("\0{}\0{}", h.name, h.text)).collect()
+    headers
+        .iter()
+        .map(|h| format!("\0{}\0{}", h.name, h.text))
+        .collect()
 }
 
-fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTreeSet<PathBuf>, out: &mut Vec<Header>, depth: usize) {
+fn collect_includes(
+    dir: &Path,
+    text: &str,
+    search: &[PathBuf],
+    seen: &mut BTreeSet<PathBuf>,
+    out: &mut Vec<Header>,
+    depth: usize,
+) {
     // Deep enough for any real header tree; stops a header that includes itself through a symlink loop.
     if depth > 16 {
         return;
     }
     for line in text.lines() {
-        let Some(rest) = line.trim_start().strip_prefix('#') else { continue };
-        let Some(rest) = rest.trim_start().strip_prefix("include") else { continue };
+        let Some(rest) = line.trim_start().strip_prefix('#') else {
+            continue;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("include") else {
+            continue;
+        };
         let rest = rest.trim_start();
         // `"x.h"` is looked for beside the including file, then in the -I directories; `<x.h>`
         // only in the -I directories (a toolkit or system header is not ours).
@@ -57,17 +86,37 @@ fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTree
         } else {
             (None, false)
         };
-        let Some(name) = name.filter(|n| !n.is_empty()) else { continue };
-        let dirs = own_dir.then(|| dir.to_path_buf()).into_iter().chain(search.iter().cloned());
-        let Some(path) = dirs.map(|d| d.join(name)).find(|p| p.is_file()) else { continue };
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
+            continue;
+        };
+        let dirs = own_dir
+            .then(|| dir.to_path_buf())
+            .into_iter()
+            .chain(search.iter().cloned());
+        let Some(path) = dirs.map(|d| d.join(name)).find(|p| p.is_file()) else {
+            continue;
+        };
         if std::fs::metadata(&path).map_or(true, |m| m.len() > MAX_HEADER_BYTES) {
             continue;
         }
-        let Ok(header) = std::fs::read_to_string(&path) else { continue };
+        let Ok(header) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         let canonical = path.canonicalize().unwrap_or(path.clone());
         if seen.insert(canonical.clone()) {
-            out.push(Header { name: name.to_string(), path: canonical, text: header.clone() });
-            collect_includes(path.parent().unwrap_or(dir), &header, search, seen, out, depth + 1);
+            out.push(Header {
+                name: name.to_string(),
+                path: canonical,
+                text: header.clone(),
+            });
+            collect_includes(
+                path.parent().unwrap_or(dir),
+                &header,
+                search,
+                seen,
+                out,
+                depth + 1,
+            );
         }
     }
 }
@@ -76,7 +125,6 @@ fn collect_includes(dir: &Path, text: &str, search: &[PathBuf], seen: &mut BTree
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -88,18 +136,33 @@ mod tests {
         let (src_dir, inc_dir) = (d.path().join("suite"), d.path().join("inc"));
         std::fs::create_dir_all(src_dir.join("sub")).unwrap();
         std::fs::create_dir_all(&inc_dir).unwrap();
-        std::fs::write(src_dir.join("sub/tile.cuh"), "#define TILE 32\n#include \"../common.cuh\"\n").unwrap();
+        std::fs::write(
+            src_dir.join("sub/tile.cuh"),
+            "#define TILE 32\n#include \"../common.cuh\"\n",
+        )
+        .unwrap();
         std::fs::write(src_dir.join("common.cuh"), "#pragma once\n").unwrap();
         std::fs::write(inc_dir.join("extra.cuh"), "#define EXTRA 1\n").unwrap();
         let source = "#include <cuda_fp16.h>\n  #  include \"sub/tile.cuh\"\n#include \"extra.cuh\"\n#include \"missing.cuh\"\n";
         let path = src_dir.join("k.cu");
         let opts = vec![format!("-I{}", inc_dir.display())];
         let text = local_includes(&path, source, &opts);
-        assert!(text.contains("#define TILE 32") && text.contains("#pragma once") && text.contains("#define EXTRA 1"), "{text}");
-        assert!(!local_includes(&path, source, &[]).contains("EXTRA"), "only -I directories are searched besides the source's own");
+        assert!(
+            text.contains("#define TILE 32")
+                && text.contains("#pragma once")
+                && text.contains("#define EXTRA 1"),
+            "{text}"
+        );
+        assert!(
+            !local_includes(&path, source, &[]).contains("EXTRA"),
+            "only -I directories are searched besides the source's own"
+        );
         // Editing a nested header changes what is hashed.
-        std::fs::write(src_dir.join("common.cuh"), "#pragma once\n#define CHANGED\n").unwrap();
+        std::fs::write(
+            src_dir.join("common.cuh"),
+            "#pragma once\n#define CHANGED\n",
+        )
+        .unwrap();
         assert_ne!(text, local_includes(&path, source, &opts));
     }
-
 }

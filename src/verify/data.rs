@@ -1,7 +1,7 @@
 //! Host-side buffer contents as raw bit patterns: seeded initialisation and typed reads (pure: no GPU, no disk).
 
-use rand_core::Rng;
 use super::{ElemType, Init};
+use rand_core::Rng;
 
 /// A buffer's contents as raw bit patterns, one word per element (of the element's width).
 #[derive(Debug, Clone, PartialEq)]
@@ -53,13 +53,34 @@ impl HostData {
         let mut data = HostData::zeroed(elem, len);
         if matches!(init, Init::Random | Init::RandomInt) {
             let whole = init == Init::RandomInt;
-            let bits = move |r: u64| if whole { whole_bits(elem, r) } else { random_bits(elem, r) };
+            let bits = move |r: u64| {
+                if whole {
+                    whole_bits(elem, r)
+                } else {
+                    random_bits(elem, r)
+                }
+            };
             // Narrow types take their bits from a slice of the draw (8 bits a value is still ample for
             // the few hundred values they hold; 16 for 2-byte types).
             match &mut data {
-                HostData::W1(v) => fill_random(v, seed, |r, x: &mut u8, k| *x = bits((r >> (8 * k)) & 0xFF) as u8, 8),
-                HostData::W2(v) => fill_random(v, seed, |r, x: &mut u16, k| *x = bits((r >> (16 * k)) & 0xFFFF) as u16, 4),
-                HostData::W4(v) => fill_random(v, seed, |r, x: &mut u32, k| *x = bits((r >> (32 * k)) as u32 as u64) as u32, 2),
+                HostData::W1(v) => fill_random(
+                    v,
+                    seed,
+                    |r, x: &mut u8, k| *x = bits((r >> (8 * k)) & 0xFF) as u8,
+                    8,
+                ),
+                HostData::W2(v) => fill_random(
+                    v,
+                    seed,
+                    |r, x: &mut u16, k| *x = bits((r >> (16 * k)) & 0xFFFF) as u16,
+                    4,
+                ),
+                HostData::W4(v) => fill_random(
+                    v,
+                    seed,
+                    |r, x: &mut u32, k| *x = bits((r >> (32 * k)) as u32 as u64) as u32,
+                    2,
+                ),
                 HostData::W8(v) => fill_random(v, seed, |r, x: &mut u64, _| *x = bits(r), 1),
             }
             return data;
@@ -79,10 +100,26 @@ impl HostData {
     fn fill_with(&mut self, bits: impl Fn(usize) -> u64 + Sync) {
         let bits = &bits;
         match self {
-            HostData::W1(v) => for_each_chunk(v, |at, c| c.iter_mut().enumerate().for_each(|(k, x)| *x = bits(at + k) as u8)),
-            HostData::W2(v) => for_each_chunk(v, |at, c| c.iter_mut().enumerate().for_each(|(k, x)| *x = bits(at + k) as u16)),
-            HostData::W4(v) => for_each_chunk(v, |at, c| c.iter_mut().enumerate().for_each(|(k, x)| *x = bits(at + k) as u32)),
-            HostData::W8(v) => for_each_chunk(v, |at, c| c.iter_mut().enumerate().for_each(|(k, x)| *x = bits(at + k))),
+            HostData::W1(v) => for_each_chunk(v, |at, c| {
+                c.iter_mut()
+                    .enumerate()
+                    .for_each(|(k, x)| *x = bits(at + k) as u8)
+            }),
+            HostData::W2(v) => for_each_chunk(v, |at, c| {
+                c.iter_mut()
+                    .enumerate()
+                    .for_each(|(k, x)| *x = bits(at + k) as u16)
+            }),
+            HostData::W4(v) => for_each_chunk(v, |at, c| {
+                c.iter_mut()
+                    .enumerate()
+                    .for_each(|(k, x)| *x = bits(at + k) as u32)
+            }),
+            HostData::W8(v) => for_each_chunk(v, |at, c| {
+                c.iter_mut()
+                    .enumerate()
+                    .for_each(|(k, x)| *x = bits(at + k))
+            }),
         }
     }
 
@@ -125,13 +162,19 @@ impl HostData {
 pub(crate) const CHUNK: usize = 1 << 20;
 
 pub(crate) fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(32)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(32)
 }
 
 /// Runs `f(index of the chunk's first element, chunk)` over `v` in CHUNK-element chunks spread
 /// over the cores. What each call computes depends on the chunk alone, never on the thread count.
 fn for_each_chunk<T: Send>(v: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
-    let mut chunks: Vec<(usize, &mut [T])> = v.chunks_mut(CHUNK).enumerate().map(|(i, c)| (i * CHUNK, c)).collect();
+    let mut chunks: Vec<(usize, &mut [T])> = v
+        .chunks_mut(CHUNK)
+        .enumerate()
+        .map(|(i, c)| (i * CHUNK, c))
+        .collect();
     if chunks.len() <= 1 {
         return chunks.into_iter().for_each(|(at, c)| f(at, c));
     }
@@ -139,16 +182,23 @@ fn for_each_chunk<T: Send>(v: &mut [T], f: impl Fn(usize, &mut [T]) + Sync) {
     let f = &f;
     std::thread::scope(|s| {
         while !chunks.is_empty() {
-            let mine: Vec<(usize, &mut [T])> = chunks.drain(..per_thread.min(chunks.len())).collect();
+            let mine: Vec<(usize, &mut [T])> =
+                chunks.drain(..per_thread.min(chunks.len())).collect();
             s.spawn(move || mine.into_iter().for_each(|(at, c)| f(at, c)));
         }
     });
 }
 
 /// Fills `v` from one PCG stream per CHUNK elements, `per_draw` elements per 64-bit draw.
-fn fill_random<T: Send>(v: &mut [T], seed: u64, set: impl Fn(u64, &mut T, usize) + Sync, per_draw: usize) {
+fn fill_random<T: Send>(
+    v: &mut [T],
+    seed: u64,
+    set: impl Fn(u64, &mut T, usize) + Sync,
+    per_draw: usize,
+) {
     for_each_chunk(v, |at, chunk| {
-        let mut rng = rand_pcg::Pcg64Mcg::new(((seed as u128) << 64 | (at / CHUNK) as u128) << 1 | 1);
+        let mut rng =
+            rand_pcg::Pcg64Mcg::new(((seed as u128) << 64 | (at / CHUNK) as u128) << 1 | 1);
         for group in chunk.chunks_mut(per_draw) {
             let r = rng.next_u64();
             for (k, x) in group.iter_mut().enumerate() {
@@ -164,13 +214,22 @@ fn fill_random<T: Send>(v: &mut [T], seed: u64, set: impl Fn(u64, &mut T, usize)
 /// where transparent huge pages are off it changes nothing.
 fn advise_huge_pages(bytes: &mut [u8]) {
     const HUGE: usize = 2 << 20;
-    let (start, end) = (bytes.as_mut_ptr() as usize, bytes.as_mut_ptr() as usize + bytes.len());
+    let (start, end) = (
+        bytes.as_mut_ptr() as usize,
+        bytes.as_mut_ptr() as usize + bytes.len(),
+    );
     let (first, last) = (start.next_multiple_of(HUGE), end / HUGE * HUGE);
     #[cfg(target_os = "linux")]
     if last > first {
         // SAFETY: the range lies inside `bytes`, a live allocation of this process, and is aligned
         // to 2 MiB; MADV_HUGEPAGE changes how its pages are backed, never their contents.
-        unsafe { libc::madvise(first as *mut libc::c_void, last - first, libc::MADV_HUGEPAGE) };
+        unsafe {
+            libc::madvise(
+                first as *mut libc::c_void,
+                last - first,
+                libc::MADV_HUGEPAGE,
+            )
+        };
     }
 }
 
@@ -195,7 +254,9 @@ fn random_bits(elem: ElemType, r: u64) -> u64 {
         ElemType::F16 | ElemType::Bf16 => from_value(elem, (r & 0xFFFF) as f64 / 32768.0 - 1.0),
         ElemType::I8 => from_value(elem, (r % 128) as f64 - 64.0),
         ElemType::U8 => r % 128,
-        ElemType::I16 | ElemType::I32 | ElemType::I64 => from_value(elem, (r % 2000) as f64 - 1000.0),
+        ElemType::I16 | ElemType::I32 | ElemType::I64 => {
+            from_value(elem, (r % 2000) as f64 - 1000.0)
+        }
         ElemType::U16 | ElemType::U32 | ElemType::U64 => r % 2000,
     }
 }
@@ -205,7 +266,9 @@ fn random_bits(elem: ElemType, r: u64) -> u64 {
 fn whole_bits(elem: ElemType, r: u64) -> u64 {
     match elem {
         ElemType::Bf16 => from_value(elem, (r % 256) as f64 - 128.0),
-        ElemType::F16 | ElemType::F32 | ElemType::F64 => from_value(elem, (r % 2000) as f64 - 1000.0),
+        ElemType::F16 | ElemType::F32 | ElemType::F64 => {
+            from_value(elem, (r % 2000) as f64 - 1000.0)
+        }
         _ => random_bits(elem, r),
     }
 }
@@ -251,7 +314,6 @@ pub(crate) fn is_poison(elem: ElemType, bits: u64) -> bool {
     bits == u64::MAX >> (64 - 8 * elem.size())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,14 +324,30 @@ mod tests {
 
     #[test]
     fn narrow_types_start_in_their_ranges_and_replay_from_the_seed() {
-        for (elem, lo, hi) in [(ElemType::F16, -1.0, 1.0), (ElemType::Bf16, -1.0, 1.0), (ElemType::I8, -64.0, 64.0), (ElemType::U8, 0.0, 128.0), (ElemType::I16, -1000.0, 1000.0), (ElemType::U16, 0.0, 2000.0)] {
+        for (elem, lo, hi) in [
+            (ElemType::F16, -1.0, 1.0),
+            (ElemType::Bf16, -1.0, 1.0),
+            (ElemType::I8, -64.0, 64.0),
+            (ElemType::U8, 0.0, 128.0),
+            (ElemType::I16, -1000.0, 1000.0),
+            (ElemType::U16, 0.0, 2000.0),
+        ] {
             let d = HostData::init(elem, 10_000, Init::Random, 7);
             assert_eq!(d.as_bytes().len(), 10_000 * elem.size());
             let v = values(elem, &d);
-            assert!(v.iter().all(|&x| (lo..hi).contains(&x) || (elem.is_float() && x == hi)), "{elem:?} out of [{lo}, {hi})");
+            assert!(
+                v.iter()
+                    .all(|&x| (lo..hi).contains(&x) || (elem.is_float() && x == hi)),
+                "{elem:?} out of [{lo}, {hi})"
+            );
             // Spread over the range, not stuck at a few values.
-            let distinct: std::collections::BTreeSet<u64> = (0..d.len()).map(|i| d.word(i)).collect();
-            assert!(distinct.len() > 100, "{elem:?}: {} distinct values", distinct.len());
+            let distinct: std::collections::BTreeSet<u64> =
+                (0..d.len()).map(|i| d.word(i)).collect();
+            assert!(
+                distinct.len() > 100,
+                "{elem:?}: {} distinct values",
+                distinct.len()
+            );
             assert_eq!(d, HostData::init(elem, 10_000, Init::Random, 7));
             assert_ne!(d, HostData::init(elem, 10_000, Init::Random, 8));
         }
@@ -279,10 +357,22 @@ mod tests {
     fn whole_numbers_are_exact_in_every_float_type() {
         for elem in [ElemType::F16, ElemType::Bf16, ElemType::F32] {
             let d = HostData::init(elem, 4096, Init::RandomInt, 3);
-            assert!(values(elem, &d).iter().all(|x| x.fract() == 0.0 && x.abs() <= 1000.0), "{elem:?}");
+            assert!(
+                values(elem, &d)
+                    .iter()
+                    .all(|x| x.fract() == 0.0 && x.abs() <= 1000.0),
+                "{elem:?}"
+            );
         }
         // bf16 holds whole numbers exactly only up to 256.
-        assert!(values(ElemType::Bf16, &HostData::init(ElemType::Bf16, 4096, Init::RandomInt, 3)).iter().all(|x| (-128.0..128.0).contains(x)));
+        assert!(
+            values(
+                ElemType::Bf16,
+                &HostData::init(ElemType::Bf16, 4096, Init::RandomInt, 3)
+            )
+            .iter()
+            .all(|x| (-128.0..128.0).contains(x))
+        );
     }
 
     #[test]
@@ -291,19 +381,44 @@ mod tests {
             let p = HostData::init(elem, 3, Init::Poison, 0);
             assert!((0..3).all(|i| is_poison(elem, p.word(i))), "{elem:?}");
         }
-        assert!(value(ElemType::F16, u16::MAX as u64).is_nan() && value(ElemType::Bf16, u16::MAX as u64).is_nan());
-        assert_eq!(values(ElemType::F16, &HostData::init(ElemType::F16, 4, Init::Iota, 0)), vec![0.0, 1.0, 2.0, 3.0]);
+        assert!(
+            value(ElemType::F16, u16::MAX as u64).is_nan()
+                && value(ElemType::Bf16, u16::MAX as u64).is_nan()
+        );
+        assert_eq!(
+            values(
+                ElemType::F16,
+                &HostData::init(ElemType::F16, 4, Init::Iota, 0)
+            ),
+            vec![0.0, 1.0, 2.0, 3.0]
+        );
         // Integer iota wraps at the width, never saturates: index 300 of a u8 buffer is 44.
         let bytes = HostData::init(ElemType::U8, 301, Init::Iota, 0);
-        assert_eq!((bytes.word(255), bytes.word(256), bytes.word(300)), (255, 0, 44));
-        let f = HostData::W4([0.1f32, -2.5, 70000.0, 1e-9].iter().map(|x| x.to_bits()).collect());
+        assert_eq!(
+            (bytes.word(255), bytes.word(256), bytes.word(300)),
+            (255, 0, 44)
+        );
+        let f = HostData::W4(
+            [0.1f32, -2.5, 70000.0, 1e-9]
+                .iter()
+                .map(|x| x.to_bits())
+                .collect(),
+        );
         let h = f.converted(ElemType::F32, ElemType::F16);
         let hv = values(ElemType::F16, &h);
-        assert!((hv[0] - 0.1).abs() <= 0.1 * ElemType::F16.epsilon() / 2.0 + 1e-12, "rounded to nearest: {}", hv[0]);
+        assert!(
+            (hv[0] - 0.1).abs() <= 0.1 * ElemType::F16.epsilon() / 2.0 + 1e-12,
+            "rounded to nearest: {}",
+            hv[0]
+        );
         assert_eq!(hv[1], -2.5);
         assert!(hv[2].is_infinite(), "70000 is past f16's range (65504)");
         let b = f.converted(ElemType::F32, ElemType::Bf16);
-        assert_eq!(values(ElemType::Bf16, &b)[2], 70144.0, "bf16 keeps float32's range, with 8 bits of precision");
+        assert_eq!(
+            values(ElemType::Bf16, &b)[2],
+            70144.0,
+            "bf16 keeps float32's range, with 8 bits of precision"
+        );
         // Integers saturate.
         let i = HostData::W4(vec![300, (-300i32) as u32]).converted(ElemType::I32, ElemType::I8);
         assert_eq!(values(ElemType::I8, &i), vec![127.0, -128.0]);
@@ -316,6 +431,12 @@ mod tests {
         assert!((0..n).all(|i| iota.word(i) == i as u64));
         let x = HostData::init(ElemType::F32, n, Init::Random, 2);
         let halves = x.converted(ElemType::F32, ElemType::F16);
-        assert!((0..n).step_by(997).chain([n - 1]).all(|i| halves.word(i) == from_value(ElemType::F16, value(ElemType::F32, x.word(i)))));
+        assert!(
+            (0..n)
+                .step_by(997)
+                .chain([n - 1])
+                .all(|i| halves.word(i)
+                    == from_value(ElemType::F16, value(ElemType::F32, x.word(i))))
+        );
     }
 }

@@ -9,7 +9,10 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 pub use data::HostData;
-pub use reference::{check_add, check_compact, check_copy, check_copy_mapped, check_function, check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum, check_transpose, Keep, MathFn};
+pub use reference::{
+    Keep, MathFn, check_add, check_compact, check_copy, check_copy_mapped, check_function,
+    check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum, check_transpose,
+};
 
 /// Element type of a buffer.
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
@@ -43,10 +46,16 @@ impl ElemType {
         }
     }
     pub fn is_float(self) -> bool {
-        matches!(self, ElemType::F16 | ElemType::Bf16 | ElemType::F32 | ElemType::F64)
+        matches!(
+            self,
+            ElemType::F16 | ElemType::Bf16 | ElemType::F32 | ElemType::F64
+        )
     }
     pub fn is_signed(self) -> bool {
-        matches!(self, ElemType::I8 | ElemType::I16 | ElemType::I32 | ElemType::I64)
+        matches!(
+            self,
+            ElemType::I8 | ElemType::I16 | ElemType::I32 | ElemType::I64
+        )
     }
     /// The gap between 1 and the next value of the type (0 for integers, which compare exactly).
     pub fn epsilon(self) -> f64 {
@@ -103,7 +112,11 @@ pub struct CopyMap {
 }
 
 impl CopyMap {
-    pub const IDENTITY: CopyMap = CopyMap { input_offset: 0, input_stride: 1, output_offset: 0 };
+    pub const IDENTITY: CopyMap = CopyMap {
+        input_offset: 0,
+        input_stride: 1,
+        output_offset: 0,
+    };
 }
 
 /// What a correct output is, with buffer indices resolved (the manifest's `check` table).
@@ -111,8 +124,17 @@ impl CopyMap {
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum CorrectnessSpec {
     None,
-    Copy { input: usize, output: usize, map: CopyMap },
-    Transpose { input: usize, output: usize, rows: u64, cols: u64 },
+    Copy {
+        input: usize,
+        output: usize,
+        map: CopyMap,
+    },
+    Transpose {
+        input: usize,
+        output: usize,
+        rows: u64,
+        cols: u64,
+    },
     /// `output` must equal another variant's `reference_output` (the same buffer unless the two
     /// variants write buffers of different types, say f16 against f32) on the same inputs.
     SameAs {
@@ -122,23 +144,62 @@ pub enum CorrectnessSpec {
         tolerance: f64,
     },
     /// The first `count` elements of `output` must add up to the sum of `input`.
-    Sum { input: usize, output: usize, count: u64, input_stride: u64, tolerance: f64 },
+    Sum {
+        input: usize,
+        output: usize,
+        count: u64,
+        input_stride: u64,
+        tolerance: f64,
+    },
     /// `output = alpha * op(a) * op(b) + beta * output` (row-major; see `MatmulShape`).
-    Matmul { a: usize, b: usize, output: usize, shape: MatmulShape, tolerance: f64 },
+    Matmul {
+        a: usize,
+        b: usize,
+        output: usize,
+        shape: MatmulShape,
+        tolerance: f64,
+    },
     /// `output[0..count]` holds the inclusive or exclusive prefix sums of `input`.
-    Scan { input: usize, output: usize, count: u64, exclusive: bool, tolerance: f64 },
+    Scan {
+        input: usize,
+        output: usize,
+        count: u64,
+        exclusive: bool,
+        tolerance: f64,
+    },
     /// `output` holds the elements of `input` that `keep` keeps, in order, and nothing after them.
-    Compact { input: usize, output: usize, keep: Keep },
+    Compact {
+        input: usize,
+        output: usize,
+        keep: Keep,
+    },
     /// `output` is `input` sorted ascending.
-    Sort { input: usize, output: usize },
+    Sort {
+        input: usize,
+        output: usize,
+    },
     /// `output[b]` counts the elements of `input` equal to b modulo `bins`.
-    Histogram { input: usize, output: usize, bins: u64 },
+    Histogram {
+        input: usize,
+        output: usize,
+        bins: u64,
+    },
     /// `output[i] = f(input[i])` within `max_ulp` units in the last place (f in float64).
-    Function { input: usize, output: usize, f: MathFn, max_ulp: f64 },
+    Function {
+        input: usize,
+        output: usize,
+        f: MathFn,
+        max_ulp: f64,
+    },
     /// `output[i] = a[i] + b[i]` for every element of `output` (a and b of one type, at least as
     /// long): integers exactly (wrapping at the output's width), floats bit for bit or within
     /// `tolerance` × (|a[i]| + |b[i]|).
-    Add { a: usize, b: usize, output: usize, tolerance: f64 },
+    Add {
+        a: usize,
+        b: usize,
+        output: usize,
+        tolerance: f64,
+    },
 }
 
 /// A matrix product `C = alpha * op(A) * op(B) + beta * C`, row-major: op(A) is m x k, op(B) k x n,
@@ -162,15 +223,30 @@ impl MatmulShape {
 
     /// Row-major index of op(A)[i][p] in A's storage, and of op(B)[p][j] in B's.
     pub fn a_index(&self, i: u64, p: u64) -> u64 {
-        if self.trans_a { p * self.m + i } else { i * self.k + p }
+        if self.trans_a {
+            p * self.m + i
+        } else {
+            i * self.k + p
+        }
     }
     pub fn b_index(&self, p: u64, j: u64) -> u64 {
-        if self.trans_b { j * self.k + p } else { p * self.n + j }
+        if self.trans_b {
+            j * self.k + p
+        } else {
+            p * self.n + j
+        }
     }
 
     /// A short name: `4096x4096x4096` (and `, A^T`, `, B^T`).
     pub fn label(&self) -> String {
-        format!("{}x{}x{}{}{}", self.m, self.n, self.k, if self.trans_a { ", A^T" } else { "" }, if self.trans_b { ", B^T" } else { "" })
+        format!(
+            "{}x{}x{}{}{}",
+            self.m,
+            self.n,
+            self.k,
+            if self.trans_a { ", A^T" } else { "" },
+            if self.trans_b { ", B^T" } else { "" }
+        )
     }
 }
 
@@ -186,7 +262,9 @@ impl CorrectnessSpec {
             | CorrectnessSpec::Sort { input, .. }
             | CorrectnessSpec::Histogram { input, .. }
             | CorrectnessSpec::Function { input, .. } => vec![*input],
-            CorrectnessSpec::Matmul { a, b, .. } | CorrectnessSpec::Add { a, b, .. } => vec![*a, *b],
+            CorrectnessSpec::Matmul { a, b, .. } | CorrectnessSpec::Add { a, b, .. } => {
+                vec![*a, *b]
+            }
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => Vec::new(),
         }
     }
@@ -196,19 +274,83 @@ impl CorrectnessSpec {
     /// (`None` for specs that have no built-in reference: `none` and `same_as`).
     /// `input_elem` is the element type of the check's input where it may differ from the output's
     /// (a histogram's, a function's, an add's a and b).
-    pub fn against_inputs(&self, elem: ElemType, input_elem: ElemType, initial: &[Option<&HostData>], output: &HostData) -> Option<Correctness> {
+    pub fn against_inputs(
+        &self,
+        elem: ElemType,
+        input_elem: ElemType,
+        initial: &[Option<&HostData>],
+        output: &HostData,
+    ) -> Option<Correctness> {
         let input = |i: usize| initial.get(i).copied().flatten();
         Some(match self {
-            CorrectnessSpec::Copy { input: i, map, .. } => check_copy_mapped(elem, input(*i)?, output, *map),
-            CorrectnessSpec::Transpose { input: i, rows, cols, .. } => check_transpose(elem, input(*i)?, output, *rows as usize, *cols as usize),
-            CorrectnessSpec::Sum { input: i, count, input_stride, tolerance, .. } => check_sum(elem, input(*i)?, output, *count as usize, *input_stride as usize, *tolerance),
-            CorrectnessSpec::Matmul { a, b, output: o, shape, tolerance } => check_matmul(elem, input(*a)?, input(*b)?, input(*o), output, shape, *tolerance),
-            CorrectnessSpec::Scan { input: i, count, exclusive, tolerance, .. } => check_scan(elem, input(*i)?, output, *count as usize, *exclusive, *tolerance),
-            CorrectnessSpec::Compact { input: i, keep, .. } => check_compact(elem, input(*i)?, output, *keep),
+            CorrectnessSpec::Copy { input: i, map, .. } => {
+                check_copy_mapped(elem, input(*i)?, output, *map)
+            }
+            CorrectnessSpec::Transpose {
+                input: i,
+                rows,
+                cols,
+                ..
+            } => check_transpose(elem, input(*i)?, output, *rows as usize, *cols as usize),
+            CorrectnessSpec::Sum {
+                input: i,
+                count,
+                input_stride,
+                tolerance,
+                ..
+            } => check_sum(
+                elem,
+                input(*i)?,
+                output,
+                *count as usize,
+                *input_stride as usize,
+                *tolerance,
+            ),
+            CorrectnessSpec::Matmul {
+                a,
+                b,
+                output: o,
+                shape,
+                tolerance,
+            } => check_matmul(
+                elem,
+                input(*a)?,
+                input(*b)?,
+                input(*o),
+                output,
+                shape,
+                *tolerance,
+            ),
+            CorrectnessSpec::Scan {
+                input: i,
+                count,
+                exclusive,
+                tolerance,
+                ..
+            } => check_scan(
+                elem,
+                input(*i)?,
+                output,
+                *count as usize,
+                *exclusive,
+                *tolerance,
+            ),
+            CorrectnessSpec::Compact { input: i, keep, .. } => {
+                check_compact(elem, input(*i)?, output, *keep)
+            }
             CorrectnessSpec::Sort { input: i, .. } => check_sort(elem, input(*i)?, output),
-            CorrectnessSpec::Histogram { input: i, bins, .. } => check_histogram(input_elem, input(*i)?, elem, output, *bins as usize),
-            CorrectnessSpec::Function { input: i, f, max_ulp, .. } => check_function(input_elem, input(*i)?, elem, output, *f, *max_ulp),
-            CorrectnessSpec::Add { a, b, tolerance, .. } => check_add(input_elem, input(*a)?, input(*b)?, elem, output, *tolerance),
+            CorrectnessSpec::Histogram { input: i, bins, .. } => {
+                check_histogram(input_elem, input(*i)?, elem, output, *bins as usize)
+            }
+            CorrectnessSpec::Function {
+                input: i,
+                f,
+                max_ulp,
+                ..
+            } => check_function(input_elem, input(*i)?, elem, output, *f, *max_ulp),
+            CorrectnessSpec::Add {
+                a, b, tolerance, ..
+            } => check_add(input_elem, input(*a)?, input(*b)?, elem, output, *tolerance),
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => return None,
         })
     }
@@ -244,4 +386,3 @@ impl Correctness {
         (eps > 0.0 && self.max_error.is_some()).then(|| self.rel_error / eps)
     }
 }
-
