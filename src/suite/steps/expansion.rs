@@ -12,7 +12,7 @@ use crate::suite::location::{Ctx, Seg, SuiteError, at};
 use crate::suite::manifest::{Manifest, StepDecl, VariantDecl};
 
 /// The variant's streams: each declared name with its first index and how many it has (None: a single stream).
-pub(super) struct Streams {
+struct Streams {
     specs: Vec<StreamSpec>,
     by_name: BTreeMap<String, (usize, Option<u64>)>,
 }
@@ -28,7 +28,7 @@ pub(super) struct Expansion<'a> {
     pub(super) m: &'a Manifest,
     pub(super) v: &'a VariantDecl,
     pub(super) buffers: &'a [BufferSpec],
-    pub(super) streams: Streams,
+    streams: Streams,
     pub(super) steps: Vec<Step>,
     pub(super) launches: Vec<LaunchSpec>,
     pub(super) events: Vec<String>,
