@@ -56,7 +56,7 @@ pub struct SuiteHeader {
     #[serde(default)]
     pub options: Vec<String>,
     /// `nvrtc` (the default) or `nvcc`, for every variant that does not choose.
-    pub compiler: Option<crate::suite::Compiler>,
+    pub compiler: Option<super::job::Compiler>,
     /// The project's header directories, relative to the manifest (inside the suite's directory
     /// unless `allow_outside`); the CUDA toolkit's own are always searched.
     #[serde(default)]
@@ -103,11 +103,11 @@ pub struct BufferDecl {
     pub from: Option<String>,
     /// Where it lives: `device` (the default), `pageable`, `pinned`, `mapped` (zero-copy) or
     /// `managed` (unified memory). Host kinds are for variants written as `steps`.
-    pub memory: Option<crate::suite::Memory>,
+    pub memory: Option<super::job::Memory>,
     /// Unified-memory advice for a managed buffer: `read_mostly`, `preferred_location_device`,
     /// `preferred_location_host`, `accessed_by_device`.
     #[serde(default)]
-    pub advise: Vec<crate::suite::Advice>,
+    pub advise: Vec<super::job::Advice>,
 }
 
 /// A check's accepted error: a relative error (`1e-3`), or a multiple of the output type's
@@ -175,7 +175,8 @@ impl ToleranceDecl {
 #[serde(deny_unknown_fields)]
 pub struct CorrectnessDecl {
     /// Built-in CPU reference: `copy`, `transpose`, `sum`, `matmul`, `scan`, `compact`, `sort`,
-    /// `histogram`, `function`, `add`, or `none`.
+    /// `histogram`, `function`, `add`, or `none`. Kept as written: it is parsed into a
+    /// `CheckOp` where the check is resolved, so an unknown op is reported with its line.
     pub op: Option<String>,
     /// Instead of a built-in op: the output must equal this variant's output on the same input.
     pub same_as: Option<String>,
@@ -276,7 +277,7 @@ pub struct VariantDecl {
     #[serde(default)]
     pub options: Vec<String>,
     /// `nvrtc` or `nvcc` for this variant.
-    pub compiler: Option<crate::suite::Compiler>,
+    pub compiler: Option<super::job::Compiler>,
     /// More header directories for this variant.
     #[serde(default)]
     pub include_dirs: Vec<String>,

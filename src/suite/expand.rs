@@ -1,0 +1,194 @@
+//! Job expansion: the sweep walked point by point, each variant resolved there into a job
+//! (buffers, check, bound, launches or steps, program, thresholds and work).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::buffers::resolve_buffers;
+use super::check::resolve_check;
+use super::job::{BoundSpec, BufferSpec, JobSpec, Work};
+use super::location::{Ctx, SuiteError, at};
+use super::manifest::{Manifest, NoiseThresholdDecl, VariantDecl};
+use super::program::{resolve_body, resolve_pending_launches, resolve_program};
+use super::sweep::{MAX_JOBS, combinations, job_count, job_key, to_bindings};
+use crate::expr::{self, Bindings};
+use crate::verify::{CorrectnessSpec, ElemType};
+
+/// The manifest's sweep expanded into jobs: suite axes outermost, then variants in manifest
+/// order, then each variant's own axes; `dir` is the suite's directory.
+pub(crate) fn expand(ctx: &Ctx, m: &Manifest, dir: &Path) -> Result<Vec<JobSpec>, SuiteError> {
+    let count = job_count(m);
+    if count > MAX_JOBS {
+        return Err(ctx.err(
+            at!["axes"],
+            format!("the sweep expands to {count} jobs, more than the {MAX_JOBS} a suite may have"),
+            "sweep fewer values, or split the suite",
+        ));
+    }
+    let mut jobs = Vec::new();
+    for group_params in combinations(&m.axes) {
+        let mut group_all = m.params.clone();
+        group_all.extend(group_params.clone());
+        for v in &m.variants {
+            for vaxes in combinations(&v.axes) {
+                let mut variant_params = v.params.clone();
+                variant_params.extend(vaxes);
+                jobs.push(resolve_job(
+                    ctx,
+                    m,
+                    dir,
+                    v,
+                    &group_all,
+                    &group_params,
+                    &variant_params,
+                )?);
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+/// One variant at one point of the sweep; its bindings are the point's (`group_all`: the suite's
+/// params and axes) and the variant's own (`variant_params`).
+fn resolve_job(
+    ctx: &Ctx,
+    m: &Manifest,
+    dir: &Path,
+    v: &VariantDecl,
+    group_all: &BTreeMap<String, i64>,
+    group_params: &BTreeMap<String, i64>,
+    variant_params: &BTreeMap<String, i64>,
+) -> Result<JobSpec, SuiteError> {
+    let env = &to_bindings(&[group_all, variant_params]);
+    let buffers = resolve_buffers(ctx, m, env, group_all)?;
+    let (correctness, reference) = resolve_check(ctx, m, dir, v, env, group_all, &buffers)?;
+    let bound = resolve_bound(ctx, m, v, &correctness, &buffers)?;
+    let (launches, steps) = resolve_body(ctx, m, v, env, &buffers)?;
+    Ok(JobSpec {
+        key: job_key(&v.name, group_params, variant_params),
+        suite: m.suite.name.clone(),
+        pending_launches: resolve_pending_launches(
+            ctx,
+            m,
+            v,
+            v.rdc.or(m.suite.rdc).unwrap_or(false),
+            env,
+        )?,
+        noise_threshold_pct: resolve_noise_threshold(ctx, m, v, env)?,
+        program: resolve_program(ctx, m, dir, v, env)?,
+        launches,
+        steps,
+        buffers,
+        correctness,
+        reference,
+        bound,
+        work: Work {
+            bytes: resolve_amount(ctx, m, v, env, "bytes")?,
+            flops: resolve_amount(ctx, m, v, env, "flops")?,
+        },
+    })
+}
+
+/// The job's `bytes` or `flops` (`what`): the variant's own expression when it has one, else the suite's.
+fn resolve_amount(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    env: &Bindings,
+    what: &str,
+) -> Result<Option<f64>, SuiteError> {
+    let (own, suite) = if what == "bytes" {
+        (v.bytes.as_ref(), m.suite.bytes.as_ref())
+    } else {
+        (v.flops.as_ref(), m.suite.flops.as_ref())
+    };
+    let key = || {
+        if own.is_some() {
+            ctx.variant_key(v, what)
+        } else {
+            at!["suite", what]
+        }
+    };
+    own.or(suite)
+        .map(|e| {
+            expr::eval(e, env).map_err(|err| {
+                ctx.err(
+                    key(),
+                    format!("variant `{}`, {what}: {err}", v.name),
+                    "use the suite's axes and params",
+                )
+            })
+        })
+        .transpose()
+}
+
+/// The variant's `noise_threshold` (or the suite's) for this job: a percentage above 0 and below
+/// 100, or none where an expression gives 0 (the command line's threshold then holds).
+fn resolve_noise_threshold(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    env: &Bindings,
+) -> Result<Option<f64>, SuiteError> {
+    let key = || {
+        if v.noise_threshold.is_some() {
+            ctx.variant_key(v, "noise_threshold")
+        } else {
+            at!["suite", "noise_threshold"]
+        }
+    };
+    let (pct, what) = match v
+        .noise_threshold
+        .as_ref()
+        .or(m.suite.noise_threshold.as_ref())
+    {
+        None => return Ok(None),
+        Some(NoiseThresholdDecl::Percent(pct)) => (*pct, format!("noise_threshold {pct}")),
+        Some(NoiseThresholdDecl::Expr(e)) => {
+            // Which job: an expression may suit some of a sweep's jobs and not others.
+            let job = env
+                .iter()
+                .map(|(name, value)| format!("{name}={value}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            match expr::eval(e, env) {
+                Ok(0.0) => return Ok(None),
+                Ok(pct) => (
+                    pct,
+                    format!("noise_threshold = `{e}` gives {pct} for the job with {job}, which"),
+                ),
+                Err(err) => {
+                    return Err(ctx.err(key(), format!("variant `{}`, noise_threshold, for the job with {job}: {err}", v.name), "write a percentage (noise_threshold = 20) or an expression over the job's axes and params that gives one, 0 for the command line's (\"if(CHILDREN == 32, 30, 0)\")"));
+                }
+            }
+        }
+    };
+    if crate::records::usable_noise_threshold_pct(pct) {
+        return Ok(Some(pct));
+    }
+    Err(ctx.err(key(), format!("variant `{}`: {what} is not a percentage above 0 and below 100", v.name), "write the threshold in percent, for example noise_threshold = 20 for 20%; an expression may give 0 for jobs that keep the command line's threshold"))
+}
+
+/// What the suite's `bound` asks each job to be compared with.
+fn resolve_bound(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    correctness: &CorrectnessSpec,
+    buffers: &[BufferSpec],
+) -> Result<BoundSpec, SuiteError> {
+    let fix = "write bound = \"copy\", \"cublas\" (with a matmul check) or \"variant:NAME\"";
+    match m.suite.bound.as_deref().map(str::trim) {
+        None | Some("copy") => Ok(BoundSpec::Copy),
+        Some("cublas") => match correctness {
+            CorrectnessSpec::Matmul { output, .. } if !matches!(buffers[*output].elem, ElemType::F32 | ElemType::F64) => Err(ctx.err(at!["suite", "bound"], format!("variant `{}`: bound = \"cublas\" measures cuBLAS SGEMM or DGEMM, and this product is {}", v.name, buffers[*output].elem.name()), "use f32 or f64 buffers, or bound = \"variant:NAME\" against one of your own variants")),
+            CorrectnessSpec::Matmul { output, shape, .. } => Ok(BoundSpec::Cublas { shape: *shape, elem: buffers[*output].elem }),
+            _ => Err(ctx.err(at!["suite", "bound"], format!("variant `{}`: bound = \"cublas\" measures cuBLAS at the shape of a matmul check, and this variant has none", v.name), "give the suite (or the variant) check = { op = \"matmul\", a = ..., b = ..., output = ..., m = ..., n = ..., k = ... }")),
+        },
+        Some(other) => match other.strip_prefix("variant:").map(str::trim) {
+            Some(name) if m.variants.iter().any(|x| x.name == name) => Ok(BoundSpec::Variant { name: name.to_string() }),
+            Some(name) => Err(ctx.err(at!["suite", "bound"], format!("bound names variant `{name}`, which this suite does not have"), format!("name one of: {}", m.variants.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")))),
+            None => Err(ctx.err(at!["suite", "bound"], format!("unknown bound `{other}`"), fix)),
+        },
+    }
+}

@@ -1,0 +1,237 @@
+//! The files a manifest names (sources, include directories and the headers they pull in):
+//! each kept under the suite's directory unless the manifest allows otherwise, read with limits, and hashed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::location::{Ctx, Seg, SuiteError, at};
+use super::manifest::Manifest;
+use super::options::{include_dir, is_rdc_option, resolve_include_options};
+use super::sources;
+
+/// The largest kernel source read, in bytes: far past any real one, and a guard against
+/// `/dev/zero` or a huge file named by mistake.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Why a manifest or source could not be read, with the line of a byte that is not UTF-8.
+pub(crate) struct ReadError {
+    pub(crate) message: String,
+    pub(crate) line: Option<usize>,
+    pub(crate) fix: String,
+}
+
+/// Reads a manifest or source: a regular file (never a FIFO or a device) of at most `limit` bytes, as UTF-8.
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let plain = |message: String, fix: &str| ReadError {
+        message,
+        line: None,
+        fix: fix.into(),
+    };
+    let meta = std::fs::metadata(path).map_err(|e| {
+        plain(
+            format!("cannot read: {e}"),
+            "check the path and its permissions (paths are relative to suite.toml)",
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(plain(
+            "not a regular file (a directory, a FIFO or a device is never read)".into(),
+            "name a regular text file (paths are relative to suite.toml)",
+        ));
+    }
+    if meta.len() > limit {
+        return Err(plain(
+            format!("{} bytes, more than the {limit} gpu-lab reads", meta.len()),
+            "split it: a suite of this size is a mistake (docs/suite-format.md, limits)",
+        ));
+    }
+    let bytes = std::fs::read(path)
+        .map_err(|e| plain(format!("cannot read: {e}"), "check the file's permissions"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        ReadError {
+            message: format!("not UTF-8 text: byte {at} (line {line}) is 0x{:02x}, which UTF-8 does not allow there", e.as_bytes()[at]),
+            line: Some(line),
+            fix: "save the file as UTF-8 (an editor's \"encoding\" setting, or `iconv -f LATIN1 -t UTF-8`), or remove that byte".into(),
+        }
+    })
+}
+
+/// What a header outside the suite's directory is told.
+const OUTSIDE_HEADERS: &str = "move the headers into the suite's directory, or set allow_outside = true in [suite] to share another suite's headers";
+
+/// The suite's directory, and whether the manifest lets paths leave it.
+pub(crate) struct SuiteDir {
+    pub(crate) dir: PathBuf,
+    canonical: PathBuf,
+    allow_outside: bool,
+}
+
+impl SuiteDir {
+    pub(crate) fn new(dir: &Path, m: &Manifest) -> SuiteDir {
+        SuiteDir {
+            dir: dir.to_path_buf(),
+            canonical: dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
+            allow_outside: m.suite.allow_outside,
+        }
+    }
+
+    /// Paths (sources, include directories, headers) are relative to suite.toml and stay under
+    /// it, unless the manifest says otherwise.
+    fn outside(&self, p: &Path) -> bool {
+        !self.allow_outside
+            && p.exists()
+            && !p
+                .canonicalize()
+                .is_ok_and(|c| c.starts_with(&self.canonical))
+    }
+}
+
+/// Every compiler option of the suite and its variants: no split include form, no rdc option, no
+/// include directory outside the suite's (`-I` directories are paths like sources: their headers
+/// are read and hashed at load).
+pub(crate) fn check_options(
+    ctx: &Ctx,
+    m: &Manifest,
+    suite_dir: &SuiteDir,
+) -> Result<(), SuiteError> {
+    let option_lists = std::iter::once((at!["suite", "options"], &m.suite.options)).chain(
+        m.variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (at!["variants", i, "options"], &v.options)),
+    );
+    for (list_at, options) in option_lists {
+        for (j, o) in options.iter().enumerate() {
+            let mut named_at = list_at.clone();
+            named_at.push(j.into());
+            // The split forms would name a directory gpu-lab cannot confine or hash.
+            if matches!(o.as_str(), "-I" | "--include-path")
+                || o.starts_with("-isystem")
+                || o.starts_with("--system-include")
+            {
+                return Err(ctx.err(named_at, format!("option `{o}` names an include directory in a form gpu-lab cannot check"), "write it joined, `-Idir` or `--include-path=dir` (relative to suite.toml), or use include_dirs"));
+            }
+            if is_rdc_option(o) {
+                return Err(ctx.err(named_at, format!("option `{o}` asks for relocatable device code or a device link, which gpu-lab does itself (it compiles, links the device runtime and loads the result)"), "remove the option and set rdc = true in [suite] or in the variant (docs/suite-format.md, dynamic parallelism)"));
+            }
+            if let Some(d) = include_dir(o).filter(|d| suite_dir.outside(&suite_dir.dir.join(d))) {
+                return Err(ctx.err(named_at, format!("include directory `{d}` (option `{o}`) lies outside the suite's directory {}", suite_dir.dir.display()), OUTSIDE_HEADERS));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The include options every source is searched with: the options' `-I` directories made
+/// relative to the suite, then each `include_dirs` entry (checked where it is first named).
+pub(crate) fn include_options(
+    ctx: &Ctx,
+    m: &Manifest,
+    suite_dir: &SuiteDir,
+) -> Result<Vec<String>, SuiteError> {
+    let mut include_options = resolve_include_options(
+        &suite_dir.dir,
+        m.suite
+            .options
+            .iter()
+            .chain(m.variants.iter().flat_map(|v| v.options.iter())),
+    );
+    // `include_dirs` likewise, each where it is first named.
+    let include_dirs = m
+        .suite
+        .include_dirs
+        .iter()
+        .enumerate()
+        .map(|(j, d)| (d, at!["suite", "include_dirs", j]))
+        .chain(m.variants.iter().enumerate().flat_map(|(i, v)| {
+            v.include_dirs
+                .iter()
+                .enumerate()
+                .map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))
+        }));
+    for (d, named_at) in include_dirs {
+        let p = suite_dir.dir.join(d);
+        if suite_dir.outside(&p) {
+            return Err(ctx.err(
+                named_at,
+                format!(
+                    "include directory `{d}` lies outside the suite's directory {}",
+                    suite_dir.dir.display()
+                ),
+                OUTSIDE_HEADERS,
+            ));
+        }
+        if !p.is_dir() {
+            return Err(ctx.err(
+                named_at,
+                format!(
+                    "include directory `{d}` is not a directory ({})",
+                    p.display()
+                ),
+                "name a directory of headers, relative to suite.toml",
+            ));
+        }
+        include_options.push(format!("-I{}", p.display()));
+    }
+    Ok(include_options)
+}
+
+/// Each source with where it is named first: the suite's, else the first variant's that names it.
+fn named_sources(m: &Manifest) -> BTreeMap<String, Vec<Seg>> {
+    let mut sources: BTreeMap<String, Vec<Seg>> = BTreeMap::new();
+    if let Some(s) = &m.suite.source {
+        sources.insert(s.clone(), at!["suite", "source"]);
+    }
+    for (i, v) in m.variants.iter().enumerate() {
+        if let Some(s) = &v.source {
+            sources
+                .entry(s.clone())
+                .or_insert_with(|| at!["variants", i, "source"]);
+        }
+    }
+    sources
+}
+
+/// Each source with the text of its local headers (kernels may be declared in either), both
+/// added to `hasher`: a report must say which code it measured.
+pub(crate) fn read_sources(
+    ctx: &Ctx,
+    m: &Manifest,
+    suite_dir: &SuiteDir,
+    include_options: &[String],
+    hasher: &mut Sha256,
+) -> Result<BTreeMap<String, String>, SuiteError> {
+    let mut source_texts = BTreeMap::new();
+    for (s, named_at) in &named_sources(m) {
+        let p = suite_dir.dir.join(s);
+        if suite_dir.outside(&p) {
+            return Err(ctx.err(
+                named_at.clone(),
+                format!("source `{s}` lies outside the suite's directory {}", suite_dir.dir.display()),
+                "move the source into the suite's directory, or set allow_outside = true in [suite] to share a kernel of another suite",
+            ));
+        }
+        let src = read_limited(&p, MAX_FILE_BYTES).map_err(|e| {
+            ctx.err(
+                named_at.clone(),
+                format!("source `{s}` ({}): {}", p.display(), e.message),
+                e.fix,
+            )
+        })?;
+        hasher.update(src.as_bytes());
+        // Headers count too: a report must say which code it measured. They are paths like
+        // sources: inside the suite's directory unless the manifest says otherwise.
+        let found = sources::headers(&p, &src, include_options);
+        if let Some(h) = found.iter().find(|h| suite_dir.outside(&h.path)) {
+            return Err(ctx.err(named_at.clone(), format!("source `{s}` includes header `{}` ({}), which lies outside the suite's directory {}", h.name, h.path.display(), suite_dir.dir.display()), OUTSIDE_HEADERS));
+        }
+        let headers = sources::headers_text(&found);
+        hasher.update(headers.as_bytes());
+        source_texts.insert(s.clone(), format!("{src}\n{headers}"));
+    }
+    Ok(source_texts)
+}

@@ -1,0 +1,133 @@
+//! The manifest's shape, checked once at load before anything is evaluated: variants, axes,
+//! buffer and variant names, sources, launches or steps, and `same_as` references.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::launch::validate_launch;
+use super::location::{Ctx, SuiteError, at};
+use super::manifest::{Manifest, VariantDecl};
+use super::steps;
+
+/// True when `src` declares a `__global__` function of the kernel's name (`wt::gemm<float, 64>`
+/// is declared by `template <…> __global__ void gemm(…)`).
+pub fn source_declares_kernel(src: &str, kernel: &str) -> bool {
+    crate::cxx::global_functions(src).contains(&crate::cxx::base_name(kernel))
+}
+
+/// Checks the whole manifest; `sources` holds each source's text with its local headers, by the name the manifest gives it.
+pub(crate) fn validate(
+    ctx: &Ctx,
+    m: &Manifest,
+    sources: &BTreeMap<String, String>,
+) -> Result<(), SuiteError> {
+    if m.variants.is_empty() {
+        return Err(ctx.err(
+            at!["suite"],
+            "the suite has no variants",
+            "add at least one [[variants]] table",
+        ));
+    }
+    let all_axes =
+        m.axes
+            .iter()
+            .map(|a| (a, at!["axes", a.0]))
+            .chain(m.variants.iter().enumerate().flat_map(|(i, v)| {
+                v.axes
+                    .iter()
+                    .map(move |a| (a, at!["variants", i, "axes", a.0]))
+            }));
+    for ((axis, values), anchor) in all_axes {
+        if values.is_empty() {
+            return Err(ctx.err(
+                anchor,
+                format!("sweep axis `{axis}` has no values"),
+                format!("give `{axis}` at least one value, or remove it"),
+            ));
+        }
+    }
+    let mut seen = HashSet::new();
+    for (i, b) in m.buffers.iter().enumerate() {
+        if !seen.insert(b.name.as_str()) {
+            return Err(ctx.err(
+                at!["buffers", i, "name"],
+                format!("buffer `{}` is declared twice", b.name),
+                "give every buffer its own name",
+            ));
+        }
+    }
+    let mut names = HashSet::new();
+    for v in &m.variants {
+        if !names.insert(v.name.as_str()) {
+            return Err(ctx.err(
+                ctx.variant_key(v, "name"),
+                format!("variant `{}` is declared twice", v.name),
+                "give every variant its own name",
+            ));
+        }
+        validate_variant(ctx, m, v, sources)?;
+    }
+    Ok(())
+}
+
+/// One variant: its source, its launches or steps, and its check's `same_as`.
+fn validate_variant(
+    ctx: &Ctx,
+    m: &Manifest,
+    v: &VariantDecl,
+    sources: &BTreeMap<String, String>,
+) -> Result<(), SuiteError> {
+    let source = v
+        .source
+        .as_ref()
+        .or(m.suite.source.as_ref())
+        .ok_or_else(|| {
+            ctx.err(
+                ctx.variant_key(v, "name"),
+                format!("variant `{}` has no source", v.name),
+                "set `source = \"file.cu\"` in [suite] or in the variant",
+            )
+        })?;
+    let src = &sources[source];
+    if !v.launches.is_empty() && v.kernel.is_some() {
+        return Err(ctx.err(ctx.launch_key(v, 0, "kernel"), format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
+    }
+    if v.steps.is_empty() {
+        if !v.streams.is_empty() {
+            return Err(ctx.err(
+                ctx.variant_key(v, "streams"),
+                format!(
+                    "variant `{}` declares streams and has no steps to put on them",
+                    v.name
+                ),
+                "write the variant as [[variants.steps]] with `stream = ...`, or remove `streams`",
+            ));
+        }
+        for (i, l) in v.launch_decls().iter().enumerate() {
+            validate_launch(
+                ctx,
+                m,
+                source,
+                src,
+                &format!("variant `{}` launch {}", v.name, i + 1),
+                l,
+                &|key| ctx.launch_key(v, i, key),
+            )?;
+        }
+    } else {
+        steps::validate(ctx, m, v, source, src)?;
+    }
+    let check = v.check.as_ref().or(m.suite.check.as_ref());
+    if let Some(same) = check.and_then(|c| c.same_as.as_ref())
+        && (!m.variants.iter().any(|o| &o.name == same) || same == &v.name)
+    {
+        return Err(ctx.err(
+            ctx.check_key(v, "same_as"),
+            format!(
+                "variant `{}` checks against `{same}`, which is not another variant of this suite",
+                v.name
+            ),
+            "name another variant in `same_as`",
+        ));
+    }
+    Ok(())
+}
