@@ -22,11 +22,6 @@ use super::reports::{render_reports, warn_on_error};
 use super::rules::{self, Queue, Task};
 use super::suite_run::{SuiteRun, now};
 
-#[cfg(test)]
-mod mocks;
-#[cfg(test)]
-mod tests;
-
 /// Runs every plan with a job in it on `lanes`, the executors of one GPU each (one for a plain
 /// run; every GPU of one model for `--gpus`); hands each finished run directory to `finished`.
 /// Returns the exit code: 0, or `exit::JOBS_FAILED` when some job failed, was wrong or went unprofiled.
@@ -222,6 +217,7 @@ struct Dispatch<'p, 's, 'f> {
 }
 
 impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
+    /// The shared state, also after a lane panicked holding it (the stop flag ends the run then).
     fn lock(&self) -> MutexGuard<'_, Shared<'p, 'f>> {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -297,6 +293,7 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
         }
     }
 
+    /// Whether `task` needs the host to itself, given the groups this lane has measured.
     fn needs_host_alone(&self, task: Task, measured: &[(usize, usize)]) -> bool {
         let sr = &self.suites[task.suite];
         rules::needs_host_alone(
@@ -473,3 +470,8 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod mocks;
+#[cfg(test)]
+mod tests;
