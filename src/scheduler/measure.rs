@@ -1,0 +1,197 @@
+//! What one GPU measures, each step made into its record: a group's copy and compute bounds, and one job (a failed job's log kept in the run).
+
+use std::time::Instant;
+
+use anyhow::bail;
+
+use crate::executor::{Executor, Failure, RunContext};
+use crate::records::{
+    BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, JobRecord, JobStatus,
+};
+use crate::stats;
+use crate::suite::{JobSpec, Suite};
+
+/// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
+pub(super) fn bounds(
+    executor: &dyn Executor,
+    ctx: &RunContext,
+    tag: &str,
+    group: &str,
+    jobs: &[&JobSpec],
+) -> anyhow::Result<BoundsRecord> {
+    let bytes = jobs
+        .iter()
+        .flat_map(|j| j.buffers.iter().map(|b| b.bytes()))
+        .max()
+        .unwrap_or(0);
+    let failed = |e: String| BoundsRecord {
+        group: group.to_string(),
+        bytes,
+        memcpy: None,
+        copy_kernel: None,
+        error: Some(e),
+        fma: None,
+        gpu: None,
+        host: None,
+    };
+    if bytes == 0 {
+        return Ok(failed("the group has no buffers to copy".into()));
+    }
+    Ok(
+        match executor.bounds(ctx, &format!("bounds-{tag}"), bytes) {
+            Ok(o) => BoundsRecord {
+                group: group.to_string(),
+                bytes: o.bytes,
+                memcpy: stats::summarize(&o.memcpy_samples_ms),
+                copy_kernel: stats::summarize(&o.kernel_samples_ms),
+                error: None,
+                fma: o.fma.and_then(|(samples, flops, sm_count)| {
+                    Some(FmaRate {
+                        flops,
+                        summary: stats::summarize(&samples)?,
+                        sm_count,
+                    })
+                }),
+                gpu: None,
+                host: o.host.as_ref().map(HostLinkBounds::from_samples),
+            },
+            Err(Failure::Fatal(why)) => bail!("{why}"),
+            Err(f) => failed(f.message()),
+        },
+    )
+}
+
+/// The vendor compute bounds of a group: cuBLAS once per distinct shape its jobs ask for.
+pub(super) fn compute_bounds(
+    executor: &dyn Executor,
+    ctx: &RunContext,
+    tag: &str,
+    group: &str,
+    jobs: &[&JobSpec],
+) -> anyhow::Result<Vec<ComputeBoundRecord>> {
+    let mut wanted: Vec<(&BoundSpec, String, f64)> = Vec::new();
+    for j in jobs {
+        if let (BoundSpec::Cublas { shape, .. }, Some(key)) = (&j.bound, j.bound.key())
+            && !wanted.iter().any(|(_, k, _)| *k == key)
+        {
+            wanted.push((&j.bound, key, shape.flops()));
+        }
+    }
+    let mut out = Vec::new();
+    for (bi, (bound, key, flops)) in wanted.into_iter().enumerate() {
+        let record = |summary, samples_ms, math_mode, error| ComputeBoundRecord {
+            group: group.to_string(),
+            key: key.clone(),
+            math_mode,
+            flops,
+            summary,
+            samples_ms,
+            error,
+            gpu: None,
+        };
+        out.push(
+            match executor.compute_bound(ctx, &format!("compute-{tag}-{bi}"), bound) {
+                Ok(o) => record(
+                    stats::summarize(&o.samples_ms),
+                    o.samples_ms,
+                    o.math_mode,
+                    None,
+                ),
+                Err(Failure::Fatal(why)) => bail!("{why}"),
+                Err(f) => record(None, Vec::new(), String::new(), Some(f.message())),
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// Runs one job and makes its record; a failed job keeps its whole log in the run's `logs/`.
+pub(super) fn run_job(
+    executor: &dyn Executor,
+    ctx: &RunContext,
+    suite: &Suite,
+    job: &JobSpec,
+    tag: &str,
+) -> anyhow::Result<JobRecord> {
+    let t0 = Instant::now();
+    let nvml_before = executor.snapshot();
+    let outcome = executor.job(ctx, tag, job);
+    let nvml_after = executor.snapshot();
+    let description = suite
+        .manifest
+        .variants
+        .iter()
+        .find(|v| v.name == job.key.variant)
+        .map(|v| v.description.clone())
+        .unwrap_or_default();
+    // Failed until the outcome says otherwise.
+    let mut record = JobRecord {
+        key: job.key.clone(),
+        label: job.label(),
+        description,
+        work: job.work,
+        bound: job.bound.clone(),
+        launches: job.launches.len(),
+        host_link: job.crosses_host_link(),
+        noise_threshold_pct: job.noise_threshold_pct,
+        nvml_before,
+        nvml_after,
+        ..Default::default()
+    };
+    match outcome {
+        Ok(o) => {
+            let passed =
+                |c: &Option<crate::verify::Correctness>| c.as_ref().is_none_or(|c| c.passed);
+            record.status = if passed(&o.correctness)
+                && passed(&o.correctness_after)
+                && passed(&o.correctness_during)
+            {
+                JobStatus::Ok
+            } else {
+                JobStatus::Wrong
+            };
+            record.summary = stats::summarize(&o.samples_ms);
+            record.correctness = o.correctness;
+            record.correctness_after = o.correctness_after;
+            record.samples_ms = o.samples_ms;
+            record.runs_per_sample = o.runs_per_sample;
+            record.stopped_by = o.stopped_by;
+            record.timing_method = o.timing_method;
+            record.correctness_during = o.correctness_during;
+            record.verified_during = o.verified_during;
+            record.excluded_samples = o.excluded_samples;
+            record.warmup_ms = o.warmup_ms;
+            record.sample_clock_mhz = o.sample_clock_mhz;
+            record.occupancy = o.occupancy;
+            record.occupancy_error = o.occupancy_error;
+            record.timeline = o.timeline;
+            record.compilers = o
+                .compile
+                .iter()
+                .map(|c| c.compiler.clone())
+                .filter(|c| !c.is_empty())
+                .collect();
+            record.compilers.dedup();
+        }
+        Err(Failure::Fatal(why)) => bail!("{why}"),
+        Err(failure) => {
+            if matches!(failure, Failure::TimedOut { .. }) {
+                record.status = JobStatus::TimedOut;
+            }
+            let mut message = failure.message();
+            if let Some(log) = failure.log() {
+                // work/ goes when the run ends; a failed job's whole log stays.
+                let kept = ctx.dir.join("logs").join(format!("{tag}.log"));
+                if std::fs::create_dir_all(ctx.dir.join("logs"))
+                    .and_then(|_| std::fs::copy(log, &kept))
+                    .is_ok()
+                {
+                    message.push_str(&format!("\n(full log: logs/{tag}.log)"));
+                }
+            }
+            record.error = Some(message);
+        }
+    }
+    record.wall_seconds = t0.elapsed().as_secs_f64();
+    Ok(record)
+}

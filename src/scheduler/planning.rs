@@ -1,0 +1,137 @@
+//! Planning: which jobs of each suite run and with which metrics, settled for every suite before the first one starts, and how every suite of one command runs.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::executor::Executor;
+use crate::metrics::{Catalog, MetricDef};
+use crate::profiler::ClockControl;
+use crate::records::{CacheState, ShardInfo, TimingConfig};
+use crate::suite::{JobSpec, Suite};
+
+/// One suite, ready to run: its selected jobs and the metrics to profile them with.
+#[derive(Clone)]
+pub struct SuitePlan<'a> {
+    pub suite: &'a Suite,
+    pub jobs: Vec<JobSpec>,
+    pub metrics: Vec<MetricDef>,
+    /// Metrics asked for that this GPU cannot collect, with why.
+    pub unavailable_metrics: Vec<String>,
+}
+
+/// What to profile with, when profiling: metric names (a set, metrics, or empty for the suite's own set).
+#[derive(Debug, Clone)]
+pub struct ProfileRequest {
+    pub names: Vec<String>,
+    pub clock_control: ClockControl,
+    /// Profiled runs a job's duration is the median of, in a session of its own; 0: none, the
+    /// duration is the metric set's reading.
+    pub duration_runs: u32,
+}
+
+/// How every suite of one command runs.
+pub struct RunSettings {
+    pub out: PathBuf,
+    pub timing: TimingConfig,
+    /// `--cache`: overrides the suites' own `cache`.
+    pub cache: Option<CacheState>,
+    pub seed: u64,
+    pub timeout: Duration,
+    pub profile: Option<ProfileRequest>,
+    pub command_line: String,
+    pub quiet: bool,
+    /// `--shard I/N`: recorded in each run, for `merge`.
+    pub shard: Option<ShardInfo>,
+}
+
+/// Plans every suite before the first one starts: a typo must not stop `--suite all` halfway.
+pub fn plan<'a>(
+    suites: &'a [Suite],
+    variants: &[String],
+    profile: Option<&ProfileRequest>,
+    catalog: &Catalog,
+) -> anyhow::Result<Vec<SuitePlan<'a>>> {
+    let mut plans = Vec::new();
+    for suite in suites {
+        let mut jobs = suite.jobs.clone();
+        // None may match: another suite may have the named variants.
+        if !variants.is_empty() {
+            jobs.retain(|j| variants.contains(&j.key.variant));
+        }
+        let metrics = match profile {
+            None => Vec::new(),
+            Some(p) => {
+                let mut names = p.names.clone();
+                if names.is_empty() {
+                    names.push(
+                        suite
+                            .manifest
+                            .suite
+                            .metric_set
+                            .clone()
+                            .unwrap_or_else(|| "memory".into()),
+                    );
+                }
+                catalog
+                    .resolve(&names)
+                    .with_context(|| format!("suite `{}`", suite.name()))?
+            }
+        };
+        plans.push(SuitePlan {
+            suite,
+            jobs,
+            metrics,
+            unavailable_metrics: Vec::new(),
+        });
+    }
+    if !variants.is_empty() && plans.iter().all(|p| p.jobs.is_empty()) {
+        bail!(
+            "no suite has a variant named {}\n  fix: `gpu-lab list variants` shows them",
+            variants.join(", ")
+        );
+    }
+    Ok(plans)
+}
+
+/// Leaves out of each plan the metrics this GPU cannot collect, saying why in the run.
+pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Result<()> {
+    for plan in plans.iter_mut().filter(|p| !p.metrics.is_empty()) {
+        let screened = executor
+            .screen(std::mem::take(&mut plan.metrics))
+            .with_context(|| format!("suite `{}`", plan.suite.name()))?;
+        plan.metrics = screened.collectable;
+        plan.unavailable_metrics = screened
+            .unavailable
+            .into_iter()
+            .map(|(m, why)| format!("{m}: {why}"))
+            .collect();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_variant_no_suite_has_is_an_error_with_the_fix() {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/transpose/suite.toml");
+        let suites = [crate::suite::load(&manifest).unwrap()];
+        let e = plan(
+            &suites,
+            &["nope".into()],
+            None,
+            &Catalog::builtin().unwrap(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains("no suite has a variant named nope") && e.contains("fix:"),
+            "{e}"
+        );
+    }
+}
