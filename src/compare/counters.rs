@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::metrics::{Better, MetricDef};
 use crate::records::ProfileRecord;
 
-use super::Verdict;
+use super::verdict::Verdict;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterChange {

@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Comparison, Verdict};
+use super::comparison::Comparison;
+use super::verdict::Verdict;
 use crate::report::Exporter;
 
 pub struct Json;

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use super::{Comparison, JobComparison, Verdict};
+use super::comparison::{Comparison, JobComparison};
+use super::verdict::Verdict;
 use crate::report::Exporter;
 
 pub struct Junit;

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use super::{Comparison, JobComparison, Verdict};
+use super::comparison::{Comparison, JobComparison};
+use super::verdict::{Verdict, status_word};
 use crate::records::Fingerprint;
 use crate::report::Exporter;
 use crate::report::markdown::table;
@@ -69,7 +70,7 @@ fn environment(c: &Comparison, verdicts: bool) -> String {
 }
 
 fn status(s: Option<crate::records::JobStatus>) -> &'static str {
-    s.map(super::status_word).unwrap_or("–")
+    s.map(status_word).unwrap_or("–")
 }
 
 /// Clock changes, counters that moved and the job's notes: what explains the verdict.

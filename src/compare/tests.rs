@@ -2,9 +2,10 @@
 
 use std::path::Path;
 
+use super::clocks::Normalize;
 use super::counters::CounterChange;
 use super::*;
-use crate::records::RunData;
+use crate::records::{JobStatus, RunData};
 
 fn committed(name: &str) -> RunData {
     crate::store::load_run(

@@ -1,5 +1,7 @@
 //! Tests of metric definitions and formulas against values captured on an H200.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 fn builtin() -> Catalog {

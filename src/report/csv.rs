@@ -1,6 +1,6 @@
 //! CSV exporter: one row per job with its timing, bandwidth and every metric (the run's `metrics.csv`).
 
-use super::Exporter;
+use super::exporter::Exporter;
 use crate::records::RunData;
 
 pub struct Csv;

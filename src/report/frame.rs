@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use polars::prelude::DataFrame;
 
-use super::Exporter;
+use super::exporter::Exporter;
 use super::markdown::table;
 use crate::frame;
 use crate::records::RunData;

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::Exporter;
+use super::exporter::Exporter;
 use crate::records::RunData;
 
 pub struct Json;

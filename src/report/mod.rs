@@ -1,8 +1,8 @@
 //! Exporters: data -> markdown, JSON, CSV or SVG bytes (pure; one exporter per file behind one trait, for runs here and for comparisons in `compare/`).
 
 pub mod csv;
+mod exporter;
 pub mod frame;
-mod host_programs;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
@@ -11,14 +11,9 @@ pub mod runs_svg;
 pub mod svg;
 pub mod timeline;
 
-use crate::records::RunData;
+pub use exporter::Exporter;
 
-/// Renders one kind of data in one format.
-pub trait Exporter<T: ?Sized> {
-    /// The file the output is saved under (in a run directory), or its extension.
-    fn file_name(&self) -> &'static str;
-    fn render(&self, data: &T) -> anyhow::Result<String>;
-}
+use crate::records::RunData;
 
 /// The formats of a run's report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -2,7 +2,7 @@
 
 use plotters::prelude::*;
 
-use super::Exporter;
+use super::exporter::Exporter;
 use super::markdown::is_compute;
 use crate::records::{JobStatus, RunData};
 

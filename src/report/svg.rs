@@ -2,7 +2,7 @@
 
 use plotters::prelude::*;
 
-use super::Exporter;
+use super::exporter::Exporter;
 use crate::records::{JobStatus, RunData};
 
 pub struct Svg;

@@ -2,12 +2,12 @@
 
 use std::fmt::Write;
 
-use super::markdown::{status_cell, table, timing_cell};
-use super::timeline::timeline_file;
+use super::cells::{status_cell, table, timing_cell};
 use crate::records::{
     BoundsRecord, HostLinkBounds, Impossible, JobRecord, RunData, StepKind, StepTime, Timeline,
     busy_ms, without_chunk,
 };
+use crate::report::timeline::timeline_file;
 
 /// The directions whose copies are compared with the pinned bounds.
 const COPY_KINDS: [StepKind; 2] = [StepKind::H2d, StepKind::D2h];

@@ -1,9 +1,9 @@
-//! The timeline picture of a host-program job (pure: a recorded `Timeline` -> SVG text): one lane per stream, one bar per step coloured by its kind, the overlap in the title; and the file name it is saved under beside the report.
+//! The timeline picture of a host-program job (pure: a recorded `Timeline` -> SVG text): one lane per stream, one bar per step coloured by its kind, the overlap in the title.
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::records::{JobRecord, RunData, StepKind, Timeline};
+use crate::records::{StepKind, Timeline};
 
 const WIDTH: u32 = 1100;
 /// Font sizes as plotters takes them (its SVG backend writes about 0.8 of each as pixels).
@@ -80,45 +80,24 @@ fn decimals(span: f64) -> usize {
     (1.0 - (span / 10.0).log10().floor()).clamp(0.0, 6.0) as usize
 }
 
-fn draw(
-    title: &str,
-    t: &Timeline,
-    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    root.fill(&WHITE)?;
-    let title_color = if t.mock { RGBColor(200, 0, 0) } else { BLACK };
-    root.draw(&Text::new(
-        title_line(title, t),
-        (10, 8),
-        ("sans-serif", TITLE_PT)
-            .into_font()
-            .style(FontStyle::Bold)
-            .color(&title_color),
-    ))?;
-    root.draw(&Text::new(
-        summary_line(t),
-        (10, 31),
-        ("sans-serif", TEXT_PT).into_font(),
-    ))?;
-    // The legend: the kinds present, in a fixed order.
-    let mut kinds: Vec<StepKind> = t.steps.iter().map(|s| s.kind).collect();
-    kinds.sort();
-    kinds.dedup();
-    let mut x = 10;
-    for kind in &kinds {
-        root.draw(&Rectangle::new(
-            [(x, 54), (x + 14, 66)],
-            color_of(*kind).filled(),
-        ))?;
-        let name = legend_name(*kind);
-        root.draw(&Text::new(
-            name,
-            (x + 19, 53),
-            ("sans-serif", TEXT_PT).into_font(),
-        ))?;
-        x += 19 + (name.len() as f64 * TEXT_CHAR_PX) as i32 + 18;
-    }
+type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+/// Chart coordinates (ms, lanes from the bottom) to the picture's pixels.
+type ToPixels<'a> = &'a dyn Fn(f64, f64) -> (i32, i32);
 
+/// Lane `i` (the i-th stream issued) is drawn from the top down: the chart's y of its top edge.
+fn lane_top(lanes: usize, i: usize) -> f64 {
+    (lanes - i) as f64
+}
+
+/// Steps with times that are not numbers (only ever from an edited file) are left out, not drawn at NaN.
+fn finite(a: f64, b: f64) -> bool {
+    a.is_finite() && b.is_finite()
+}
+
+fn draw(title: &str, t: &Timeline, root: &Root) -> Drawn {
+    root.fill(&WHITE)?;
+    draw_header(title, t, root)?;
     let streams = t.streams();
     let lanes = streams.len().max(1);
     let lane_names: Vec<&str> = if streams.is_empty() {
@@ -135,8 +114,6 @@ fn draw(
         * TEXT_CHAR_PX
         + 20.0)
         .clamp(60.0, WIDTH as f64 / 4.0) as u32;
-    // Steps with times that are not numbers (only ever from an edited file) are left out, not drawn at NaN.
-    let finite = |a: f64, b: f64| a.is_finite() && b.is_finite();
     let end = t
         .steps
         .iter()
@@ -162,42 +139,103 @@ fn draw(
         .label_style(("sans-serif", TEXT_PT))
         .axis_desc_style(("sans-serif", TEXT_PT))
         .draw()?;
-    // Lane `i` (the i-th stream issued) is drawn from the top down.
-    let lane_top = |i: usize| (lanes - i) as f64;
+    let px = |x: f64, y: f64| chart.backend_coord(&(x, y));
+    draw_lanes(root, &px, &lane_names, label_w, x_max)?;
+    if t.steps.is_empty() {
+        let (x, y) = px(0.0, lane_top(lanes, 0) - 0.5);
+        root.draw(&Text::new(
+            "no step was timed",
+            (x + 10, y),
+            TextStyle::from(("sans-serif", TEXT_PT).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
+    draw_bars(root, &px, t, &streams, lanes)?;
+    // Where the sample ended, dashed.
+    if t.total_ms.is_finite() && t.total_ms > 0.0 {
+        let (x, top) = px(t.total_ms, lanes as f64);
+        let (_, bottom) = px(t.total_ms, 0.0);
+        for y in (top..bottom).step_by(6) {
+            root.draw(&PathElement::new(
+                vec![(x, y), (x, (y + 3).min(bottom))],
+                BLACK.stroke_width(1),
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// The two title lines and the legend: the kinds present, in a fixed order.
+fn draw_header(title: &str, t: &Timeline, root: &Root) -> Drawn {
+    let title_color = if t.mock { RGBColor(200, 0, 0) } else { BLACK };
+    root.draw(&Text::new(
+        title_line(title, t),
+        (10, 8),
+        ("sans-serif", TITLE_PT)
+            .into_font()
+            .style(FontStyle::Bold)
+            .color(&title_color),
+    ))?;
+    root.draw(&Text::new(
+        summary_line(t),
+        (10, 31),
+        ("sans-serif", TEXT_PT).into_font(),
+    ))?;
+    let mut kinds: Vec<StepKind> = t.steps.iter().map(|s| s.kind).collect();
+    kinds.sort();
+    kinds.dedup();
+    let mut x = 10;
+    for kind in &kinds {
+        root.draw(&Rectangle::new(
+            [(x, 54), (x + 14, 66)],
+            color_of(*kind).filled(),
+        ))?;
+        let name = legend_name(*kind);
+        root.draw(&Text::new(
+            name,
+            (x + 19, 53),
+            ("sans-serif", TEXT_PT).into_font(),
+        ))?;
+        x += 19 + (name.len() as f64 * TEXT_CHAR_PX) as i32 + 18;
+    }
+    Ok(())
+}
+
+/// Each lane's stream name left of the plot, and a grey line between lanes.
+fn draw_lanes(root: &Root, px: ToPixels, lane_names: &[&str], label_w: u32, x_max: f64) -> Drawn {
+    let lanes = lane_names.len();
     let text = ("sans-serif", TEXT_PT).into_font();
     for (i, name) in lane_names.iter().enumerate() {
-        let (_, y) = chart.backend_coord(&(0.0, lane_top(i) - 0.5));
+        let (_, y) = px(0.0, lane_top(lanes, i) - 0.5);
         root.draw(&Text::new(
             name.to_string(),
             (label_w as i32 - 8, y),
             TextStyle::from(text.clone()).pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
         if i > 0 {
-            let (x0, y0) = chart.backend_coord(&(0.0, lane_top(i)));
-            let (x1, _) = chart.backend_coord(&(x_max, lane_top(i)));
+            let (x0, y0) = px(0.0, lane_top(lanes, i));
+            let (x1, _) = px(x_max, lane_top(lanes, i));
             root.draw(&PathElement::new(
                 vec![(x0, y0), (x1, y0)],
                 RGBColor(200, 200, 200).stroke_width(1),
             ))?;
         }
     }
-    if t.steps.is_empty() {
-        let (x, y) = chart.backend_coord(&(0.0, lane_top(0) - 0.5));
-        root.draw(&Text::new(
-            "no step was timed",
-            (x + 10, y),
-            TextStyle::from(text.clone()).pos(Pos::new(HPos::Left, VPos::Center)),
-        ))?;
-    }
+    Ok(())
+}
+
+/// A bar per step in its stream's lane, with the longest of its names that fits.
+fn draw_bars(root: &Root, px: ToPixels, t: &Timeline, streams: &[&str], lanes: usize) -> Drawn {
     let label_style = TextStyle::from(("sans-serif", BAR_PT).into_font())
         .pos(Pos::new(HPos::Center, VPos::Center));
     for step in t.steps.iter().filter(|s| finite(s.start_ms, s.end_ms)) {
         let lane = streams.iter().position(|s| *s == step.stream).unwrap_or(0);
-        let (x0, y0) = chart.backend_coord(&(step.start_ms.max(0.0), lane_top(lane) - BAR_INSET));
-        let (x1, y1) = chart.backend_coord(&(
+        let top = lane_top(lanes, lane);
+        let (x0, y0) = px(step.start_ms.max(0.0), top - BAR_INSET);
+        let (x1, y1) = px(
             step.end_ms.max(step.start_ms).max(0.0),
-            lane_top(lane) - 1.0 + BAR_INSET,
-        ));
+            top - 1.0 + BAR_INSET,
+        );
         // One pixel off the right end keeps back-to-back steps of one kind apart.
         let x1 = (x1 - 1).max(x0 + MIN_BAR_PX);
         root.draw(&Rectangle::new(
@@ -209,17 +247,6 @@ fn draw(
                 label.to_string(),
                 ((x0 + x1) / 2, (y0 + y1) / 2),
                 label_style.clone(),
-            ))?;
-        }
-    }
-    // Where the sample ended, dashed.
-    if t.total_ms.is_finite() && t.total_ms > 0.0 {
-        let (x, top) = chart.backend_coord(&(t.total_ms, lanes as f64));
-        let (_, bottom) = chart.backend_coord(&(t.total_ms, 0.0));
-        for y in (top..bottom).step_by(6) {
-            root.draw(&PathElement::new(
-                vec![(x, y), (x, (y + 3).min(bottom))],
-                BLACK.stroke_width(1),
             ))?;
         }
     }
@@ -267,63 +294,6 @@ pub fn timeline_svg(title: &str, t: &Timeline) -> String {
         Ok(()) => out,
         Err(e) => failed_svg(&title_line(title, t), &e),
     }
-}
-
-/// The file a job's timeline is saved under, relative to the run directory: `timelines/<slug>.svg`,
-/// the slug the job id in lower-case letters, digits and dashes, then a hash of the whole id, so
-/// that ids differing only in punctuation or case never share a file.
-pub fn timeline_file(job_id: &str) -> String {
-    let mut slug = String::new();
-    for c in job_id.chars() {
-        if c.is_ascii_alphanumeric() {
-            slug.push(c.to_ascii_lowercase());
-        } else if !slug.is_empty() && !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    let slug: String = slug.chars().take(80).collect();
-    // FNV-1a: stable across builds and platforms (std's hasher is not).
-    let hash = job_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    });
-    let slug = slug.trim_end_matches('-');
-    format!(
-        "timelines/{}{:08x}.svg",
-        if slug.is_empty() {
-            String::new()
-        } else {
-            format!("{slug}-")
-        },
-        hash as u32
-    )
-}
-
-/// The title of a job's timeline: the suite, the job and the GPU (a mock run's title already says
-/// MOCK, and the mock device's long name would only say it again).
-fn job_title(run: &RunData, job: &JobRecord) -> String {
-    let gpu = if run.info.mock {
-        "the MOCK GPU"
-    } else {
-        run.info
-            .device
-            .as_ref()
-            .map_or("unknown GPU", |d| d.name.as_str())
-    };
-    format!("{}: {} on {gpu}", run.info.suite, job.key.id)
-}
-
-/// Every job's timeline picture, with the file it goes in (`timeline_file`), for the jobs that
-/// recorded a timeline.
-pub fn timeline_files(run: &RunData) -> Vec<(String, String)> {
-    run.jobs
-        .iter()
-        .filter_map(|j| {
-            Some((
-                timeline_file(j.id()),
-                timeline_svg(&job_title(run, j), j.timeline.as_ref()?),
-            ))
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -533,78 +503,5 @@ mod tests {
         };
         let svg = timeline_svg("nan", &nan);
         assert_eq!(rects(&svg), 1 + 1 + 1, "{svg}");
-    }
-
-    #[test]
-    fn timeline_files_are_safe_distinct_and_stable() {
-        let ids = [
-            "chunked[CHUNKS=2,S=4] @ N=1048576",
-            "chunked[chunks=2,s=4] @ n=1048576",
-            "a b",
-            "a_b",
-            "../../etc/passwd",
-            "",
-            "@@@",
-            "ü/\\:*?\"<>|",
-        ];
-        let files: Vec<String> = ids.iter().map(|id| timeline_file(id)).collect();
-        for f in &files {
-            let name = f
-                .strip_prefix("timelines/")
-                .and_then(|n| n.strip_suffix(".svg"))
-                .unwrap();
-            assert!(
-                !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                    && !name.starts_with('-'),
-                "{f}"
-            );
-        }
-        let distinct: std::collections::BTreeSet<&String> = files.iter().collect();
-        assert_eq!(distinct.len(), ids.len(), "{files:?}");
-        assert!(
-            files[0].starts_with("timelines/chunked-chunks-2-s-4-n-1048576-"),
-            "{}",
-            files[0]
-        );
-        assert_eq!(timeline_file(ids[0]), files[0]);
-        assert!(timeline_file(&"x".repeat(1000)).len() < 120);
-    }
-
-    #[test]
-    fn only_jobs_with_a_timeline_get_a_file() {
-        let with = JobRecord {
-            key: crate::records::JobKey {
-                id: "chunked @ N=1".into(),
-                ..Default::default()
-            },
-            timeline: Some(chunked()),
-            ..Default::default()
-        };
-        let without = JobRecord {
-            key: crate::records::JobKey {
-                id: "plain @ N=1".into(),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let run = RunData {
-            info: crate::records::RunInfo {
-                suite: "streams".into(),
-                ..Default::default()
-            },
-            jobs: vec![with, without],
-            ..Default::default()
-        };
-        let files = timeline_files(&run);
-        assert_eq!(files.len(), 1);
-        assert_eq!(files[0].0, timeline_file("chunked @ N=1"));
-        assert!(
-            files[0].1.contains("streams: chunked @ N=1 on unknown GPU"),
-            "{}",
-            files[0].1
-        );
     }
 }

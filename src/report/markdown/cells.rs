@@ -1,0 +1,125 @@
+//! The cells and table layout that several sections of the markdown report share: the table itself, a job's timing, correctness and speedup, and its metric values.
+
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use crate::metrics::{self, MetricDef};
+use crate::records::{Impossible, JobRecord, JobStatus, RunData};
+
+/// A markdown table of rows of cells, the first row its header.
+pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
+    let mut b = Builder::default();
+    for r in rows {
+        b.push_record(r);
+    }
+    b.build().with(Style::markdown()).to_string()
+}
+
+pub(super) fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
+    match j.status {
+        JobStatus::Ok if imp.contains_key(j.id()) => "**IMPOSSIBLE**".into(),
+        JobStatus::Ok if j.correctness.is_none() => "not checked".into(),
+        JobStatus::Ok => "yes".into(),
+        JobStatus::Wrong => "**WRONG**".into(),
+        JobStatus::Failed => "failed".into(),
+        JobStatus::TimedOut => "timed out".into(),
+    }
+}
+
+/// How much faster `j` is than `first`: by time for the same work, by GB/s where the two move
+/// different amounts of bytes (a strided read of 1/32 of the data is not 32× faster).
+fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
+    let ratio = match (
+        first.work.flops,
+        j.work.flops,
+        first.work.bytes,
+        j.work.bytes,
+    ) {
+        (Some(a), Some(b), ..) if a != b => Some(j.gflops()? / first.gflops()?),
+        (Some(_), Some(_), ..) => Some(first.summary?.median / j.summary?.median),
+        (.., Some(a), Some(b)) if a != b => Some(j.gbs()? / first.gbs()?),
+        _ => Some(first.summary?.median / j.summary?.median),
+    };
+    // A zero or negative time (only ever from an edited file) has no speedup.
+    ratio.filter(|r| r.is_finite() && *r > 0.0)
+}
+
+pub(super) fn pct(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.0}%", 100.0 * a / b),
+        _ => "–".into(),
+    }
+}
+
+/// The speedup reference of a table: its first ranked job with a timing.
+pub(super) fn reference<'a>(
+    run: &RunData,
+    imp: &Impossible,
+    jobs: &[&'a JobRecord],
+) -> Option<&'a JobRecord> {
+    jobs.iter()
+        .copied()
+        .find(|j| run.rankable_in(j, imp) && j.summary.is_some())
+}
+
+/// `median [95% CI]` in ms, and where the suite declares how much the job varies between runs
+/// (its `noise_threshold`), that too: a one-round run's interval does not cover it.
+pub(super) fn timing_cell(j: &JobRecord) -> String {
+    let between_runs = j
+        .own_noise_threshold()
+        .map(|t| format!(", ±{}% between runs", (t * 1000.0).round() / 10.0))
+        .unwrap_or_default();
+    j.summary
+        .map(|s| {
+            format!(
+                "{:.4} [{:.4}, {:.4}]{between_runs}",
+                s.median, s.ci_low, s.ci_high
+            )
+        })
+        .unwrap_or("–".into())
+}
+
+/// The job's speedup over the table's reference, for ranked jobs only.
+pub(super) fn speedup_cell(
+    run: &RunData,
+    imp: &Impossible,
+    first: Option<&JobRecord>,
+    j: &JobRecord,
+) -> String {
+    match first {
+        Some(f) if run.rankable_in(j, imp) => speedup(f, j)
+            .map(|x| format!("{x:.2}×"))
+            .unwrap_or("–".into()),
+        _ => "–".into(),
+    }
+}
+
+/// A metric's column: its name, with its ideal value where it has one.
+pub(super) fn metric_header(m: &MetricDef) -> String {
+    match m.ideal {
+        Some(_) => format!("{} (ideal {})", m.name, metrics::format_ideal(m)),
+        None => m.name.clone(),
+    }
+}
+
+/// A job's value of each metric: `n/a` where undefined, `–` where not measured.
+pub(super) fn metric_cells(run: &RunData, j: &JobRecord, metrics: &[MetricDef]) -> Vec<String> {
+    let profile = run.profiles.get(j.id());
+    metrics
+        .iter()
+        .map(|m| match profile.and_then(|p| p.metrics.get(&m.name)) {
+            Some(Some(v)) => metrics::format_value(m, *v),
+            // With the reason its definition gives, where it gives one (`loads via cp.async/TMA`).
+            Some(None) => match profile.and_then(|p| p.not_applicable.get(&m.name)) {
+                Some(why) => format!("n/a ({why})"),
+                None => "n/a".into(),
+            },
+            None => "–".into(),
+        })
+        .collect()
+}
+
+/// A job measured by its flops (the suite declares them): its table shows GFLOP/s and the roofline.
+pub fn is_compute(j: &JobRecord) -> bool {
+    j.work.flops.is_some_and(|f| f > 0.0)
+}

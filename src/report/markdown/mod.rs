@@ -1,0 +1,71 @@
+//! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), occupancy (`occupancy`) and host programs (`host_programs`), then the closing notes and legends (`footer`).
+
+mod bandwidth;
+mod cells;
+mod compute;
+mod footer;
+mod header;
+mod host_programs;
+mod occupancy;
+mod readings;
+
+use std::fmt::Write;
+
+use super::exporter::Exporter;
+use crate::metrics::MetricDef;
+use crate::records::{Impossible, JobRecord, RunData};
+pub use cells::is_compute;
+pub(crate) use cells::table;
+
+pub struct Markdown;
+
+/// A group's heading, its ladder table (by flops where a job declares them, else by bytes), then
+/// its readings and occupancy.
+fn group_section(
+    run: &RunData,
+    imp: &Impossible,
+    group: &str,
+    metrics: &[MetricDef],
+    out: &mut String,
+) {
+    let jobs: Vec<&JobRecord> = run.jobs.iter().filter(|j| j.group() == group).collect();
+    let _ = writeln!(
+        out,
+        "## {}\n",
+        if group.is_empty() { "results" } else { group }
+    );
+    if jobs.iter().any(|j| is_compute(j)) {
+        compute::section(run, imp, group, &jobs, metrics, out);
+    } else {
+        bandwidth::section(run, imp, group, &jobs, metrics, out);
+    }
+    readings::section(run, imp, &jobs, metrics, out);
+    occupancy::section(run, imp, &jobs, out);
+}
+
+impl Exporter<RunData> for Markdown {
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn render(&self, run: &RunData) -> anyhow::Result<String> {
+        let mut out = String::new();
+        header::header(run, &mut out);
+        // Duration is in every profile but the ladder's own timing column already says it.
+        let metrics: Vec<MetricDef> = run
+            .info
+            .metrics
+            .iter()
+            .filter(|m| m.name != "duration")
+            .cloned()
+            .collect();
+        let impossible = run.impossible_jobs();
+        for g in run.groups() {
+            group_section(run, &impossible, &g, &metrics, &mut out);
+            host_programs::section(run, &impossible, &g, &mut out);
+        }
+        footer::ncu_passes(run, &mut out);
+        footer::legends(run, &mut out);
+        Ok(out)
+    }
+}

@@ -1,0 +1,147 @@
+//! The markdown report's readings under a group's table: one line per notable metric, ncu error, job error, accuracy, left-out samples, impossibility and wrong output of its jobs.
+
+use std::fmt::Write;
+
+use super::cells::status_cell;
+use crate::metrics::{self, MetricDef};
+use crate::records::{Impossible, JobRecord, JobStatus, RunData};
+
+/// One line per notable metric, error and wrong output of the jobs.
+pub(super) fn section(
+    run: &RunData,
+    imp: &Impossible,
+    jobs: &[&JobRecord],
+    metrics: &[MetricDef],
+    out: &mut String,
+) {
+    let mut readings = Vec::new();
+    for j in jobs {
+        profile_readings(run, j, metrics, &mut readings);
+        if let Some(e) = &j.error {
+            readings.push(error_reading(imp, j, e));
+        }
+        accuracy_readings(j, &mut readings);
+        if !j.excluded_samples.is_empty() {
+            let throttled = j
+                .excluded_samples
+                .iter()
+                .filter(|e| e.clock.throttled)
+                .count();
+            let lowest = j
+                .excluded_samples
+                .iter()
+                .map(|e| e.clock.sm_mhz)
+                .min()
+                .unwrap_or(0);
+            readings.push(format!("- `{}`: {} samples left out of the median ({throttled} throttled; lowest SM clock {lowest} MHz)", j.label, j.excluded_samples.len()));
+        }
+        if let Some(why) = imp.get(j.id()) {
+            readings.push(format!(
+                "- `{}` is impossible, never ranked: {why}",
+                j.label
+            ));
+        }
+        readings.extend(wrong_reading(j));
+    }
+    if !readings.is_empty() {
+        let _ = writeln!(out, "Readings:\n\n{}\n", readings.join("\n"));
+    }
+}
+
+/// The job's notable metrics, with what each means, and ncu's error.
+fn profile_readings(run: &RunData, j: &JobRecord, metrics: &[MetricDef], out: &mut Vec<String>) {
+    let Some(p) = run.profiles.get(j.id()) else {
+        return;
+    };
+    for m in metrics {
+        if let Some(Some(v)) = p.metrics.get(&m.name)
+            && metrics::is_notable(m, *v)
+            && !m.reading.is_empty()
+        {
+            out.push(format!(
+                "- `{}`: {} {} (ideal {})",
+                j.label,
+                metrics::format_value(m, *v),
+                m.reading,
+                metrics::format_ideal(m)
+            ));
+        }
+    }
+    if let Some(e) = &p.error {
+        out.push(format!("- `{}`: ncu: {e}", j.label));
+    }
+}
+
+/// The job's error, its first lines in a code block.
+fn error_reading(imp: &Impossible, j: &JobRecord, e: &str) -> String {
+    let lines: Vec<&str> = e.lines().take(12).collect();
+    let more = if e.lines().count() > lines.len() {
+        "\n  …(the rest is in results.jsonl and the job's log under logs/)"
+    } else {
+        ""
+    };
+    format!(
+        "- `{}` {}:\n\n  ```\n  {}{more}\n  ```",
+        j.label,
+        status_cell(imp, j),
+        lines.join("\n  ")
+    )
+}
+
+/// How far a correct job's output lies from its reference: in ulp, and as relative L2 error.
+fn accuracy_readings(j: &JobRecord, out: &mut Vec<String>) {
+    if let Some(ulp) = j
+        .correctness
+        .as_ref()
+        .filter(|c| c.passed)
+        .and_then(|c| c.max_ulp)
+    {
+        out.push(format!(
+            "- `{}` largest error against float64: {ulp:.2} ulp",
+            j.label
+        ));
+    }
+    if let Some(c) = j.correctness.as_ref().filter(|c| c.passed)
+        && let (Some(in_eps), Some(elem), Some(max)) = (c.error_in_eps(), c.elem, c.max_error)
+    {
+        out.push(format!("- `{}` error against its reference: relative L2 {:.2e} = {in_eps:.2} eps of {}, worst element {max:.2e} of max|ref|", j.label, c.rel_error, elem.name()));
+    }
+}
+
+/// For a wrong job: when it was found wrong (during timing, after it, or at once), and how.
+fn wrong_reading(j: &JobRecord) -> Option<String> {
+    if let (JobStatus::Wrong, Some(c)) = (
+        j.status,
+        j.correctness_during.as_ref().filter(|c| !c.passed),
+    ) {
+        Some(format!(
+            "- `{}` was right before timing and wrong on a launch between timed samples ({} verified during timing): {} of {} elements differ; first: {}",
+            j.label,
+            j.verified_during,
+            c.mismatches,
+            c.checked,
+            c.first_mismatch.clone().unwrap_or_default()
+        ))
+    } else if let (JobStatus::Wrong, Some(c)) =
+        (j.status, j.correctness_after.as_ref().filter(|c| !c.passed))
+    {
+        Some(format!(
+            "- `{}` was right before timing and is wrong after it (fresh inputs, another seed): {} of {} elements differ; first: {}",
+            j.label,
+            c.mismatches,
+            c.checked,
+            c.first_mismatch.clone().unwrap_or_default()
+        ))
+    } else if let (JobStatus::Wrong, Some(c)) = (j.status, &j.correctness) {
+        Some(format!(
+            "- `{}` is wrong: {} of {} elements differ ({} never written); first: {}",
+            j.label,
+            c.mismatches,
+            c.checked,
+            c.unwritten,
+            c.first_mismatch.clone().unwrap_or_default()
+        ))
+    } else {
+        None
+    }
+}
