@@ -142,112 +142,123 @@ pub fn run(
     timeout: Option<Duration>,
 ) -> Result<Finished, CommandError> {
     let command = command_line(cmd);
-    let start_error = |e: std::io::Error| CommandError {
-        command: command.clone(),
-        kind: FailureKind::Start(e.to_string()),
-    };
     if timeout.is_some() {
         // Its own process group, so that a timeout also ends what it started (ncu's profiled program).
         cmd.process_group(0);
     }
-    let (status, text, stderr) = match output {
-        Output::Log(path) => {
-            let log = File::create(path).map_err(|e| CommandError {
-                command: command.clone(),
-                kind: FailureKind::Start(format!("cannot create its log {}: {e}", path.display())),
-            })?;
-            let copy = log.try_clone().map_err(start_error)?;
-            let mut child = cmd
-                .stdin(Stdio::null())
-                .stdout(copy)
-                .stderr(log)
-                .spawn()
-                .map_err(start_error)?;
-            let status = wait(&mut child, timeout).map_err(|kind| CommandError {
-                command: command.clone(),
-                kind,
-            })?;
-            (
-                status,
-                std::fs::read_to_string(path).unwrap_or_default(),
-                String::new(),
-            )
-        }
-        Output::Stdout => {
-            let mut child = cmd
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(start_error)?;
-            let (out, err) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
-            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-            let status = std::thread::scope(|s| {
-                if let Some(o) = stdout {
-                    let out = &out;
-                    s.spawn(move || pump(Box::new(o), false, out));
-                }
-                if let Some(e) = stderr {
-                    let err = &err;
-                    s.spawn(move || pump(Box::new(e), false, err));
-                }
-                wait(&mut child, timeout)
-            });
-            let status = status.map_err(|kind| CommandError {
-                command: command.clone(),
-                kind,
-            })?;
-            let text = |m: Mutex<Vec<u8>>| {
-                String::from_utf8_lossy(&m.into_inner().unwrap_or_else(|p| p.into_inner()))
-                    .into_owned()
-            };
-            (status, text(out), text(err))
-        }
-        Output::Stream { echo } => {
-            let stdin = if timeout.is_some() {
-                Stdio::null()
-            } else {
-                Stdio::inherit()
-            };
-            let mut child = cmd
-                .stdin(stdin)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(start_error)?;
-            let kept = Mutex::new(Vec::new());
-            let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-            let status = std::thread::scope(|s| {
-                for source in [
-                    stdout.map(|o| Box::new(o) as Box<dyn Read + Send>),
-                    stderr.map(|e| Box::new(e) as Box<dyn Read + Send>),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    let kept = &kept;
-                    s.spawn(move || pump(source, *echo, kept));
-                }
-                wait(&mut child, timeout)
-            });
-            let status = status.map_err(|kind| CommandError {
-                command: command.clone(),
-                kind,
-            })?;
-            (
-                status,
-                String::from_utf8_lossy(&kept.into_inner().unwrap_or_else(|p| p.into_inner()))
-                    .into_owned(),
-                String::new(),
-            )
-        }
+    let fail = |kind: FailureKind| CommandError {
+        command: command.clone(),
+        kind,
     };
+    let (status, text, stderr) = match output {
+        Output::Log(path) => run_to_log(cmd, path, timeout),
+        Output::Stdout => run_to_memory(cmd, timeout),
+        Output::Stream { echo } => run_streamed(cmd, *echo, timeout),
+    }
+    .map_err(fail)?;
     Ok(Finished {
         command,
         status,
         text,
         stderr,
     })
+}
+
+/// How a child ended: its status, what it printed (stdout and stderr together, or stdout alone)
+/// and its stderr when that was kept apart.
+type Ended = (ExitStatus, String, String);
+
+fn start_failure(e: std::io::Error) -> FailureKind {
+    FailureKind::Start(e.to_string())
+}
+
+/// The child's stdout and stderr both to the log at `path`, which is read back once it ends.
+fn run_to_log(
+    cmd: &mut Command,
+    path: &Path,
+    timeout: Option<Duration>,
+) -> Result<Ended, FailureKind> {
+    let log = File::create(path).map_err(|e| {
+        FailureKind::Start(format!("cannot create its log {}: {e}", path.display()))
+    })?;
+    let copy = log.try_clone().map_err(start_failure)?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(copy)
+        .stderr(log)
+        .spawn()
+        .map_err(start_failure)?;
+    let status = wait(&mut child, timeout)?;
+    Ok((
+        status,
+        std::fs::read_to_string(path).unwrap_or_default(),
+        String::new(),
+    ))
+}
+
+/// The child's stdout and stderr each to memory, apart.
+fn run_to_memory(cmd: &mut Command, timeout: Option<Duration>) -> Result<Ended, FailureKind> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(start_failure)?;
+    let (out, err) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let status = std::thread::scope(|s| {
+        if let Some(o) = stdout {
+            let out = &out;
+            s.spawn(move || pump(Box::new(o), false, out));
+        }
+        if let Some(e) = stderr {
+            let err = &err;
+            s.spawn(move || pump(Box::new(e), false, err));
+        }
+        wait(&mut child, timeout)
+    })?;
+    Ok((status, kept_text(out), kept_text(err)))
+}
+
+/// The child's stdout and stderr to memory together, each line echoed to our stderr as printed
+/// when `echo`; stdin is ours unless there is a timeout.
+fn run_streamed(
+    cmd: &mut Command,
+    echo: bool,
+    timeout: Option<Duration>,
+) -> Result<Ended, FailureKind> {
+    let stdin = if timeout.is_some() {
+        Stdio::null()
+    } else {
+        Stdio::inherit()
+    };
+    let mut child = cmd
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(start_failure)?;
+    let kept = Mutex::new(Vec::new());
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let status = std::thread::scope(|s| {
+        for source in [
+            stdout.map(|o| Box::new(o) as Box<dyn Read + Send>),
+            stderr.map(|e| Box::new(e) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let kept = &kept;
+            s.spawn(move || pump(source, echo, kept));
+        }
+        wait(&mut child, timeout)
+    })?;
+    Ok((status, kept_text(kept), String::new()))
+}
+
+/// What the pumps kept, as text (a pump that panicked still leaves what it had kept).
+fn kept_text(kept: Mutex<Vec<u8>>) -> String {
+    String::from_utf8_lossy(&kept.into_inner().unwrap_or_else(|p| p.into_inner())).into_owned()
 }
 
 fn pump(source: Box<dyn Read + Send>, echo: bool, kept: &Mutex<Vec<u8>>) {

@@ -132,6 +132,7 @@ pub fn render(c: &Comparison, format: compare::Format) -> anyhow::Result<(String
     Ok((e.render(c)?, e.file_name()))
 }
 
+/// `gpu-lab check`: the run (stored, or the suite run now) judged against the baseline; exit 3 on a regression.
 pub fn check(
     config: &Config,
     args: &CheckArgs,
@@ -141,36 +142,7 @@ pub fn check(
     let path = baseline::resolve(&args.baseline_dir, &args.baseline);
     let stored = baseline::load(&path)?;
     let base = stored.to_run();
-    let run_dir = match (&args.from, &args.run) {
-        (Some(from), _) => from.clone(),
-        (None, Some(suite)) => {
-            // Stand-ins and measurements never meet: refused before minutes of running, not after.
-            if base.info.mock != mock.on {
-                bail!(
-                    "{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)",
-                    mixed_mock(&path.display().to_string(), base.info.mock)
-                );
-            }
-            // A different GPU is refused before minutes of measuring, not after.
-            let here = if mock.on {
-                None
-            } else {
-                crate::device::NvmlSession::open().info(suite.gpu).ok()
-            };
-            if let (Some(b), Some(h)) = (&base.info.device, here)
-                && b.name != h.name
-                && !args.allow_other_gpu
-            {
-                return Err(other_gpu_error(&path, (b.name.clone(), h.name)));
-            }
-            let dir = run_suite(config, suite, &base, args.no_profile, mock, command_line)?;
-            eprintln!("run: {}", dir.display());
-            dir
-        }
-        (None, None) => bail!(
-            "nothing to check\n  fix: pass --from RUN (a stored run) or --suite S (run it now)"
-        ),
-    };
+    let run_dir = run_to_check(config, args, &path, &base, mock, command_line)?;
     let new = load_run(&run_dir)?;
     if new.info.finished.is_none() {
         eprintln!(
@@ -178,32 +150,7 @@ pub fn check(
             run_dir.display()
         );
     }
-    if new.info.suite != base.info.suite {
-        bail!(
-            "the baseline {} holds suite `{}` but {} is a run of `{}`\n  fix: check a run of `{}`, or use a baseline of `{}`",
-            path.display(),
-            base.info.suite,
-            run_dir.display(),
-            new.info.suite,
-            base.info.suite,
-            new.info.suite
-        );
-    }
-    if base.info.mock != new.info.mock {
-        bail!(
-            "{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)",
-            mixed_mock(&path.display().to_string(), base.info.mock)
-        );
-    }
-    let (was, now) = (base.info.timing.cache, new.info.timing.cache);
-    if was != now && !args.allow_cache_mismatch {
-        bail!(
-            "the baseline {} was timed with the L2 {was:?} and {} with it {now:?}: their times do not compare\n  fix: run the suite with --cache {} (check --suite does so by itself), or pass --allow-cache-mismatch to compare anyway",
-            path.display(),
-            run_dir.display(),
-            format!("{was:?}").to_lowercase()
-        );
-    }
+    refuse_incomparable(args, &path, &base, &run_dir, &new)?;
     let other = compare::other_gpu(&base, &new);
     if let Some(models) = other.clone()
         && !args.allow_other_gpu
@@ -237,4 +184,84 @@ pub fn check(
     } else {
         exit::OK
     })
+}
+
+/// The run to judge: `--from`'s, or the baseline's suite run now (after refusing, before any
+/// running, a mock run against a measured baseline or the other way round, and another GPU).
+fn run_to_check(
+    config: &Config,
+    args: &CheckArgs,
+    path: &Path,
+    base: &RunData,
+    mock: &Mock,
+    command_line: String,
+) -> anyhow::Result<PathBuf> {
+    match (&args.from, &args.run) {
+        (Some(from), _) => Ok(from.clone()),
+        (None, Some(suite)) => {
+            // Stand-ins and measurements never meet: refused before minutes of running, not after.
+            if base.info.mock != mock.on {
+                bail!(
+                    "{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)",
+                    mixed_mock(&path.display().to_string(), base.info.mock)
+                );
+            }
+            // A different GPU is refused before minutes of measuring, not after.
+            let here = if mock.on {
+                None
+            } else {
+                crate::device::NvmlSession::open().info(suite.gpu).ok()
+            };
+            if let (Some(b), Some(h)) = (&base.info.device, here)
+                && b.name != h.name
+                && !args.allow_other_gpu
+            {
+                return Err(other_gpu_error(path, (b.name.clone(), h.name)));
+            }
+            let dir = run_suite(config, suite, base, args.no_profile, mock, command_line)?;
+            eprintln!("run: {}", dir.display());
+            Ok(dir)
+        }
+        (None, None) => bail!(
+            "nothing to check\n  fix: pass --from RUN (a stored run) or --suite S (run it now)"
+        ),
+    }
+}
+
+/// Refuses a run that cannot be judged against the baseline: another suite, a mock run beside a
+/// measured one, or another L2 state (unless allowed).
+fn refuse_incomparable(
+    args: &CheckArgs,
+    path: &Path,
+    base: &RunData,
+    run_dir: &Path,
+    new: &RunData,
+) -> anyhow::Result<()> {
+    if new.info.suite != base.info.suite {
+        bail!(
+            "the baseline {} holds suite `{}` but {} is a run of `{}`\n  fix: check a run of `{}`, or use a baseline of `{}`",
+            path.display(),
+            base.info.suite,
+            run_dir.display(),
+            new.info.suite,
+            base.info.suite,
+            new.info.suite
+        );
+    }
+    if base.info.mock != new.info.mock {
+        bail!(
+            "{}\n  fix: check a GPU run against a GPU baseline (mock runs only test gpu-lab itself)",
+            mixed_mock(&path.display().to_string(), base.info.mock)
+        );
+    }
+    let (was, now) = (base.info.timing.cache, new.info.timing.cache);
+    if was != now && !args.allow_cache_mismatch {
+        bail!(
+            "the baseline {} was timed with the L2 {was:?} and {} with it {now:?}: their times do not compare\n  fix: run the suite with --cache {} (check --suite does so by itself), or pass --allow-cache-mismatch to compare anyway",
+            path.display(),
+            run_dir.display(),
+            format!("{was:?}").to_lowercase()
+        );
+    }
+    Ok(())
 }

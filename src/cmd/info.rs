@@ -100,17 +100,28 @@ fn probe_counters(config: &Config, ncu: &profiler::Ncu) -> Result<String, String
     result.unwrap_or_else(|e| Err(format!("could not run the probe: {e:#}")))
 }
 
-pub fn doctor(config: &Config) -> anyhow::Result<i32> {
-    let mut failures = 0;
-    let mut check = |name: &str, result: Result<String, String>| match result {
-        Ok(s) => println!("ok    {name}: {s}"),
-        Err(e) => {
-            failures += 1;
-            println!("FAIL  {name}: {e}");
+/// `doctor`'s lines: each requirement `ok` or `FAIL` (with its fix), counting the failures.
+#[derive(Default)]
+struct Checks {
+    failures: usize,
+}
+
+impl Checks {
+    fn check(&mut self, name: &str, result: Result<String, String>) {
+        match result {
+            Ok(s) => println!("ok    {name}: {s}"),
+            Err(e) => {
+                self.failures += 1;
+                println!("FAIL  {name}: {e}");
+            }
         }
-    };
+    }
+}
+
+pub fn doctor(config: &Config) -> anyhow::Result<i32> {
+    let mut checks = Checks::default();
     let cuda = device::cuda_device_count();
-    check(
+    checks.check(
         "libcuda (driver API)",
         if device::driver_present() {
             Ok("loadable".into())
@@ -118,7 +129,7 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
             Err("not found\n        fix: install the NVIDIA driver; libcuda.so.1 must be on the loader path".into())
         },
     );
-    check(
+    checks.check(
         "CUDA devices",
         match &cuda {
             Ok(0) => Err("none".into()),
@@ -126,14 +137,38 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
             Err(e) => Err(e.to_string()),
         },
     );
-    check(
+    check_toolkit(&mut checks);
+    check_nvml(&mut checks);
+    let ncu = profiler::find(&config.ncu);
+    checks.check(
+        "ncu (Nsight Compute)",
+        ncu.as_ref()
+            .map(|n| format!("{} {}", n.path.display(), n.version))
+            .map_err(|e| e.to_string()),
+    );
+    if let (Ok(ncu), Ok(n)) = (&ncu, &cuda)
+        && *n > 0
+    {
+        checks.check("performance counters", probe_counters(config, ncu));
+    }
+    Ok(if checks.failures > 0 {
+        exit::ERROR
+    } else {
+        exit::OK
+    })
+}
+
+/// The compilers and the toolkit: NVRTC and the headers are needed by every build; nvcc and the
+/// device runtime only by some variants, so their absence is a note.
+fn check_toolkit(checks: &mut Checks) {
+    checks.check(
         "libnvrtc (kernel compiler)",
         crate::build::nvrtc_version()
             .map(|(a, b)| format!("NVRTC {a}.{b}"))
             .map_err(|e| e.to_string()),
     );
     let toolkit = crate::config::toolkit(&crate::config::Environment::current());
-    check("CUDA toolkit headers (cuda_fp16.h, cub/, cuda/std/ for NVRTC)", match toolkit.include_dirs() {
+    checks.check("CUDA toolkit headers (cuda_fp16.h, cub/, cuda/std/ for NVRTC)", match toolkit.include_dirs() {
         dirs if dirs.is_empty() => Err("not found\n        fix: install the CUDA toolkit, or set CUDA_HOME to it; only header-free kernels build without it".into()),
         dirs => Ok(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")),
     });
@@ -165,8 +200,12 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
             }
         ),
     }
+}
+
+/// NVML, and each GPU's clocks: throttled now is a failure.
+fn check_nvml(checks: &mut Checks) {
     let nvml = NvmlSession::open();
-    check(
+    checks.check(
         "NVML (clocks, temperature, power)",
         nvml.count().map(|n| format!("{n} GPU(s)")).map_err(|e| {
             format!("{e}\n        gpu-lab still runs; reports will say that clocks were not read")
@@ -175,7 +214,7 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
     if let Ok(n) = nvml.count() {
         for i in 0..n {
             if let Some(s) = nvml.snapshot(i) {
-                check(
+                checks.check(
                     &format!("GPU {i} clocks"),
                     if s.is_throttled() {
                         Err(format!("throttled now: {}", s.throttle_reasons.join(", ")))
@@ -190,19 +229,6 @@ pub fn doctor(config: &Config) -> anyhow::Result<i32> {
             }
         }
     }
-    let ncu = profiler::find(&config.ncu);
-    check(
-        "ncu (Nsight Compute)",
-        ncu.as_ref()
-            .map(|n| format!("{} {}", n.path.display(), n.version))
-            .map_err(|e| e.to_string()),
-    );
-    if let (Ok(ncu), Ok(n)) = (&ncu, &cuda)
-        && *n > 0
-    {
-        check("performance counters", probe_counters(config, ncu));
-    }
-    Ok(if failures > 0 { exit::ERROR } else { exit::OK })
 }
 
 pub fn list(

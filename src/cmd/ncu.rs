@@ -2,6 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{Context, bail};
 
@@ -10,7 +11,7 @@ use crate::cli::NcuArgs;
 use crate::config::Config;
 use crate::device::NvmlSession;
 use crate::exit;
-use crate::metrics;
+use crate::metrics::{self, MetricDef};
 use crate::parse;
 use crate::process;
 use crate::profiler::{self, ClockControl, ProfilerError};
@@ -81,7 +82,7 @@ pub fn ncu_command_args(
 
 /// `gpu-lab ncu -- PROGRAM ARGS`
 pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
-    let (catalog, quiet) = (config.catalog()?, config.quiet);
+    let catalog = config.catalog()?;
     let names = match args.choice.names() {
         n if n.is_empty() => vec![DEFAULT_METRIC.to_string()],
         n => n,
@@ -91,20 +92,7 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     profiler::check_counters(&metrics::counters_needed(&defs))?;
     let program = locate_program(&args.program[0], &config.path_dirs)?;
     let ncu = profiler::find(&config.ncu)?;
-    let gpu_name = NvmlSession::open().info(0).ok().map(|d| d.name);
-    let screened = profiler::query::screen_for_device(
-        &ncu,
-        config.cache_dir.as_deref(),
-        gpu_name.as_deref(),
-        0,
-        defs,
-    )?;
-    if screened.collectable.is_empty() {
-        bail!(
-            "none of the requested metrics can be collected on this GPU (see the warnings above)\n  fix: `gpu-lab list metrics` shows the alternatives"
-        );
-    }
-    let defs = screened.collectable;
+    let defs = collectable(config, &ncu, defs)?;
     // ncu's raw page carries the device attributes (its name included) without asking.
     let counters = metrics::counters_needed(&defs);
     profiler::check_counters(&counters)?;
@@ -128,7 +116,6 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     // it is kept as it is until ncu overwrites it.
     let modified = || std::fs::metadata(&report).and_then(|m| m.modified()).ok();
     let earlier = modified();
-    let exit_file = scratch.path().join("exit-status");
     let mut cmd = ncu.command();
     cmd.args(ncu_command_args(
         &counters,
@@ -137,28 +124,12 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
         args.launch_count,
         &program,
         &args.program[1..],
-    ))
-    .env("GPU_LAB_EXIT_FILE", &exit_file);
-    let shown = args.program.join(" ");
-    if !quiet {
-        eprintln!("──── output of `{shown}` under ncu ────");
-    }
-    // ncu's own exit code says nothing the exit file and the report do not: it is not used.
-    let log = process::run(&mut cmd, &process::Output::Stream { echo: !quiet }, None)?.text;
-    let status: Option<i32> = std::fs::read_to_string(&exit_file)
-        .ok()
-        .and_then(|s| s.trim().parse().ok());
-    if !quiet {
-        eprintln!(
-            "──── end of output ({}) ────",
-            status
-                .map(|s| format!("exit code {s}"))
-                .unwrap_or_else(|| "the program did not finish".into())
-        );
-    }
+    ));
+    let (log, status) = run_program(config, args, cmd, &scratch.path().join("exit-status"))?;
     if let Some(e @ ProfilerError::CountersNotPermitted) = profiler::diagnose(&log) {
         return Err(e.into());
     }
+    let shown = args.program.join(" ");
     let program_failed = status != Some(0);
     let failure = match status {
         Some(0) => String::new(),
@@ -166,9 +137,6 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
         None => format!("`{shown}` did not run to its end under ncu"),
     };
     if modified().is_none_or(|t| Some(t) == earlier) {
-        let why = profiler::diagnose(&log)
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "ncu profiled no kernel".into());
         let stale = match earlier {
             Some(_) => format!(
                 "\n  {} is from an earlier run and was left as it was",
@@ -176,19 +144,11 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
             ),
             None => String::new(),
         };
-        if program_failed {
-            eprintln!(
-                "error: {failure}, and {why}{stale}\n  fix: run the program alone to see why it fails; its output is above"
-            );
-            return Ok(exit::JOBS_FAILED);
-        }
-        let filter = if args.kernel.is_some() {
-            " (no kernel matched --kernel: ncu matches the regex against the function name, without arguments)"
-        } else {
-            ""
-        };
-        bail!(
-            "{why}{filter}{stale}\n  fix: check that the program launches CUDA kernels; its output and ncu's are above"
+        return no_report(
+            args,
+            &log,
+            program_failed.then_some(failure.as_str()),
+            &stale,
         );
     }
     let csv = profiler::export_raw(&ncu, &report)?;
@@ -203,6 +163,81 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
         return Ok(exit::JOBS_FAILED);
     }
     Ok(code)
+}
+
+/// The metrics of `defs` that this GPU can collect (the others are warned about), or an error
+/// when none can be.
+fn collectable(
+    config: &Config,
+    ncu: &profiler::Ncu,
+    defs: Vec<MetricDef>,
+) -> anyhow::Result<Vec<MetricDef>> {
+    let gpu_name = NvmlSession::open().info(0).ok().map(|d| d.name);
+    let screened = profiler::query::screen_for_device(
+        ncu,
+        config.cache_dir.as_deref(),
+        gpu_name.as_deref(),
+        0,
+        defs,
+    )?;
+    if screened.collectable.is_empty() {
+        bail!(
+            "none of the requested metrics can be collected on this GPU (see the warnings above)\n  fix: `gpu-lab list metrics` shows the alternatives"
+        );
+    }
+    Ok(screened.collectable)
+}
+
+/// Runs the program under ncu (`cmd`), its output shown between two rules unless quiet: what ncu
+/// and the program printed, and the program's exit code (none when it did not finish), which the
+/// wrapper writes to `exit_file`.
+fn run_program(
+    config: &Config,
+    args: &NcuArgs,
+    mut cmd: Command,
+    exit_file: &Path,
+) -> anyhow::Result<(String, Option<i32>)> {
+    cmd.env("GPU_LAB_EXIT_FILE", exit_file);
+    let quiet = config.quiet;
+    if !quiet {
+        eprintln!("──── output of `{}` under ncu ────", args.program.join(" "));
+    }
+    // ncu's own exit code says nothing the exit file and the report do not: it is not used.
+    let log = process::run(&mut cmd, &process::Output::Stream { echo: !quiet }, None)?.text;
+    let status: Option<i32> = std::fs::read_to_string(exit_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    if !quiet {
+        eprintln!(
+            "──── end of output ({}) ────",
+            status
+                .map(|s| format!("exit code {s}"))
+                .unwrap_or_else(|| "the program did not finish".into())
+        );
+    }
+    Ok((log, status))
+}
+
+/// ncu wrote no report of this run: the program's `failure` reported with exit code 1, else an
+/// error saying why no kernel was profiled. `stale` says that a report there is an earlier one.
+fn no_report(args: &NcuArgs, log: &str, failure: Option<&str>, stale: &str) -> anyhow::Result<i32> {
+    let why = profiler::diagnose(log)
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| "ncu profiled no kernel".into());
+    if let Some(failure) = failure {
+        eprintln!(
+            "error: {failure}, and {why}{stale}\n  fix: run the program alone to see why it fails; its output is above"
+        );
+        return Ok(exit::JOBS_FAILED);
+    }
+    let filter = if args.kernel.is_some() {
+        " (no kernel matched --kernel: ncu matches the regex against the function name, without arguments)"
+    } else {
+        ""
+    };
+    bail!(
+        "{why}{filter}{stale}\n  fix: check that the program launches CUDA kernels; its output and ncu's are above"
+    );
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Environment, Executor, Failure, RunContext};
+use super::contract::{Environment, Executor, Failure, RunContext};
 use crate::device::{self, NvmlSession};
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;

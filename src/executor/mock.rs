@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Environment, Executor, Failure, RunContext};
+use super::contract::{Environment, Executor, Failure, RunContext};
 use crate::metrics::{self, MetricDef};
 use crate::parse::KernelRow;
 use crate::parse::query_metrics::Screened;

@@ -32,6 +32,35 @@ pub struct KernelRow {
 }
 
 impl KernelRow {
+    /// The kernel of row `r` of the `FIXED` columns, with no metric yet.
+    fn from_fixed(fixed: &[Vec<&str>], r: usize, id: u64) -> KernelRow {
+        KernelRow {
+            id,
+            process_id: fixed[1][r].to_string(),
+            kernel_name: fixed[4][r].to_string(),
+            block_size: fixed[7][r].to_string(),
+            grid_size: fixed[8][r].to_string(),
+            device: fixed[9][r].to_string(),
+            cc: fixed[10][r].to_string(),
+            values: BTreeMap::new(),
+            text: BTreeMap::new(),
+        }
+    }
+
+    /// Keeps metric `name`'s value `raw`: a number (times `scale`, to base units), else as text
+    /// unless empty.
+    fn put(&mut self, name: &str, scale: f64, raw: &str) {
+        match parse_number(raw) {
+            Some(v) => {
+                self.values.insert(name.to_string(), v * scale);
+            }
+            None if !raw.is_empty() => {
+                self.text.insert(name.to_string(), raw.to_string());
+            }
+            None => {}
+        }
+    }
+
     /// A faulted kernel reports `nan` metrics and a grid of `(0, 0, 0)`.
     pub fn looks_faulted(&self) -> bool {
         self.grid_size.replace(' ', "") == "(0,0,0)" || self.values.values().any(|v| v.is_nan())
@@ -355,17 +384,7 @@ impl CsvTable {
                 continue;
             };
             let index = *by_id.entry((fixed[1][r], id)).or_insert_with(|| {
-                out.kernels.push(KernelRow {
-                    id,
-                    process_id: fixed[1][r].to_string(),
-                    kernel_name: fixed[4][r].to_string(),
-                    block_size: fixed[7][r].to_string(),
-                    grid_size: fixed[8][r].to_string(),
-                    device: fixed[9][r].to_string(),
-                    cc: fixed[10][r].to_string(),
-                    values: BTreeMap::new(),
-                    text: BTreeMap::new(),
-                });
+                out.kernels.push(KernelRow::from_fixed(&fixed, r, id));
                 out.kernels.len() - 1
             });
             if let Some([name, ..]) = &long {
@@ -375,20 +394,11 @@ impl CsvTable {
                 }
             }
             let row = &mut out.kernels[index];
-            let mut put = |name: &str, scale: f64, raw: &str| match parse_number(raw) {
-                Some(v) => {
-                    row.values.insert(name.to_string(), v * scale);
-                }
-                None if !raw.is_empty() => {
-                    row.text.insert(name.to_string(), raw.to_string());
-                }
-                None => {}
-            };
             match &long {
-                Some([name, unit, value]) => put(name[r], unit_scale(unit[r]), value[r]),
+                Some([name, unit, value]) => row.put(name[r], unit_scale(unit[r]), value[r]),
                 None => {
                     for ((name, values), scale) in metric_cols.iter().zip(&values).zip(&scales) {
-                        put(name, *scale, values[r]);
+                        row.put(name, *scale, values[r]);
                     }
                 }
             }
