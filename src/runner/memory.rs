@@ -3,7 +3,8 @@
 use cudarc::driver::sys;
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::{Doing, Gpu, RunError};
+use super::device::Gpu;
+use super::error::{Doing, RunError};
 use crate::suite::{Advice, Memory};
 
 /// One buffer's allocation.
@@ -84,80 +85,8 @@ impl Allocation {
                 v.resize(bytes, 0u8);
                 Allocation::Pageable(v)
             }
-            Memory::Pinned | Memory::Mapped => {
-                gpu.ctx
-                    .bind_to_thread()
-                    .doing("making the context current")?;
-                let flags = if memory == Memory::Mapped {
-                    sys::CU_MEMHOSTALLOC_DEVICEMAP
-                } else {
-                    0
-                };
-                let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
-                // SAFETY: `host` is written by the call.
-                unsafe { sys::cuMemHostAlloc(&mut host, bytes, flags) }
-                    .result()
-                    .doing(doing(if flags == 0 {
-                        "pinned host memory"
-                    } else {
-                        "mapped host memory"
-                    }))?;
-                let mut allocation = Allocation::PageLocked {
-                    host: host.cast(),
-                    bytes,
-                    device: None,
-                };
-                if memory == Memory::Mapped {
-                    let mut device = 0u64;
-                    // SAFETY: `host` was allocated with DEVICEMAP just above.
-                    unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }
-                        .result()
-                        .doing(format!(
-                            "mapping buffer `{name}` into the device's address space"
-                        ))?;
-                    if let Allocation::PageLocked { device: d, .. } = &mut allocation {
-                        *d = Some(device);
-                    }
-                }
-                allocation
-            }
-            Memory::Managed => {
-                gpu.ctx
-                    .bind_to_thread()
-                    .doing("making the context current")?;
-                let mut address = 0u64;
-                // SAFETY: `address` is written by the call.
-                unsafe {
-                    sys::cuMemAllocManaged(
-                        &mut address,
-                        bytes,
-                        sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32,
-                    )
-                }
-                .result()
-                .doing(doing("managed memory"))?;
-                let allocation = Allocation::Managed { address, bytes };
-                for a in advise {
-                    use sys::CUmem_advise::*;
-                    let (advice, on_device) = match a {
-                        Advice::ReadMostly => (CU_MEM_ADVISE_SET_READ_MOSTLY, true),
-                        Advice::PreferredLocationDevice => {
-                            (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, true)
-                        }
-                        Advice::PreferredLocationHost => {
-                            (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, false)
-                        }
-                        Advice::AccessedByDevice => (CU_MEM_ADVISE_SET_ACCESSED_BY, true),
-                    };
-                    // SAFETY: a live managed range of `bytes`.
-                    unsafe {
-                        sys::cuMemAdvise_v2(address, bytes, advice, location(gpu, on_device))
-                    }
-                    .result()
-                    .doing(format!("advising {a:?} for buffer `{name}`"))?;
-                }
-                allocation
-            }
+            Memory::Pinned | Memory::Mapped => page_locked(gpu, memory, bytes, name, doing)?,
+            Memory::Managed => managed(gpu, bytes, advise, name, doing)?,
         })
     }
 
@@ -194,4 +123,89 @@ impl Allocation {
             }
         }
     }
+}
+
+/// `cuMemHostAlloc` memory of `bytes` for buffer `name`: pinned, or mapped into the device's
+/// address space as well (`Memory::Mapped`, zero-copy).
+fn page_locked(
+    gpu: &Gpu,
+    memory: Memory,
+    bytes: usize,
+    name: &str,
+    doing: impl Fn(&str) -> String,
+) -> Result<Allocation, RunError> {
+    gpu.ctx
+        .bind_to_thread()
+        .doing("making the context current")?;
+    let flags = if memory == Memory::Mapped {
+        sys::CU_MEMHOSTALLOC_DEVICEMAP
+    } else {
+        0
+    };
+    let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: `host` is written by the call.
+    unsafe { sys::cuMemHostAlloc(&mut host, bytes, flags) }
+        .result()
+        .doing(doing(if flags == 0 {
+            "pinned host memory"
+        } else {
+            "mapped host memory"
+        }))?;
+    let mut allocation = Allocation::PageLocked {
+        host: host.cast(),
+        bytes,
+        device: None,
+    };
+    if memory == Memory::Mapped {
+        let mut device = 0u64;
+        // SAFETY: `host` was allocated with DEVICEMAP just above.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }
+            .result()
+            .doing(format!(
+                "mapping buffer `{name}` into the device's address space"
+            ))?;
+        if let Allocation::PageLocked { device: d, .. } = &mut allocation {
+            *d = Some(device);
+        }
+    }
+    Ok(allocation)
+}
+
+/// `cuMemAllocManaged` memory of `bytes` for buffer `name`, with its managed-memory advice.
+fn managed(
+    gpu: &Gpu,
+    bytes: usize,
+    advise: &[Advice],
+    name: &str,
+    doing: impl Fn(&str) -> String,
+) -> Result<Allocation, RunError> {
+    gpu.ctx
+        .bind_to_thread()
+        .doing("making the context current")?;
+    let mut address = 0u64;
+    // SAFETY: `address` is written by the call.
+    unsafe {
+        sys::cuMemAllocManaged(
+            &mut address,
+            bytes,
+            sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32,
+        )
+    }
+    .result()
+    .doing(doing("managed memory"))?;
+    let allocation = Allocation::Managed { address, bytes };
+    for a in advise {
+        use sys::CUmem_advise::*;
+        let (advice, on_device) = match a {
+            Advice::ReadMostly => (CU_MEM_ADVISE_SET_READ_MOSTLY, true),
+            Advice::PreferredLocationDevice => (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, true),
+            Advice::PreferredLocationHost => (CU_MEM_ADVISE_SET_PREFERRED_LOCATION, false),
+            Advice::AccessedByDevice => (CU_MEM_ADVISE_SET_ACCESSED_BY, true),
+        };
+        // SAFETY: a live managed range of `bytes`.
+        unsafe { sys::cuMemAdvise_v2(address, bytes, advice, location(gpu, on_device)) }
+            .result()
+            .doing(format!("advising {a:?} for buffer `{name}`"))?;
+    }
+    Ok(allocation)
 }

@@ -1,84 +1,20 @@
 //! A host-program variant on the GPU: its streams and events created, its steps issued in order on raw driver calls, and its samples timed end to end with each step's own start and end.
 
-use std::ffi::c_void;
-
 use cudarc::driver::sys::{self, CUevent, CUstream};
 
-use super::{
-    Buffers, Doing, Gpu, Loaded, Pointers, RunError, SamplingClock, Timed, stop_sampling, warm_up,
-};
+use super::buffers::Buffers;
+use super::device::Gpu;
+use super::error::{Doing, RunError};
+use super::events::{Events, check, elapsed_ms, record, wait};
+use super::launching::launch;
+use super::loading::Loaded;
+use super::sampling::{SamplingClock, warm_up};
+use super::timing_rules::{Timed, program_method, stop_sampling};
 use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig, kept_by_clock};
-use crate::suite::{
-    Action, ArgSpec, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget,
-};
+use crate::suite::{Action, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
 
 /// Each step's start and end in one sample, in ms from the sample's start (`None`: the step records no events).
 type StepSpans = Vec<Option<(f64, f64)>>;
-
-/// Wraps a raw driver result with what was being done.
-pub(super) fn check(result: sys::CUresult, doing: impl FnOnce() -> String) -> Result<(), RunError> {
-    result.result().map_err(|source| RunError::Driver {
-        doing: doing(),
-        source,
-    })
-}
-
-/// CUDA events owned together, destroyed when dropped.
-pub(super) struct Events(pub Vec<CUevent>);
-
-impl Events {
-    /// `n` events, with timing or without (events that only order work are cheaper without).
-    pub fn new(n: usize, timing: bool) -> Result<Events, RunError> {
-        let flags = if timing {
-            sys::CUevent_flags::CU_EVENT_DEFAULT
-        } else {
-            sys::CUevent_flags::CU_EVENT_DISABLE_TIMING
-        } as u32;
-        let mut events = Events(Vec::with_capacity(n));
-        for _ in 0..n {
-            let mut event: CUevent = std::ptr::null_mut();
-            // SAFETY: `event` is written by the call.
-            check(unsafe { sys::cuEventCreate(&mut event, flags) }, || {
-                "creating a CUDA event".into()
-            })?;
-            events.0.push(event);
-        }
-        Ok(events)
-    }
-}
-
-impl Drop for Events {
-    fn drop(&mut self) {
-        for &e in &self.0 {
-            // SAFETY: created by `Events::new`, destroyed once (the driver waits for pending records).
-            let _ = unsafe { sys::cuEventDestroy_v2(e) };
-        }
-    }
-}
-
-pub(super) fn record(event: CUevent, stream: CUstream) -> Result<(), RunError> {
-    // SAFETY: a live event and a live stream (or the NULL stream).
-    check(unsafe { sys::cuEventRecord(event, stream) }, || {
-        "recording an event".into()
-    })
-}
-
-pub(super) fn wait(stream: CUstream, event: CUevent) -> Result<(), RunError> {
-    // SAFETY: a live stream (or the NULL stream) and a live event.
-    check(unsafe { sys::cuStreamWaitEvent(stream, event, 0) }, || {
-        "making a stream wait for an event".into()
-    })
-}
-
-pub(super) fn elapsed_ms(start: CUevent, end: CUevent) -> Result<f64, RunError> {
-    let mut ms = 0f32;
-    // SAFETY: two live timing events, both completed (the caller synchronised on the last).
-    check(
-        unsafe { sys::cuEventElapsedTime_v2(&mut ms, start, end) },
-        || "reading the time between two events".into(),
-    )?;
-    Ok(ms as f64)
-}
 
 /// A variant's host program, ready to issue: the streams it declares and the events its steps
 /// record, created once and destroyed with it.
@@ -136,65 +72,6 @@ impl Marks {
             _timed: timed,
         })
     }
-}
-
-/// The arguments of one launch as the driver takes them: each value in an 8-byte slot, and a
-/// pointer to each slot.
-fn kernel_params(args: &[ArgSpec], pointers: &Pointers) -> Vec<[u8; 8]> {
-    args.iter()
-        .map(|a| {
-            let mut slot = [0u8; 8];
-            let bytes: Vec<u8> = match *a {
-                ArgSpec::Buffer(i) => pointers.at(i, 0).to_le_bytes().to_vec(),
-                ArgSpec::BufferAt(i, at) => pointers.at(i, at).to_le_bytes().to_vec(),
-                ArgSpec::I32(x) => x.to_le_bytes().to_vec(),
-                ArgSpec::U32(x) => x.to_le_bytes().to_vec(),
-                ArgSpec::I64(x) => x.to_le_bytes().to_vec(),
-                ArgSpec::U64(x) => x.to_le_bytes().to_vec(),
-                ArgSpec::F32(x) => x.to_le_bytes().to_vec(),
-                ArgSpec::F64(x) => x.to_le_bytes().to_vec(),
-                ArgSpec::F16(x) | ArgSpec::Bf16(x) => x.to_le_bytes().to_vec(),
-            };
-            slot[..bytes.len()].copy_from_slice(&bytes);
-            slot
-        })
-        .collect()
-}
-
-/// Launches `l` on `stream` (raw handles: a host program's own streams, or a graph capture).
-pub(super) fn launch(
-    loaded: &Loaded,
-    l: &LaunchSpec,
-    pointers: &Pointers,
-    stream: CUstream,
-) -> Result<(), RunError> {
-    let f = &loaded.functions[&l.kernel];
-    let mut slots = kernel_params(&l.args, pointers);
-    let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
-    // SAFETY: argument count and sizes were checked against the kernel's parameters at load (a
-    // type of the right size but the wrong kind is the author's bug and at worst faults this
-    // child process, which is why jobs run in one); the slots outlive the call, which copies them.
-    let r = unsafe {
-        sys::cuLaunchKernel(
-            f.cu_function(),
-            l.grid[0],
-            l.grid[1],
-            l.grid[2],
-            l.block[0],
-            l.block[1],
-            l.block[2],
-            l.shared_bytes,
-            stream,
-            params.as_mut_ptr(),
-            std::ptr::null_mut(),
-        )
-    };
-    check(r, || {
-        format!(
-            "launching `{}` grid {:?} block {:?}",
-            l.kernel, l.grid, l.block
-        )
-    })
 }
 
 impl<'a> HostProgram<'a> {
@@ -264,84 +141,7 @@ impl<'a> HostProgram<'a> {
             if let Some((start, _)) = mark {
                 record(start, stream)?;
             }
-            let doing = || format!("step {} `{}`", i + 1, step.label);
-            match &step.action {
-                Action::Copy {
-                    from,
-                    to,
-                    asynchronous,
-                    ..
-                } => {
-                    let (dst, src) = (
-                        bufs.copy_pointers.at(to.buffer, to.offset),
-                        bufs.copy_pointers.at(from.buffer, from.offset),
-                    );
-                    let n = from.bytes(buffers) as usize;
-                    // SAFETY: both regions lie inside live allocations (checked at load); unified
-                    // addressing tells the driver which side each address is on.
-                    let r = unsafe {
-                        if *asynchronous {
-                            sys::cuMemcpyAsync(dst, src, n, stream)
-                        } else {
-                            sys::cuMemcpy(dst, src, n)
-                        }
-                    };
-                    check(r, doing)?;
-                }
-                Action::Kernel { launch: l } => {
-                    launch(loaded, &launches[*l], &bufs.pointers, stream)?
-                }
-                Action::Memset { region, value } => {
-                    let address = bufs.pointers.at(region.buffer, region.offset);
-                    // SAFETY: a device-visible region of a live allocation.
-                    check(
-                        unsafe {
-                            sys::cuMemsetD8Async(
-                                address,
-                                *value,
-                                region.bytes(buffers) as usize,
-                                stream,
-                            )
-                        },
-                        doing,
-                    )?;
-                }
-                Action::Prefetch { region, to } => {
-                    let address = bufs.pointers.at(region.buffer, region.offset);
-                    let location = super::memory::location(self.gpu, *to == Location::Device);
-                    // SAFETY: a region of a live managed allocation (checked at load).
-                    check(
-                        unsafe {
-                            sys::cuMemPrefetchAsync_v2(
-                                address,
-                                region.bytes(buffers) as usize,
-                                location,
-                                0,
-                                stream,
-                            )
-                        },
-                        doing,
-                    )?;
-                }
-                Action::Record { event } => record(self.events.0[*event], stream)?,
-                Action::Wait { event } => wait(stream, self.events.0[*event])?,
-                Action::Sync { target } => {
-                    // SAFETY: live handles.
-                    let r = unsafe {
-                        match target {
-                            SyncTarget::Device => sys::cuCtxSynchronize(),
-                            SyncTarget::Stream => sys::cuStreamSynchronize(stream),
-                            SyncTarget::Event(e) => sys::cuEventSynchronize(self.events.0[*e]),
-                        }
-                    };
-                    check(r, || {
-                        format!(
-                            "{} (a fault here is an illegal memory access or a trap in a kernel)",
-                            doing()
-                        )
-                    })?;
-                }
-            }
+            self.issue_step(i, stream, loaded, launches, buffers, bufs)?;
             if let Some((_, end)) = mark {
                 record(end, stream)?;
             }
@@ -352,6 +152,97 @@ impl<'a> HostProgram<'a> {
                 wait(null, join)?;
             }
             record(m.stop, null)?;
+        }
+        Ok(())
+    }
+
+    /// Issues step `i` on `stream`: a copy, a kernel, a memset, a prefetch, an event recorded or
+    /// waited on, or a sync.
+    fn issue_step(
+        &self,
+        i: usize,
+        stream: CUstream,
+        loaded: &Loaded,
+        launches: &[LaunchSpec],
+        buffers: &[BufferSpec],
+        bufs: &Buffers,
+    ) -> Result<(), RunError> {
+        let step = &self.program.steps[i];
+        let doing = || format!("step {} `{}`", i + 1, step.label);
+        match &step.action {
+            Action::Copy {
+                from,
+                to,
+                asynchronous,
+                ..
+            } => {
+                let (dst, src) = (
+                    bufs.copy_pointers.at(to.buffer, to.offset),
+                    bufs.copy_pointers.at(from.buffer, from.offset),
+                );
+                let n = from.bytes(buffers) as usize;
+                // SAFETY: both regions lie inside live allocations (checked at load); unified
+                // addressing tells the driver which side each address is on.
+                let r = unsafe {
+                    if *asynchronous {
+                        sys::cuMemcpyAsync(dst, src, n, stream)
+                    } else {
+                        sys::cuMemcpy(dst, src, n)
+                    }
+                };
+                check(r, doing)?;
+            }
+            Action::Kernel { launch: l } => launch(loaded, &launches[*l], &bufs.pointers, stream)?,
+            Action::Memset { region, value } => {
+                let address = bufs.pointers.at(region.buffer, region.offset);
+                // SAFETY: a device-visible region of a live allocation.
+                check(
+                    unsafe {
+                        sys::cuMemsetD8Async(
+                            address,
+                            *value,
+                            region.bytes(buffers) as usize,
+                            stream,
+                        )
+                    },
+                    doing,
+                )?;
+            }
+            Action::Prefetch { region, to } => {
+                let address = bufs.pointers.at(region.buffer, region.offset);
+                let location = super::memory::location(self.gpu, *to == Location::Device);
+                // SAFETY: a region of a live managed allocation (checked at load).
+                check(
+                    unsafe {
+                        sys::cuMemPrefetchAsync_v2(
+                            address,
+                            region.bytes(buffers) as usize,
+                            location,
+                            0,
+                            stream,
+                        )
+                    },
+                    doing,
+                )?;
+            }
+            Action::Record { event } => record(self.events.0[*event], stream)?,
+            Action::Wait { event } => wait(stream, self.events.0[*event])?,
+            Action::Sync { target } => {
+                // SAFETY: live handles.
+                let r = unsafe {
+                    match target {
+                        SyncTarget::Device => sys::cuCtxSynchronize(),
+                        SyncTarget::Stream => sys::cuStreamSynchronize(stream),
+                        SyncTarget::Event(e) => sys::cuEventSynchronize(self.events.0[*e]),
+                    }
+                };
+                check(r, || {
+                    format!(
+                        "{} (a fault here is an illegal memory access or a trap in a kernel)",
+                        doing()
+                    )
+                })?;
+            }
         }
         Ok(())
     }
@@ -455,14 +346,7 @@ pub(super) fn time_program(
         .map(|((&t, s), _)| (t, s))
         .unzip();
     let timeline = timeline_of(program.program, &spec.buffers, &kept_totals, &kept_steps);
-    let method = format!(
-        "events around the whole host program on the NULL stream, every stream joined; each step between events on its stream; one run a sample{}",
-        if flush.is_some() {
-            " after an L2 flush"
-        } else {
-            ""
-        }
-    );
+    let method = program_method(flush.is_some());
     Ok((
         Timed {
             samples_ms: samples,

@@ -1,0 +1,180 @@
+//! A job's buffers on the GPU: allocated by kind, given their initial data from a seed, put back to it before every check, and read back for the checks.
+
+use super::device::Gpu;
+use super::error::{Doing, RunError};
+use super::memory::Allocation;
+use crate::suite::{BufferSpec, JobSpec};
+use crate::verify::{HostData, Init};
+
+/// Device buffers of a job with the host data they start from.
+pub(super) struct Buffers {
+    memory: Vec<Allocation>,
+    pub(super) initial: Vec<Option<HostData>>,
+    pub(super) pointers: Pointers,
+    /// Where each buffer is for copies (host memory by its host pointer).
+    pub(super) copy_pointers: Pointers,
+    /// Host memory of earlier downloads, kept for the next download of the same buffer: faulting
+    /// in a fresh 1 GiB allocation takes longer than the copy into it. The price: one host copy
+    /// of each checked output stays allocated through timing.
+    spare: Vec<Option<HostData>>,
+}
+
+/// Where each buffer is, as a kernel (or a copy) sees it, and its element size (for `a[offset]`).
+#[derive(Clone, Default)]
+pub(super) struct Pointers {
+    base: Vec<u64>,
+    elem_bytes: Vec<u64>,
+}
+
+impl Pointers {
+    /// The address of element `at` of buffer `i`.
+    pub(super) fn at(&self, i: usize, at: u64) -> u64 {
+        self.base[i] + at * self.elem_bytes[i]
+    }
+}
+
+impl Buffers {
+    pub(super) fn new(gpu: &Gpu, spec: &JobSpec, seed: u64) -> Result<Buffers, RunError> {
+        let mut memory = Vec::new();
+        for b in &spec.buffers {
+            memory.push(Allocation::new(
+                gpu,
+                b.memory,
+                b.bytes() as usize,
+                &b.advise,
+                &b.name,
+            )?);
+        }
+        let elem_bytes: Vec<u64> = spec.buffers.iter().map(|b| b.elem.size() as u64).collect();
+        let pointers = Pointers {
+            base: memory.iter().map(|m| m.device_address(gpu)).collect(),
+            elem_bytes: elem_bytes.clone(),
+        };
+        let copy_pointers = Pointers {
+            base: memory.iter().map(|m| m.copy_address(gpu)).collect(),
+            elem_bytes,
+        };
+        let mut bufs = Buffers {
+            memory,
+            initial: vec![None; spec.buffers.len()],
+            pointers,
+            copy_pointers,
+            spare: vec![None; spec.buffers.len()],
+        };
+        bufs.reseed(spec, seed);
+        Ok(bufs)
+    }
+
+    /// Initial data drawn from `seed` (another seed for a second verification on inputs the
+    /// first never saw); a buffer `from` another gets that buffer's new values, converted.
+    pub(super) fn reseed(&mut self, spec: &JobSpec, seed: u64) {
+        for (i, b) in spec.buffers.iter().enumerate() {
+            self.initial[i] = match b.from {
+                // The manifest only lets a buffer start from an earlier one, so it is filled already.
+                Some(src) => self.initial[src].as_ref().map(|d| {
+                    let mut data = d.converted(spec.buffers[src].elem, b.elem);
+                    data.truncate(b.len as usize);
+                    data
+                }),
+                None if b.has_data() => Some(HostData::init(
+                    b.elem,
+                    b.len as usize,
+                    b.init,
+                    seed.wrapping_add(i as u64),
+                )),
+                None => None,
+            };
+        }
+    }
+
+    /// Puts every buffer back to its initial state (inputs re-uploaded, outputs poisoned again).
+    pub(super) fn reset(&mut self, gpu: &Gpu, spec: &JobSpec) -> Result<(), RunError> {
+        self.reset_where(gpu, spec, |_| true)
+    }
+
+    /// Puts the buffers `which` picks back to their initial state. Host-resident ones are written
+    /// by the host, after the GPU is idle (a managed buffer's pages move back to the host).
+    pub(super) fn reset_where(
+        &mut self,
+        gpu: &Gpu,
+        spec: &JobSpec,
+        which: impl Fn(&BufferSpec) -> bool,
+    ) -> Result<(), RunError> {
+        if spec
+            .buffers
+            .iter()
+            .any(|b| !b.memory.is_device() && which(b))
+        {
+            gpu.ctx
+                .synchronize()
+                .doing("waiting for the GPU before writing host buffers")?;
+        }
+        for (i, b) in spec.buffers.iter().enumerate() {
+            if !which(b) {
+                continue;
+            }
+            let fill = if b.init == Init::Poison { 0xFF } else { 0 };
+            match (self.memory[i].host_bytes(), &self.initial[i]) {
+                (Some(host), Some(data)) => {
+                    host[..data.as_bytes().len()].copy_from_slice(data.as_bytes())
+                }
+                (Some(host), None) => host.fill(fill),
+                // SAFETY: the pointer and length are those of a live device allocation (from
+                // pageable memory the call may return before the DMA ends: hence the sync below).
+                (None, Some(data)) => unsafe {
+                    cudarc::driver::result::memcpy_htod_sync(self.pointers.base[i], data.as_bytes())
+                }
+                .doing(format!("uploading buffer `{}`", b.name))?,
+                // SAFETY: the pointer and length are those of a live allocation on this stream.
+                (None, None) => unsafe {
+                    cudarc::driver::result::memset_d8_async(
+                        self.pointers.base[i],
+                        fill,
+                        b.bytes() as usize,
+                        gpu.stream.cu_stream(),
+                    )
+                }
+                .doing(format!("filling buffer `{}`", b.name))?,
+            }
+        }
+        // Non-blocking streams of a host program do not wait for the NULL stream's uploads and fills.
+        gpu.ctx.synchronize().doing("finishing the buffers' reset")
+    }
+
+    pub(super) fn download(
+        &mut self,
+        gpu: &Gpu,
+        spec: &JobSpec,
+        index: usize,
+    ) -> Result<HostData, RunError> {
+        let b = &spec.buffers[index];
+        let mut data = match self.spare[index].take() {
+            Some(d) if d.len() == b.len as usize => d,
+            _ => HostData::zeroed(b.elem, b.len as usize),
+        };
+        let len = data.as_bytes().len();
+        match self.memory[index].host_bytes() {
+            Some(host) => {
+                gpu.ctx.synchronize().doing(format!(
+                    "waiting for the GPU before reading buffer `{}`",
+                    b.name
+                ))?;
+                data.as_bytes_mut().copy_from_slice(&host[..len]);
+            }
+            // SAFETY: a live device allocation of at least `len` bytes; the copy is synchronous.
+            None => unsafe {
+                cudarc::driver::result::memcpy_dtoh_sync(
+                    data.as_bytes_mut(),
+                    self.pointers.base[index],
+                )
+            }
+            .doing(format!("downloading buffer `{}`", b.name))?,
+        }
+        Ok(data)
+    }
+
+    /// Gives a download's host memory back for the next download of buffer `index`.
+    pub(super) fn recycle(&mut self, index: usize, data: HostData) {
+        self.spare[index] = Some(data);
+    }
+}

@@ -1,0 +1,86 @@
+//! Device setup: the GPU a child opens (context, stream, architecture, NVML for its clock, the L2 flush made on first use) and the context limits set before any kernel runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaContext, CudaStream};
+
+use super::error::{Doing, RunError};
+use super::l2_flush::Flush;
+use crate::build;
+use crate::device::{NvmlSession, driver_present};
+use crate::records::ClockSample;
+use crate::suite::JobSpec;
+
+/// An open GPU: context, stream, the architecture string for NVRTC and where compiled PTX is cached.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub arch: String,
+    pub cache_dir: Option<PathBuf>,
+    pub toolkit: build::Toolkit,
+    /// NVML, for the SM clock after every sample (absent: samples are kept without a reading).
+    nvml: NvmlSession,
+    pub(super) ordinal: u32,
+    /// The cold-L2 eviction kernel and its buffer, made once (`Gpu::flush`).
+    flush: std::cell::OnceCell<Flush>,
+}
+
+impl Gpu {
+    /// The SM clock and throttling now (None without NVML).
+    pub(super) fn clock(&self) -> Option<ClockSample> {
+        self.nvml.clock(self.ordinal)
+    }
+
+    pub fn open(
+        ordinal: usize,
+        cache_dir: Option<PathBuf>,
+        toolkit: build::Toolkit,
+    ) -> Result<Gpu, RunError> {
+        if !driver_present() {
+            return Err(RunError::NoDriver);
+        }
+        let ctx = CudaContext::new(ordinal).doing(format!("opening GPU {ordinal}"))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .doing("reading the compute capability")?;
+        let stream = ctx.default_stream();
+        Ok(Gpu {
+            ctx,
+            stream,
+            arch: format!("sm_{major}{minor}"),
+            cache_dir,
+            toolkit,
+            nvml: NvmlSession::open(),
+            ordinal: ordinal as u32,
+            flush: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// The L2 eviction of cold timing, compiled and allocated on first use.
+    pub(super) fn flush(&self) -> Result<&Flush, RunError> {
+        if let Some(f) = self.flush.get() {
+            return Ok(f);
+        }
+        let _ = self
+            .flush
+            .set(Flush::new(&self.ctx, &self.stream, &self.arch)?);
+        Ok(self.flush.get().expect("set just above"))
+    }
+}
+
+/// Sets the device runtime's pending launch buffer (`pending_launches`) before any kernel runs:
+/// the driver takes the limit only then. The largest any of `specs` asks for.
+pub(super) fn set_pending_launches(gpu: &Gpu, specs: &[&JobSpec]) -> Result<(), RunError> {
+    if let Some(n) = specs.iter().filter_map(|s| s.pending_launches).max() {
+        gpu.ctx
+            .set_limit(
+                cudarc::driver::sys::CUlimit::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+                n as usize,
+            )
+            .doing(format!(
+                "setting the device runtime's pending launch limit to {n} (pending_launches)"
+            ))?;
+    }
+    Ok(())
+}

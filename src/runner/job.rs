@@ -1,0 +1,139 @@
+//! One job, start to end: load, occupancy, check, time (with checks between samples where asked), check again on other inputs, and the outcome the child records.
+
+use super::buffers::Buffers;
+use super::checking::verify;
+use super::device::{Gpu, set_pending_launches};
+use super::error::RunError;
+use super::launch_occupancy::occupancy_of;
+use super::launching::launch_all;
+use super::loading::{Loaded, load};
+use super::program::{self, HostProgram};
+use super::timing::time_runs;
+use super::timing_rules::{Capture, Timed, clock_range};
+use crate::records::{JobOutcome, Timeline, TimingConfig, split_by_clock};
+use crate::suite::JobSpec;
+use crate::verify::Correctness;
+
+/// Runs one job: check first, then time. A wrong variant is still timed (the report shows it, never ranks it).
+pub fn run_job(
+    gpu: &Gpu,
+    spec: &JobSpec,
+    cfg: &TimingConfig,
+    seed: u64,
+) -> Result<JobOutcome, RunError> {
+    let mut compile = Vec::new();
+    set_pending_launches(gpu, &[spec])?;
+    let loaded = load(
+        gpu,
+        &spec.program,
+        &spec.key.variant,
+        &spec.launches,
+        &spec.buffers,
+        &mut compile,
+    )?;
+    // What the SM can hold of each launch; a driver that refuses an attribute costs the job its
+    // occupancy record, not its measurement.
+    let (occupancy, occupancy_error) = match occupancy_of(gpu, &loaded, &spec.launches) {
+        Ok(o) => (o, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let mut bufs = Buffers::new(gpu, spec, seed)?;
+    let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
+    bufs.reset(gpu, spec)?;
+    // `--verify-every K`: between timed samples, a launch amid them (same module state, inputs
+    // restored) is verified; the first wrong one is kept.
+    let (mut during, mut verified_during) = (None::<Correctness>, 0u32);
+    let verify_during = correctness.is_some();
+    let mut check_during = |bufs: &mut Buffers| -> Result<(), RunError> {
+        if !verify_during {
+            return Ok(());
+        }
+        if let Some(c) = verify(gpu, spec, &loaded, bufs, &mut compile)? {
+            verified_during += 1;
+            if during.as_ref().is_none_or(|d| d.passed) {
+                during = Some(c);
+            }
+        }
+        bufs.reset(gpu, spec)
+    };
+    let (timed, timeline) = time_variant(gpu, cfg, spec, &loaded, &mut bufs, &mut check_during)?;
+    // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
+    // only on the data it was first given, is caught.
+    let correctness_after = match correctness {
+        Some(_) => {
+            bufs.reseed(spec, seed.wrapping_add(1));
+            verify(gpu, spec, &loaded, &mut bufs, &mut compile)?
+        }
+        None => None,
+    };
+    // Samples taken while throttled or below the clock floor stay out of the median, counted.
+    let (samples_ms, excluded_samples) = split_by_clock(&timed.samples_ms, &timed.clocks);
+    Ok(JobOutcome {
+        correctness,
+        samples_ms,
+        excluded_samples,
+        warmup_ms: timed.warmup_ms,
+        sample_clock_mhz: clock_range(&timed.clocks),
+        runs_per_sample: timed.runs_per_sample,
+        warmup_runs: timed.warmup_runs,
+        stopped_by: timed.stopped_by,
+        compile,
+        seed,
+        correctness_after,
+        timing_method: timed.method,
+        correctness_during: during,
+        verified_during,
+        occupancy,
+        occupancy_error,
+        timeline,
+    })
+}
+
+/// Times the variant: its host program (with the timeline of its steps), or its launches.
+/// `check_during` runs between samples (`--verify-every`).
+fn time_variant(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    spec: &JobSpec,
+    loaded: &Loaded,
+    bufs: &mut Buffers,
+    check_during: &mut impl FnMut(&mut Buffers) -> Result<(), RunError>,
+) -> Result<(Timed, Option<Timeline>), RunError> {
+    Ok(match &spec.steps {
+        Some(p) => {
+            let program = HostProgram::new(gpu, p)?;
+            let (timed, timeline) = program::time_program(
+                gpu,
+                cfg,
+                &program,
+                loaded,
+                &spec.launches,
+                spec,
+                bufs,
+                check_during,
+            )?;
+            (timed, Some(timeline))
+        }
+        None => {
+            let pointers = bufs.pointers.clone();
+            // Kernels that launch kernels are timed with events: device-side launches inside a graph are
+            // recent in the driver (CUDA 12.x, with known issues), and a graph that captured but ran its
+            // children wrongly would fail the job instead of falling back.
+            let capture = if spec.program.rdc {
+                Capture::Never("kernels that launch kernels (rdc) are timed with events")
+            } else {
+                Capture::Allowed
+            };
+            (
+                time_runs(
+                    gpu,
+                    cfg,
+                    capture,
+                    |stream| launch_all(stream, loaded, &spec.launches, &pointers),
+                    &mut || check_during(bufs),
+                )?,
+                None,
+            )
+        }
+    })
+}
