@@ -10,6 +10,7 @@ mod architecture;
 mod check;
 mod cli;
 mod cxx;
+mod file_graph;
 mod hardening;
 mod host_program;
 mod import;
