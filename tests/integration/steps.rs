@@ -500,8 +500,7 @@ fn block_after<'t>(text: &'t str, heading: &str, lang: &str) -> &'t str {
 #[test]
 fn the_worked_example_of_the_guide_loads_and_expands_as_its_table_says() {
     let guide =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/suite-format.md"))
-            .unwrap();
+        std::fs::read_to_string(crate::common::repo().join("docs/suite-format.md")).unwrap();
     let heading = "### A worked example: the chunked streams program";
     let (cu, toml) = (
         block_after(&guide, heading, "cuda"),

@@ -1,9 +1,11 @@
 //! The fleet path of docs/fleet.md, run as written on a real one-node Slurm (controller and daemon on localhost, started and stopped by the test): a job array of mock-GPU shards, a merge job after it, and the merged run checked.
 //!
-//! Slurm's daemons come from the distribution's packages (Debian: `slurm-wlm`; `.ci/run` installs
-//! them). The sbatch scripts and the submit lines are read out of docs/fleet.md, so the document
-//! cannot drift from what works; the only things the test adds are the environment a user's shell
-//! would have (gpu-lab on PATH) and `GPU_LAB_MOCK_GPU=1`, the mock executor, since CI has no GPU.
+//! Slurm's daemons come from the distribution's packages (Debian: `slurm-wlm`), so the test is
+//! ignored by a plain `cargo test`; `.ci/run` installs them and runs it with `cargo test --release
+//! --test integration -- --ignored slurm::`. The sbatch scripts and the submit lines are read out
+//! of docs/fleet.md, so the document cannot drift from what works; the only things the test adds
+//! are the environment a user's shell would have (gpu-lab on PATH) and `GPU_LAB_MOCK_GPU=1`, the
+//! mock executor, since CI has no GPU.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -168,8 +170,9 @@ fn block_with(blocks: &[String], needle: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs Slurm's daemons and clients (Debian/Ubuntu: apt-get install slurm-wlm; .ci/run installs them and runs it): cargo test --release --test integration -- --ignored slurm::"]
 fn the_fleet_document_runs_as_written_on_a_one_node_slurm() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::common::repo();
     let doc = std::fs::read_to_string(root.join("docs/fleet.md")).unwrap();
     let blocks = sh_blocks(&doc);
     let d = tempfile::tempdir().unwrap();

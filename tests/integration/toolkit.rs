@@ -1,12 +1,14 @@
-//! Builds the dynamic-parallelism and scan suites with a real CUDA toolkit and no GPU (nvcc's rdc compile and device link, NVRTC's relocatable PTX): ignored by default, run with `CUDA_HOME=DIR LD_LIBRARY_PATH=DIR/lib:DIR/lib64 cargo test --release --test toolkit -- --ignored`.
+//! Builds the dynamic-parallelism and scan suites with a real CUDA toolkit and no GPU (nvcc's rdc compile and device link, NVRTC's relocatable PTX): ignored by default, run with `CUDA_HOME=DIR LD_LIBRARY_PATH=DIR/lib:DIR/lib64 cargo test --release --test integration -- --ignored toolkit::`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use gpu_lab::build::{self, Image, Toolkit};
 use gpu_lab::suite::{self, Compiler, Program};
 
-const HOW: &str = "needs a CUDA 12+ toolkit (nvcc, libnvrtc, libcudadevrt.a) and no GPU: CUDA_HOME=DIR LD_LIBRARY_PATH=DIR/lib:DIR/lib64 cargo test --release --test toolkit -- --ignored";
+use crate::common::kernels_dir;
+
+const HOW: &str = "needs a CUDA 12+ toolkit (nvcc, libnvrtc, libcudadevrt.a) and no GPU: CUDA_HOME=DIR LD_LIBRARY_PATH=DIR/lib:DIR/lib64 cargo test --release --test integration -- --ignored toolkit::";
 
 fn toolkit() -> Toolkit {
     let home = std::env::var_os("CUDA_HOME").map(PathBuf::from).expect(HOW);
@@ -20,8 +22,7 @@ fn toolkit() -> Toolkit {
 
 /// Every distinct program of a built-in suite with the kernels its jobs launch from it.
 fn programs(name: &str) -> BTreeMap<String, (Program, Vec<String>, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
-    let s = suite::load(&dir.join(name).join("suite.toml")).unwrap();
+    let s = suite::load(&kernels_dir().join(name).join("suite.toml")).unwrap();
     let mut out: BTreeMap<String, (Program, Vec<String>, String)> = BTreeMap::new();
     for j in &s.jobs {
         let key = format!("{:?}", j.program);
@@ -125,7 +126,7 @@ fn the_dynamic_parallelism_suite_builds_with_nvcc_rdc_and_nvrtc_rdc() {
 #[ignore = "needs a CUDA toolkit; see the file's first line"]
 fn a_kernel_that_launches_a_kernel_does_not_build_without_rdc() {
     let toolkit = toolkit();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/dynamic-parallelism/dynpar.cu");
+    let dir = kernels_dir().join("dynamic-parallelism/dynpar.cu");
     let program = Program {
         source_path: dir,
         options: vec![],

@@ -1,18 +1,8 @@
 //! A host-program suite (tests/fixtures/host-program: pinned copies in, a kernel, copies out; serial and in chunks over two streams) run end to end through the mock executor: the report's host-program section, and the timeline pictures beside it, written by the run and again by `gpu-lab report --write`, every one saying MOCK.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use assert_cmd::Command;
-
-fn lab(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("gpu-lab").unwrap();
-    c.current_dir(dir).env("GPU_LAB_CACHE", dir.join("cache"));
-    c
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+use crate::common::{fixtures, gpu_lab_with_cache_in as lab};
 
 /// The timeline files of a run directory, sorted, with their text.
 fn timelines(run: &Path) -> Vec<(String, String)> {

@@ -1,11 +1,14 @@
-//! The shape of `src/`, checked from its text: no import cycle between modules, only `cmd/` reads the CLI, only `cmd/` and `config` read the environment, and the pure modules reach nothing that touches a GPU, disk, process or the environment.
+//! The shape of `src/`, checked from its text: no import cycle between modules nor between files, only `cmd/` reads the CLI, only `cmd/` and `config` read the environment, the pure modules reach nothing that touches a GPU, disk, process or the environment, and no file is over 650 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::file_graph::{self, Target};
+
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 
-/// Modules whose code (and everything it imports) never touches the GPU, disk, processes or the environment.
+/// Modules whose code (and everything it imports) never touches the GPU, disk, processes or the
+/// environment: every file under one of these paths (`report.rs`, `report/**`), present or future.
 const PURE: [&str; 11] = [
     "records",
     "cxx",
@@ -73,6 +76,29 @@ fn module_of(file: &str) -> String {
         .trim_end_matches(".rs")
         .to_string()
 }
+
+/// Whether a file lies in a pure module, by its path alone: a file added under a pure module's
+/// directory is held to the rule from the start.
+fn is_pure(file: &str) -> bool {
+    PURE.contains(&module_of(file).as_str())
+}
+
+/// What a pure file must not import from outside the crate (`use std::{env, fs}` included).
+const IMPURE_PATHS: [&[&str]; 5] = [
+    &["std", "fs"],
+    &["std", "process"],
+    &["std", "env"],
+    &["cudarc"],
+    &["nvml_wrapper"],
+];
+
+/// The most lines a file of `src/` may have (after rustfmt: CI runs `cargo fmt --check` first, so
+/// a file's lines are its formatted lines).
+const MAX_LINES: usize = 650;
+
+/// Files of `src/` allowed past MAX_LINES, each with a comment saying why it cannot be split.
+/// Empty: every file fits.
+const LONG_FILES_ALLOWED: [&str; 0] = [];
 
 /// Each file of `src/` (relative path) with all of its text, test modules included.
 fn sources_with_tests() -> Vec<(String, String)> {
@@ -163,6 +189,27 @@ fn the_cycle_finder_finds_a_cycle() {
 }
 
 #[test]
+fn src_files_import_each_other_in_one_direction_only() {
+    let g = file_graph::file_graph(&sources_with_tests());
+    let imports: usize = g.values().map(BTreeSet::len).sum();
+    assert!(g.len() > 60 && imports > 100, "{g:?}");
+    // The command layer renders reports: the graph sees imports across modules.
+    assert!(
+        g.iter()
+            .any(|(f, deps)| f.starts_with("cmd/") && deps.iter().any(|d| d.starts_with("report"))),
+        "{g:?}"
+    );
+    let cycles = file_graph::cycles(&g);
+    let chains: Vec<String> = cycles.iter().map(|c| c.join(" -> ")).collect();
+    assert!(
+        cycles.is_empty(),
+        "{} import cycles between files of src/ (move what both files need into a third):\n{}",
+        cycles.len(),
+        chains.join("\n")
+    );
+}
+
+#[test]
 fn only_the_command_layer_reads_the_cli_and_only_it_and_config_read_the_environment() {
     for (file, code) in sources() {
         let module = module_of(&file);
@@ -220,6 +267,68 @@ fn pure_modules_reach_nothing_impure() {
             );
         }
     }
+}
+
+#[test]
+fn every_file_of_a_pure_module_imports_only_pure_files_and_nothing_impure_from_outside() {
+    let sources = sources();
+    let pure: Vec<&String> = sources
+        .iter()
+        .map(|(f, _)| f)
+        .filter(|f| is_pure(f))
+        .collect();
+    assert!(pure.len() > 20, "{pure:?}");
+    let g = file_graph::file_graph(&sources);
+    for (file, code) in sources.iter().filter(|(f, _)| is_pure(f)) {
+        let impure: Vec<&String> = g[file].iter().filter(|to| !is_pure(to)).collect();
+        assert!(
+            impure.is_empty(),
+            "{file} is in a pure module but imports {impure:?}"
+        );
+        for target in file_graph::targets(file, code) {
+            if let Target::Outside(path) = target {
+                assert!(
+                    !IMPURE_PATHS.iter().any(|bad| path
+                        .starts_with(&bad.iter().map(|s| s.to_string()).collect::<Vec<_>>())),
+                    "{file} is in a pure module but imports {}",
+                    path.join("::")
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn pure_files_are_found_by_path_wherever_they_are_nested() {
+    assert!(is_pure("report.rs") && is_pure("report/markdown.rs"));
+    assert!(is_pure("report/future/deeper.rs") && is_pure("stats/mod.rs"));
+    assert!(!is_pure("store/mod.rs") && !is_pure("reporting.rs") && !is_pure("lib.rs"));
+}
+
+#[test]
+fn no_source_file_is_over_650_lines() {
+    let sources = sources_with_tests();
+    for allowed in LONG_FILES_ALLOWED {
+        let lines = sources
+            .iter()
+            .find(|(f, _)| f == allowed)
+            .map(|(_, t)| t.lines().count());
+        assert!(
+            lines.is_some_and(|n| n > MAX_LINES),
+            "{allowed} is allowed past {MAX_LINES} lines but has {lines:?}: take it off the list"
+        );
+    }
+    let long: Vec<String> = sources
+        .iter()
+        .map(|(file, text)| (file, text.lines().count()))
+        .filter(|(file, lines)| *lines > MAX_LINES && !LONG_FILES_ALLOWED.contains(&file.as_str()))
+        .map(|(file, lines)| format!("{file}: {lines} lines"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files of src/ over {MAX_LINES} lines (split them by stage or job):\n{}",
+        long.join("\n")
+    );
 }
 
 #[test]

@@ -1,15 +1,10 @@
 //! `gpu-lab import` end to end on every captured ncu export (and the derived ones), each output format, and `gpu-lab ncu`'s orchestration with a stand-in ncu.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use crate::common::gpu_lab;
 
-fn gpu_lab() -> Command {
-    let mut c = Command::cargo_bin("gpu-lab").unwrap();
-    c.current_dir(ROOT);
-    c
-}
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn stdout_of(args: &[&str]) -> String {
     String::from_utf8(

@@ -4,9 +4,7 @@ use std::path::{Path, PathBuf};
 
 use gpu_lab::suite::{self, CorrectnessSpec};
 
-fn kernels_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
-}
+use crate::common::{kernels_dir, repo};
 
 #[test]
 fn every_builtin_suite_loads_and_expands() {
@@ -242,7 +240,7 @@ fn manifest_errors_name_file_line_and_fix() {
 
 #[test]
 fn the_gpu_fault_suite_loads_as_a_user_suite() {
-    let dirs = [Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gpu")];
+    let dirs = [repo().join("tests/gpu")];
     let suites = suite::load_named(&["faults".to_string()], &dirs).unwrap();
     let jobs = &suites[0].jobs;
     assert_eq!(jobs.len(), 6);
@@ -490,15 +488,13 @@ fn a_matmul_check_and_a_cublas_bound_resolve_at_each_shape() {
     );
     assert_eq!(j.bound.name(), "cuBLAS SGEMM");
     // The built-in suites that declare it resolve the same way.
-    let mm = suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/matmul/suite.toml"))
-        .unwrap();
+    let mm = suite::load(&kernels_dir().join("matmul/suite.toml")).unwrap();
     assert!(
         mm.jobs
             .iter()
             .all(|j| matches!(j.bound, suite::BoundSpec::Cublas { .. }) && j.work.flops.is_some())
     );
-    let gemv = suite::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels/gemv/suite.toml"))
-        .unwrap();
+    let gemv = suite::load(&kernels_dir().join("gemv/suite.toml")).unwrap();
     assert!(gemv.jobs.iter().any(|j| j.bound.name() == "cuBLAS SGEMV"
         && matches!(j.correctness, CorrectnessSpec::Matmul { shape, .. } if shape.trans_a)));
 }

@@ -6,19 +6,13 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn lab(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("gpu-lab").unwrap();
-    c.current_dir(dir)
-        .env("GPU_LAB_CACHE", dir.join("cache"))
-        .env(
-            "GPU_LAB_KERNELS",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels"),
-        );
-    c
-}
+use crate::common::{gpu_lab_with_cache_in, h200_run, kernels_dir, stdout};
 
-fn stdout(a: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(a.get_output().stdout.clone()).unwrap()
+/// gpu-lab in the scratch directory `dir`, with its cache there and the built-in suites.
+fn lab(dir: &Path) -> Command {
+    let mut c = gpu_lab_with_cache_in(dir);
+    c.env("GPU_LAB_KERNELS", kernels_dir());
+    c
 }
 
 #[test]
@@ -167,8 +161,7 @@ fn profile_then_baseline_then_check_runs_end_to_end_and_says_mock_everywhere() {
 #[test]
 fn a_mock_run_is_never_judged_against_a_measured_baseline() {
     let d = tempfile::tempdir().unwrap();
-    let measured =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let measured = h200_run();
     lab(d.path())
         .args([
             "baseline",

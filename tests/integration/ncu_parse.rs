@@ -5,13 +5,7 @@ use std::collections::BTreeMap;
 use gpu_lab::metrics::{Catalog, Evaluator, LaunchValue, evaluate, is_raw_metric, raw_metric};
 use gpu_lab::parse::{parse_ncu_csv, parse_number, unit_scale};
 
-fn fixture(path: &str) -> String {
-    std::fs::read_to_string(format!(
-        "{}/tests/fixtures/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
+use crate::common::{fixture, repo};
 
 #[test]
 fn raw_page_with_program_stdout_units_row_and_separators() {
@@ -179,11 +173,7 @@ fn h200_capture_of_the_transpose_suite() {
 
 #[test]
 fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/h100/transpose-raw-2048x1024.csv"
-    ))
-    .unwrap();
+    let text = fixture("h100/transpose-raw-2048x1024.csv");
     let rows = parse_ncu_csv(&text).unwrap().kernels;
     let c = Catalog::builtin().unwrap();
     for def in c.metrics.values() {
@@ -214,10 +204,9 @@ fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
 /// `50`, `25`, `12.50`, `12.50`, whole values first. Each launch must count, with its own value.
 #[test]
 fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"
-    ))
+    let text = std::fs::read_to_string(
+        repo().join("reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"),
+    )
     .unwrap();
     let rows: Vec<_> = parse_ncu_csv(&text)
         .unwrap()

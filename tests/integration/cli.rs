@@ -1,15 +1,8 @@
 //! The command line as users meet it: listing, re-rendering a stored GPU run anywhere, and clear errors without a GPU.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-const RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
-
-fn gpu_lab() -> Command {
-    let mut c = Command::cargo_bin("gpu-lab").unwrap();
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
+use crate::common::{H200_RUN as RUN, gpu_lab};
 
 /// What a run asking for GPU 99 must say on this machine: without libcuda that there is no
 /// driver; with libcuda and no GPU (a machine with Debian's CUDA packages) the driver's own error;

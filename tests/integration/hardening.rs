@@ -2,21 +2,10 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-const RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
-
-fn gpu_lab(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("gpu-lab").unwrap();
-    c.current_dir(dir);
-    c
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::common::{H200_RUN as RUN, gpu_lab_in as gpu_lab, repo};
 
 /// A suite in `dir/mine` with this manifest and kernel source.
 fn suite(dir: &Path, manifest: &str) -> std::path::PathBuf {

@@ -1,9 +1,10 @@
 //! The markdown report of the committed H100 run, as a snapshot: any change to rendering shows up in review.
 
+use crate::common::{gpu_lab, h200_run, repo};
+
 #[test]
 fn markdown_report_of_the_committed_run() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = h200_run();
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
@@ -16,8 +17,7 @@ fn markdown_report_of_the_committed_run() {
 
 #[test]
 fn truncated_results_keep_every_complete_record() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T044759Z-transpose-h200");
+    let src = h200_run();
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
     let body = std::fs::read_to_string(src.join("results.jsonl")).unwrap();
@@ -31,8 +31,7 @@ fn truncated_results_keep_every_complete_record() {
 
 #[test]
 fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = h200_run();
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
     let svg = gpu_lab::report::exporter(gpu_lab::report::Format::Svg)
         .render(&run)
@@ -52,8 +51,7 @@ fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
 /// the roofline, all from the run's own records (no GPU).
 #[test]
 fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T173408Z-matmul-h100-80gb-hbm3");
+    let dir = repo().join("reports/runs/20261122T173408Z-matmul-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
@@ -104,8 +102,7 @@ fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
 /// Data-movement runs keep their report: no compute columns, no roofline link.
 #[test]
 fn runs_without_flops_keep_the_bandwidth_report() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = h200_run();
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
         .render(&run)
@@ -116,8 +113,7 @@ fn runs_without_flops_keep_the_bandwidth_report() {
 /// Unchecked variants are shown but never ranked: the speedup reference is the first verified one.
 #[test]
 fn unchecked_variants_are_never_ranked_nor_the_reference() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T054102Z-warp-divergence-h100-80gb-hbm3");
+    let dir = repo().join("reports/runs/20261122T054102Z-warp-divergence-h100-80gb-hbm3");
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
         .render(&run)
@@ -149,8 +145,7 @@ fn unchecked_variants_are_never_ranked_nor_the_reference() {
 /// shorter one.
 #[test]
 fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T044759Z-transpose-h200");
+    let src = h200_run();
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
     let mut body = std::fs::read(src.join("results.jsonl")).unwrap();
@@ -166,8 +161,7 @@ fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
         "{warnings:?}"
     );
     std::fs::write(d.path().join("report.md"), "the old report").unwrap();
-    let out = assert_cmd::Command::cargo_bin("gpu-lab")
-        .unwrap()
+    let out = gpu_lab()
         .args(["report", d.path().to_str().unwrap(), "--write"])
         .assert()
         .code(1);
@@ -236,8 +230,7 @@ fn launch(
 /// up for the test and set on a committed run's jobs; only the times and ncu's values are real.
 #[test]
 fn occupancy_records_get_a_table_beside_the_time() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = h200_run();
     let (mut run, _) = gpu_lab::store::load_run(&dir).unwrap();
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
         .render(&run)
@@ -360,8 +353,7 @@ fn occupancy_records_get_a_table_beside_the_time() {
 #[test]
 fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
     use gpu_lab::records::DURATION_RUNS;
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("reports/cold-all-h100/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
+    let dir = repo().join("reports/cold-all-h100/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let lines = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();

@@ -5,13 +5,13 @@
 //! real data, never a measurement.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-const RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
+use crate::common::{H200_RUN as RUN, gpu_lab_in, kernels_dir, repo, stdout};
 const H100_RUN: &str = "reports/runs/20261122T042230Z-transpose-h100-80gb-hbm3";
 const SLOWED: &str = "smem_pad_32 @ NX=8192,NY=8192";
 
@@ -35,7 +35,7 @@ impl Lab {
 
     /// Copies a committed run to `runs/NAME`, passing every record of results.jsonl through `edit`.
     fn copy_run(&self, from: &str, name: &str, edit: impl Fn(&mut Value)) -> String {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(from);
+        let src = repo().join(from);
         let dst = self.path(&format!("runs/{name}"));
         fs::create_dir_all(&dst).unwrap();
         fs::copy(src.join("run.json"), dst.join("run.json")).unwrap();
@@ -53,9 +53,7 @@ impl Lab {
     }
 
     fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("gpu-lab").unwrap();
-        c.current_dir(self.dir.path());
-        c
+        gpu_lab_in(self.dir.path())
     }
 
     fn save_base(&self) {
@@ -86,10 +84,6 @@ fn scale_samples(id: &'static str, k: f64) -> impl Fn(&mut Value) {
             }
         }
     }
-}
-
-fn stdout(a: &assert_cmd::assert::Assert) -> String {
-    String::from_utf8(a.get_output().stdout.clone()).unwrap()
 }
 
 /// Verdict rows of the markdown table that are not `Same`.
@@ -376,7 +370,7 @@ fn check_needs_a_run_to_check_and_a_gpu_to_run_one() {
         Err(_) => "the CUDA driver cannot count GPUs",
         Ok(_) => "there is no GPU 99",
     };
-    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let kernels = kernels_dir();
     lab.cmd()
         .args([
             "check",

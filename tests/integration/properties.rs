@@ -153,8 +153,7 @@ const JSONL: &[&str] = &[
 fn real_baseline() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("reports/runs/20261122T044759Z-transpose-h200");
+        let dir = crate::common::h200_run();
         let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
         serde_json::to_string(&gpu_lab::store::baseline::Baseline::from_run(
             "b",
@@ -194,7 +193,7 @@ proptest! {
     #[test]
     fn run_records_read_line_by_line(text in tokens(JSONL)) {
         let d = tempfile::tempdir().unwrap();
-        let run = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200/run.json");
+        let run = crate::common::h200_run().join("run.json");
         std::fs::copy(run, d.path().join("run.json")).unwrap();
         std::fs::write(d.path().join("results.jsonl"), &text).unwrap();
         let (data, _) = gpu_lab::store::load_run(d.path()).unwrap();

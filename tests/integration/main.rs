@@ -1,0 +1,24 @@
+//! The integration tests, built as one binary (one link of the heavy dependencies instead of one per file): a module per subject, and `common` for what they share.
+//!
+//! `cargo test --release` runs them all but the ignored ones, which need what a machine with only
+//! Rust lacks: `slurm` (Slurm's packages; `.ci/run` installs them and runs it) and `toolkit` (a
+//! CUDA toolkit). Run one module with a filter: `cargo test --release --test integration mock::`.
+
+mod common;
+
+mod architecture;
+mod check;
+mod cli;
+mod cxx;
+mod file_graph;
+mod hardening;
+mod host_program;
+mod import;
+mod mock;
+mod ncu_parse;
+mod properties;
+mod report;
+mod slurm;
+mod steps;
+mod suites;
+mod toolkit;
