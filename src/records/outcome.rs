@@ -123,7 +123,7 @@ pub struct JobOutcome {
     pub occupancy_error: Option<String>,
     /// A host program's steps in one sample (the one nearest the median), with each step's median.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<crate::records::Timeline>,
+    pub timeline: Option<super::timeline::Timeline>,
 }
 
 /// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the
