@@ -185,7 +185,7 @@ pub struct JobRecord {
     /// Its suite's or variant's own noise threshold for `check`, percent (`noise_threshold`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_threshold_pct: Option<f64>,
-    /// A host program's steps in its median sample (`crate::records::Timeline`).
+    /// A host program's steps in its median sample (`Timeline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
 }

@@ -372,7 +372,7 @@ pub struct BoundsOutcome {
 }
 
 /// The host link's copies of one size, each way: what the child measures (`HostLinkSamples`) and
-/// what a run keeps of it (`crate::records::HostLinkBounds`).
+/// what a run keeps of it (`HostLinkBounds`, in `bounds.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct HostLink<T> {
     /// Pinned host to device.

@@ -1,6 +1,6 @@
 //! Host-side buffer contents as raw bit patterns: seeded initialisation and typed reads (pure: no GPU, no disk).
 
-use super::{ElemType, Init};
+use super::elem::{ElemType, Init};
 use rand_core::Rng;
 
 /// A buffer's contents as raw bit patterns, one word per element (of the element's width).

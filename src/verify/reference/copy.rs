@@ -1,8 +1,10 @@
 //! Bit-for-bit checks of data movement: a copy (through offsets and strides) and a transpose.
 
 use super::tally::{Tally, parallel_tally};
+use crate::verify::correctness::Correctness;
 use crate::verify::data::HostData;
-use crate::verify::{CopyMap, Correctness, ElemType};
+use crate::verify::elem::ElemType;
+use crate::verify::shape::CopyMap;
 
 /// Element bits by index: a typed slice (loops the compiler unrolls and vectorises) or, for two
 /// buffers of different widths, the `HostData` itself.
@@ -125,7 +127,7 @@ fn transpose_tally(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::Init;
+    use crate::verify::elem::Init;
 
     #[test]
     fn mapped_copy_checks_offsets_and_strides() {

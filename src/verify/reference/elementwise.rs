@@ -4,8 +4,9 @@
 use super::tally::{
     Tally, int_mask, merged_with_worst, nothing_checked, parallel_parts, parallel_tally,
 };
+use crate::verify::correctness::Correctness;
 use crate::verify::data::{HostData, from_value, is_poison, value};
-use crate::verify::{Correctness, ElemType};
+use crate::verify::elem::ElemType;
 
 /// A function the `function` check computes in float64.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -211,7 +212,7 @@ pub fn check_add(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::Init;
+    use crate::verify::elem::Init;
     use crate::verify::reference::tally::floats;
 
     #[test]

@@ -2,8 +2,10 @@
 //! output position, or at a deterministic sample that reaches every row and column.
 
 use super::tally::{nothing_checked, parallel_parts};
+use crate::verify::correctness::Correctness;
 use crate::verify::data::{HostData, is_poison, value};
-use crate::verify::{Correctness, ElemType, MatmulShape};
+use crate::verify::elem::ElemType;
+use crate::verify::shape::MatmulShape;
 
 /// Output elements a matmul check computes: all of them up to this many, else a sample of this
 /// many (every row and column is hit; a 4096 x 4096 x 4096 check costs 16 M multiply-adds).
@@ -149,7 +151,7 @@ fn expected_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::Init;
+    use crate::verify::elem::Init;
     use crate::verify::reference::tally::floats;
 
     /// Row-major float64 product, for the tests: C = alpha * op(A) op(B) + beta * C0.

@@ -1,8 +1,9 @@
 //! Outputs that rearrange or count their input: a stable compaction, a sort, a histogram.
 
 use super::tally::{Tally, int_mask};
+use crate::verify::correctness::Correctness;
 use crate::verify::data::{HostData, is_poison, value};
-use crate::verify::{Correctness, ElemType};
+use crate::verify::elem::ElemType;
 
 /// Which elements a compaction keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

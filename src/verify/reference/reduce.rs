@@ -2,8 +2,9 @@
 //! exclusive prefix sums; integers exactly (wrapping as the GPU's adds do), floats within a bound.
 
 use super::tally::{Tally, int_mask, merged_with_worst, per_chunk};
+use crate::verify::correctness::Correctness;
 use crate::verify::data::{CHUNK, HostData, is_poison, value};
-use crate::verify::{Correctness, ElemType};
+use crate::verify::elem::ElemType;
 
 /// The first `count` elements of `out` (a reduction's partial results) must add up to the sum of
 /// `input` (every `input_stride`-th element, from the first: the x fields of an array of pairs): exactly for integers (wrapping at the element width, as the GPU's adds do), and for
@@ -188,7 +189,7 @@ pub fn check_scan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::Init;
+    use crate::verify::elem::Init;
     use crate::verify::reference::tally::floats;
 
     #[test]

@@ -3,8 +3,9 @@
 
 use super::copy::check_copy;
 use super::tally::{Tally, per_chunk};
+use crate::verify::correctness::Correctness;
 use crate::verify::data::{HostData, is_poison, value};
-use crate::verify::{Correctness, ElemType};
+use crate::verify::elem::ElemType;
 
 /// `out` must match the reference output: bit-exact when both are of one type and `tolerance`
 /// is 0 or the type is an integer; value for value when the types differ and one is an integer;
@@ -98,8 +99,8 @@ fn in_eps(error: f64, elem: ElemType) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::Init;
     use crate::verify::data::CHUNK;
+    use crate::verify::elem::Init;
     use crate::verify::reference::tally::floats;
 
     #[test]

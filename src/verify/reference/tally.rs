@@ -1,8 +1,9 @@
 //! What every check shares: the tally of compared elements and its outcome, and the split of a
 //! check over all cores (in fixed chunks where float sums must not depend on the core count).
 
+use crate::verify::correctness::Correctness;
 use crate::verify::data::{CHUNK, is_poison, threads, value};
-use crate::verify::{Correctness, ElemType};
+use crate::verify::elem::ElemType;
 
 /// Counts compared elements, mismatches and unwritten ones, and keeps the first mismatch.
 pub(super) struct Tally {
@@ -163,6 +164,6 @@ pub(super) fn nothing_checked(why: Option<String>) -> Correctness {
 
 /// Float32 values as a buffer, for the tests of every family.
 #[cfg(test)]
-pub(super) fn floats(v: &[f32]) -> crate::verify::HostData {
-    crate::verify::HostData::W4(v.iter().map(|x| x.to_bits()).collect())
+pub(super) fn floats(v: &[f32]) -> crate::verify::data::HostData {
+    crate::verify::data::HostData::W4(v.iter().map(|x| x.to_bits()).collect())
 }
