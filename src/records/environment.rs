@@ -1,8 +1,6 @@
-//! The environment a run was measured in: the GPU's identity, NVML's clock snapshots, and the fingerprint that decides whether two runs compare (pure data).
+//! The environment a run was measured in: the GPU's identity and capabilities, and NVML's clock snapshots (pure data).
 
 use serde::{Deserialize, Serialize};
-
-use super::RunData;
 
 /// What does not change during a run: identity and capabilities.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -47,54 +45,6 @@ impl Snapshot {
 
 pub fn peak_bandwidth_gbs(mem_clock_mhz: u32, bus_width_bits: u32) -> f64 {
     2.0 * mem_clock_mhz as f64 * 1e6 * bus_width_bits as f64 / 8.0 / 1e9
-}
-
-impl RunData {
-    /// The UUIDs of the GPUs its jobs ran on: every GPU of a `--gpus` run, else its one device.
-    pub fn gpu_uuids(&self) -> Vec<&str> {
-        match self.info.gpus.as_slice() {
-            [] => self.info.device.iter().map(|d| d.uuid.as_str()).collect(),
-            gpus => gpus.iter().map(|g| g.uuid.as_str()).collect(),
-        }
-    }
-}
-
-/// What a run was measured on and with: the facts that decide whether two runs compare.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Fingerprint {
-    pub run: String,
-    pub suite: String,
-    pub gpu: Option<String>,
-    pub uuid: Option<String>,
-    pub driver: Option<String>,
-    pub cuda: Option<String>,
-    pub ncu: Option<String>,
-    pub clocks_seen: String,
-    pub clock_policy: String,
-    pub suite_source_hash: String,
-    pub started: String,
-    pub seed: u64,
-}
-
-impl Fingerprint {
-    pub fn of(run_label: &str, run: &RunData) -> Fingerprint {
-        let d = run.info.device.as_ref();
-        Fingerprint {
-            run: run_label.to_string(),
-            suite: run.info.suite.clone(),
-            gpu: d.map(|d| d.name.clone()),
-            // A run over several GPUs (`--gpus`) names each of them: its jobs ran on all.
-            uuid: Some(run.gpu_uuids().join(", ")).filter(|u| !u.is_empty()),
-            driver: d.map(|d| d.driver.clone()),
-            cuda: d.map(|d| d.cuda_driver.clone()),
-            ncu: run.info.ncu_version.clone(),
-            clocks_seen: run.clocks_seen(),
-            clock_policy: run.info.clock_policy.clone(),
-            suite_source_hash: run.info.suite_source_hash.clone(),
-            started: run.info.started.clone(),
-            seed: run.info.seed,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ pub struct JobOutcome {
     pub occupancy_error: Option<String>,
     /// A host program's steps in one sample (the one nearest the median), with each step's median.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<crate::records::Timeline>,
+    pub timeline: Option<super::timeline::Timeline>,
 }
 
 /// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the
@@ -372,7 +372,7 @@ pub struct BoundsOutcome {
 }
 
 /// The host link's copies of one size, each way: what the child measures (`HostLinkSamples`) and
-/// what a run keeps of it (`crate::records::HostLinkBounds`).
+/// what a run keeps of it (`HostLinkBounds`, in `bounds.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct HostLink<T> {
     /// Pinned host to device.

@@ -1,0 +1,292 @@
+//! A job's record in `results.jsonl`: which job, its status, samples and verification, the work it
+//! declares and what its throughput is compared with (stored format).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::environment::Snapshot;
+use super::outcome::{ExcludedSample, LaunchOccupancy};
+use super::timeline::Timeline;
+use crate::stats::Summary;
+use crate::verify::{Correctness, ElemType, MatmulShape};
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Ok,
+    /// Ran, but its output is wrong: shown, never ranked or baselined.
+    Wrong,
+    /// Also a record's state until an outcome says otherwise.
+    #[default]
+    Failed,
+    TimedOut,
+}
+
+/// Which job: one variant at one point of the sweep. A job spec and its record share it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct JobKey {
+    /// Unique within a run: `variant[params] @ group`.
+    pub id: String,
+    pub variant: String,
+    /// The variant's own parameters (fixed and swept), shown beside its name.
+    pub variant_params: BTreeMap<String, i64>,
+    /// The suite-wide sweep point (for example the matrix shape); report tables are per group.
+    pub group: String,
+    pub group_params: BTreeMap<String, i64>,
+}
+
+impl JobKey {
+    /// `name[K=V,…]`: the variant with its own parameters, as reports show it.
+    pub fn label(&self) -> String {
+        if self.variant_params.is_empty() {
+            self.variant.clone()
+        } else {
+            format!("{}[{}]", self.variant, format_params(&self.variant_params))
+        }
+    }
+}
+
+/// `K=V,K=V`, in key order.
+pub fn format_params(params: &BTreeMap<String, i64>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// What a job's throughput is compared with: the suite's `bound`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BoundSpec {
+    /// The device-to-device copy of the group's bytes (data movement).
+    #[default]
+    Copy,
+    /// cuBLAS GEMM (GEMV where n = 1) at the job's matmul shape, measured in the same run.
+    Cublas { shape: MatmulShape, elem: ElemType },
+    /// Another variant of the suite in the same group (a user's own reference).
+    Variant { name: String },
+}
+
+impl BoundSpec {
+    pub fn is_copy(&self) -> bool {
+        *self == BoundSpec::Copy
+    }
+
+    /// What the bound is called in reports: `cuBLAS SGEMM`, `variant naive`, `copy`.
+    pub fn name(&self) -> String {
+        match self {
+            BoundSpec::Copy => "copy".into(),
+            BoundSpec::Cublas { shape, elem } => format!(
+                "cuBLAS {}{}",
+                if *elem == ElemType::F64 { "D" } else { "S" },
+                if shape.n == 1 && !shape.trans_b {
+                    "GEMV"
+                } else {
+                    "GEMM"
+                }
+            ),
+            BoundSpec::Variant { name } => format!("`{name}`"),
+        }
+    }
+
+    /// The key that joins a job to the compute bound measured for it in its group.
+    pub fn key(&self) -> Option<String> {
+        match self {
+            BoundSpec::Cublas { shape, elem } => Some(
+                format!(
+                    "{} {} alpha {} beta {}",
+                    self.name(),
+                    shape.label(),
+                    shape.alpha,
+                    shape.beta
+                )
+                .replace("  ", " ")
+                    + if *elem == ElemType::F64 { " f64" } else { "" },
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The work a job declares, for throughput: bytes it must move and operations it performs.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
+pub struct Work {
+    pub bytes: Option<f64>,
+    pub flops: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct JobRecord {
+    #[serde(flatten)]
+    pub key: JobKey,
+    pub label: String,
+    pub description: String,
+    pub status: JobStatus,
+    pub error: Option<String>,
+    /// What the correctness verification found (stored as `check`).
+    #[serde(rename = "check")]
+    pub correctness: Option<Correctness>,
+    /// The verification after timing, on fresh inputs of another seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness_after: Option<Correctness>,
+    pub samples_ms: Vec<f64>,
+    pub runs_per_sample: u32,
+    pub stopped_by: String,
+    pub summary: Option<Summary>,
+    #[serde(flatten)]
+    pub work: Work,
+    /// What its throughput is compared with (absent: the copy bound).
+    #[serde(default, skip_serializing_if = "BoundSpec::is_copy")]
+    pub bound: BoundSpec,
+    pub launches: usize,
+    pub nvml_before: Option<Snapshot>,
+    pub nvml_after: Option<Snapshot>,
+    pub wall_seconds: f64,
+    /// The compilers that built its program (and its `same_as` reference), with versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compilers: Vec<String>,
+    /// How its samples were taken (empty in runs made before it was recorded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timing_method: String,
+    /// `--verify-every K`: the first wrong verification between timed samples, else the last; and how many were made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correctness_during: Option<Correctness>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verified_during: u32,
+    /// Samples left out of the median (throttled, or below the clock floor), with their clocks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_samples: Vec<ExcludedSample>,
+    /// How long the warm-up ran until the SM clock was steady, in ms (0 in runs before it was recorded).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub warmup_ms: f64,
+    /// The lowest and highest SM clock NVML read after the job's samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_clock_mhz: Option<[u32; 2]>,
+    /// For a run of several rounds (`--rounds`): each round's own samples. `samples_ms` then holds
+    /// one median per timed round, so the summary's interval is across rounds (run-to-run drift
+    /// included), not within one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundRecord>,
+    /// The UUID of the GPU that timed it (absent in runs made before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// Each launch's registers, shared memory, blocks per SM and predicted occupancy, as the child
+    /// read them (absent in runs made before they were recorded, and in mock runs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub occupancy: Vec<LaunchOccupancy>,
+    /// Why the child could not read the occupancy, where it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occupancy_error: Option<String>,
+    /// A host program with host or managed buffers: its data crosses the host link.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_link: bool,
+    /// Its suite's or variant's own noise threshold for `check`, percent (`noise_threshold`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_threshold_pct: Option<f64>,
+    /// A host program's steps in its median sample (`Timeline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// One round of a job in a multi-round run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RoundRecord {
+    pub status: JobStatus,
+    pub samples_ms: Vec<f64>,
+    pub runs_per_sample: u32,
+    pub stopped_by: String,
+    /// The UUID of the GPU that timed this round (rounds of a `--gpus` run may differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+}
+
+impl JobRecord {
+    pub fn id(&self) -> &str {
+        &self.key.id
+    }
+    pub fn group(&self) -> &str {
+        &self.key.group
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_without_occupancy_is_stored_as_before() {
+        // Runs made before occupancy was recorded, and mock runs, keep their stored format.
+        let record = JobRecord {
+            key: JobKey {
+                id: "j".into(),
+                variant: "v".into(),
+                ..Default::default()
+            },
+            status: JobStatus::Ok,
+            samples_ms: vec![1.0],
+            summary: crate::stats::summarize(&[1.0]),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&record).unwrap();
+        assert!(!text.contains("occupancy"), "{text}");
+        let back: JobRecord = serde_json::from_str(&text).unwrap();
+        assert!(back.occupancy.is_empty());
+    }
+
+    #[test]
+    fn a_variant_is_labelled_with_its_own_parameters_in_key_order() {
+        let mut key = JobKey {
+            variant: "tiled".into(),
+            ..Default::default()
+        };
+        assert_eq!(key.label(), "tiled");
+        key.variant_params = BTreeMap::from([("TILE".into(), 32), ("BLOCK".into(), 256)]);
+        assert_eq!(key.label(), "tiled[BLOCK=256,TILE=32]");
+    }
+
+    #[test]
+    fn a_cublas_bound_is_named_and_keyed_by_its_shape() {
+        let shape = MatmulShape {
+            m: 4096,
+            n: 4096,
+            k: 4096,
+            alpha: 0.5,
+            beta: 3.0,
+            trans_a: false,
+            trans_b: false,
+        };
+        let gemm = BoundSpec::Cublas {
+            shape,
+            elem: ElemType::F32,
+        };
+        assert_eq!(gemm.name(), "cuBLAS SGEMM");
+        // The key a committed compute record carries (reports/cxx-h100).
+        assert_eq!(
+            gemm.key().as_deref(),
+            Some("cuBLAS SGEMM 4096x4096x4096 alpha 0.5 beta 3")
+        );
+        let gemv = BoundSpec::Cublas {
+            shape: MatmulShape { n: 1, ..shape },
+            elem: ElemType::F64,
+        };
+        assert_eq!(gemv.name(), "cuBLAS DGEMV");
+        assert!(gemv.key().unwrap().ends_with(" f64"));
+        assert_eq!(BoundSpec::Copy.key(), None);
+        assert!(BoundSpec::default().is_copy());
+        let variant = BoundSpec::Variant {
+            name: "naive".into(),
+        };
+        assert_eq!(variant.name(), "`naive`");
+        assert_eq!(variant.key(), None);
+    }
+}

@@ -1,0 +1,55 @@
+//! `run.json`: what a run was, on which GPU and how it was timed, and which shard of a plan it holds (stored format).
+
+use serde::{Deserialize, Serialize};
+
+use super::environment::DeviceInfo;
+use super::outcome::TimingConfig;
+use crate::metrics::MetricDef;
+
+/// The run's environment fingerprint and configuration (`run.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    pub gpu_lab_version: String,
+    pub command: String,
+    pub started: String,
+    pub finished: Option<String>,
+    pub suite: String,
+    pub suite_description: String,
+    pub suite_source_hash: String,
+    pub device: Option<DeviceInfo>,
+    /// Why there is no device information, when there is none.
+    pub nvml_error: Option<String>,
+    pub ncu_version: Option<String>,
+    /// `none` (clocks as found) unless the owner asked otherwise.
+    pub clock_policy: String,
+    pub timing: TimingConfig,
+    /// L2 state during timing: repeated launches over the same buffers keep them warm.
+    pub cache_state: String,
+    pub seed: u64,
+    pub metrics: Vec<MetricDef>,
+    /// Metrics asked for that this GPU cannot collect, with why (checked against `ncu --query-metrics`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable_metrics: Vec<String>,
+    pub wall_seconds: Option<f64>,
+    /// Made by the mock executor (`--mock-gpu`): no GPU ran, every number is a stand-in.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mock: bool,
+    /// The shard of a plan this run holds (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// For a run made by `gpu-lab merge`: the shard runs it joins (directory names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
+    /// For a run over several GPUs of one host (`--gpus`): each of them; `device` is the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<DeviceInfo>,
+}
+
+/// Which shard of which plan a run is.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShardInfo {
+    pub index: usize,
+    pub count: usize,
+    /// sha256 over every job of the plan before it was split: shards of one plan share it.
+    pub plan: String,
+}

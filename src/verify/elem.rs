@@ -1,0 +1,92 @@
+//! Element types of a buffer (their sizes, epsilons and names) and how a buffer starts.
+
+use serde::{Deserialize, Serialize};
+
+/// Element type of a buffer.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    /// IEEE half (`__half`): 10 mantissa bits.
+    #[serde(alias = "half")]
+    F16,
+    /// bfloat16 (`__nv_bfloat16`): float32's exponent, 7 mantissa bits.
+    #[serde(alias = "bfloat16")]
+    Bf16,
+    F32,
+    F64,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+}
+
+impl ElemType {
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::I8 | ElemType::U8 => 1,
+            ElemType::F16 | ElemType::Bf16 | ElemType::I16 | ElemType::U16 => 2,
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+            ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            ElemType::F16 | ElemType::Bf16 | ElemType::F32 | ElemType::F64
+        )
+    }
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ElemType::I8 | ElemType::I16 | ElemType::I32 | ElemType::I64
+        )
+    }
+    /// The gap between 1 and the next value of the type (0 for integers, which compare exactly).
+    pub fn epsilon(self) -> f64 {
+        match self {
+            ElemType::F16 => 2f64.powi(-10),
+            ElemType::Bf16 => 2f64.powi(-7),
+            ElemType::F32 => f32::EPSILON as f64,
+            ElemType::F64 => f64::EPSILON,
+            _ => 0.0,
+        }
+    }
+    /// The name a manifest uses (`f16`, `bf16`, `i8`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::F16 => "f16",
+            ElemType::Bf16 => "bf16",
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+            ElemType::I8 => "i8",
+            ElemType::U8 => "u8",
+            ElemType::I16 => "i16",
+            ElemType::U16 => "u16",
+            ElemType::I32 => "i32",
+            ElemType::U32 => "u32",
+            ElemType::I64 => "i64",
+            ElemType::U64 => "u64",
+        }
+    }
+}
+
+/// How a buffer starts.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    /// Seeded uniform random values (floats in [-1, 1), signed integers in [-1000, 1000), unsigned in [0, 2000)).
+    Random,
+    /// Seeded random whole numbers in [-1000, 1000) ([0, 2000) unsigned), floats included: float
+    /// sums of them are exact (below 2^24), so a float reduction can be checked bit for bit.
+    #[serde(rename = "random_int")]
+    RandomInt,
+    /// Every byte 0xFF: NaN for floats, -1 for signed integers; shows elements a kernel never wrote.
+    Poison,
+    Zero,
+    /// 0, 1, 2, … (handy for index debugging; never for timing).
+    Iota,
+}

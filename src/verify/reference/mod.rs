@@ -1,0 +1,20 @@
+//! The CPU references: does a kernel's output match what its correctness spec says (pure: no GPU, no disk).
+//!
+//! One file per family of checks: `copy` (copies, transposes), `same` (against a reference
+//! variant's output), `reduce` (sums, scans), `rearrange` (compaction, sort, histogram),
+//! `elementwise` (adds, math functions), `matmul` (GEMM, GEMV); `tally` is what they share.
+
+mod copy;
+mod elementwise;
+mod matmul;
+mod rearrange;
+mod reduce;
+mod same;
+mod tally;
+
+pub use copy::{check_copy, check_copy_mapped, check_transpose};
+pub use elementwise::{MathFn, check_add, check_function};
+pub use matmul::{MATMUL_SAMPLE, check_matmul};
+pub use rearrange::{Keep, check_compact, check_histogram, check_sort};
+pub use reduce::{check_scan, check_sum};
+pub use same::check_same;
