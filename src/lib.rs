@@ -15,7 +15,8 @@
 //!
 //! Pure modules (no GPU, disk, process or environment): `records`, `verify`, `parse`, `metrics`,
 //! `expr`, `stats`, `compare`, `report`, `frame`, `occupancy`. Only `cmd/` reads `cli`; only `cmd/` and
-//! `config` read the environment; `src/` has no import cycle (tests/architecture.rs checks both).
+//! `config` read the environment; `src/` has no import cycle, between modules or files
+//! (tests/integration/architecture.rs checks each of these).
 
 pub mod build;
 pub mod cli;

@@ -29,7 +29,7 @@ extern "C" __global__ void copy_ints(const int* __restrict__ x, int* __restrict_
         y[i] = x[i];
 }
 
-// gpu-lab's eviction kernel (src/runner/mod.rs, EVICT_KERNEL): a clean read of twice the L2.
+// gpu-lab's eviction kernel (src/runner/l2_flush.rs, EVICT_KERNEL): a clean read of twice the L2.
 extern "C" __global__ void evict_l2(const float4* __restrict__ buffer, unsigned long long n4, float* sink)
 {
     float acc = 0.f;

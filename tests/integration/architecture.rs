@@ -80,8 +80,22 @@ fn module_of(file: &str) -> String {
 /// Whether a file lies in a pure module, by its path alone: a file added under a pure module's
 /// directory is held to the rule from the start.
 fn is_pure(file: &str) -> bool {
-    PURE.contains(&module_of(file).as_str())
+    PURE.contains(&module_of(file).as_str()) || PURE_FILES.contains(&file)
 }
+
+/// Pure files of impure modules (the rules pulled out into files of their own, and the data types
+/// they read), held to the same rule so that they stay testable without a GPU, files or processes.
+const PURE_FILES: [&str; 9] = [
+    "exit.rs",
+    "runner/timing_rules.rs",
+    "scheduler/rules.rs",
+    "suite/args.rs",
+    "suite/check/op.rs",
+    "suite/job.rs",
+    "suite/manifest.rs",
+    "suite/options.rs",
+    "suite/sweep.rs",
+];
 
 /// What a pure file must not import from outside the crate (`use std::{env, fs}` included).
 const IMPURE_PATHS: [&[&str]; 5] = [
@@ -285,6 +299,9 @@ fn every_file_of_a_pure_module_imports_only_pure_files_and_nothing_impure_from_o
             impure.is_empty(),
             "{file} is in a pure module but imports {impure:?}"
         );
+        for word in IMPURE_WORDS {
+            assert!(!code.contains(word), "{file} is pure but mentions {word}");
+        }
         for target in file_graph::targets(file, code) {
             if let Target::Outside(path) = target {
                 assert!(
@@ -340,4 +357,61 @@ fn every_source_file_says_what_it_is_for() {
             "{file} does not open with a //! line"
         );
     }
+}
+
+/// Functions of `src/` (tests included) may be this long after rustfmt; a longer one mixes steps.
+const MAX_FUNCTION_LINES: usize = 110;
+
+/// Each `fn` of a rustfmt-formatted text with its first line and length in lines: it ends at the
+/// first later line that is its own indentation followed by `}` (rustfmt closes every body so).
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (at, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let signature = code
+            .split_once("fn ")
+            .filter(|(before, _)| {
+                before
+                    .split_whitespace()
+                    .all(|w| w.starts_with("pub") || ["const", "async", "unsafe"].contains(&w))
+            })
+            .map(|(_, after)| after);
+        let Some(name) = signature.and_then(|s| s.split(['(', '<']).next()) else {
+            continue;
+        };
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[at + 1..].iter().position(|l| *l == close) {
+            found.push((name.to_string(), at + 1, end + 2));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_function_scanner_measures_each_body_to_its_closing_brace() {
+    let text = "pub fn a() {\n    x();\n}\n\nimpl S {\n    pub(crate) fn b<T>(t: T) {\n        if t {\n        }\n    }\n}\n";
+    assert_eq!(
+        function_lengths(text),
+        vec![("a".to_string(), 1, 3), ("b".to_string(), 6, 4)]
+    );
+}
+
+#[test]
+fn no_function_is_over_110_lines() {
+    let long: Vec<String> = sources_with_tests()
+        .iter()
+        .flat_map(|(file, text)| {
+            function_lengths(text)
+                .into_iter()
+                .filter(|(_, _, lines)| *lines > MAX_FUNCTION_LINES)
+                .map(move |(name, at, lines)| format!("{file}:{at} {name}: {lines} lines"))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions of src/ over {MAX_FUNCTION_LINES} lines (give their steps names):\n{}",
+        long.join("\n")
+    );
 }
