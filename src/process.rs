@@ -1,7 +1,6 @@
 //! Child processes, one way: start, send the output to a log, to our stderr or to memory, stop at a timeout, and fail with an error that keeps the command line and the end of what it printed.
 
 use std::fmt;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -178,7 +177,8 @@ fn run_to_log(
     path: &Path,
     timeout: Option<Duration>,
 ) -> Result<Ended, FailureKind> {
-    let log = File::create(path).map_err(|e| {
+    // A link planted at the log's name is refused, not written through.
+    let log = crate::store::create_no_follow(path).map_err(|e| {
         FailureKind::Start(format!("cannot create its log {}: {e}", path.display()))
     })?;
     let copy = log.try_clone().map_err(start_failure)?;

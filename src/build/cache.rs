@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::image::{Compiled, Image};
-use crate::store::{write_atomic, write_json};
+use crate::store::{real_subdir, write_atomic, write_json};
 use crate::suite::sources::hex;
 
 /// What the cache keeps beside an image.
@@ -57,7 +57,10 @@ pub(super) fn read_cache(base: &Path) -> Option<Compiled> {
     })
 }
 
-pub(super) fn write_cache(base: &Path, c: &Compiled) -> anyhow::Result<()> {
+/// Saves an entry as `modules/<key>.image` and `.json` under `cache_dir` (`modules/` refused when
+/// it is a link to elsewhere).
+pub(super) fn write_cache(cache_dir: &Path, key: &str, c: &Compiled) -> anyhow::Result<()> {
+    let base = real_subdir(cache_dir, Path::new("modules"))?.join(key);
     let (cubin, bytes, device_runtime) = match &c.image {
         Image::Ptx(p) => (false, p.as_bytes(), None),
         Image::Cubin(b) => (true, b.as_slice(), None),

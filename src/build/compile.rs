@@ -126,9 +126,9 @@ pub fn compile(
         cached: false,
         millis: start.elapsed().as_secs_f64() * 1e3,
     };
-    if let Some(p) = &cached {
+    if let Some(cache_dir) = cache_dir {
         // A cache that cannot be written only costs a recompile next time.
-        let _ = write_cache(p, &compiled);
+        let _ = write_cache(cache_dir, &key, &compiled);
     }
     Ok(compiled)
 }

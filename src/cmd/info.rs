@@ -69,11 +69,14 @@ pub fn devices(config: &Config) -> anyhow::Result<i32> {
 
 /// Whether ncu may read the counters: it profiles one launch of this binary's copy kernel, in a scratch directory.
 fn probe_counters(config: &Config, ncu: &profiler::Ncu) -> Result<String, String> {
-    let dir = config
-        .temp_dir
-        .join(format!("gpu-lab-doctor-{}", std::process::id()));
     let result = (|| -> anyhow::Result<Result<String, String>> {
-        std::fs::create_dir_all(&dir)?;
+        // An unpredictable name, made exclusively: a name guessed from the process id could be
+        // planted in a shared temp directory; removed when dropped.
+        std::fs::create_dir_all(&config.temp_dir)?;
+        let scratch = tempfile::Builder::new()
+            .prefix("gpu-lab-doctor-")
+            .tempdir_in(&config.temp_dir)?;
+        let dir = scratch.path();
         let timing = dir.join("timing.json");
         write_json(
             &timing,
@@ -92,11 +95,10 @@ fn probe_counters(config: &Config, ncu: &profiler::Ncu) -> Result<String, String
             &timing,
         );
         Ok(
-            probe::counters_readable(ncu, &target, &dir, Duration::from_secs(120))
+            probe::counters_readable(ncu, &target, dir, Duration::from_secs(120))
                 .map_err(|e| e.to_string()),
         )
     })();
-    let _ = std::fs::remove_dir_all(&dir);
     result.unwrap_or_else(|e| Err(format!("could not run the probe: {e:#}")))
 }
 

@@ -20,13 +20,15 @@ use crate::store;
 
 /// `<cache>/ncu-query-metrics/`: `<ncu version>--<chip>.txt` holds a chip's list, and
 /// `<ncu version>--device--<GPU name>` names the chip of a GPU, so a later run reads both without ncu.
+const QUERY_DIR: &str = "ncu-query-metrics";
+
 fn cache_paths(
     cache: Option<&Path>,
     ncu: &Ncu,
     device: Option<&str>,
     chip: Option<&str>,
 ) -> Option<(Option<PathBuf>, Option<PathBuf>)> {
-    let dir = cache?.join("ncu-query-metrics");
+    let dir = cache?.join(QUERY_DIR);
     let version = file_safe(if ncu.version.is_empty() {
         "unknown"
     } else {
@@ -104,8 +106,10 @@ fn device_metrics_cached(
         .or_else(|| blocks.get(gpu as usize))
         .unwrap_or(&blocks[0])
         .clone();
-    // A cache that cannot be written only costs another query next time.
+    // A cache that cannot be written only costs another query next time; one whose directory is a
+    // link to elsewhere is not written.
     if let Some((alias, Some(list))) = cache_paths(cache, ncu, device, Some(&chosen.chip))
+        && cache.is_some_and(|c| store::real_subdir(c, Path::new(QUERY_DIR)).is_ok())
         && store::write_atomic(&list, text.as_bytes()).is_ok()
         && by_name.is_some()
         && let Some(alias) = alias

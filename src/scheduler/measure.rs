@@ -1,5 +1,6 @@
 //! What one GPU measures, each step made into its record: a group's copy and compute bounds, and one job (a failed job's log kept in the run).
 
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::bail;
@@ -9,6 +10,7 @@ use crate::records::{
     BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, JobRecord, JobStatus,
 };
 use crate::stats;
+use crate::store;
 use crate::suite::{JobSpec, Suite};
 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
@@ -181,9 +183,10 @@ pub(super) fn run_job(
             let mut message = failure.message();
             if let Some(log) = failure.log() {
                 // work/ goes when the run ends; a failed job's whole log stays.
-                let kept = ctx.dir.join("logs").join(format!("{tag}.log"));
-                if std::fs::create_dir_all(ctx.dir.join("logs"))
-                    .and_then(|_| std::fs::copy(log, &kept))
+                // Through the safe writer: `logs/` must be a real directory of the run.
+                let kept = Path::new("logs").join(format!("{tag}.log"));
+                if std::fs::read(log)
+                    .and_then(|text| store::write_atomic_under(ctx.dir, &kept, &text))
                     .is_ok()
                 {
                     message.push_str(&format!("\n(full log: logs/{tag}.log)"));

@@ -30,12 +30,12 @@ pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
     write_timelines(dir, &run)
 }
 
-/// The host programs' timelines, which report.md links, beside it.
+/// The host programs' timelines, which report.md links, beside it (in `timelines/`, refused when
+/// that is a link to elsewhere).
 pub fn write_timelines(dir: &Path, run: &crate::records::RunData) -> anyhow::Result<()> {
     for (file, svg) in report::timeline::timeline_files(run) {
-        let path = dir.join(file);
-        store::write_atomic(&path, svg.as_bytes())
-            .with_context(|| format!("writing {}", path.display()))?;
+        store::write_atomic_under(dir, Path::new(&file), svg.as_bytes())
+            .with_context(|| format!("writing {}", dir.join(&file).display()))?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! One suite's run: its directory and `run.json`, opened before its first job, and what its steps share (timing settings, groups, the context each step runs in).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -87,8 +87,8 @@ impl<'p> SuiteRun<'p> {
             ..Default::default()
         };
         store::save_info(&dir, &info)?;
-        let work = dir.join("work");
-        std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+        let work = store::real_subdir(&dir, Path::new("work"))
+            .with_context(|| format!("creating {}", dir.join("work").display()))?;
         let groups = groups_in_order(plan.jobs.iter().map(|j| &j.key.group));
         let group_jobs = groups
             .iter()

@@ -113,20 +113,18 @@ pub fn resolve(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Writes the baseline; an existing file is replaced only with `force`. Either way the file
-/// appears whole or not at all: it is written under a temporary name, then linked (which fails
-/// if the name exists, so two savers cannot both win) or renamed over the old one.
+/// appears whole or not at all: it is written under an unpredictable temporary name, created
+/// exclusively, then renamed over the old one or, without `force`, renamed only where no file
+/// exists (so two savers cannot both win).
 pub fn save(dir: &Path, baseline: &Baseline, force: bool) -> anyhow::Result<PathBuf> {
     validate_name(&baseline.name)?;
     let path = resolve(dir, &baseline.name);
     let json = serde_json::to_vec_pretty(baseline)?;
-    let tmp = dir.join(format!(".{}.json.new{}", baseline.name, std::process::id()));
-    store::write_atomic(&tmp, &json).with_context(|| format!("writing {}", tmp.display()))?;
     let placed = if force {
-        fs::rename(&tmp, &path)
+        store::write_atomic(&path, &json)
     } else {
-        fs::hard_link(&tmp, &path)
+        store::write_atomic_new(&path, &json)
     };
-    let _ = fs::remove_file(&tmp);
     match placed {
         Ok(()) => Ok(path),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {

@@ -1,8 +1,13 @@
-//! Files on disk: atomic writes, run directories with `results.jsonl` appended after every job, reading runs back, and baselines.
+//! Files on disk: atomic writes (`atomic`), run directories with `results.jsonl` appended after every job, reading runs back, and baselines.
 
+mod atomic;
 pub mod baseline;
 
-use std::fs::{self, OpenOptions};
+pub use atomic::{
+    create_no_follow, open_append, real_subdir, write_atomic, write_atomic_new, write_atomic_under,
+};
+
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -11,39 +16,18 @@ use serde::Serialize;
 
 use crate::records::{Record, RunData, RunInfo};
 
-/// Writes through a temporary file in the same directory, then renames: readers never see half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)
-}
-
 /// Writes `value` as JSON, atomically.
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> anyhow::Result<()> {
     write_atomic(path, &serde_json::to_vec(value)?)
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// Appends one JSON line and syncs it: a crash later loses nothing already measured.
+/// Appends one JSON line and syncs it: a crash later loses nothing already measured. A link at
+/// `path` is refused, not followed.
 pub fn append_jsonl<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     let mut line = serde_json::to_string(value).map_err(io::Error::other)?;
     line.push('\n');
-    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
+    let mut f = open_append(path)?;
     f.write_all(line.as_bytes())?;
     f.sync_data()
 }
@@ -159,16 +143,6 @@ pub fn load_records(dir: &Path) -> anyhow::Result<(Vec<Record>, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("a/b.txt");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
-        assert_eq!(fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
-    }
 
     #[test]
     fn run_dirs_are_unique_and_named_after_suite_and_gpu() {

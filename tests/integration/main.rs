@@ -21,4 +21,5 @@ mod report;
 mod slurm;
 mod steps;
 mod suites;
+mod symlinks;
 mod toolkit;
