@@ -173,6 +173,9 @@ fn parse_shard(text: &str) -> Result<crate::scheduler::Shard, String> {
 fn bounded(s: &str, low: f64, high: f64) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && (low..=high).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && v <= 0.0 && low > 0.0 => Err(format!(
+            "`{s}` is not a positive number: the allowed range is {low} to {high}"
+        )),
         Ok(v) if v.is_finite() => Err(format!(
             "{v} is out of range: the allowed range is {low} to {high}"
         )),

@@ -37,7 +37,7 @@ impl Shard {
         })?;
         if index >= count {
             return Err(format!(
-                "shard index {index} is out of range for {count} shards: the index must be 0 to {} (0/{count} to {}/{count}; shards count from 0, as SLURM_ARRAY_TASK_ID does)",
+                "shard {index}/{count}: the index must be below the count, 0 to {} (0/{count} to {}/{count}; shards count from 0, as SLURM_ARRAY_TASK_ID does)",
                 count - 1,
                 count - 1
             ));
@@ -220,10 +220,7 @@ mod tests {
             assert!(Shard::parse(text).is_err(), "{text}");
         }
         let why = Shard::parse("5/4").unwrap_err();
-        assert!(
-            why.contains("shard index 5") && why.contains("0 to 3"),
-            "{why}"
-        );
+        assert!(why.contains("shard 5/4") && why.contains("0 to 3"), "{why}");
     }
 
     #[test]
