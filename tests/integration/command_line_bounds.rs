@@ -400,3 +400,37 @@ fn stored_medians_of_every_extreme_keep_every_report_format_readable() {
         }
     }
 }
+
+#[test]
+fn a_shard_of_several_suites_writes_a_run_for_each_suite_it_holds_no_job_of() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("runs");
+    // 12 jobs in 20 shards: shard 19 holds none of either suite, yet each suite's merge needs it.
+    let a = mock(
+        d.path(),
+        &[
+            "run",
+            "--suite",
+            "search-sort,warp-divergence",
+            "--shard",
+            "19/20",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    )
+    .success();
+    let printed = text(&a.get_output().stdout);
+    let dirs: Vec<&str> = printed.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(dirs.len(), 2, "{printed}");
+    for dir in dirs {
+        let info: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(Path::new(dir).join("run.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(info["shard"]["index"], 19, "{info}");
+        assert!(
+            info["finished"].is_string(),
+            "an empty shard's run is finished: {info}"
+        );
+    }
+}
