@@ -43,12 +43,25 @@ pub struct Cli {
     pub mock_slow: Vec<(String, f64)>,
 }
 
+/// The command line as a run records it (`run.json`'s `command`): the arguments joined by
+/// spaces, a byte that is not UTF-8 shown as U+FFFD.
+pub fn command_line(args: impl IntoIterator<Item = std::ffi::OsString>) -> String {
+    args.into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `--gpus`: every GPU of the host, or these indices.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuSelection {
     All,
     Indices(Vec<u32>),
 }
+
+/// The highest GPU index `--gpu` and `--gpus` accept: CUDA numbers a host's GPUs from 0, and no
+/// host has a thousand (a list of `--gpus` is then at most 1024 indices long).
+pub const MAX_GPU_INDEX: u32 = 1023;
 
 fn gpu_selection(s: &str) -> Result<GpuSelection, String> {
     if s.trim() == "all" {
@@ -57,6 +70,11 @@ fn gpu_selection(s: &str) -> Result<GpuSelection, String> {
     let mut indices: Vec<u32> = Vec::new();
     for part in s.split(',') {
         let i: u32 = part.trim().parse().map_err(|_| format!("`{part}` is not a GPU index: write `all` or indices such as 0,2 (as nvidia-smi numbers them)"))?;
+        if i > MAX_GPU_INDEX {
+            return Err(format!(
+                "GPU index {i} is out of range: indices are 0 to {MAX_GPU_INDEX}"
+            ));
+        }
         if indices.contains(&i) {
             return Err(format!(
                 "GPU {i} is named twice: a GPU runs one job at a time"
@@ -71,7 +89,7 @@ fn slowdown(s: &str) -> Result<(String, f64), String> {
     let (variant, factor) = s
         .split_once('=')
         .ok_or_else(|| format!("`{s}` is not VARIANT=FACTOR"))?;
-    Ok((variant.to_string(), positive(factor)?))
+    Ok((variant.to_string(), bounded(factor, 1e-6, 1e6)?))
 }
 
 /// `gpu-lab compare --format`.
@@ -106,8 +124,8 @@ pub struct SuiteArgs {
     /// Extra directories holding user suites (DIR/<suite>/suite.toml).
     #[arg(long)]
     pub suite_dir: Vec<PathBuf>,
-    /// GPU index (PCI bus order, as nvidia-smi numbers them).
-    #[arg(long, default_value_t = 0)]
+    /// GPU index (PCI bus order, as nvidia-smi numbers them), 0 to 1023.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=MAX_GPU_INDEX as i64))]
     pub gpu: u32,
     /// Several GPUs of this host: `all` or indices (`0,2`). Jobs go to whichever GPU is free, one
     /// at a time per GPU; each GPU measures its own bounds; ncu passes run side by side. GPUs of
@@ -123,11 +141,11 @@ pub struct SuiteArgs {
     /// Seed of the random inputs (recorded in the run).
     #[arg(long, default_value_t = 20261122)]
     pub seed: u64,
-    /// Most seconds of sampling per job.
-    #[arg(long, default_value_t = 1.5, value_parser = positive)]
+    /// Most seconds of sampling per job (over 0, at most 3600).
+    #[arg(long, default_value_t = 1.5, value_parser = max_seconds)]
     pub max_seconds: f64,
-    /// Noise target: stop once the median's 95% CI half-width is under this percentage.
-    #[arg(long, default_value_t = 0.5, value_parser = positive)]
+    /// Noise target: stop once the median's 95% CI half-width is under this percentage (over 0, at most 100).
+    #[arg(long, default_value_t = 0.5, value_parser = percent)]
     pub noise: f64,
     /// L2 state while timing: `cold` flushes it before every sample, `warm` reuses it (default: the suite's `cache`, else warm).
     #[arg(long, value_enum)]
@@ -138,7 +156,8 @@ pub struct SuiteArgs {
     pub rounds: u32,
     /// Also verify a launch between every K timed samples (same module state, inputs restored):
     /// a kernel that goes wrong while being timed is caught. 0: only before and after timing.
-    #[arg(long, default_value_t = 0)]
+    /// At most 300, the most samples a job takes.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=300))]
     pub verify_every: u32,
     /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
     /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
@@ -150,11 +169,41 @@ fn parse_shard(text: &str) -> Result<crate::scheduler::Shard, String> {
     crate::scheduler::Shard::parse(text)
 }
 
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a positive number")),
+/// A number in `[low, high]` (`low` > 0: a positive one), or why not with the range.
+fn bounded(s: &str, low: f64, high: f64) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (low..=high).contains(&v) => Ok(v),
+        Ok(v) if v.is_finite() && v <= 0.0 && low > 0.0 => Err(format!(
+            "`{s}` is not a positive number: the allowed range is {low} to {high}"
+        )),
+        Ok(v) if v.is_finite() => Err(format!(
+            "{v} is out of range: the allowed range is {low} to {high}"
+        )),
+        _ => Err(format!(
+            "`{s}` is not a number: write one from {low} to {high}"
+        )),
     }
+}
+
+/// `--max-seconds`: over 0, at most an hour (a job's child is killed after `--timeout` anyway).
+fn max_seconds(s: &str) -> Result<f64, String> {
+    bounded(s, 1e-3, 3600.0)
+}
+
+/// A percentage threshold or target: over 0, at most 100.
+fn percent(s: &str) -> Result<f64, String> {
+    bounded(s, 1e-6, 100.0)
+}
+
+/// `--noise-threshold`: over 0, at most 1000% (a job ten times slower); more would print
+/// bounds no reference format can hold.
+fn noise_threshold(s: &str) -> Result<f64, String> {
+    bounded(s, 1e-6, 1000.0)
+}
+
+/// `--noise-floor-us`: 0 to an hour in microseconds.
+fn noise_floor_us(s: &str) -> Result<f64, String> {
+    bounded(s, 0.0, 3.6e9)
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,8 +231,8 @@ pub enum Command {
         variant: Vec<String>,
         #[arg(long)]
         suite_dir: Vec<PathBuf>,
-        /// Number of shards.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        /// Number of shards (1 to 10000).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=crate::scheduler::MAX_SHARDS as i64))]
         shards: u32,
     },
     /// Join the shard runs of one plan (`run --shard I/N` on several machines) into one run
@@ -271,8 +320,8 @@ pub enum Command {
         child: ChildArgs,
         #[arg(long)]
         seed: u64,
-        /// With N > 0: run each job once unprofiled, then N times inside cuProfilerStart/Stop.
-        #[arg(long, default_value_t = 0)]
+        /// With N > 0: run each job once unprofiled, then N times inside cuProfilerStart/Stop (as `--duration-runs`, at most 100).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
         profiled_runs: u32,
     },
     /// Child process: measure the copy bounds for a byte count.
@@ -344,10 +393,10 @@ pub enum BaselineAction {
         #[arg(long, default_value = crate::store::baseline::DEFAULT_DIR)]
         dir: PathBuf,
         /// Noise threshold in percent (as `check --noise-threshold`).
-        #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_THRESHOLD_PCT, value_parser = positive)]
+        #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_THRESHOLD_PCT, value_parser = noise_threshold)]
         noise_threshold: f64,
         /// Noise floor in microseconds (as `check --noise-floor-us`).
-        #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = non_negative)]
+        #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = noise_floor_us)]
         noise_floor_us: f64,
     },
     /// The stored baselines: suite, GPU, jobs, when and from which run.
@@ -376,11 +425,11 @@ pub struct CheckArgs {
     /// With --suite: time only, even when the baseline has counters (they are then not compared).
     #[arg(long)]
     pub no_profile: bool,
-    /// Noise threshold in percent: a time change counts only when its whole 95% interval lies beyond it.
-    #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_THRESHOLD_PCT, value_parser = positive)]
+    /// Noise threshold in percent (over 0, at most 1000): a time change counts only when its whole 95% interval lies beyond it.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_THRESHOLD_PCT, value_parser = noise_threshold)]
     pub noise_threshold: f64,
-    /// Noise floor in microseconds: the threshold of a job is at least this over its baseline median.
-    #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = non_negative)]
+    /// Noise floor in microseconds (0 to 3.6e9): the threshold of a job is at least this over its baseline median.
+    #[arg(long, default_value_t = crate::compare::DEFAULT_NOISE_FLOOR_US, value_parser = noise_floor_us)]
     pub noise_floor_us: f64,
     /// Clock a job's time is normalised by where clocks differ: auto = memory clock for data movement (bytes, no flops), SM clock otherwise.
     #[arg(long, value_enum, default_value_t = Normalize::Auto)]
@@ -393,13 +442,6 @@ pub struct CheckArgs {
     pub allow_cache_mismatch: bool,
     #[arg(long, value_enum, default_value_t = crate::compare::Format::Md)]
     pub format: crate::compare::Format,
-}
-
-fn non_negative(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a number >= 0")),
-    }
 }
 
 pub const NCU_HELP: &str = "The program's own output and ncu's messages go to stderr, between two marker lines; the table goes to stdout.

@@ -8,7 +8,10 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    // `args_os`: a path that is not UTF-8 (Linux allows any bytes) must not panic here; clap
+    // takes such a path as it is, refuses it as a text argument (a suite or baseline name), and
+    // the recorded command line shows its stray bytes as U+FFFD.
+    let command_line = gpu_lab::cli::command_line(std::env::args_os());
     let cli = gpu_lab::cli::Cli::parse();
     let code = gpu_lab::cmd::dispatch(cli, command_line).unwrap_or_else(|e| {
         eprintln!("error: {e}");

@@ -112,11 +112,22 @@ fn export(name: &str, dir: &Path, threshold: f64, floor_ms: f64) -> anyhow::Resu
         .gpu
         .clone()
         .unwrap_or_else(|| "unknown GPU".into());
-    print!(
-        "{}",
-        crate::compare::reframe::references(name, &gpu, &b.run.suite, &jobs, threshold, floor_ms)
-    );
-    Ok(exit::OK)
+    let module =
+        crate::compare::reframe::references(name, &gpu, &b.run.suite, &jobs, threshold, floor_ms);
+    print!("{}", module.text);
+    // A number Python cannot read back is never printed: such a job has no reference, and the
+    // export says so and exits as a run with some failed jobs does.
+    for left in &module.left_out {
+        eprintln!(
+            "warning: no ReFrame reference for `{}`: {}\n  fix: check or re-save baseline {name} (`gpu-lab baseline save {name} --force --from RUN`)",
+            left.id, left.reason
+        );
+    }
+    Ok(if module.left_out.is_empty() {
+        exit::OK
+    } else {
+        exit::JOBS_FAILED
+    })
 }
 
 fn list(dir: &Path) -> anyhow::Result<i32> {

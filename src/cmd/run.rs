@@ -126,6 +126,14 @@ pub fn plan(
     for (s, (n, cost)) in totals.iter().enumerate() {
         eprintln!("shard {s}/{shards}: {n} jobs, expected cost {cost:.3e}");
     }
+    if shards > jobs.len() {
+        eprintln!(
+            "note: {shards} shards for {} jobs: shards {} to {} hold none; each still writes a run with no job, which `merge` accepts",
+            jobs.len(),
+            jobs.len(),
+            shards - 1
+        );
+    }
     Ok(exit::OK)
 }
 

@@ -10,6 +10,49 @@ pub struct Reference<'a> {
     pub own_threshold: Option<f64>,
 }
 
+/// The shortest median a reference may hold, in ms (1 ps): no GPU launch is shorter, and over
+/// a smaller one (a denormal, from an edited baseline) the floor's share of the median is
+/// infinite, which Python cannot read back (`inf` is a NameError).
+pub const MIN_MEDIAN_MS: f64 = 1e-9;
+/// The longest median a reference may hold, in ms (about 11.6 days: `--timeout` stops a job at one).
+pub const MAX_MEDIAN_MS: f64 = 1e9;
+
+/// A job left out of the references, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeftOut {
+    pub id: String,
+    pub reason: String,
+}
+
+/// The module, and the jobs it holds no reference for.
+#[derive(Debug, Clone)]
+pub struct Module {
+    pub text: String,
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A job's median and bounds as the module prints them, or why it has none: every number
+/// printed is finite, so the module always imports.
+fn reference_numbers(job: &Reference, threshold: f64, floor_ms: f64) -> Result<(f64, f64), String> {
+    let m = job.median_ms;
+    if !(m.is_finite() && (MIN_MEDIAN_MS..=MAX_MEDIAN_MS).contains(&m)) {
+        return Err(format!(
+            "its median {m:e} ms is not a time a GPU measures ({MIN_MEDIAN_MS:e} to {MAX_MEDIAN_MS:e} ms)"
+        ));
+    }
+    let own = job.own_threshold.unwrap_or(0.0);
+    if !own.is_finite() {
+        return Err(format!("its own noise threshold {own} is not a number"));
+    }
+    let t = super::timing::threshold(threshold.max(own), floor_ms, m);
+    if !t.is_finite() {
+        return Err(format!(
+            "its bounds (a fraction {t} of the median) are not finite"
+        ));
+    }
+    Ok((m, t))
+}
+
 /// A Python string literal.
 fn py(text: &str) -> String {
     let mut out = String::from("'");
@@ -29,6 +72,7 @@ fn py(text: &str) -> String {
 /// A Python module defining `GPU_LAB_REFERENCES = {gpu model: {'suite/job': (median, -t, +t, 'ms')}}`,
 /// the threshold t of each job as `check` computes it: the relative threshold (or the job's own
 /// where that is more), or the absolute floor over the job's median where that is more. ReFrame thresholds are fractions of the value.
+/// A job whose numbers could not be printed as finite Python floats is left out, with why.
 pub fn references(
     name: &str,
     gpu: &str,
@@ -36,7 +80,8 @@ pub fn references(
     jobs: &[Reference],
     threshold: f64,
     floor_ms: f64,
-) -> String {
+) -> Module {
+    let mut left_out = Vec::new();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -54,26 +99,31 @@ pub fn references(
         floor_ms * 1e3
     );
     let _ = writeln!(out, "GPU_LAB_REFERENCES = {{\n    {}: {{", py(gpu));
-    for j in jobs
-        .iter()
-        .filter(|j| j.median_ms.is_finite() && j.median_ms > 0.0)
-    {
-        let t = super::timing::threshold(
-            threshold.max(j.own_threshold.unwrap_or(0.0)),
-            floor_ms,
-            j.median_ms,
-        );
+    for j in jobs {
+        let (median, t) = match reference_numbers(j, threshold, floor_ms) {
+            Ok(numbers) => numbers,
+            Err(reason) => {
+                left_out.push(LeftOut {
+                    id: format!("{suite}/{}", j.id),
+                    reason,
+                });
+                continue;
+            }
+        };
         let _ = writeln!(
             out,
             "        {}: ({:.6e}, {:.4}, {:.4}, 'ms'),",
             py(&format!("{suite}/{}", j.id)),
-            j.median_ms,
+            median,
             -t,
             t
         );
     }
     out.push_str("    },\n}\n");
-    out
+    Module {
+        text: out,
+        left_out,
+    }
 }
 
 #[cfg(test)]
@@ -104,7 +154,7 @@ mod tests {
                 own_threshold: Some(0.2),
             },
         ];
-        let text = references(
+        let module = references(
             "h100",
             "NVIDIA H100 80GB HBM3",
             "transpose",
@@ -112,6 +162,8 @@ mod tests {
             0.07,
             0.001,
         );
+        let text = module.text;
+        assert_eq!(module.left_out.len(), 1, "the job without a time");
         assert!(text.contains("'NVIDIA H100 80GB HBM3': {"), "{text}");
         assert!(
             text.contains(
@@ -132,5 +184,69 @@ mod tests {
             text.contains("'transpose/pageable': (1.000000e0, -0.2000, 0.2000, 'ms'),"),
             "a suite's own threshold widens the bounds: {text}"
         );
+    }
+
+    fn one(median_ms: f64, own_threshold: Option<f64>) -> Module {
+        let jobs = [Reference {
+            id: "j",
+            median_ms,
+            own_threshold,
+        }];
+        references("b", "GPU", "s", &jobs, 0.07, 0.001)
+    }
+
+    #[test]
+    fn a_denormal_median_gets_no_reference_and_the_module_holds_no_inf() {
+        for median in [
+            1e-320,
+            5e-324,
+            1e-300,
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            1e300,
+        ] {
+            let module = one(median, None);
+            assert!(
+                !module.text.contains("'s/j'"),
+                "{median:e}: {}",
+                module.text
+            );
+            assert!(!module.text.contains("inf") && !module.text.contains("NaN"));
+            assert_eq!(module.left_out.len(), 1, "{median:e}");
+            assert!(
+                module.left_out[0]
+                    .reason
+                    .contains("not a time a GPU measures"),
+                "{:?}",
+                module.left_out
+            );
+        }
+    }
+
+    #[test]
+    fn a_median_at_either_end_of_the_range_prints_finite_bounds() {
+        for median in [MIN_MEDIAN_MS, MAX_MEDIAN_MS] {
+            let module = one(median, None);
+            assert!(module.left_out.is_empty(), "{median:e}");
+            let line = module.text.lines().find(|l| l.contains("'s/j'")).unwrap();
+            let numbers = line
+                .split_once('(')
+                .and_then(|(_, rest)| rest.split_once(", 'ms')"))
+                .unwrap()
+                .0;
+            for n in numbers.split(", ") {
+                assert!(n.parse::<f64>().unwrap().is_finite(), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_stored_threshold_that_is_not_a_number_leaves_the_job_out() {
+        let module = one(1.0, Some(f64::INFINITY));
+        assert_eq!(module.left_out.len(), 1);
+        assert!(module.left_out[0].reason.contains("own noise threshold"));
+        assert!(one(1.0, Some(f64::NAN)).left_out.len() == 1);
     }
 }

@@ -73,6 +73,7 @@ pub fn run_sharing(
         pass_ready: Condvar::new(),
         stop: AtomicBool::new(false),
     };
+    dispatch.finish_empty_shards()?;
     on_every_lane(
         lanes,
         &envs,
@@ -93,7 +94,9 @@ pub fn run_sharing(
     Ok(rules::run_exit_code(&p.codes))
 }
 
-/// Opens the run directory of every plan with a job in it, in plan order.
+/// Opens the run directory of every plan with a job in it, in plan order; in a shard run, of
+/// every plan (a shard without a job of a suite still records that it ran: see
+/// `Dispatch::finish_empty_shards`).
 fn open_suites<'p>(
     plans: &'p [SuitePlan<'p>],
     settings: &RunSettings,
@@ -101,7 +104,10 @@ fn open_suites<'p>(
 ) -> anyhow::Result<(Vec<SuiteRun<'p>>, Vec<RunInfo>)> {
     let mut suites = Vec::new();
     let mut infos = Vec::new();
-    for plan in plans.iter().filter(|p| !p.jobs.is_empty()) {
+    for plan in plans
+        .iter()
+        .filter(|p| settings.shard.is_some() || !p.jobs.is_empty())
+    {
         let (suite, info) = SuiteRun::open(plan, settings, envs)?;
         suites.push(suite);
         infos.push(info);
@@ -442,6 +448,32 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
         drop(busy);
         drop(self.lock());
         self.pass_ready.notify_all();
+    }
+
+    /// Finishes at once the run of each suite this shard holds no job of: `merge` needs a run of
+    /// every shard of a plan, so a plan of more shards than jobs (a Slurm array sized for the
+    /// cluster, not the suite) still merges, and the array's tasks all succeed.
+    fn finish_empty_shards(&self) -> anyhow::Result<()> {
+        let mut p = self.lock();
+        for (si, sr) in self.suites.iter().enumerate() {
+            if !sr.plan.jobs.is_empty() {
+                continue;
+            }
+            sr.began.get_or_init(|| (Instant::now(), now()));
+            // An empty results file: a run that recorded nothing because it held nothing, not
+            // one that stopped before its first record.
+            store::write_atomic(&sr.dir.join(store::RESULTS), b"")?;
+            if let (false, Some(shard)) = (self.settings.quiet, &self.settings.shard) {
+                eprintln!(
+                    "note: shard {}/{} holds no job of suite {}: its run records the shard with no job, so `merge` finds every shard",
+                    shard.index,
+                    shard.count,
+                    sr.plan.suite.name()
+                );
+            }
+            self.finish_if_done(&mut p, si)?;
+        }
+        Ok(())
     }
 
     /// A suite is finished when every group is timed and every pass has run: its `run.json` gets

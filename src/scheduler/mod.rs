@@ -21,4 +21,4 @@ pub use dispatch::{run, run_sharing};
 pub use host_share::HostShare;
 pub use planning::{ProfileRequest, RunSettings, SuitePlan, plan, screen};
 pub use reports::{render_reports, write_timelines};
-pub use shards::{Shard, expected_cost, keep_shard, pools_by_model, shard_of};
+pub use shards::{MAX_SHARDS, Shard, expected_cost, keep_shard, pools_by_model, shard_of};

@@ -12,26 +12,48 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// The most shards a plan may have (`--shard I/N`, `plan --shards N`): far more than any
+/// Slurm array or indexed Job runs at once, and small enough that a shard table never grows
+/// with a number typed on the command line.
+pub const MAX_SHARDS: usize = 10_000;
+
 impl Shard {
-    /// `I/N` with 0 <= I < N.
+    /// `I/N` with 0 <= I < N <= `MAX_SHARDS`, each a plain decimal number.
     pub fn parse(text: &str) -> Result<Shard, String> {
         let (i, n) = text.split_once('/').ok_or_else(|| format!("`{text}` is not a shard: write I/N, for example 0/4 (shards count from 0, as SLURM_ARRAY_TASK_ID does)"))?;
-        let (index, count): (usize, usize) = (
-            i.trim()
-                .parse()
-                .map_err(|_| format!("shard index `{i}` is not a whole number"))?,
-            n.trim()
-                .parse()
-                .map_err(|_| format!("shard count `{n}` is not a whole number"))?,
-        );
-        if count == 0 || index >= count {
+        let count = decimal(n).ok_or_else(|| {
+            format!("shard count `{n}` is not a whole number from 1 to {MAX_SHARDS}")
+        })?;
+        if count == 0 || count > MAX_SHARDS {
             return Err(format!(
-                "shard {index}/{count}: the index must be below the count (0/{count} to {}/{count})",
-                count.max(1) - 1
+                "shard count {count} is out of range: a plan has 1 to {MAX_SHARDS} shards"
+            ));
+        }
+        let index = decimal(i).ok_or_else(|| {
+            format!(
+                "shard index `{i}` is not a whole number from 0 to {}",
+                count - 1
+            )
+        })?;
+        if index >= count {
+            return Err(format!(
+                "shard {index}/{count}: the index must be below the count, 0 to {} (0/{count} to {}/{count}; shards count from 0, as SLURM_ARRAY_TASK_ID does)",
+                count - 1,
+                count - 1
             ));
         }
         Ok(Shard { index, count })
     }
+}
+
+/// A decimal number of ASCII digits, blanks around it allowed; no sign, and no more than 18
+/// digits (no shard needs them), so a long number is refused rather than wrapped or saturated.
+fn decimal(text: &str) -> Option<usize> {
+    let digits = text.trim();
+    if digits.is_empty() || digits.len() > 18 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// What a job is expected to cost, for balancing shards: its declared bytes and flops (a memory
@@ -41,24 +63,48 @@ pub fn expected_cost(job: &JobSpec) -> f64 {
 }
 
 /// Which shard each job goes to: the most expensive first, each to the shard with the least
-/// cost so far (ties by suite and job id, so the split depends only on the jobs, not their order).
+/// cost so far (ties by suite and job id, so the split depends only on the jobs, not their order;
+/// among shards of equal cost, the lowest index). Every job costs more than nothing, so only the
+/// first `min(count, jobs)` shards ever get one: the others are never allocated.
 pub fn shard_of(jobs: &[&JobSpec], count: usize) -> Vec<usize> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by(|&a, &b| {
         expected_cost(jobs[b])
             .total_cmp(&expected_cost(jobs[a]))
             .then_with(|| (&jobs[a].suite, jobs[a].id()).cmp(&(&jobs[b].suite, jobs[b].id())))
     });
-    let mut load = vec![0.0f64; count.max(1)];
+    let used = count.min(jobs.len()).max(1);
+    let mut lightest: BinaryHeap<Reverse<(Load, usize)>> =
+        (0..used).map(|s| Reverse((Load(0.0), s))).collect();
     let mut shard = vec![0usize; jobs.len()];
     for j in order {
-        let lightest = (0..load.len())
-            .min_by(|&a, &b| load[a].total_cmp(&load[b]))
-            .unwrap_or(0);
-        shard[j] = lightest;
-        load[lightest] += expected_cost(jobs[j]);
+        let Some(Reverse((Load(load), s))) = lightest.pop() else {
+            break;
+        };
+        shard[j] = s;
+        lightest.push(Reverse((Load(load + expected_cost(jobs[j])), s)));
     }
     shard
+}
+
+/// A shard's cost so far, ordered by `f64::total_cmp` (costs are finite and positive).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Load(f64);
+
+impl Eq for Load {}
+
+impl PartialOrd for Load {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Load {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
 }
 
 /// The GPUs of a host grouped by model, in the order first seen (`models[i]` is GPU i's model):
@@ -127,9 +173,70 @@ mod tests {
         assert_eq!(Shard::parse(" 0 / 2 "), Ok(Shard { index: 0, count: 2 }));
         let too_far = Shard::parse("4/4").unwrap_err();
         assert!(too_far.contains("0/4 to 3/4"), "{too_far}");
-        assert!(Shard::parse("0/0").is_err());
         assert!(Shard::parse("3").unwrap_err().contains("write I/N"));
         assert!(Shard::parse("a/2").unwrap_err().contains("shard index `a`"));
+    }
+
+    #[test]
+    fn a_shard_count_of_zero_names_the_allowed_range_not_the_refused_value() {
+        let why = Shard::parse("0/0").unwrap_err();
+        assert!(why.contains("1 to 10000"), "{why}");
+        assert!(!why.contains("0/0 to"), "{why}");
+    }
+
+    #[test]
+    fn a_huge_shard_count_is_refused_before_anything_is_allocated() {
+        for text in [
+            "0/18446744073709551615",
+            "0/1000000000",
+            "0/10001",
+            "0/99999999999999999999999",
+        ] {
+            let why = Shard::parse(text).unwrap_err();
+            assert!(why.contains("1 to 10000"), "{text}: {why}");
+        }
+        assert_eq!(
+            Shard::parse("9999/10000"),
+            Ok(Shard {
+                index: 9999,
+                count: 10000
+            })
+        );
+    }
+
+    #[test]
+    fn a_shard_index_past_the_count_is_refused_not_wrapped() {
+        for text in [
+            "4/4",
+            "5/4",
+            "18446744073709551615/4",
+            "18446744073709551616/4",
+            "+1/4",
+            "1/+4",
+            "-1/4",
+            "0x1/4",
+            "1.0/4",
+        ] {
+            assert!(Shard::parse(text).is_err(), "{text}");
+        }
+        let why = Shard::parse("5/4").unwrap_err();
+        assert!(why.contains("shard 5/4") && why.contains("0 to 3"), "{why}");
+    }
+
+    #[test]
+    fn more_shards_than_jobs_leaves_the_extra_shards_empty_and_allocates_only_the_used_ones() {
+        let suite = transpose();
+        let jobs: Vec<&JobSpec> = suite.jobs.iter().take(3).collect();
+        let few = shard_of(&jobs, 3);
+        let many = shard_of(&jobs, usize::MAX);
+        assert_eq!(few, many, "shards past the job count change nothing");
+        let mut sorted = many.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            [0, 1, 2],
+            "one job per shard, the first shards first"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod common;
 mod architecture;
 mod check;
 mod cli;
+mod command_line_bounds;
 mod cxx;
 mod file_graph;
 mod hardening;

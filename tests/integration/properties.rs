@@ -22,6 +22,25 @@ fn config() -> ProptestConfig {
     }
 }
 
+/// What a `--shard` value is made of.
+const SHARD: &[&str] = &[
+    "0",
+    "1",
+    "/",
+    "4",
+    "10000",
+    "10001",
+    "18446744073709551615",
+    "18446744073709551616",
+    "-",
+    "+",
+    " ",
+    "٣",
+    "0x1",
+    "1e3",
+    "\u{0}",
+];
+
 /// Text that looks like what each reader takes: its own tokens, mixed with anything.
 fn tokens(words: &'static [&'static str]) -> impl Strategy<Value = String> {
     prop::collection::vec(
@@ -167,6 +186,21 @@ fn real_baseline() -> &'static str {
 
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn shard_strings_parse_in_range_or_fail_cleanly(text in prop_oneof![
+        tokens(SHARD),
+        (any::<u64>(), any::<u64>()).prop_map(|(i, n)| format!("{i}/{n}")),
+        (0u64..20_000, 0u64..20_000).prop_map(|(i, n)| format!("{i}/{n}")),
+    ]) {
+        match gpu_lab::scheduler::Shard::parse(&text) {
+            Ok(s) => {
+                prop_assert!(s.index < s.count && s.count <= gpu_lab::scheduler::MAX_SHARDS, "{text}: {s:?}");
+                prop_assert_eq!(gpu_lab::scheduler::Shard::parse(&format!("{}/{}", s.index, s.count)), Ok(s));
+            }
+            Err(why) => prop_assert!(!why.is_empty()),
+        }
+    }
 
     #[test]
     fn expressions_evaluate_or_fail_cleanly(text in tokens(EXPR)) {
