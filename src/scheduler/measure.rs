@@ -9,6 +9,7 @@ use crate::records::{
     BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, JobRecord, JobStatus,
 };
 use crate::stats;
+use crate::store::{FileKind, read_regular};
 use crate::suite::{JobSpec, Suite};
 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
@@ -183,7 +184,11 @@ pub(super) fn run_job(
                 // work/ goes when the run ends; a failed job's whole log stays.
                 let kept = ctx.dir.join("logs").join(format!("{tag}.log"));
                 if std::fs::create_dir_all(ctx.dir.join("logs"))
-                    .and_then(|_| std::fs::copy(log, &kept))
+                    .and_then(|_| {
+                        let text =
+                            read_regular(log, FileKind::LOG).map_err(std::io::Error::other)?;
+                        std::fs::write(&kept, text)
+                    })
                     .is_ok()
                 {
                     message.push_str(&format!("\n(full log: logs/{tag}.log)"));
