@@ -185,9 +185,9 @@ pub(super) fn run_job(
                 let kept = ctx.dir.join("logs").join(format!("{tag}.log"));
                 if std::fs::create_dir_all(ctx.dir.join("logs"))
                     .and_then(|_| {
-                        let text =
+                        let bytes =
                             read_regular(log, FileKind::LOG).map_err(std::io::Error::other)?;
-                        std::fs::write(&kept, text)
+                        std::fs::write(&kept, bytes)
                     })
                     .is_ok()
                 {

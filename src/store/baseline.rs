@@ -209,12 +209,7 @@ pub fn list(dir: &Path) -> anyhow::Result<Vec<(PathBuf, anyhow::Result<Baseline>
             && let Some(refused) = e
                 .chain()
                 .filter_map(|c| c.downcast_ref::<store::ReadError>())
-                .find(|r| {
-                    matches!(
-                        r,
-                        store::ReadError::NotRegular { .. } | store::ReadError::TooLarge { .. }
-                    )
-                })
+                .find(|r| r.is_refused())
         {
             bail!("cannot list the baselines in {}: {refused}", dir.display());
         }

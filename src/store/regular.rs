@@ -119,6 +119,14 @@ impl ReadError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, ReadError::Find(e) | ReadError::Open(e) if e.kind() == io::ErrorKind::NotFound)
     }
+
+    /// gpu-lab refused the file (not a regular one, or past its limit), as against failing to read it.
+    pub fn is_refused(&self) -> bool {
+        matches!(
+            self,
+            ReadError::NotRegular { .. } | ReadError::TooLarge { .. }
+        )
+    }
 }
 
 /// What a file that is not a regular one is, for the message that refuses it.
