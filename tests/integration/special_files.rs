@@ -104,7 +104,7 @@ fn report_refuses_a_special_run_json_or_results_file_without_hanging() {
 }
 
 #[test]
-fn a_results_file_past_its_size_limit_is_refused_before_it_is_read() {
+fn a_results_file_past_its_size_limit_is_refused_naming_the_limit() {
     let d = tempfile::tempdir().unwrap();
     let run = copied_run(d.path(), "run");
     // Sparse: no disk is spent, and reading it would cost more than a gigabyte of memory.
