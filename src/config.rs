@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use crate::metrics::Catalog;
 use crate::profiler::NcuSearch;
+use crate::store::{FileKind, read_regular_text};
 
 /// Everything below `cmd/` needs from outside the program, read once.
 #[derive(Debug, Clone)]
@@ -120,7 +121,7 @@ impl Config {
 fn catalog(user_files: &[PathBuf]) -> anyhow::Result<Catalog> {
     let mut c = Catalog::builtin()?;
     for file in user_files {
-        let text = std::fs::read_to_string(file)
+        let text = read_regular_text(file, FileKind::METRIC_DEFINITIONS)
             .with_context(|| format!("reading metric definitions {}\n  fix: pass an existing TOML file to --metrics-file (format: docs/metrics.md)", file.display()))?;
         c.add_toml(&file.display().to_string(), &text)?;
     }

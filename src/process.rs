@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use wait_timeout::ChildExt;
 
+use crate::store::{FileKind, ReadError, read_regular, read_regular_text};
+
 /// Lines of output an error keeps: the end of a child's output holds its error chain, and an NVRTC
 /// log can be long.
 pub const TAIL_LINES: usize = 40;
@@ -191,7 +193,7 @@ fn run_to_log(
     let status = wait(&mut child, timeout)?;
     Ok((
         status,
-        std::fs::read_to_string(path).unwrap_or_default(),
+        read_regular_text(path, FileKind::LOG).unwrap_or_default(),
         String::new(),
     ))
 }
@@ -304,10 +306,7 @@ pub fn output(cmd: &mut Command) -> Result<Finished, CommandError> {
 #[derive(Debug, thiserror::Error)]
 pub enum ResultError {
     #[error("the child exited cleanly but left no readable result at {}: {source}", .path.display())]
-    Missing {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Missing { path: PathBuf, source: ReadError },
     #[error("the child's result {} is not valid: {source}", .path.display())]
     Invalid {
         path: PathBuf,
@@ -317,10 +316,11 @@ pub enum ResultError {
 
 /// Reads a JSON result a child wrote; a child that exited 0 without one failed all the same.
 pub fn read_result<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ResultError> {
-    let bytes = std::fs::read(path).map_err(|source| ResultError::Missing {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes =
+        read_regular(path, FileKind::CHILD_MESSAGE).map_err(|source| ResultError::Missing {
+            path: path.to_path_buf(),
+            source,
+        })?;
     serde_json::from_slice(&bytes).map_err(|source| ResultError::Invalid {
         path: path.to_path_buf(),
         source,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::image::{Compiled, Image};
-use crate::store::{real_subdir, write_atomic, write_json};
+use crate::store::{FileKind, read_regular, real_subdir, write_atomic, write_json};
 use crate::suite::sources::hex;
 
 /// What the cache keeps beside an image.
@@ -37,9 +37,11 @@ pub fn cache_key(source: &str, options: &[String], kernels: &[String], compiler:
 }
 
 pub(super) fn read_cache(base: &Path) -> Option<Compiled> {
-    let entry: CacheEntry =
-        serde_json::from_slice(&std::fs::read(base.with_extension("json")).ok()?).ok()?;
-    let bytes = std::fs::read(base.with_extension("image")).ok()?;
+    let entry: CacheEntry = serde_json::from_slice(
+        &read_regular(&base.with_extension("json"), FileKind::COMPILED).ok()?,
+    )
+    .ok()?;
+    let bytes = read_regular(&base.with_extension("image"), FileKind::COMPILED).ok()?;
     let image = match (entry.cubin, entry.device_runtime) {
         (true, _) => Image::Cubin(bytes),
         (false, None) => Image::Ptx(String::from_utf8(bytes).ok()?),

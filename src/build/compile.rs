@@ -12,6 +12,7 @@ use super::nvrtc::nvrtc_compile;
 use super::plan::{BuildPlan, caps_registers};
 use super::toolkit::{Toolkit, nvcc_version, nvrtc_version};
 use crate::cxx;
+use crate::store::{FileKind, read_regular_text};
 use crate::suite::sources::local_includes;
 use crate::suite::{Compiler, Program};
 
@@ -32,9 +33,11 @@ impl Source<'_> {
     /// build would be slow).
     fn read(program: &Program) -> Result<Source<'_>, BuildError> {
         let path = &program.source_path;
-        let text = std::fs::read_to_string(path).map_err(|source| BuildError::Source {
-            path: path.clone(),
-            source,
+        let text = read_regular_text(path, FileKind::KERNEL_SOURCE).map_err(|source| {
+            BuildError::Source {
+                path: path.clone(),
+                source,
+            }
         })?;
         let own_options: Vec<String> = program
             .include_dirs

@@ -7,7 +7,7 @@ pub enum BuildError {
     #[error("cannot read kernel source {path}: {source}")]
     Source {
         path: PathBuf,
-        source: std::io::Error,
+        source: crate::store::ReadError,
     },
     #[error("{compiler} could not compile {path} with options [{options}]:\n{log}")]
     Compile {

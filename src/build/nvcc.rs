@@ -8,6 +8,7 @@ use super::error::BuildError;
 use super::plan::BuildPlan;
 use crate::cxx;
 use crate::process::{self, Output};
+use crate::store::{FileKind, read_regular};
 
 /// The source nvcc compiles: the user's file, included unmodified, and one use of each kernel by
 /// address, which instantiates a template kernel the file only declares.
@@ -74,7 +75,7 @@ pub(super) fn nvcc_compile(
             log: e.output_tail().unwrap_or(&e.to_string()).to_string(),
         })?;
     }
-    std::fs::read(&cubin).map_err(|e| fail(format!("nvcc left no cubin: {e}")))
+    read_regular(&cubin, FileKind::COMPILED).map_err(|e| fail(format!("nvcc left no cubin: {e}")))
 }
 
 /// nvcc's command lines for a plan, each with the options it reports on failure: one step to a

@@ -8,12 +8,12 @@ use crate::cli::ChildArgs;
 use crate::exit;
 use crate::records::{BoundSpec, TimingConfig};
 use crate::runner::{self, Gpu};
-use crate::store::write_json;
+use crate::store::{FileKind, read_regular_text, write_json};
 use crate::suite::JobSpec;
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = read_regular_text(path, FileKind::CHILD_MESSAGE)
+        .with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
 

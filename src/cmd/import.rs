@@ -12,6 +12,7 @@ use crate::metrics::{self, MetricDef};
 use crate::parse::{self, CsvTable, NcuOutput};
 use crate::profiler;
 use crate::report::nvprof::{self, DEVICE_NAME};
+use crate::store::{FileKind, read_regular};
 
 /// Reads the kernels with only the columns these metrics need (plus the device's name).
 pub fn read_kernels(table: &CsvTable, defs: &[MetricDef]) -> anyhow::Result<NcuOutput> {
@@ -78,9 +79,8 @@ pub fn print_summary(
     Ok(exit::OK)
 }
 
-/// The largest CSV `import` reads, in bytes (it is read whole): a raw page of 100 000 kernels is
-/// about 1 GB. An `.ncu-rep` is read by ncu; what ncu exports from it meets the line limit.
-pub const MAX_IMPORT_BYTES: u64 = 2 << 30;
+/// The largest CSV `import` reads, in bytes (why this size: `FileKind::NCU_CSV`).
+pub const MAX_IMPORT_BYTES: u64 = FileKind::NCU_CSV.max_bytes;
 
 fn is_report(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "ncu-rep")
@@ -113,7 +113,10 @@ pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<i32> {
         })?;
         profiler::export_raw(&ncu, file)?
     } else {
-        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        // Read as any file: the checks above name the usual mistakes, this one closes the gap
+        // between them and the read (a FIFO or device put there meanwhile).
+        let bytes = read_regular(file, FileKind::NCU_CSV)
+            .with_context(|| format!("reading {}", file.display()))?;
         if bytes.contains(&0) {
             bail!(
                 "{} is not text: is it an ncu report?\n  fix: give a report the .ncu-rep extension, or export it: `ncu -i REPORT --csv --page raw --print-units base > file.csv`",

@@ -15,6 +15,7 @@ use crate::metrics::{self, MetricDef};
 use crate::parse;
 use crate::process;
 use crate::profiler::{self, ClockControl, ProfilerError};
+use crate::store::{FileKind, read_regular_text};
 
 /// What `gpu-lab ncu` shows when no metric is named: each kernel's duration, like nvprof's plain summary.
 const DEFAULT_METRIC: &str = "duration";
@@ -204,7 +205,7 @@ fn run_program(
     }
     // ncu's own exit code says nothing the exit file and the report do not: it is not used.
     let log = process::run(&mut cmd, &process::Output::Stream { echo: !quiet }, None)?.text;
-    let status: Option<i32> = std::fs::read_to_string(exit_file)
+    let status: Option<i32> = read_regular_text(exit_file, FileKind::EXIT_CODE)
         .ok()
         .and_then(|s| s.trim().parse().ok());
     if !quiet {

@@ -13,7 +13,7 @@ use crate::parse;
 use crate::process::{self, FailureKind};
 use crate::records::ProfileRecord;
 use crate::stats;
-use crate::store::write_atomic;
+use crate::store::{FileKind, read_regular_text, write_atomic};
 use crate::suite::JobSpec;
 
 /// What one session profiles and where it leaves its files.
@@ -157,7 +157,7 @@ fn session(
     let ended = process::run(&mut cmd, &process::Output::Log(log.clone()), Some(timeout));
     let text = match &ended {
         Ok(f) => f.text.clone(),
-        Err(_) => std::fs::read_to_string(&log).unwrap_or_default(),
+        Err(_) => read_regular_text(&log, FileKind::LOG).unwrap_or_default(),
     };
     let diagnosis = diagnose(&text);
     if let Some(why) = &diagnosis

@@ -16,7 +16,7 @@ pub enum ListError {
 }
 use crate::process;
 use crate::profiler::Ncu;
-use crate::store;
+use crate::store::{self, FileKind, read_regular_text};
 
 /// `<cache>/ncu-query-metrics/`: `<ncu version>--<chip>.txt` holds a chip's list, and
 /// `<ncu version>--device--<GPU name>` names the chip of a GPU, so a later run reads both without ncu.
@@ -54,9 +54,10 @@ fn file_safe(s: &str) -> String {
 
 fn from_cache(cache: Option<&Path>, ncu: &Ncu, device: &str) -> Option<DeviceMetrics> {
     let (alias, _) = cache_paths(cache, ncu, Some(device), None)?;
-    let chip = std::fs::read_to_string(alias?).ok()?;
+    let chip = read_regular_text(&alias?, FileKind::METRIC_LIST).ok()?;
     let (_, list) = cache_paths(cache, ncu, None, Some(chip.trim()))?;
-    let blocks = query_metrics::parse_query_metrics(&std::fs::read_to_string(list?).ok()?).ok()?;
+    let list = read_regular_text(&list?, FileKind::METRIC_LIST).ok()?;
+    let blocks = query_metrics::parse_query_metrics(&list).ok()?;
     blocks.into_iter().find(|b| b.chip == chip.trim())
 }
 

@@ -10,7 +10,7 @@ use crate::records::{
     BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, JobRecord, JobStatus,
 };
 use crate::stats;
-use crate::store;
+use crate::store::{self, FileKind, read_regular};
 use crate::suite::{JobSpec, Suite};
 
 /// The copy bounds of a group: a copy of as many bytes as the group's largest buffer, read once and written once.
@@ -183,9 +183,11 @@ pub(super) fn run_job(
             let mut message = failure.message();
             if let Some(log) = failure.log() {
                 // work/ goes when the run ends; a failed job's whole log stays.
-                // Through the safe writer: `logs/` must be a real directory of the run.
+                // Through the safe reader and writer: the log must be a regular file, and `logs/`
+                // a real directory of the run.
                 let kept = Path::new("logs").join(format!("{tag}.log"));
-                if std::fs::read(log)
+                if read_regular(log, FileKind::LOG)
+                    .map_err(std::io::Error::other)
                     .and_then(|text| store::write_atomic_under(ctx.dir, &kept, &text))
                     .is_ok()
                 {

@@ -141,7 +141,7 @@ pub fn save(dir: &Path, baseline: &Baseline, force: bool) -> anyhow::Result<Path
 }
 
 pub fn load(path: &Path) -> anyhow::Result<Baseline> {
-    let text = fs::read_to_string(path).with_context(|| format!("cannot read the baseline {}\n  fix: `gpu-lab baseline list` shows the stored baselines; `gpu-lab baseline save NAME` stores one", path.display()))?;
+    let text = store::read_regular_text(path, store::FileKind::BASELINE).with_context(|| format!("cannot read the baseline {}\n  fix: `gpu-lab baseline list` shows the stored baselines; `gpu-lab baseline save NAME` stores one", path.display()))?;
     let fix = "fix: save it again with `gpu-lab baseline save NAME --from RUN --force`";
     let b: Baseline = serde_json::from_str(&text).map_err(|e| {
         let why = if e.is_eof() {
@@ -185,7 +185,9 @@ pub fn load(path: &Path) -> anyhow::Result<Baseline> {
     Ok(b)
 }
 
-/// Every `*.json` in the directory, each loaded or with the reason it could not be.
+/// Every `*.json` in the directory, each loaded or with the reason it could not be; one that is
+/// not a regular file, or past the size limit, fails the whole listing (it is no baseline
+/// damaged in the saving, but something else put there).
 pub fn list(dir: &Path) -> anyhow::Result<Vec<(PathBuf, anyhow::Result<Baseline>)>> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -198,13 +200,20 @@ pub fn list(dir: &Path) -> anyhow::Result<Vec<(PathBuf, anyhow::Result<Baseline>
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     paths.sort();
-    Ok(paths
-        .into_iter()
-        .map(|p| {
-            let b = load(&p);
-            (p, b)
-        })
-        .collect())
+    let mut found = Vec::with_capacity(paths.len());
+    for p in paths {
+        let b = load(&p);
+        if let Err(e) = &b
+            && let Some(refused) = e
+                .chain()
+                .filter_map(|c| c.downcast_ref::<store::ReadError>())
+                .find(|r| r.is_refused())
+        {
+            bail!("cannot list the baselines in {}: {refused}", dir.display());
+        }
+        found.push((p, b));
+    }
+    Ok(found)
 }
 
 /// The run under `root` that started last (by `started` in its run.json; the directory name breaks ties).
@@ -217,7 +226,9 @@ pub fn newest_run(root: &Path) -> anyhow::Result<PathBuf> {
         )
     })?;
     let started = |dir: &Path| -> Option<String> {
-        let text = fs::read_to_string(dir.join(store::RUN_JSON)).ok()?;
+        // A run.json that is not a regular file (or not a run's) is no run: skipped, never waited on.
+        let text =
+            store::read_regular_text(&dir.join(store::RUN_JSON), store::FileKind::RUN_INFO).ok()?;
         Some(serde_json::from_str::<RunInfo>(&text).ok()?.started)
     };
     entries

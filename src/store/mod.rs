@@ -2,6 +2,9 @@
 
 mod atomic;
 pub mod baseline;
+mod regular;
+
+pub use regular::{FileKind, ReadError, read_regular, read_regular_text};
 
 pub use atomic::{
     create_no_follow, open_append, real_subdir, write_atomic, write_atomic_new, write_atomic_under,
@@ -90,7 +93,7 @@ pub fn load_run(dir: &Path) -> anyhow::Result<(RunData, Vec<String>)> {
 /// A run directory's `run.json`.
 pub fn load_info(dir: &Path) -> anyhow::Result<RunInfo> {
     let info_path = dir.join(RUN_JSON);
-    let text = fs::read_to_string(&info_path).with_context(|| {
+    let text = read_regular_text(&info_path, FileKind::RUN_INFO).with_context(|| {
         format!(
             "{} is not a gpu-lab run directory (no readable {RUN_JSON})",
             dir.display()
@@ -110,10 +113,10 @@ pub fn load_records(dir: &Path) -> anyhow::Result<(Vec<Record>, Vec<String>)> {
     let mut warnings = Vec::new();
     let mut records = Vec::new();
     let results = dir.join(RESULTS);
-    let body = match fs::read(&results) {
+    let body = match read_regular(&results, FileKind::RESULTS) {
         Ok(body) => body,
         // An empty report with exit 0 would pass for a run that measured nothing.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+        Err(e) if e.is_not_found() => anyhow::bail!(
             "{} does not exist: the run recorded no result (it stopped before its first bound or job ended)\n  fix: run the suite again; a run directory without results has nothing to report",
             results.display()
         ),

@@ -10,10 +10,11 @@ use super::location::{Ctx, Seg, SuiteError, at};
 use super::manifest::Manifest;
 use super::options::{include_dir, is_rdc_option, resolve_include_options};
 use super::sources;
+use crate::store::{self, FileKind, read_regular};
 
-/// The largest kernel source read, in bytes: far past any real one, and a guard against
-/// `/dev/zero` or a huge file named by mistake.
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
+/// The largest kernel source read, in bytes: far past any real one, and a guard against a huge
+/// file named by mistake.
+pub const MAX_FILE_BYTES: u64 = FileKind::KERNEL_SOURCE.max_bytes;
 
 /// Why a manifest or source could not be read, with the line of a byte that is not UTF-8.
 pub(crate) struct ReadError {
@@ -22,33 +23,30 @@ pub(crate) struct ReadError {
     pub(crate) fix: String,
 }
 
-/// Reads a manifest or source: a regular file (never a FIFO or a device) of at most `limit` bytes, as UTF-8.
-pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<String, ReadError> {
+/// Reads a manifest or source: a regular file (never a FIFO or a device) within `kind`'s limit, as UTF-8.
+pub(crate) fn read_limited(path: &Path, kind: FileKind) -> Result<String, ReadError> {
     let plain = |message: String, fix: &str| ReadError {
         message,
         line: None,
         fix: fix.into(),
     };
-    let meta = std::fs::metadata(path).map_err(|e| {
-        plain(
+    let bytes = read_regular(path, kind).map_err(|e| match e {
+        store::ReadError::Find(e) => plain(
             format!("cannot read: {e}"),
             "check the path and its permissions (paths are relative to suite.toml)",
-        )
-    })?;
-    if !meta.is_file() {
-        return Err(plain(
+        ),
+        store::ReadError::NotRegular { .. } => plain(
             "not a regular file (a directory, a FIFO or a device is never read)".into(),
             "name a regular text file (paths are relative to suite.toml)",
-        ));
-    }
-    if meta.len() > limit {
-        return Err(plain(
-            format!("{} bytes, more than the {limit} gpu-lab reads", meta.len()),
+        ),
+        store::ReadError::TooLarge { size, max, .. } => plain(
+            format!("{size} bytes, more than the {max} gpu-lab reads"),
             "split it: a suite of this size is a mistake (docs/suite-format.md, limits)",
-        ));
-    }
-    let bytes = std::fs::read(path)
-        .map_err(|e| plain(format!("cannot read: {e}"), "check the file's permissions"))?;
+        ),
+        store::ReadError::Open(e) | store::ReadError::Read(e) => {
+            plain(format!("cannot read: {e}"), "check the file's permissions")
+        }
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
@@ -215,7 +213,7 @@ pub(crate) fn read_sources(
                 "move the source into the suite's directory, or set allow_outside = true in [suite] to share a kernel of another suite",
             ));
         }
-        let src = read_limited(&p, MAX_FILE_BYTES).map_err(|e| {
+        let src = read_limited(&p, FileKind::KERNEL_SOURCE).map_err(|e| {
             ctx.err(
                 named_at.clone(),
                 format!("source `{s}` ({}): {}", p.display(), e.message),

@@ -13,10 +13,10 @@ use super::location::{Ctx, Seg, SuiteError, at, line_at};
 use super::manifest::{AxisValue, Manifest};
 use super::sources;
 use super::validate::validate;
+use crate::store::FileKind;
 
-/// The largest manifest read, in bytes: the built-in ones are under 20 KiB; a manifest of 1 MiB
-/// (some 10 000 variants) loads in a fraction of a second, and one of 50 MB took 14 s and 2.6 GB.
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// The largest manifest read, in bytes (why this size: `FileKind::MANIFEST`).
+pub const MAX_MANIFEST_BYTES: u64 = FileKind::MANIFEST.max_bytes;
 
 /// A loaded, validated suite.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ fn plain_toml_error(message: &str) -> String {
 
 /// Reads and parses the manifest at `path` (its text is kept: errors find their lines in it).
 fn read_manifest(path: &Path) -> Result<(String, Manifest), SuiteError> {
-    let text = read_limited(path, MAX_MANIFEST_BYTES).map_err(|e| SuiteError {
+    let text = read_limited(path, FileKind::MANIFEST).map_err(|e| SuiteError {
         file: path.to_path_buf(),
         line: e.line,
         message: e.message,

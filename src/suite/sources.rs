@@ -3,6 +3,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::store::{FileKind, read_regular_text};
+
 /// A local header a source includes.
 #[derive(Debug, Clone)]
 pub struct Header {
@@ -12,9 +14,6 @@ pub struct Header {
     pub path: PathBuf,
     pub text: String,
 }
-
-/// The largest header read (as for sources: far past any real one).
-const MAX_HEADER_BYTES: u64 = 16 << 20;
 
 /// Every `#include "…"` a source pulls in from its own directory or an `-I` directory (and every
 /// `#include <…>` found in an `-I` directory),
@@ -96,10 +95,8 @@ fn collect_includes(
         let Some(path) = dirs.map(|d| d.join(name)).find(|p| p.is_file()) else {
             continue;
         };
-        if std::fs::metadata(&path).map_or(true, |m| m.len() > MAX_HEADER_BYTES) {
-            continue;
-        }
-        let Ok(header) = std::fs::read_to_string(&path) else {
+        // A header that is not a regular file, too large or not UTF-8 is not followed.
+        let Ok(header) = read_regular_text(&path, FileKind::KERNEL_SOURCE) else {
             continue;
         };
         let canonical = path.canonicalize().unwrap_or(path.clone());

@@ -20,6 +20,7 @@ mod ncu_parse;
 mod properties;
 mod report;
 mod slurm;
+mod special_files;
 mod steps;
 mod suites;
 mod symlinks;
