@@ -1,5 +1,6 @@
 //! What the test modules share: the gpu-lab binary as a command, and the paths of the repository's fixtures, kernels and committed runs.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -54,4 +55,36 @@ pub fn gpu_lab_with_cache_in(dir: &Path) -> Command {
 /// A command's standard output as text.
 pub fn stdout(a: &assert_cmd::assert::Assert) -> String {
     String::from_utf8(a.get_output().stdout.clone()).unwrap()
+}
+
+/// A quiet mock run (`--mock-gpu run ARGS --out runs --quiet`) in the scratch directory `dir`, its
+/// build cache inside it and the built-in suites found in the repository, that must exit 0: the
+/// run directory it printed.
+pub fn mock_run_in<I, S>(dir: &Path, args: I) -> PathBuf
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = gpu_lab_with_cache_in(dir)
+        .env("GPU_LAB_KERNELS", kernels_dir())
+        .args(["--mock-gpu", "run"])
+        .args(args)
+        .args(["--out", "runs", "--quiet"])
+        .assert()
+        .code(0);
+    dir.join(stdout(&out).trim())
+}
+
+/// [`mock_run_in`] of the host-program fixture suite, which draws timelines.
+pub fn mock_host_program_run_in(dir: &Path) -> PathBuf {
+    let suite_dir = fixtures();
+    mock_run_in(
+        dir,
+        [
+            OsStr::new("--suite"),
+            OsStr::new("host-program"),
+            OsStr::new("--suite-dir"),
+            suite_dir.as_os_str(),
+        ],
+    )
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::common::{fixtures, gpu_lab_with_cache_in as lab};
+use crate::common::{gpu_lab_with_cache_in as lab, mock_host_program_run_in};
 
 /// The timeline files of a run directory, sorted, with their text.
 fn timelines(run: &Path) -> Vec<(String, String)> {
@@ -23,22 +23,7 @@ fn timelines(run: &Path) -> Vec<(String, String)> {
 #[test]
 fn a_mock_run_of_host_programs_reports_them_and_draws_their_timelines_marked_mock() {
     let d = tempfile::tempdir().unwrap();
-    let out = lab(d.path())
-        .args([
-            "--mock-gpu",
-            "run",
-            "--suite",
-            "host-program",
-            "--suite-dir",
-        ])
-        .arg(fixtures())
-        .args(["--out", "runs", "--quiet"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let run = d.path().join(String::from_utf8(out).unwrap().trim());
+    let run = mock_host_program_run_in(d.path());
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
 
     // The section, marked MOCK, with the stand-in host link named as such.

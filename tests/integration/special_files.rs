@@ -8,7 +8,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-use crate::common::{gpu_lab_with_cache_in, h200_run, kernels_dir, stdout};
+use crate::common::{gpu_lab_with_cache_in, h200_run, kernels_dir, mock_run_in, stdout};
 
 /// Far past what any of these commands needs on a normal file: a hang fails the test instead of CI.
 const PROMPTLY: Duration = Duration::from_secs(30);
@@ -127,25 +127,7 @@ fn a_results_file_past_its_size_limit_is_refused_naming_the_limit() {
 #[test]
 fn merge_refuses_a_shard_with_a_special_run_json_or_results_file_without_hanging() {
     let d = tempfile::tempdir().unwrap();
-    let shard = |s: &str| {
-        let out = stdout(
-            &lab(d.path())
-                .args([
-                    "--mock-gpu",
-                    "run",
-                    "--suite",
-                    "reduction",
-                    "--shard",
-                    s,
-                    "--out",
-                    "runs",
-                    "--quiet",
-                ])
-                .assert()
-                .code(0),
-        );
-        d.path().join(out.trim())
-    };
+    let shard = |s: &str| mock_run_in(d.path(), ["--suite", "reduction", "--shard", s]);
     let (a, b) = (shard("0/2"), shard("1/2"));
     for special in SPECIALS {
         for file in ["run.json", "results.jsonl"] {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use predicates::prelude::*;
 
-use crate::common::{fixtures, gpu_lab_in, gpu_lab_with_cache_in, h200_run};
+use crate::common::{gpu_lab_in, gpu_lab_with_cache_in, h200_run, mock_host_program_run_in};
 
 const PRECIOUS: &str = "precious: must survive every gpu-lab command";
 
@@ -176,30 +176,10 @@ fn baseline_save_refuses_a_link_at_the_name_without_force_and_replaces_it_with_f
     assert!(!is_link(&baselines.join("b.json")));
 }
 
-/// A mock run of the host-program fixture suite, which draws timelines: its directory.
-fn host_program_run(dir: &Path) -> PathBuf {
-    let out = gpu_lab_with_cache_in(dir)
-        .args([
-            "--mock-gpu",
-            "run",
-            "--suite",
-            "host-program",
-            "--suite-dir",
-        ])
-        .arg(fixtures())
-        .args(["--out", "runs", "--quiet"])
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    dir.join(String::from_utf8(out).unwrap().trim())
-}
-
 #[test]
 fn report_write_refuses_a_timelines_directory_that_is_a_link_to_elsewhere() {
     let d = tempfile::tempdir().unwrap();
-    let run = host_program_run(d.path());
+    let run = mock_host_program_run_in(d.path());
     let timelines = run.join("timelines");
     let files: Vec<_> = std::fs::read_dir(&timelines)
         .unwrap()
@@ -250,7 +230,7 @@ fn report_write_refuses_a_timelines_directory_that_is_a_link_to_elsewhere() {
 fn report_write_replaces_a_link_at_a_timeline_file_without_following_it() {
     let d = tempfile::tempdir().unwrap();
     let victim = victim(d.path());
-    let run = host_program_run(d.path());
+    let run = mock_host_program_run_in(d.path());
     let timelines = run.join("timelines");
     let first = std::fs::read_dir(&timelines)
         .unwrap()
