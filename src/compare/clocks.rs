@@ -164,7 +164,11 @@ mod tests {
             label: "v".into(),
             status: crate::records::JobStatus::Ok,
             runs_per_sample: 1,
-            work: crate::records::Work { bytes, flops },
+            work: crate::records::Work {
+                bytes,
+                flops,
+                math: None,
+            },
             launches: 1,
             nvml_before: before.map(snap),
             nvml_after: after.map(snap),

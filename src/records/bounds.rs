@@ -25,6 +25,38 @@ pub struct BoundsRecord {
     /// The host link's copies of `bytes`, for suites whose variants copy between host and device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostLinkBounds>,
+    /// The compute roofs of the maths its jobs declare (beyond the FP32 FMA rate), each measured
+    /// in the same run by cuBLAS/cuBLASLt at a large square shape and by a peak kernel of gpu-lab's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roofs: Vec<RoofRecord>,
+}
+
+/// Who measured a roof.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RoofSource {
+    /// cuBLAS or cuBLASLt at a large square shape.
+    Library,
+    /// A built-in kernel that keeps the math's units busy with independent work.
+    Kernel,
+}
+
+/// One measurement of a math's peak rate on the job's GPU, in the same run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RoofRecord {
+    pub math: super::math::Math,
+    pub source: RoofSource,
+    /// What ran: `cuBLASLt 8192x8192x8192 bf16 -> bf16, f32 accumulate, algo ...` or the
+    /// kernel's name and instruction (`mma.sync.m16n8k16 bf16`).
+    pub what: String,
+    /// Operations per launch (flops; integer operations for i8).
+    pub ops: f64,
+    pub summary: Option<crate::stats::Summary>,
+    pub samples_ms: Vec<f64>,
+    /// The SM clock NVML read around the measurement, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_mhz: Option<u32>,
+    pub error: Option<String>,
 }
 
 /// The host link measured in the same run: copies of `BoundsRecord::bytes` each way.

@@ -115,6 +115,9 @@ impl BoundSpec {
 pub struct Work {
     pub bytes: Option<f64>,
     pub flops: Option<f64>,
+    /// The math its flops run on (`math = "bf16-tensor"`); absent: FP32 SIMT, judged by the FP32 peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub math: Option<super::math::Math>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]

@@ -242,6 +242,7 @@ mod tests {
             work: Work {
                 bytes: Some(bytes),
                 flops,
+                ..Default::default()
             },
             nvml_after: Some(Snapshot {
                 sm_clock_mhz: Some(1980),
@@ -267,6 +268,7 @@ mod tests {
             }),
             gpu: gpu.map(String::from),
             host: None,
+            roofs: Vec::new(),
         }
     }
 

@@ -14,6 +14,7 @@ mod environment;
 mod fingerprint;
 mod job;
 mod judge;
+mod math;
 mod merge;
 mod outcome;
 mod profile;
@@ -23,11 +24,14 @@ mod run_info;
 mod throughput;
 mod timeline;
 
-pub use bounds::{BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds};
+pub use bounds::{
+    BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, RoofRecord, RoofSource,
+};
 pub use environment::{DeviceInfo, Snapshot, peak_bandwidth_gbs};
 pub use fingerprint::Fingerprint;
 pub use job::{BoundSpec, JobKey, JobRecord, JobStatus, RoundRecord, Work, format_params};
 pub use judge::{IMPOSSIBLE_COPY, IMPOSSIBLE_PEAK, Impossible, Roofline};
+pub use math::Math;
 pub use merge::merge_refusal;
 pub use outcome::{
     BoundsOutcome, CLOCK_FLOOR, CacheState, ClockSample, CompileInfo, ComputeOutcome,

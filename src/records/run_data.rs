@@ -247,6 +247,7 @@ mod tests {
                 fma: None,
                 gpu: gpu.map(String::from),
                 host: None,
+                roofs: Vec::new(),
             })
         };
         let run = RunData::from_records(

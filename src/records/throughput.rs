@@ -114,6 +114,7 @@ mod tests {
             work: Work {
                 bytes: Some(2e9),
                 flops: Some(1e12),
+                ..Default::default()
             },
             summary: timed(1000.0),
             ..Default::default()
@@ -140,6 +141,7 @@ mod tests {
             fma: None,
             gpu: None,
             host: None,
+            roofs: Vec::new(),
         }
     }
 

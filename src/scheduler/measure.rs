@@ -35,6 +35,7 @@ pub(super) fn bounds(
         fma: None,
         gpu: None,
         host: None,
+        roofs: Vec::new(),
     };
     if bytes == 0 {
         return Ok(failed("the group has no buffers to copy".into()));
@@ -56,6 +57,7 @@ pub(super) fn bounds(
                 }),
                 gpu: None,
                 host: o.host.as_ref().map(HostLinkBounds::from_samples),
+                roofs: Vec::new(),
             },
             Err(Failure::Fatal(why)) => bail!("{why}"),
             Err(f) => failed(f.message()),

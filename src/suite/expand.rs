@@ -12,6 +12,7 @@ use super::manifest::{Manifest, NoiseThresholdDecl, VariantDecl};
 use super::program::{resolve_body, resolve_pending_launches, resolve_program};
 use super::sweep::{MAX_JOBS, combinations, job_count, job_key, to_bindings};
 use crate::expr::{self, Bindings};
+use crate::records::Math;
 use crate::verify::{CorrectnessSpec, ElemType};
 
 /// The manifest's sweep expanded into jobs: suite axes outermost, then variants in manifest
@@ -85,7 +86,24 @@ fn resolve_job(
         work: Work {
             bytes: resolve_amount(ctx, m, v, env, "bytes")?,
             flops: resolve_amount(ctx, m, v, env, "flops")?,
+            math: resolve_math(ctx, m, v)?,
         },
+    })
+}
+
+/// The variant's `math` (or the suite's): the roof its flops are judged against.
+fn resolve_math(ctx: &Ctx, m: &Manifest, v: &VariantDecl) -> Result<Option<Math>, SuiteError> {
+    let (text, key) = match (&v.math, &m.suite.math) {
+        (Some(t), _) => (t, ctx.variant_key(v, "math")),
+        (None, Some(t)) => (t, at!["suite", "math"]),
+        (None, None) => return Ok(None),
+    };
+    Math::parse(text).map(Some).map_err(|why| {
+        ctx.err(
+            key,
+            format!("variant `{}`: {why}", v.name),
+            "name the units its flops run on: `fp32` (CUDA cores, the default), `fp64`, or a tensor-core input type such as `bf16-tensor`",
+        )
     })
 }
 

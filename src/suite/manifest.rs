@@ -52,6 +52,8 @@ pub struct SuiteHeader {
     pub bytes: Option<String>,
     /// Arithmetic operations, for GFLOP/s (an expression).
     pub flops: Option<String>,
+    /// The math the flops run on (`fp32`, `fp64`, `bf16-tensor`, …): the roof they are judged against.
+    pub math: Option<String>,
     /// Compiler options added to every variant.
     #[serde(default)]
     pub options: Vec<String>,
@@ -290,6 +292,8 @@ pub struct VariantDecl {
     pub check: Option<CorrectnessDecl>,
     pub bytes: Option<String>,
     pub flops: Option<String>,
+    /// `math` for this variant.
+    pub math: Option<String>,
 }
 
 /// A stream of a host-program variant, or with `count` a family of them (`work[0]` .. `work[count-1]`).

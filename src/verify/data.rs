@@ -252,6 +252,7 @@ fn random_bits(elem: ElemType, r: u64) -> u64 {
         ElemType::F64 => ((r >> 11) as f64 / (1u64 << 52) as f64 - 1.0).to_bits(),
         // 8 or 16 random bits arrive for the narrow types: spread them over [-1, 1).
         ElemType::F16 | ElemType::Bf16 => from_value(elem, (r & 0xFFFF) as f64 / 32768.0 - 1.0),
+        ElemType::E4m3 | ElemType::E5m2 => from_value(elem, (r & 0xFF) as f64 / 128.0 - 1.0),
         ElemType::I8 => from_value(elem, (r % 128) as f64 - 64.0),
         ElemType::U8 => r % 128,
         ElemType::I16 | ElemType::I32 | ElemType::I64 => {
@@ -266,6 +267,9 @@ fn random_bits(elem: ElemType, r: u64) -> u64 {
 fn whole_bits(elem: ElemType, r: u64) -> u64 {
     match elem {
         ElemType::Bf16 => from_value(elem, (r % 256) as f64 - 128.0),
+        // E4M3 holds every whole number up to 16 exactly, E5M2 up to 8.
+        ElemType::E4m3 => from_value(elem, (r % 32) as f64 - 16.0),
+        ElemType::E5m2 => from_value(elem, (r % 16) as f64 - 8.0),
         ElemType::F16 | ElemType::F32 | ElemType::F64 => {
             from_value(elem, (r % 2000) as f64 - 1000.0)
         }
@@ -280,6 +284,8 @@ pub(crate) fn value(elem: ElemType, bits: u64) -> f64 {
         ElemType::Bf16 => half::bf16::from_bits(bits as u16).to_f64(),
         ElemType::F32 => f32::from_bits(bits as u32) as f64,
         ElemType::F64 => f64::from_bits(bits),
+        ElemType::E4m3 => float8::F8E4M3::from_bits(bits as u8).to_f64(),
+        ElemType::E5m2 => float8::F8E5M2::from_bits(bits as u8).to_f64(),
         ElemType::I8 => bits as u8 as i8 as f64,
         ElemType::U8 => bits as u8 as f64,
         ElemType::I16 => bits as u16 as i16 as f64,
@@ -298,6 +304,8 @@ pub(crate) fn from_value(elem: ElemType, x: f64) -> u64 {
         ElemType::Bf16 => half::bf16::from_f64(x).to_bits() as u64,
         ElemType::F32 => (x as f32).to_bits() as u64,
         ElemType::F64 => x.to_bits(),
+        ElemType::E4m3 => float8::F8E4M3::from_f64(x).to_bits() as u64,
+        ElemType::E5m2 => float8::F8E5M2::from_f64(x).to_bits() as u64,
         // `as` from f64 saturates and maps NaN to 0.
         ElemType::I8 => x.round() as i8 as u8 as u64,
         ElemType::U8 => x.round() as u8 as u64,

@@ -14,6 +14,12 @@ pub enum ElemType {
     Bf16,
     F32,
     F64,
+    /// FP8 E4M3 (`__nv_fp8_e4m3`): 4 exponent bits, 3 mantissa bits, no infinity, largest 448.
+    #[serde(alias = "fp8_e4m3")]
+    E4m3,
+    /// FP8 E5M2 (`__nv_fp8_e5m2`): 5 exponent bits, 2 mantissa bits, largest 57344.
+    #[serde(alias = "fp8_e5m2")]
+    E5m2,
     I8,
     U8,
     I16,
@@ -27,7 +33,7 @@ pub enum ElemType {
 impl ElemType {
     pub fn size(self) -> usize {
         match self {
-            ElemType::I8 | ElemType::U8 => 1,
+            ElemType::I8 | ElemType::U8 | ElemType::E4m3 | ElemType::E5m2 => 1,
             ElemType::F16 | ElemType::Bf16 | ElemType::I16 | ElemType::U16 => 2,
             ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
             ElemType::F64 | ElemType::I64 | ElemType::U64 => 8,
@@ -36,7 +42,12 @@ impl ElemType {
     pub fn is_float(self) -> bool {
         matches!(
             self,
-            ElemType::F16 | ElemType::Bf16 | ElemType::F32 | ElemType::F64
+            ElemType::F16
+                | ElemType::Bf16
+                | ElemType::F32
+                | ElemType::F64
+                | ElemType::E4m3
+                | ElemType::E5m2
         )
     }
     pub fn is_signed(self) -> bool {
@@ -52,6 +63,8 @@ impl ElemType {
             ElemType::Bf16 => 2f64.powi(-7),
             ElemType::F32 => f32::EPSILON as f64,
             ElemType::F64 => f64::EPSILON,
+            ElemType::E4m3 => 2f64.powi(-3),
+            ElemType::E5m2 => 2f64.powi(-2),
             _ => 0.0,
         }
     }
@@ -62,6 +75,8 @@ impl ElemType {
             ElemType::Bf16 => "bf16",
             ElemType::F32 => "f32",
             ElemType::F64 => "f64",
+            ElemType::E4m3 => "e4m3",
+            ElemType::E5m2 => "e5m2",
             ElemType::I8 => "i8",
             ElemType::U8 => "u8",
             ElemType::I16 => "i16",

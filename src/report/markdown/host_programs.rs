@@ -309,6 +309,7 @@ mod tests {
                 h2d_pageable: s(10.0),
                 d2h_pageable: s(10.0),
             }),
+            roofs: Vec::new(),
         }
     }
 
@@ -327,6 +328,7 @@ mod tests {
             work: Work {
                 bytes: Some(3e8),
                 flops: None,
+                ..Default::default()
             },
             timeline: t,
             ..Default::default()
