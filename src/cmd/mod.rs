@@ -8,6 +8,7 @@ pub mod import;
 pub mod info;
 pub mod merge;
 pub mod ncu;
+pub mod provenance;
 pub mod report;
 pub mod run;
 

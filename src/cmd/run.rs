@@ -99,6 +99,7 @@ pub fn settings(
         timeout: Duration::from_secs(args.timeout),
         profile,
         command_line,
+        build: super::provenance::this_build(),
         quiet: config.quiet,
         shard: None,
     }

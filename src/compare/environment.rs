@@ -109,6 +109,15 @@ fn source_and_setting_notes(base: &RunData, new: &RunData, notes: &mut Vec<Strin
             short(&new.info.suite_source_hash)
         ));
     }
+    if let (Some(a), Some(b)) = (&base.info.build, &new.info.build)
+        && a.differs_from(b)
+    {
+        notes.push(format!(
+            "gpu-lab builds differ ({} → {}): a change in the harness, not only in the kernels, may move the numbers",
+            a.describe(),
+            b.describe()
+        ));
+    }
     differs(
         "input seed",
         Some(base.info.seed),

@@ -10,6 +10,10 @@ use crate::metrics::MetricDef;
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunInfo {
     pub gpu_lab_version: String,
+    /// The build that made the run: its git commit and the binary's sha256 (absent in runs made
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<BuildInfo>,
     pub command: String,
     pub started: String,
     pub finished: Option<String>,
@@ -45,6 +49,54 @@ pub struct RunInfo {
     pub gpus: Vec<DeviceInfo>,
 }
 
+/// Which build of gpu-lab made a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BuildInfo {
+    /// The git commit it was built from (absent when built outside a checkout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The checkout had changes to tracked files that the commit does not hold.
+    #[serde(default)]
+    pub dirty: bool,
+    /// sha256 of the executable that ran (absent when it could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub binary_sha256: Option<String>,
+}
+
+impl BuildInfo {
+    /// `commit 0123456789ab (with uncommitted changes), binary sha256 0123456789abcdef`.
+    pub fn describe(&self) -> String {
+        let commit = match &self.commit {
+            Some(c) => format!(
+                "commit {}{}",
+                c.chars().take(12).collect::<String>(),
+                if self.dirty {
+                    " (with uncommitted changes)"
+                } else {
+                    ""
+                }
+            ),
+            None => "no commit (built outside a git checkout)".into(),
+        };
+        match &self.binary_sha256 {
+            Some(h) => format!(
+                "{commit}, binary sha256 {}",
+                h.chars().take(16).collect::<String>()
+            ),
+            None => commit,
+        }
+    }
+
+    /// Two builds that cannot be the same code: other commits, other binaries, or a dirty tree.
+    pub fn differs_from(&self, other: &BuildInfo) -> bool {
+        let both =
+            |a: &Option<String>, b: &Option<String>| matches!((a, b), (Some(x), Some(y)) if x != y);
+        both(&self.commit, &other.commit)
+            || both(&self.binary_sha256, &other.binary_sha256)
+            || (self.commit == other.commit && self.dirty != other.dirty)
+    }
+}
+
 /// Which shard of which plan a run is.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ShardInfo {
@@ -52,4 +104,44 @@ pub struct ShardInfo {
     pub count: usize,
     /// sha256 over every job of the plan before it was split: shards of one plan share it.
     pub plan: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(commit: Option<&str>, dirty: bool, sha: Option<&str>) -> BuildInfo {
+        BuildInfo {
+            commit: commit.map(str::to_string),
+            dirty,
+            binary_sha256: sha.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_build_names_its_commit_its_state_and_its_binary() {
+        let b = build(
+            Some("0123456789abcdef0123"),
+            true,
+            Some("ffeeddccbbaa99887766"),
+        );
+        assert_eq!(
+            b.describe(),
+            "commit 0123456789ab (with uncommitted changes), binary sha256 ffeeddccbbaa9988"
+        );
+        assert_eq!(
+            build(None, false, None).describe(),
+            "no commit (built outside a git checkout)"
+        );
+    }
+
+    #[test]
+    fn builds_differ_by_commit_binary_or_dirty_tree_and_not_by_what_is_unknown() {
+        let a = build(Some("c1"), false, Some("s1"));
+        assert!(!a.differs_from(&a.clone()));
+        assert!(a.differs_from(&build(Some("c2"), false, Some("s1"))));
+        assert!(a.differs_from(&build(Some("c1"), false, Some("s2"))));
+        assert!(a.differs_from(&build(Some("c1"), true, Some("s1"))));
+        assert!(!a.differs_from(&build(Some("c1"), false, None)));
+    }
 }

@@ -41,6 +41,8 @@ pub struct RunSettings {
     pub timeout: Duration,
     pub profile: Option<ProfileRequest>,
     pub command_line: String,
+    /// The build of gpu-lab doing the run (its commit and binary), recorded in each run.
+    pub build: crate::records::BuildInfo,
     pub quiet: bool,
     /// `--shard I/N`: recorded in each run, for `merge`.
     pub shard: Option<ShardInfo>,

@@ -63,6 +63,7 @@ impl<'p> SuiteRun<'p> {
             .unwrap_or_default();
         let info = RunInfo {
             gpu_lab_version: env!("CARGO_PKG_VERSION").into(),
+            build: Some(settings.build.clone()),
             command: settings.command_line.clone(),
             started: now(),
             suite: plan.suite.name().into(),

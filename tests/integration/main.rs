@@ -18,6 +18,7 @@ mod import;
 mod mock;
 mod ncu_parse;
 mod properties;
+mod provenance;
 mod report;
 mod slurm;
 mod special_files;

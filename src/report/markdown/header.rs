@@ -135,6 +135,13 @@ fn setting_rows(run: &RunData, rows: &mut Rows) {
             i.unavailable_metrics.join("; "),
         );
     }
+    if let Some(build) = &i.build {
+        kv(
+            rows,
+            "gpu-lab",
+            format!("{} ({})", i.gpu_lab_version, build.describe()),
+        );
+    }
     kv(rows, "date", i.started.clone());
     kv(rows, "command", format!("`{}`", i.command));
     kv(

@@ -29,6 +29,7 @@ fn settings(out: &Path, profile: bool) -> RunSettings {
             duration_runs: crate::records::DURATION_RUNS,
         }),
         command_line: "test".into(),
+        build: Default::default(),
         quiet: true,
         shard: None,
     }
