@@ -147,7 +147,7 @@ pub struct SuiteArgs {
     /// Noise target: stop once the median's 95% CI half-width is under this percentage (over 0, at most 100).
     #[arg(long, default_value_t = 0.5, value_parser = percent)]
     pub noise: f64,
-    /// L2 state while timing: `cold` flushes it before every sample, `warm` reuses it (default: the suite's `cache`, else warm).
+    /// L2 state while timing: `cold` flushes it before every sample, `warm` reuses it (default: the suite's `cache`, else cold).
     #[arg(long, value_enum)]
     pub cache: Option<crate::records::CacheState>,
     /// Time every job this many times, the variants interleaved (A B C A B C …), each time in a

@@ -904,3 +904,29 @@ fn the_occupancy_suite_runs_on_the_mock_without_occupancy_records() {
         "no job record holds occupancy"
     );
 }
+
+#[test]
+fn a_suite_that_names_no_cache_state_is_timed_cold_unless_asked_otherwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache_of = |run: &Path| {
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+        info["timing"]["cache"].as_str().unwrap().to_string()
+    };
+    // The host-program fixture suite declares no `cache`.
+    let run = crate::common::mock_host_program_run_in(tmp.path());
+    assert_eq!(cache_of(&run), "cold");
+    let suite_dir = crate::common::fixtures();
+    let warm = crate::common::mock_run_in(
+        tmp.path(),
+        [
+            std::ffi::OsStr::new("--suite"),
+            std::ffi::OsStr::new("host-program"),
+            std::ffi::OsStr::new("--suite-dir"),
+            suite_dir.as_os_str(),
+            std::ffi::OsStr::new("--cache"),
+            std::ffi::OsStr::new("warm"),
+        ],
+    );
+    assert_eq!(cache_of(&warm), "warm");
+}
