@@ -92,7 +92,7 @@ pub fn results(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     }
     let mut df = left(&jobs(runs)?, &timings(runs)?, &["run", "job_id"])?;
     df = left(&df, &snapshots(runs)?, &["run", "job_id"])?;
-    df = left(&df, &bounds(runs)?, &["run", "group"])?;
+    df = left(&df, &bounds(runs)?, &["run", "job_id"])?;
     df = left(&df, &environments(runs)?, &["run"])?;
     // Throughput: work over the median (ms -> s, units -> giga-units).
     let per_second = |work: &str, name: &str| -> PolarsResult<Column> {
@@ -234,6 +234,37 @@ mod tests {
     }
 
     const H200: &str = "20261122T044759Z-transpose-h200";
+
+    #[test]
+    fn a_job_of_a_run_over_two_gpus_is_divided_by_its_own_gpus_copy_bound() {
+        let mut run = committed(H200);
+        let group = run.jobs[0].group().to_string();
+        let mut slower = run.bounds[&group].clone();
+        for s in [&mut slower.memcpy, &mut slower.copy_kernel]
+            .into_iter()
+            .flatten()
+        {
+            s.median *= 2.0;
+        }
+        slower.gpu = Some("GPU-b".into());
+        run.jobs[0].gpu = Some("GPU-b".into());
+        run.gpu_bounds
+            .insert((group.clone(), "GPU-b".into()), slower.clone());
+        let df = results(&[("two", &run)]).unwrap();
+        let pct = df.column("pct_of_copy").unwrap().f64().unwrap().clone();
+        for (i, j) in run
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.group() == group)
+        {
+            let own = run.bound_of(j).unwrap().copy_gbs().unwrap();
+            let want = 100.0 * j.gbs().unwrap() / own;
+            assert!((pct.get(i).unwrap() - want).abs() < 1e-9, "{}", j.id());
+        }
+        let first = 100.0 * run.jobs[0].gbs().unwrap() / slower.copy_gbs().unwrap();
+        assert!((pct.get(0).unwrap() - first).abs() < 1e-9);
+    }
     const H100: &str = "20261122T042230Z-transpose-h100-80gb-hbm3";
 
     #[test]

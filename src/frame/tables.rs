@@ -162,11 +162,16 @@ pub(super) fn snapshots(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     ])
 }
 
-/// bounds per group: `run, group, bounds_bytes, copy_gbs, memcpy_gbs, copy_kernel_gbs`.
+/// The copy bound of each job: `run, job_id, bounds_bytes, copy_gbs, memcpy_gbs, copy_kernel_gbs`,
+/// its own GPU's in a run over several GPUs (`RunData::bound_of`), as the report divides by.
 pub(super) fn bounds(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
-    let all: Vec<(&str, &crate::records::BoundsRecord)> = runs
+    let all: Vec<(&str, &str, &crate::records::BoundsRecord)> = runs
         .iter()
-        .flat_map(|(label, r)| r.bounds.values().map(move |b| (*label, b)))
+        .flat_map(|(label, r)| {
+            r.jobs
+                .iter()
+                .filter_map(move |j| Some((*label, j.id(), r.bound_of(j)?)))
+        })
         .collect();
     DataFrame::new_infer_height(vec![
         Column::new(
@@ -174,24 +179,24 @@ pub(super) fn bounds(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
             all.iter().map(|a| a.0.to_string()).collect::<Vec<_>>(),
         ),
         Column::new(
-            "group".into(),
-            all.iter().map(|a| a.1.group.clone()).collect::<Vec<_>>(),
+            "job_id".into(),
+            all.iter().map(|a| a.1.to_string()).collect::<Vec<_>>(),
         ),
         Column::new(
             "bounds_bytes".into(),
-            all.iter().map(|a| a.1.bytes).collect::<Vec<_>>(),
+            all.iter().map(|a| a.2.bytes).collect::<Vec<_>>(),
         ),
         Column::new(
             "copy_gbs".into(),
-            all.iter().map(|a| a.1.copy_gbs()).collect::<Vec<_>>(),
+            all.iter().map(|a| a.2.copy_gbs()).collect::<Vec<_>>(),
         ),
         Column::new(
             "memcpy_gbs".into(),
-            all.iter().map(|a| a.1.memcpy_gbs()).collect::<Vec<_>>(),
+            all.iter().map(|a| a.2.memcpy_gbs()).collect::<Vec<_>>(),
         ),
         Column::new(
             "copy_kernel_gbs".into(),
-            all.iter().map(|a| a.1.kernel_gbs()).collect::<Vec<_>>(),
+            all.iter().map(|a| a.2.kernel_gbs()).collect::<Vec<_>>(),
         ),
     ])
 }
