@@ -45,6 +45,12 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             child,
             timing,
         } => return child::compute_bound(&bound, &out, &child, &timing),
+        Command::Roofs {
+            math,
+            out,
+            child,
+            timing,
+        } => return child::roofs(&math, &out, &child, &timing),
         _ => {}
     }
     let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
@@ -98,6 +104,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Job { .. }
         | Command::ProfilePass { .. }
         | Command::Bounds { .. }
-        | Command::ComputeBound { .. } => unreachable!("children are served above"),
+        | Command::ComputeBound { .. }
+        | Command::Roofs { .. } => unreachable!("children are served above"),
     }
 }
