@@ -355,6 +355,19 @@ pub enum Command {
         #[arg(long)]
         timing: PathBuf,
     },
+    /// Child process: measure one math's compute roofs (library GEMM and peak kernel).
+    #[command(name = "__roofs", hide = true)]
+    Roofs {
+        /// The math, by its manifest name (`bf16-tensor`).
+        #[arg(long)]
+        math: String,
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        child: ChildArgs,
+        #[arg(long)]
+        timing: PathBuf,
+    },
 }
 
 /// What every child needs: its GPU and the compile cache.

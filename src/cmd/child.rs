@@ -6,7 +6,7 @@ use anyhow::Context;
 
 use crate::cli::ChildArgs;
 use crate::exit;
-use crate::records::{BoundSpec, TimingConfig};
+use crate::records::{BoundSpec, Math, TimingConfig};
 use crate::runner::{self, Gpu};
 use crate::store::{FileKind, read_regular_text, write_json};
 use crate::suite::JobSpec;
@@ -64,15 +64,17 @@ pub fn compute_bound(
     timing: &Path,
 ) -> anyhow::Result<i32> {
     let (bound, timing): (BoundSpec, TimingConfig) = (read_json(bound)?, read_json(timing)?);
-    let BoundSpec::Cublas { shape, elem } = bound else {
-        anyhow::bail!(
-            "only cuBLAS bounds are measured by a child; got {}",
-            bound.name()
-        );
-    };
     write_json(
         out,
-        &runner::run_cublas(&open(child)?, &shape, elem, &timing)?,
+        &runner::run_gemm_bound(&open(child)?, &bound, &timing)?,
     )?;
+    Ok(exit::OK)
+}
+
+/// Measures one math's roofs (library GEMM and peak kernel); each roof carries its own error.
+pub fn roofs(math: &str, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
+    let math = Math::parse(math).map_err(anyhow::Error::msg)?;
+    let timing: TimingConfig = read_json(timing)?;
+    write_json(out, &runner::run_roofs(&open(child)?, math, &timing))?;
     Ok(exit::OK)
 }

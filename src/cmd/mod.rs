@@ -46,6 +46,12 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             child,
             timing,
         } => return child::compute_bound(&bound, &out, &child, &timing),
+        Command::Roofs {
+            math,
+            out,
+            child,
+            timing,
+        } => return child::roofs(&math, &out, &child, &timing),
         _ => {}
     }
     let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
@@ -99,6 +105,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Job { .. }
         | Command::ProfilePass { .. }
         | Command::Bounds { .. }
-        | Command::ComputeBound { .. } => unreachable!("children are served above"),
+        | Command::ComputeBound { .. }
+        | Command::Roofs { .. } => unreachable!("children are served above"),
     }
 }

@@ -11,7 +11,7 @@ use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
 use crate::profiler::{self, Ncu, pass};
 use crate::records::{
-    BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, ProfileRecord, Snapshot,
+    BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, Math, ProfileRecord, RoofRecord, Snapshot,
 };
 use crate::store::write_json;
 use crate::suite::JobSpec;
@@ -22,6 +22,7 @@ pub mod protocol {
     pub const PROFILE_PASS: &str = "__profile";
     pub const BOUNDS: &str = "__bounds";
     pub const COMPUTE_BOUND: &str = "__compute_bound";
+    pub const ROOFS: &str = "__roofs";
 }
 
 pub struct ChildExecutor {
@@ -206,6 +207,25 @@ impl Executor for ChildExecutor {
         let mut cmd = self.child(protocol::COMPUTE_BOUND);
         cmd.arg("--bound")
             .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .arg("--timing")
+            .arg(&timing);
+        self.run_child(ctx, cmd, &log, &out)
+    }
+
+    fn roofs(&self, ctx: &RunContext, tag: &str, math: Math) -> Result<Vec<RoofRecord>, Failure> {
+        let (timing, out, log) = (
+            ctx.work.join(format!("{tag}.timing.json")),
+            ctx.work.join(format!("{tag}.out.json")),
+            ctx.work.join(format!("{tag}.log")),
+        );
+        write_json(&timing, ctx.timing).map_err(|e| Failure::Failed {
+            message: format!("{e:#}"),
+            log: None,
+        })?;
+        let mut cmd = self.child(protocol::ROOFS);
+        cmd.args(["--math", math.name()])
             .arg("--out")
             .arg(&out)
             .arg("--timing")

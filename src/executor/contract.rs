@@ -7,8 +7,8 @@ use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::profiler::ClockControl;
 use crate::records::{
-    BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, ProfileRecord, Snapshot,
-    TimingConfig,
+    BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, Math, ProfileRecord,
+    RoofRecord, Snapshot, TimingConfig,
 };
 use crate::suite::JobSpec;
 
@@ -97,6 +97,9 @@ pub trait Executor: Send + Sync {
         tag: &str,
         bound: &BoundSpec,
     ) -> Result<ComputeOutcome, Failure>;
+    /// The compute roofs of one math (not FP32, whose roof is the FMA rate): cuBLAS/cuBLASLt at a
+    /// large square GEMM and gpu-lab's peak kernel, each with its own error.
+    fn roofs(&self, ctx: &RunContext, tag: &str, math: Math) -> Result<Vec<RoofRecord>, Failure>;
     /// Verifies and times one job.
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure>;
     /// Profiles jobs that already ran to completion, one record per job.

@@ -8,8 +8,8 @@ use crate::parse::KernelRow;
 use crate::parse::query_metrics::Screened;
 use crate::profiler::pass;
 use crate::records::{
-    BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, HostLinkSamples, JobOutcome,
-    ProfileRecord, Snapshot,
+    BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, HostLinkSamples, JobOutcome, Math,
+    ProfileRecord, RoofRecord, RoofSource, Snapshot,
 };
 use crate::records::{StepKind, StepTime, Timeline};
 use crate::suite::{JobSpec, StepProgram};
@@ -196,6 +196,26 @@ impl Executor for MockExecutor {
         })
     }
 
+    fn roofs(&self, _ctx: &RunContext, tag: &str, math: Math) -> Result<Vec<RoofRecord>, Failure> {
+        // Stand-in rates, a multiple of the stand-in FP32 rate: the library a little below the kernel.
+        let per_ms = FLOPS_PER_MS * mock_roof_multiple(math);
+        let ops = 1e12;
+        let roof = |source: RoofSource, what: &str, rate: f64| RoofRecord {
+            math,
+            source,
+            what: format!("MOCK {what} (nothing ran)"),
+            ops,
+            summary: None,
+            samples_ms: samples(&format!("{tag} {} {what}", math.name()), ops / rate),
+            sm_mhz: None,
+            error: None,
+        };
+        Ok(vec![
+            roof(RoofSource::Library, "cuBLAS/cuBLASLt", per_ms * 0.9),
+            roof(RoofSource::Kernel, "peak kernel", per_ms),
+        ])
+    }
+
     fn job(&self, ctx: &RunContext, _tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure> {
         Ok(JobOutcome {
             // Nothing ran, so nothing was verified: the job is "not checked", never "correct".
@@ -257,6 +277,17 @@ impl Executor for MockExecutor {
             })
             .collect();
         pass::records(jobs, ctx.metrics, &rows, None, None)
+    }
+}
+
+/// How many times the stand-in FP32 rate a math's stand-in roof is (about an H100's ratios).
+fn mock_roof_multiple(math: Math) -> f64 {
+    match math {
+        Math::Fp32 => 1.0,
+        Math::Fp64 => 1.0,
+        Math::Tf32Tensor => 8.0,
+        Math::F16Tensor | Math::F16TensorF16Acc | Math::Bf16Tensor => 16.0,
+        Math::E4m3Tensor | Math::E5m2Tensor | Math::I8Tensor => 32.0,
     }
 }
 

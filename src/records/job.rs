@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::environment::Snapshot;
+use super::gemm::GemmTypes;
 use super::outcome::{ExcludedSample, LaunchOccupancy};
 use super::timeline::Timeline;
 use crate::stats::Summary;
@@ -63,13 +64,40 @@ pub enum BoundSpec {
     /// The device-to-device copy of the group's bytes (data movement).
     #[default]
     Copy,
-    /// cuBLAS GEMM (GEMV where n = 1) at the job's matmul shape, measured in the same run.
-    Cublas { shape: MatmulShape, elem: ElemType },
+    /// cuBLAS GEMM (GEMV where n = 1) at the job's matmul shape, measured in the same run; with
+    /// other input types than the output's, TF32 or f16 accumulation, cuBLASLt's GEMM.
+    Cublas {
+        shape: MatmulShape,
+        /// The output's element type (and the inputs' where `a_elem`/`b_elem` are absent).
+        elem: ElemType,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        a_elem: Option<ElemType>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        b_elem: Option<ElemType>,
+        /// f32 inputs rounded to TF32 on the tensor cores (`bound = "cublas-tf32"`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tf32: bool,
+        /// f16 accumulation (`math = "f16-tensor-f16acc"`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        f16_accumulate: bool,
+    },
     /// Another variant of the suite in the same group (a user's own reference).
     Variant { name: String },
 }
 
 impl BoundSpec {
+    /// cuBLAS SGEMM/DGEMM (GEMV) at `shape`, `elem` in and out.
+    pub fn cublas(shape: MatmulShape, elem: ElemType) -> BoundSpec {
+        BoundSpec::Cublas {
+            shape,
+            elem,
+            a_elem: None,
+            b_elem: None,
+            tf32: false,
+            f16_accumulate: false,
+        }
+    }
+
     pub fn is_copy(&self) -> bool {
         *self == BoundSpec::Copy
     }
@@ -78,7 +106,11 @@ impl BoundSpec {
     pub fn name(&self) -> String {
         match self {
             BoundSpec::Copy => "copy".into(),
-            BoundSpec::Cublas { shape, elem } => format!(
+            BoundSpec::Cublas { .. } if !self.is_classic_cublas() => match self.gemm_types() {
+                Some(Ok(t)) => format!("cuBLASLt GEMM {}", t.label()),
+                _ => "cuBLASLt GEMM (unsupported types)".into(),
+            },
+            BoundSpec::Cublas { shape, elem, .. } => format!(
                 "cuBLAS {}{}",
                 if *elem == ElemType::F64 { "D" } else { "S" },
                 if shape.n == 1 && !shape.trans_b {
@@ -91,10 +123,53 @@ impl BoundSpec {
         }
     }
 
+    /// A cuBLAS bound's contract (`None` for the others).
+    pub fn gemm_types(&self) -> Option<Result<GemmTypes, String>> {
+        match self {
+            BoundSpec::Cublas {
+                elem,
+                a_elem,
+                b_elem,
+                tf32,
+                f16_accumulate,
+                ..
+            } => Some(GemmTypes::new(
+                a_elem.unwrap_or(*elem),
+                b_elem.unwrap_or(*elem),
+                *elem,
+                *f16_accumulate,
+                *tf32,
+            )),
+            _ => None,
+        }
+    }
+
+    /// cuBLAS SGEMM/DGEMM (GEMV) as stored before cuBLASLt bounds: named and keyed as then.
+    fn is_classic_cublas(&self) -> bool {
+        matches!(
+            self,
+            BoundSpec::Cublas {
+                elem: ElemType::F32 | ElemType::F64,
+                a_elem: None,
+                b_elem: None,
+                tf32: false,
+                f16_accumulate: false,
+                ..
+            }
+        )
+    }
+
     /// The key that joins a job to the compute bound measured for it in its group.
     pub fn key(&self) -> Option<String> {
         match self {
-            BoundSpec::Cublas { shape, elem } => Some(
+            BoundSpec::Cublas { shape, .. } if !self.is_classic_cublas() => Some(format!(
+                "{} {} alpha {} beta {}",
+                self.name(),
+                shape.label(),
+                shape.alpha,
+                shape.beta
+            )),
+            BoundSpec::Cublas { shape, elem, .. } => Some(
                 format!(
                     "{} {} alpha {} beta {}",
                     self.name(),
@@ -268,20 +343,14 @@ mod tests {
             trans_a: false,
             trans_b: false,
         };
-        let gemm = BoundSpec::Cublas {
-            shape,
-            elem: ElemType::F32,
-        };
+        let gemm = BoundSpec::cublas(shape, ElemType::F32);
         assert_eq!(gemm.name(), "cuBLAS SGEMM");
         // The key a committed compute record carries (reports/cxx-h100).
         assert_eq!(
             gemm.key().as_deref(),
             Some("cuBLAS SGEMM 4096x4096x4096 alpha 0.5 beta 3")
         );
-        let gemv = BoundSpec::Cublas {
-            shape: MatmulShape { n: 1, ..shape },
-            elem: ElemType::F64,
-        };
+        let gemv = BoundSpec::cublas(MatmulShape { n: 1, ..shape }, ElemType::F64);
         assert_eq!(gemv.name(), "cuBLAS DGEMV");
         assert!(gemv.key().unwrap().ends_with(" f64"));
         assert_eq!(BoundSpec::Copy.key(), None);
@@ -291,5 +360,60 @@ mod tests {
         };
         assert_eq!(variant.name(), "`naive`");
         assert_eq!(variant.key(), None);
+    }
+
+    #[test]
+    fn an_old_cublas_bound_is_stored_read_and_keyed_as_before() {
+        // A record of a run made before cuBLASLt bounds: no input types, no TF32.
+        let stored = r#"{"kind":"cublas","shape":{"m":8,"n":8,"k":8,"alpha":1.0,"beta":0.0,"trans_a":false,"trans_b":false},"elem":"f32"}"#;
+        let bound: BoundSpec = serde_json::from_str(stored).unwrap();
+        assert_eq!(serde_json::to_string(&bound).unwrap(), stored);
+        assert_eq!(bound.name(), "cuBLAS SGEMM");
+        assert_eq!(
+            bound.key().as_deref(),
+            Some("cuBLAS SGEMM 8x8x8 alpha 1 beta 0")
+        );
+    }
+
+    #[test]
+    fn a_cublaslt_bound_is_named_by_its_contract_and_keyed_apart() {
+        let shape = MatmulShape {
+            m: 4096,
+            n: 4096,
+            k: 4096,
+            alpha: 1.0,
+            beta: 0.0,
+            trans_a: false,
+            trans_b: false,
+        };
+        let lt = |a: ElemType, out: ElemType, tf32: bool, acc16: bool| BoundSpec::Cublas {
+            shape,
+            elem: out,
+            a_elem: Some(a),
+            b_elem: Some(a),
+            tf32,
+            f16_accumulate: acc16,
+        };
+        let bf16 = lt(ElemType::Bf16, ElemType::F32, false, false);
+        assert_eq!(bf16.name(), "cuBLASLt GEMM bf16·bf16→f32");
+        assert_eq!(
+            bf16.key().as_deref(),
+            Some("cuBLASLt GEMM bf16·bf16→f32 4096x4096x4096 alpha 1 beta 0")
+        );
+        let f16acc = lt(ElemType::F16, ElemType::F16, false, true);
+        assert_eq!(f16acc.name(), "cuBLASLt GEMM f16·f16→f16, f16 accumulate");
+        assert_ne!(
+            f16acc.key(),
+            lt(ElemType::F16, ElemType::F16, false, false).key()
+        );
+        let tf32 = lt(ElemType::F32, ElemType::F32, true, false);
+        assert_eq!(tf32.name(), "cuBLASLt GEMM f32·f32→f32, TF32");
+        assert_ne!(tf32.key(), BoundSpec::cublas(shape, ElemType::F32).key());
+        let text = serde_json::to_string(&bf16).unwrap();
+        assert!(
+            text.contains(r#""a_elem":"bf16""#) && !text.contains("tf32"),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<BoundSpec>(&text).unwrap(), bf16);
     }
 }

@@ -400,10 +400,7 @@ mod tests {
             trans_a: false,
             trans_b: false,
         };
-        let cublas = BoundSpec::Cublas {
-            shape,
-            elem: ElemType::F32,
-        };
+        let cublas = BoundSpec::cublas(shape, ElemType::F32);
         let mut gemm = job("gemm", 1e9, Some(1e9));
         gemm.bound = cublas.clone();
         let mut vs_naive = job("tiled", 1e9, Some(1e9));

@@ -12,6 +12,7 @@
 mod bounds;
 mod environment;
 mod fingerprint;
+mod gemm;
 mod job;
 mod judge;
 mod math;
@@ -29,6 +30,7 @@ pub use bounds::{
 };
 pub use environment::{DeviceInfo, Snapshot, peak_bandwidth_gbs};
 pub use fingerprint::Fingerprint;
+pub use gemm::{Accumulate, GemmTypes, SUPPORTED as SUPPORTED_GEMMS, tn_shape};
 pub use job::{BoundSpec, JobKey, JobRecord, JobStatus, RoundRecord, Work, format_params};
 pub use judge::{IMPOSSIBLE_COPY, IMPOSSIBLE_PEAK, Impossible, Roofline};
 pub use math::Math;

@@ -8,6 +8,7 @@ use anyhow::bail;
 use crate::executor::{Executor, Failure, RunContext};
 use crate::records::{
     BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, JobRecord, JobStatus,
+    Math, RoofRecord, RoofSource,
 };
 use crate::stats;
 use crate::store::{self, FileKind, read_regular};
@@ -37,32 +38,80 @@ pub(super) fn bounds(
         host: None,
         roofs: Vec::new(),
     };
+    let roofs = roofs(executor, ctx, tag, jobs)?;
     if bytes == 0 {
-        return Ok(failed("the group has no buffers to copy".into()));
+        return Ok(BoundsRecord {
+            roofs,
+            ..failed("the group has no buffers to copy".into())
+        });
     }
-    Ok(
-        match executor.bounds(ctx, &format!("bounds-{tag}"), bytes) {
-            Ok(o) => BoundsRecord {
-                group: group.to_string(),
-                bytes: o.bytes,
-                memcpy: stats::summarize(&o.memcpy_samples_ms),
-                copy_kernel: stats::summarize(&o.kernel_samples_ms),
-                error: None,
-                fma: o.fma.and_then(|(samples, flops, sm_count)| {
-                    Some(FmaRate {
-                        flops,
-                        summary: stats::summarize(&samples)?,
-                        sm_count,
-                    })
-                }),
-                gpu: None,
-                host: o.host.as_ref().map(HostLinkBounds::from_samples),
-                roofs: Vec::new(),
-            },
-            Err(Failure::Fatal(why)) => bail!("{why}"),
-            Err(f) => failed(f.message()),
+    let record = match executor.bounds(ctx, &format!("bounds-{tag}"), bytes) {
+        Ok(o) => BoundsRecord {
+            group: group.to_string(),
+            bytes: o.bytes,
+            memcpy: stats::summarize(&o.memcpy_samples_ms),
+            copy_kernel: stats::summarize(&o.kernel_samples_ms),
+            error: None,
+            fma: o.fma.and_then(|(samples, flops, sm_count)| {
+                Some(FmaRate {
+                    flops,
+                    summary: stats::summarize(&samples)?,
+                    sm_count,
+                })
+            }),
+            gpu: None,
+            host: o.host.as_ref().map(HostLinkBounds::from_samples),
+            roofs: Vec::new(),
         },
-    )
+        Err(Failure::Fatal(why)) => bail!("{why}"),
+        Err(f) => failed(f.message()),
+    };
+    Ok(BoundsRecord { roofs, ..record })
+}
+
+/// The maths whose roofs a group measures: those its jobs' flops declare, FP32 aside (its roof is
+/// the FMA rate), in `Math` order.
+pub(super) fn roof_maths(jobs: &[&JobSpec]) -> Vec<Math> {
+    let mut maths: Vec<Math> = jobs
+        .iter()
+        .filter(|j| j.work.flops.is_some())
+        .filter_map(|j| j.work.math)
+        .filter(|m| *m != Math::Fp32)
+        .collect();
+    maths.sort();
+    maths.dedup();
+    maths
+}
+
+/// Each math's roofs in the group, summarized; a math whose child failed gets one record that
+/// says why (so a report can say "roof not measured" with the reason).
+fn roofs(
+    executor: &dyn Executor,
+    ctx: &RunContext,
+    tag: &str,
+    jobs: &[&JobSpec],
+) -> anyhow::Result<Vec<RoofRecord>> {
+    let mut out = Vec::new();
+    for math in roof_maths(jobs) {
+        match executor.roofs(ctx, &format!("roofs-{tag}-{}", math.name()), math) {
+            Ok(found) => out.extend(found.into_iter().map(|r| RoofRecord {
+                summary: stats::summarize(&r.samples_ms),
+                ..r
+            })),
+            Err(Failure::Fatal(why)) => bail!("{why}"),
+            Err(f) => out.push(RoofRecord {
+                math,
+                source: RoofSource::Library,
+                what: "the roofs' child".into(),
+                ops: 0.0,
+                summary: None,
+                samples_ms: Vec::new(),
+                sm_mhz: None,
+                error: Some(f.message()),
+            }),
+        }
+    }
+    Ok(out)
 }
 
 /// The vendor compute bounds of a group: cuBLAS once per distinct shape its jobs ask for.

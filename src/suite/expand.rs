@@ -12,8 +12,8 @@ use super::manifest::{Manifest, NoiseThresholdDecl, VariantDecl};
 use super::program::{resolve_body, resolve_pending_launches, resolve_program};
 use super::sweep::{MAX_JOBS, combinations, job_count, job_key, to_bindings};
 use crate::expr::{self, Bindings};
-use crate::records::Math;
-use crate::verify::{CorrectnessSpec, ElemType};
+use crate::records::{GemmTypes, Math, SUPPORTED_GEMMS};
+use crate::verify::CorrectnessSpec;
 
 /// The manifest's sweep expanded into jobs: suite axes outermost, then variants in manifest
 /// order, then each variant's own axes; `dir` is the suite's directory.
@@ -187,7 +187,7 @@ fn resolve_noise_threshold(
     Err(ctx.err(key(), format!("variant `{}`: {what} is not a percentage above 0 and below 100", v.name), "write the threshold in percent, for example noise_threshold = 20 for 20%; an expression may give 0 for jobs that keep the command line's threshold"))
 }
 
-/// What the suite's `bound` asks each job to be compared with.
+/// What the variant's `bound` (or the suite's) asks the job to be compared with.
 fn resolve_bound(
     ctx: &Ctx,
     m: &Manifest,
@@ -195,18 +195,79 @@ fn resolve_bound(
     correctness: &CorrectnessSpec,
     buffers: &[BufferSpec],
 ) -> Result<BoundSpec, SuiteError> {
-    let fix = "write bound = \"copy\", \"cublas\" (with a matmul check) or \"variant:NAME\"";
-    match m.suite.bound.as_deref().map(str::trim) {
+    let fix = "write bound = \"copy\", \"cublas\" or \"cublas-tf32\" (with a matmul check) or \"variant:NAME\"";
+    let (text, key) = match (&v.bound, &m.suite.bound) {
+        (Some(t), _) => (Some(t.trim()), ctx.variant_key(v, "bound")),
+        (None, t) => (t.as_deref().map(str::trim), at!["suite", "bound"]),
+    };
+    match text {
         None | Some("copy") => Ok(BoundSpec::Copy),
-        Some("cublas") => match correctness {
-            CorrectnessSpec::Matmul { output, .. } if !matches!(buffers[*output].elem, ElemType::F32 | ElemType::F64) => Err(ctx.err(at!["suite", "bound"], format!("variant `{}`: bound = \"cublas\" measures cuBLAS SGEMM or DGEMM, and this product is {}", v.name, buffers[*output].elem.name()), "use f32 or f64 buffers, or bound = \"variant:NAME\" against one of your own variants")),
-            CorrectnessSpec::Matmul { output, shape, .. } => Ok(BoundSpec::Cublas { shape: *shape, elem: buffers[*output].elem }),
-            _ => Err(ctx.err(at!["suite", "bound"], format!("variant `{}`: bound = \"cublas\" measures cuBLAS at the shape of a matmul check, and this variant has none", v.name), "give the suite (or the variant) check = { op = \"matmul\", a = ..., b = ..., output = ..., m = ..., n = ..., k = ... }")),
-        },
+        Some(kind @ ("cublas" | "cublas-tf32")) => {
+            let math = v
+                .math
+                .as_ref()
+                .or(m.suite.math.as_ref())
+                .and_then(|t| Math::parse(t).ok());
+            cublas_bound(correctness, buffers, kind == "cublas-tf32", math)
+                .map_err(|(why, fix)| ctx.err(key, format!("variant `{}`: {why}", v.name), fix))
+        }
         Some(other) => match other.strip_prefix("variant:").map(str::trim) {
-            Some(name) if m.variants.iter().any(|x| x.name == name) => Ok(BoundSpec::Variant { name: name.to_string() }),
-            Some(name) => Err(ctx.err(at!["suite", "bound"], format!("bound names variant `{name}`, which this suite does not have"), format!("name one of: {}", m.variants.iter().map(|x| x.name.as_str()).collect::<Vec<_>>().join(", ")))),
-            None => Err(ctx.err(at!["suite", "bound"], format!("unknown bound `{other}`"), fix)),
+            Some(name) if m.variants.iter().any(|x| x.name == name) => Ok(BoundSpec::Variant {
+                name: name.to_string(),
+            }),
+            Some(name) => Err(ctx.err(
+                key,
+                format!("bound names variant `{name}`, which this suite does not have"),
+                format!(
+                    "name one of: {}",
+                    m.variants
+                        .iter()
+                        .map(|x| x.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+            None => Err(ctx.err(key, format!("unknown bound `{other}`"), fix)),
         },
     }
+}
+
+/// The cuBLAS or cuBLASLt GEMM at the shape and types of the job's matmul check, or why there is
+/// none (and how to fix it).
+fn cublas_bound(
+    correctness: &CorrectnessSpec,
+    buffers: &[BufferSpec],
+    tf32: bool,
+    math: Option<Math>,
+) -> Result<BoundSpec, (String, String)> {
+    let CorrectnessSpec::Matmul {
+        a,
+        b,
+        output,
+        shape,
+        ..
+    } = correctness
+    else {
+        return Err((
+            "bound = \"cublas\" measures cuBLAS at the shape of a matmul check, and this variant has none".into(),
+            "give the suite (or the variant) check = { op = \"matmul\", a = ..., b = ..., output = ..., m = ..., n = ..., k = ... }, or give this variant its own bound".into(),
+        ));
+    };
+    let (ta, tb, out) = (buffers[*a].elem, buffers[*b].elem, buffers[*output].elem);
+    let f16_accumulate = math == Some(Math::F16TensorF16Acc);
+    let types = GemmTypes::new(ta, tb, out, f16_accumulate, tf32).map_err(|why| {
+        (
+            format!("bound = \"cublas\": {why}"),
+            format!("the GEMMs a cublas bound measures: {SUPPORTED_GEMMS}; otherwise use bound = \"variant:NAME\" against one of your own variants"),
+        )
+    })?;
+    let classic = types.is_classic();
+    Ok(BoundSpec::Cublas {
+        shape: *shape,
+        elem: out,
+        a_elem: (!classic).then_some(ta),
+        b_elem: (!classic).then_some(tb),
+        tf32,
+        f16_accumulate,
+    })
 }

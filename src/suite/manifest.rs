@@ -294,6 +294,8 @@ pub struct VariantDecl {
     pub flops: Option<String>,
     /// `math` for this variant.
     pub math: Option<String>,
+    /// `bound` for this variant: overrides the suite's.
+    pub bound: Option<String>,
 }
 
 /// A stream of a host-program variant, or with `count` a family of them (`work[0]` .. `work[count-1]`).

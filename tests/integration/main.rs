@@ -13,6 +13,7 @@ mod command_line_bounds;
 mod cxx;
 mod file_graph;
 mod hardening;
+mod hopper_bounds;
 mod host_program;
 mod import;
 mod mock;

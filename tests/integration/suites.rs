@@ -484,7 +484,7 @@ fn a_matmul_check_and_a_cublas_bound_resolve_at_each_shape() {
     );
     assert_eq!(j.work.flops, Some(2e6));
     assert!(
-        matches!(j.bound, suite::BoundSpec::Cublas { shape: s, elem: suite::ElemType::F32 } if s == shape)
+        matches!(j.bound, suite::BoundSpec::Cublas { shape: s, elem: suite::ElemType::F32, a_elem: None, b_elem: None, tf32: false, .. } if s == shape)
     );
     assert_eq!(j.bound.name(), "cuBLAS SGEMM");
     // The built-in suites that declare it resolve the same way.

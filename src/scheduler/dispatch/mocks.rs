@@ -41,6 +41,14 @@ impl Executor for Occupied {
     ) -> Result<crate::records::ComputeOutcome, Failure> {
         MockExecutor::default().compute_bound(ctx, tag, bound)
     }
+    fn roofs(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        math: crate::records::Math,
+    ) -> Result<Vec<crate::records::RoofRecord>, Failure> {
+        MockExecutor::default().roofs(ctx, tag, math)
+    }
     fn job(
         &self,
         ctx: &RunContext,
@@ -188,6 +196,15 @@ impl Executor for Watched<'_> {
     ) -> Result<crate::records::ComputeOutcome, Failure> {
         self.log(tag);
         self.mock.compute_bound(ctx, tag, bound)
+    }
+    fn roofs(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        math: crate::records::Math,
+    ) -> Result<Vec<crate::records::RoofRecord>, Failure> {
+        self.log(tag);
+        self.mock.roofs(ctx, tag, math)
     }
     fn job(
         &self,
