@@ -3,6 +3,7 @@
 mod bandwidth;
 mod cells;
 mod compute;
+mod roofs;
 mod footer;
 mod header;
 mod host_programs;
