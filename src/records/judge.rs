@@ -136,7 +136,11 @@ impl RunData {
         self.impossible_at(job, || self.roof_of(job))
     }
 
-    fn impossible_at(&self, job: &JobRecord, roof: impl FnOnce() -> Option<Roof>) -> Option<String> {
+    fn impossible_at(
+        &self,
+        job: &JobRecord,
+        roof: impl FnOnce() -> Option<Roof>,
+    ) -> Option<String> {
         if job.status != JobStatus::Ok {
             return None;
         }

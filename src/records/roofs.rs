@@ -72,12 +72,20 @@ pub fn roof_name(math: Math) -> String {
 
 /// The giga-unit of a math's operations: `GFLOP/s`, or `GOP/s` for integers.
 pub fn giga_unit(math: Math) -> &'static str {
-    if math.is_integer() { "GOP/s" } else { "GFLOP/s" }
+    if math.is_integer() {
+        "GOP/s"
+    } else {
+        "GFLOP/s"
+    }
 }
 
 /// A rate in tera-units: `742.5 TFLOP/s`, `1450.2 TOP/s`.
 pub fn rate_text(math: Math, gops: f64) -> String {
-    let unit = if math.is_integer() { "TOP/s" } else { "TFLOP/s" };
+    let unit = if math.is_integer() {
+        "TOP/s"
+    } else {
+        "TFLOP/s"
+    };
     format!("{:.1} {unit}", gops / 1e3)
 }
 
@@ -163,7 +171,10 @@ impl RunData {
     /// The FP32 peak of a group as a roof (at the clock its jobs ran at: this scans every job
     /// of the run).
     pub fn fp32_roof(&self, group: &str) -> Option<Roof> {
-        fma_roof(self.bounds.get(group)?.fma.as_ref()?, self.sm_clock_mhz(group)?)
+        fma_roof(
+            self.bounds.get(group)?.fma.as_ref()?,
+            self.sm_clock_mhz(group)?,
+        )
     }
 
     /// The roof of `math` in `group`: the FP32 peak for FP32, else the fastest roof of that math
@@ -297,7 +308,12 @@ pub(crate) mod fixtures {
                     roof(Math::Bf16Tensor, RoofSource::Library, 700.0, None),
                     roof(Math::Bf16Tensor, RoofSource::Kernel, 750.0, None),
                     roof(Math::I8Tensor, RoofSource::Library, 1500.0, None),
-                    roof(Math::E4m3Tensor, RoofSource::Library, 0.0, Some("MOCK: no FP8")),
+                    roof(
+                        Math::E4m3Tensor,
+                        RoofSource::Library,
+                        0.0,
+                        Some("MOCK: no FP8"),
+                    ),
                 ],
             },
         );
@@ -315,7 +331,10 @@ mod tests {
         let run = run(vec![job("a", None, 1.0)]);
         let fp32 = run.roof("g", Math::Fp32).unwrap();
         assert!((fp32.gops - 66908.16).abs() < 1e-6, "{fp32:?}");
-        assert_eq!(fp32.measured_by(), "132 SMs × 128 lanes × 2, SM clock 1980 MHz");
+        assert_eq!(
+            fp32.measured_by(),
+            "132 SMs × 128 lanes × 2, SM clock 1980 MHz"
+        );
         assert_eq!(fp32.name(), "the FP32 peak");
         let bf16 = run.roof("g", Math::Bf16Tensor).unwrap();
         assert!((bf16.gops - 750e3).abs() < 1e-6, "{bf16:?}");
@@ -346,12 +365,8 @@ mod tests {
     fn an_fp32_roof_record_never_replaces_the_fma_peak() {
         let mut run = run(vec![job("a", None, 1.0)]);
         let b = run.bounds.get_mut("g").unwrap();
-        b.roofs.push(fixtures::roof(
-            Math::Fp32,
-            RoofSource::Library,
-            90.0,
-            None,
-        ));
+        b.roofs
+            .push(fixtures::roof(Math::Fp32, RoofSource::Library, 90.0, None));
         assert_eq!(b.measured_roof(Math::Fp32), None);
         assert!((run.roof("g", Math::Fp32).unwrap().gops - 66908.16).abs() < 1e-6);
     }
@@ -409,7 +424,9 @@ mod tests {
         assert_eq!(run.impossible(&run.jobs[4]), None);
         let i8 = run.impossible(&run.jobs[5]).unwrap();
         assert!(
-            i8.starts_with("1650000 GOP/s is 110% of the INT8 tensor (i32 accumulate) roof (1500000 GOP/s"),
+            i8.starts_with(
+                "1650000 GOP/s is 110% of the INT8 tensor (i32 accumulate) roof (1500000 GOP/s"
+            ),
             "{i8}"
         );
         // All at once: the same verdicts.

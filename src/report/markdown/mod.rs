@@ -3,12 +3,12 @@
 mod bandwidth;
 mod cells;
 mod compute;
-mod roofs;
 mod footer;
 mod header;
 mod host_programs;
 mod occupancy;
 mod readings;
+mod roofs;
 
 use std::fmt::Write;
 

@@ -80,7 +80,10 @@ mod tests {
             job("simt", None, 0.05),
             job("bf16", Some(Math::Bf16Tensor), 0.5),
         ]);
-        assert!(md.contains("FP32 peak: 132 SMs × 128 lanes × 2 × 1980 MHz"), "{md}");
+        assert!(
+            md.contains("FP32 peak: 132 SMs × 128 lanes × 2 × 1980 MHz"),
+            "{md}"
+        );
         assert!(
             md.contains("BF16 tensor (f32 accumulate) roof: **750.0 TFLOP/s**, the fastest measured in this run: mma.sync peak kernel (MOCK) (gpu-lab kernel), SM clock 1755 MHz. Also measured: cuBLASLt 8192³ (MOCK) (library): 700.0 TFLOP/s."),
             "{md}"
@@ -93,16 +96,28 @@ mod tests {
         assert_eq!(bf16[2], "`bf16-tensor`");
         assert!(bf16.contains(&"67%".to_string()), "{bf16:?}");
         assert!(!md.contains("IMPOSSIBLE"), "{md}");
-        assert!(md.contains("% of its math's roof = over the roof of the math"), "{md}");
+        assert!(
+            md.contains("% of its math's roof = over the roof of the math"),
+            "{md}"
+        );
     }
 
     #[test]
     fn one_math_names_its_roof_in_the_header_and_integers_count_ops() {
         let (_, md) = report(vec![job("i8", Some(Math::I8Tensor), 0.75)]);
         let head = row(&md, "variant");
-        assert_eq!(head[3..5], ["GOP/s", "% of INT8 tensor (i32 accumulate) roof"]);
-        assert!(md.contains("INT8 tensor (i32 accumulate) roof: **1500.0 TOP/s**"), "{md}");
-        assert!(!md.contains("FP32 peak:"), "no FP32 job, no FP32 peak line: {md}");
+        assert_eq!(
+            head[3..5],
+            ["GOP/s", "% of INT8 tensor (i32 accumulate) roof"]
+        );
+        assert!(
+            md.contains("INT8 tensor (i32 accumulate) roof: **1500.0 TOP/s**"),
+            "{md}"
+        );
+        assert!(
+            !md.contains("FP32 peak:"),
+            "no FP32 job, no FP32 peak line: {md}"
+        );
         assert!(row(&md, "`i8`").contains(&"50%".to_string()));
     }
 
@@ -114,7 +129,10 @@ mod tests {
             "{md}"
         );
         let cells = row(&md, "`fp8`");
-        assert!(cells.contains(&"roof not measured".to_string()), "{cells:?}");
+        assert!(
+            cells.contains(&"roof not measured".to_string()),
+            "{cells:?}"
+        );
         assert!(!md.contains("IMPOSSIBLE"), "{md}");
         assert!(run.impossible(&run.jobs[0]).is_none());
     }
