@@ -9,6 +9,8 @@ mod host_programs;
 mod occupancy;
 mod readings;
 mod roofs;
+#[cfg(test)]
+mod roofs_tests;
 
 use std::fmt::Write;
 
