@@ -1,10 +1,12 @@
-//! The rules that judge a run's jobs: the bound each is compared with, the FP32 peak and roofline
-//! of its group, which throughput is impossible, and which job may be ranked (pure).
+//! The rules that judge a run's jobs: the bound each is compared with, the roof of its math and
+//! its roofline, which throughput is impossible, and which job may be ranked (pure).
 
 use std::collections::HashMap;
 
 use super::bounds::BoundsRecord;
 use super::job::{BoundSpec, JobRecord, JobStatus};
+use super::math::Math;
+use super::roofs::{Roof, fma_roof, giga_unit};
 use super::run_data::RunData;
 use crate::verify::Correctness;
 
@@ -13,7 +15,8 @@ use crate::verify::Correctness;
 /// committed runs (global-memory `soa_sum_x`, reduction 102.6%); a wrong `bytes` expression is off
 /// by whole factors.
 pub const IMPOSSIBLE_COPY: f64 = 1.25;
-/// A job above this multiple of the FP32 peak is impossible (the peak's clock is NVML's reading).
+/// A job above this multiple of its math's roof is impossible (the FP32 peak's clock is NVML's
+/// reading; a measured roof is the fastest of the library and gpu-lab's kernel).
 pub const IMPOSSIBLE_PEAK: f64 = 1.05;
 
 /// A job's place on its group's roofline.
@@ -21,7 +24,7 @@ pub const IMPOSSIBLE_PEAK: f64 = 1.05;
 pub struct Roofline {
     pub intensity: f64,
     pub attainable_gflops: f64,
-    /// The compute roof (FP32 peak) is the lower one at this intensity.
+    /// The compute roof (the job's math's) is the lower one at this intensity.
     pub compute_bound: bool,
 }
 
@@ -97,12 +100,21 @@ impl RunData {
     }
 
     /// Where a job sits on the roofline of its group: its intensity (flops per byte), the
-    /// attainable rate min(FP32 peak, intensity x copy bound), and whether the roof there is compute.
+    /// attainable rate min(its math's roof, intensity x copy bound), and whether the roof there is
+    /// compute. No roof measured for its math: no roofline.
     pub fn roofline(&self, job: &JobRecord) -> Option<Roofline> {
-        self.roofline_under(job, self.fp32_peak(&job.key.group).map(|p| p.0))
+        self.roofline_under(job, self.roof_of(job).map(|r| r.gops))
     }
 
-    /// `roofline` under the group's FP32 peak already computed (`fp32_peak` scans every job of the run).
+    /// The roof a job is judged against (computing its group's FP32 peak if it needs it).
+    pub fn roof_of(&self, job: &JobRecord) -> Option<Roof> {
+        match job.math() {
+            Math::Fp32 => self.fp32_roof(&job.key.group),
+            _ => self.job_roof(job, None),
+        }
+    }
+
+    /// `roofline` under the job's roof already computed (`fp32_peak` scans every job of the run).
     pub fn roofline_under(&self, job: &JobRecord, peak: Option<f64>) -> Option<Roofline> {
         let intensity =
             job.work.flops.filter(|f| *f > 0.0)? / job.work.bytes.filter(|b| *b > 0.0)?;
@@ -117,13 +129,18 @@ impl RunData {
     }
 
     /// Why a job's throughput cannot be real, if it cannot: more than `IMPOSSIBLE_COPY` times the
-    /// copy bound measured in the same run and state, or more than `IMPOSSIBLE_PEAK` times the FP32
-    /// peak. The declared bytes or flops are wrong, or the kernel skips work.
+    /// copy bound measured in the same run and state, or more than `IMPOSSIBLE_PEAK` times the roof
+    /// of its math (the FP32 peak unless it declares another). The declared bytes or flops are
+    /// wrong, or the kernel skips work. A math whose roof was not measured has no gate.
     pub fn impossible(&self, job: &JobRecord) -> Option<String> {
-        self.impossible_at(job, || self.fp32_peak(&job.key.group).map(|p| p.0))
+        self.impossible_at(job, || self.roof_of(job))
     }
 
-    fn impossible_at(&self, job: &JobRecord, peak: impl FnOnce() -> Option<f64>) -> Option<String> {
+    fn impossible_at(
+        &self,
+        job: &JobRecord,
+        roof: impl FnOnce() -> Option<Roof>,
+    ) -> Option<String> {
         if job.status != JobStatus::Ok {
             return None;
         }
@@ -137,19 +154,17 @@ impl RunData {
             ));
         }
         if let Some(g) = job.gflops()
-            && let Some(peak) = peak()
-            && g > IMPOSSIBLE_PEAK * peak
+            && let Some(roof) = roof()
+            && g > IMPOSSIBLE_PEAK * roof.gops
         {
-            return Some(format!(
-                "{g:.0} GFLOP/s is {:.0}% of the FP32 peak ({peak:.0} GFLOP/s): the `flops` expression overstates the work, or the kernel skips it",
-                100.0 * g / peak
-            ));
+            return Some(over_the_roof(g, &roof));
         }
         None
     }
 
     /// `impossible` of every job, by job id, with each group's FP32 peak computed once: asking
-    /// job by job recomputes the peak over all jobs each time (quadratic in a compute run).
+    /// job by job recomputes the peak over all jobs each time (quadratic in a compute run). Jobs
+    /// of another math are judged by its roof measured on their GPU.
     pub fn impossible_jobs(&self) -> Impossible {
         let mut clocks: HashMap<&str, Vec<u32>> = HashMap::new();
         for j in &self.jobs {
@@ -161,7 +176,7 @@ impl RunData {
                     .filter(|&c| c > 0),
             );
         }
-        let peaks: HashMap<&str, Option<f64>> = clocks
+        let peaks: HashMap<&str, Option<Roof>> = clocks
             .into_iter()
             .map(|(group, seen)| {
                 let peak = self
@@ -169,16 +184,17 @@ impl RunData {
                     .get(group)
                     .and_then(|b| b.fma.as_ref())
                     .zip(self.median_clock(seen))
-                    .and_then(|(fma, mhz)| fma.lanes_per_sm(mhz).and(fma.peak_gflops(mhz)));
+                    .and_then(|(fma, mhz)| fma_roof(fma, mhz));
                 (group, peak)
             })
             .collect();
         self.jobs
             .iter()
             .filter_map(|j| {
+                let fp32 = || peaks.get(j.key.group.as_str()).cloned().flatten();
                 Some((
                     j.key.id.clone(),
-                    self.impossible_at(j, || peaks.get(j.key.group.as_str()).copied().flatten())?,
+                    self.impossible_at(j, || self.job_roof(j, fp32().as_ref()))?,
                 ))
             })
             .collect()
@@ -201,6 +217,26 @@ impl RunData {
             && job.summary.is_some_and(|s| s.median > 0.0)
             && verified(&job.correctness)
             && (job.correctness_after.is_none() || verified(&job.correctness_after))
+    }
+}
+
+/// Why `gops` over `roof` cannot be real. The FP32 peak's words are those reports always had.
+fn over_the_roof(gops: f64, roof: &Roof) -> String {
+    let pct = 100.0 * gops / roof.gops;
+    let r = roof.gops;
+    match roof.math {
+        Math::Fp32 => format!(
+            "{gops:.0} GFLOP/s is {pct:.0}% of the FP32 peak ({r:.0} GFLOP/s): the `flops` expression overstates the work, or the kernel skips it"
+        ),
+        m => {
+            let unit = giga_unit(m);
+            format!(
+                "{gops:.0} {unit} is {pct:.0}% of {} ({r:.0} {unit}, {}): the `flops` expression overstates the work, the kernel skips it, or `math = \"{}\"` names slower units than the kernel runs on",
+                roof.name(),
+                roof.measured_by(),
+                m.name()
+            )
+        }
     }
 }
 

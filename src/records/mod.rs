@@ -6,8 +6,8 @@
 //! The stored format: `run_info` (`run.json`), `job`, `bounds` and `profile` (the lines of
 //! `results.jsonl`), `run_data` (a line, and the run its lines make), `environment`, `outcome`,
 //! `timeline` and `fingerprint`. The rules that judge a run, pure and tested without files:
-//! `judge` (bounds, roofline, impossible throughput, ranking), `throughput` (GB/s, GFLOP/s, FP32
-//! peak), `rounds` (how rounds combine) and `merge` (which shards merge).
+//! `judge` (bounds, roofline, impossible throughput, ranking), `roofs` (the roof of each math),
+//! `throughput` (GB/s, GFLOP/s, FP32 peak), `rounds` (how rounds combine) and `merge` (which shards merge).
 
 mod bounds;
 mod environment;
@@ -19,6 +19,7 @@ mod math;
 mod merge;
 mod outcome;
 mod profile;
+mod roofs;
 mod rounds;
 mod run_data;
 mod run_info;
@@ -41,6 +42,9 @@ pub use outcome::{
     kept_by_clock, split_by_clock,
 };
 pub use profile::{DURATION_OWN_SESSION, DURATION_RUNS, ProfileRecord};
+#[cfg(test)]
+pub(crate) use roofs::fixtures;
+pub use roofs::{Roof, RoofOrigin, giga_unit, rate_text, roof_name};
 pub use rounds::usable_noise_threshold_pct;
 pub use run_data::{Record, RunData, groups_in_order};
 pub use run_info::{BuildInfo, RunInfo, ShardInfo};

@@ -59,7 +59,9 @@ fn duration_note(run: &RunData) -> String {
 
 /// The legends of the tables the run has: with flops, of occupancy, of every table, of host links.
 pub(super) fn legends(run: &RunData, out: &mut String) {
-    if run.jobs.iter().any(is_compute) {
+    if run.jobs.iter().any(is_compute) && run.judges_by_math() {
+        out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s; GOP/s and TOP/s for an integer math such as `i8-tensor`); % of its math's roof = over the roof of the math the job declares (`math`; none declared: FP32 SIMT, whose peak is SMs × FP32 lanes × 2 × the SM clock seen; any other: the fastest of cuBLAS/cuBLASLt at a large square shape and gpu-lab's own peak kernel, measured in this run, named above the table with its clock; `roof not measured` where neither was, and then no impossible-result gate); % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes, flop/DRAM byte = over the DRAM bytes ncu counted (`dram_bytes`: what the caches left); % of roofline = over min(its math's roof, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
+    } else if run.jobs.iter().any(is_compute) {
         out.push_str("Legend of the tables with flops: GFLOP/s = the suite's flops expression over the median (T = TFLOP/s); % of FP32 peak = over SMs × FP32 lanes × 2 × the SM clock seen; % of the compute bound = over the bound the suite names (cuBLAS at the job's shape, or a variant), measured in this run; flop/byte = declared flops over declared bytes, flop/DRAM byte = over the DRAM bytes ncu counted (`dram_bytes`: what the caches left); % of roofline = over min(FP32 peak, flop/byte × copy bound), the roof that is lower there named in `roof`; speedup over the first correct variant by time (equal flops; by GFLOP/s where flops differ).\n\n");
     }
     if run.jobs.iter().any(|j| !j.occupancy.is_empty()) {

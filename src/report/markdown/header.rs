@@ -36,7 +36,9 @@ pub(super) fn header(run: &RunData, out: &mut String) {
     timing_rows(i, &mut rows);
     out.push_str(&table(rows));
     out.push_str("\n\nChart of every table below: [chart.svg](chart.svg).\n\n");
-    if run.jobs.iter().any(is_compute) {
+    if run.jobs.iter().any(is_compute) && run.judges_by_math() {
+        out.push_str("Roofline of the jobs that declare flops (a roof for each math they declare, and the copy bound, measured in this run): [roofline.svg](roofline.svg).\n\n");
+    } else if run.jobs.iter().any(is_compute) {
         out.push_str("Roofline of the jobs that declare flops (FP32 peak and copy bound measured in this run): [roofline.svg](roofline.svg).\n\n");
     }
 }

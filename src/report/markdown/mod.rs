@@ -8,6 +8,9 @@ mod header;
 mod host_programs;
 mod occupancy;
 mod readings;
+mod roofs;
+#[cfg(test)]
+mod roofs_tests;
 
 use std::fmt::Write;
 
