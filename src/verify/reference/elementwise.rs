@@ -52,12 +52,7 @@ impl MathFn {
 /// One unit in the last place of the type at `r`: the gap between adjacent values near r
 /// (the smallest subnormal gap at and below the normal range).
 fn ulp_at(elem: ElemType, r: f64) -> f64 {
-    let (mantissa, min_exp) = match elem {
-        ElemType::F16 => (10, -14),
-        ElemType::Bf16 => (7, -126),
-        ElemType::F32 => (23, -126),
-        _ => (52, -1022),
-    };
+    let (mantissa, min_exp) = elem.float_format().unwrap_or((52, -1022));
     let e = if r == 0.0 {
         min_exp
     } else {
