@@ -343,6 +343,25 @@ mod tests {
     }
 
     #[test]
+    fn fp8_outputs_are_judged_in_their_own_ulps() {
+        let xs = HostData::init(ElemType::F32, 4096, Init::Random, 11);
+        for elem in [ElemType::E4m3, ElemType::E5m2] {
+            let mut out = HostData::zeroed(elem, xs.len());
+            let HostData::W1(v) = &mut out else { panic!() };
+            for (i, o) in v.iter_mut().enumerate() {
+                *o = from_value(elem, value(ElemType::F32, xs.word(i)).tanh()) as u8;
+            }
+            let o = check_function(ElemType::F32, &xs, elem, &out, MathFn::Tanh, 0.5);
+            assert!(o.passed && o.max_ulp.unwrap() <= 0.5, "{elem:?}: {o:?}");
+            // One fp8 step off (the next bit pattern) is one ulp: caught at 0.5.
+            let HostData::W1(v) = &mut out else { panic!() };
+            v[7] ^= 1;
+            assert!(!check_function(ElemType::F32, &xs, elem, &out, MathFn::Tanh, 0.5).passed);
+            assert!(check_function(ElemType::F32, &xs, elem, &out, MathFn::Tanh, 1.5).passed);
+        }
+    }
+
+    #[test]
     fn functions_are_checked_in_ulp_of_the_output_type() {
         let xs = floats(&[0.5, -0.25, 1.0, 0.0]);
         let exact = HostData::W4(

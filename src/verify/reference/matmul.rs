@@ -215,7 +215,7 @@ fn from_value_wrapping(out: ElemType, x: f64) -> f64 {
 
 /// C[i][j]'s terms in float64: the k products `a[i][p] b[p][j]` (each of its own type's exact
 /// value) and `beta * c0[i][j]`.
-fn terms_at(
+pub(super) fn terms_at(
     types: MatmulTypes,
     a: &HostData,
     b: &HostData,

@@ -429,3 +429,73 @@ fn an_exact_value_beyond_the_output_range_passes_saturated_or_infinite() {
     assert!(!passes(F16, from_value(F16, 1025.0)));
     assert!(!passes(F16, 0x7C00), "f16 holds 1024: an infinity is wrong");
 }
+
+/// The largest `|got - want| / allowance` over C: below 1 passes.
+fn worst_use_of_the_allowance(case: &Case, kernel: Kernel) -> f64 {
+    let s = &case.shape;
+    let out = run(kernel, case.types, (&case.a, &case.b, &case.c0), s);
+    let c0 = (s.beta != 0.0).then_some(&case.c0);
+    (0..s.m * s.n)
+        .map(|ij| {
+            let terms =
+                super::matmul::terms_at(case.types, &case.a, &case.b, c0, s, (ij / s.n, ij % s.n));
+            let want = s.alpha * terms.sum + terms.c;
+            let allowed = super::matmul_model::allowance(case.types, s.k, s.alpha, &terms, want);
+            (value(case.types.out, out.word(ij as usize)) - want).abs() / allowed
+        })
+        .fold(0.0, f64::max)
+}
+
+/// How much of the allowance right kernels use and wrong ones exceed it by, at k = 4096: the
+/// accumulation's share is a small part of it (an f32 output shows it alone), and every wrong
+/// kernel errs by many times the whole (by 2-3 times under an f16 accumulate contract, whose own
+/// rounding is that coarse at k = 4096).
+#[test]
+fn the_model_leaves_wide_margins_both_ways_at_k_4096() {
+    let right = [
+        Kernel::F32InOrder,
+        Kernel::F32SplitK,
+        Kernel::F32TensorCore { step: 16 },
+    ];
+    let wrong = [
+        Kernel::F16InOrder,
+        Kernel::F16TensorCore,
+        Kernel::HalfK,
+        Kernel::Zeros,
+    ];
+    for (types, same_sign, right_below, wrong_above) in [
+        (MatmulTypes::new(F16, F16, F32, None), false, 0.25, 50.0),
+        (MatmulTypes::new(F16, F16, F32, None), true, 0.25, 50.0),
+        (MatmulTypes::new(E4m3, E4m3, F32, None), false, 0.25, 50.0),
+        (MatmulTypes::new(F16, F16, F16, None), false, 1.0, 10.0),
+        (MatmulTypes::new(Bf16, Bf16, Bf16, None), false, 1.0, 5.0),
+    ] {
+        let case = Case::new(types, 4096, (1.0, 0.0), same_sign);
+        for kernel in right {
+            let used = worst_use_of_the_allowance(&case, kernel);
+            assert!(used < right_below, "{} {kernel:?}: {used}", types.label());
+        }
+        for kernel in wrong {
+            let used = worst_use_of_the_allowance(&case, kernel);
+            assert!(used > wrong_above, "{} {kernel:?}: {used}", types.label());
+        }
+    }
+    let f16acc = Case::new(
+        MatmulTypes::new(F16, F16, F16, Some(F16)),
+        4096,
+        (1.0, 0.0),
+        false,
+    );
+    for kernel in [Kernel::F16InOrder, Kernel::F16TensorCore] {
+        assert!(
+            worst_use_of_the_allowance(&f16acc, kernel) < 0.1,
+            "{kernel:?}"
+        );
+    }
+    for kernel in [Kernel::HalfK, Kernel::Zeros] {
+        assert!(
+            worst_use_of_the_allowance(&f16acc, kernel) > 1.5,
+            "{kernel:?}"
+        );
+    }
+}
