@@ -138,7 +138,7 @@ impl Case {
             k,
             alpha,
             beta,
-            trans_a: k % 2 == 0,
+            trans_a: k.is_multiple_of(2),
             trans_b: false,
         };
         let draw = |elem: ElemType, len: u64, seed: u64| {
