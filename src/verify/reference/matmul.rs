@@ -176,8 +176,15 @@ impl Judge {
                 let allowed = allowance(self.types, self.k, self.alpha, terms, want);
                 let ok = (got - want).abs() <= allowed
                     || saturated_as_allowed(self.types.out, want, allowed, got);
+                let f16_by_design = if self.types.a == ElemType::F16
+                    && self.types.accumulate != ElemType::F16
+                {
+                    "; a kernel that accumulates in f16 by design declares math = \"f16-tensor-f16acc\""
+                } else {
+                    ""
+                };
                 let why = format!(
-                    " (error {error:.2e} of the terms' scale Σ|a·b|, allowed {:.1e}: {} at k = {} rounded once to {}; a kernel that accumulates in a narrower type or skips terms errs more)",
+                    " (error {error:.2e} of the terms' scale Σ|a·b|, allowed {:.1e}: {} at k = {} rounded once to {}; a kernel that accumulates in a narrower type or skips terms errs more{f16_by_design})",
                     allowed / scale,
                     self.types.label(),
                     self.k,

@@ -279,6 +279,17 @@ fn f16_accumulation_fails_an_f32_accumulate_contract_at_k_4096() {
         for kernel in [Kernel::F16InOrder, Kernel::F16TensorCore] {
             let (passed, what) = case.check(kernel);
             assert!(!passed, "{what}");
+            // The message says what was allowed, and how to declare f16 accumulation.
+            assert!(
+                what.contains("allowed")
+                    && what.contains("(f32 accumulate) at k = 4096 rounded once"),
+                "{what}"
+            );
+            assert_eq!(
+                a == F16,
+                what.contains("math = \\\"f16-tensor-f16acc\\\""),
+                "{what}"
+            );
         }
     }
 }
