@@ -362,6 +362,66 @@ mod tests {
     }
 
     #[test]
+    fn fp8_buffers_start_random_in_range_and_replay_from_the_seed() {
+        for elem in [ElemType::E4m3, ElemType::E5m2] {
+            let d = HostData::init(elem, 10_000, Init::Random, 7);
+            assert_eq!(d.as_bytes().len(), 10_000);
+            let v = values(elem, &d);
+            assert!(v.iter().all(|x| (-1.0..=1.0).contains(x)), "{elem:?}");
+            let distinct: std::collections::BTreeSet<u64> =
+                (0..d.len()).map(|i| d.word(i)).collect();
+            assert!(
+                distinct.len() > 40,
+                "{elem:?}: {} distinct values",
+                distinct.len()
+            );
+            assert_eq!(d, HostData::init(elem, 10_000, Init::Random, 7));
+            let whole = values(elem, &HostData::init(elem, 1000, Init::RandomInt, 7));
+            assert!(
+                whole.iter().all(|x| x.fract() == 0.0 && x.abs() <= 16.0),
+                "{elem:?}"
+            );
+        }
+    }
+
+    /// `from` conversion to fp8 is CUDA's `__nv_cvt_float_to_fp8(x, __NV_SATFINITE, ...)`
+    /// (the float8 crate ports cuda_fp8.hpp): round to nearest even, values past the largest
+    /// finite (infinities too) saturate to it, NaN stays NaN.
+    #[test]
+    fn fp8_conversion_rounds_to_nearest_even_and_saturates_like_cuda_satfinite() {
+        let through = |elem: ElemType, x: f64| value(elem, from_value(elem, x));
+        for (elem, x, want) in [
+            (ElemType::E4m3, 1.0625, 1.0),
+            (ElemType::E4m3, 1.1875, 1.25),
+            (ElemType::E4m3, 448.0, 448.0),
+            (ElemType::E4m3, 464.0, 448.0),
+            (ElemType::E4m3, 465.0, 448.0),
+            (ElemType::E4m3, 1e9, 448.0),
+            (ElemType::E4m3, f64::INFINITY, 448.0),
+            (ElemType::E4m3, f64::NEG_INFINITY, -448.0),
+            (ElemType::E4m3, 2f64.powi(-10), 0.0),
+            (ElemType::E4m3, 1.5 * 2f64.powi(-10), 2f64.powi(-9)),
+            (ElemType::E5m2, 1.125, 1.0),
+            (ElemType::E5m2, 1.375, 1.5),
+            (ElemType::E5m2, 61439.0, 57344.0),
+            (ElemType::E5m2, 61440.0, 57344.0),
+            (ElemType::E5m2, -1e9, -57344.0),
+            (ElemType::E5m2, f64::INFINITY, 57344.0),
+            (ElemType::E5m2, 2f64.powi(-16), 2f64.powi(-16)),
+        ] {
+            assert_eq!(through(elem, x), want, "{elem:?} {x}");
+        }
+        for elem in [ElemType::E4m3, ElemType::E5m2] {
+            assert!(through(elem, f64::NAN).is_nan());
+            assert_eq!(through(elem, elem.max_finite()), elem.max_finite());
+            // A buffer converted from f32 (`from`) holds the same roundings.
+            let f = HostData::W4(vec![0.3f32.to_bits(), 1e6f32.to_bits()]);
+            let got = values(elem, &f.converted(ElemType::F32, elem));
+            assert_eq!(got, vec![through(elem, 0.3f32 as f64), elem.max_finite()]);
+        }
+    }
+
+    #[test]
     fn whole_numbers_are_exact_in_every_float_type() {
         for elem in [ElemType::F16, ElemType::Bf16, ElemType::F32] {
             let d = HostData::init(elem, 4096, Init::RandomInt, 3);

@@ -68,6 +68,44 @@ impl ElemType {
             _ => 0.0,
         }
     }
+    /// A float type's unit roundoff: the largest relative error of rounding to nearest (half
+    /// its epsilon; 0 for integers).
+    pub fn unit_roundoff(self) -> f64 {
+        self.epsilon() / 2.0
+    }
+    /// The largest finite value (where a saturating conversion stops: 448 for e4m3, 57344 for
+    /// e5m2, 65504 for f16); integers' largest value.
+    pub fn max_finite(self) -> f64 {
+        match self {
+            ElemType::F16 => 65504.0,
+            ElemType::Bf16 => 3.389_531_389_251_535_5e38,
+            ElemType::F32 => f32::MAX as f64,
+            ElemType::F64 => f64::MAX,
+            ElemType::E4m3 => 448.0,
+            ElemType::E5m2 => 57344.0,
+            ElemType::I8 => i8::MAX as f64,
+            ElemType::U8 => u8::MAX as f64,
+            ElemType::I16 => i16::MAX as f64,
+            ElemType::U16 => u16::MAX as f64,
+            ElemType::I32 => i32::MAX as f64,
+            ElemType::U32 => u32::MAX as f64,
+            ElemType::I64 => i64::MAX as f64,
+            ElemType::U64 => u64::MAX as f64,
+        }
+    }
+    /// A float type's mantissa bits and smallest normal exponent (`None` for integers): one ulp
+    /// at x is 2^(max(floor(log2 |x|), min_exp) - mantissa).
+    pub fn float_format(self) -> Option<(i32, i32)> {
+        match self {
+            ElemType::F16 => Some((10, -14)),
+            ElemType::Bf16 => Some((7, -126)),
+            ElemType::F32 => Some((23, -126)),
+            ElemType::F64 => Some((52, -1022)),
+            ElemType::E4m3 => Some((3, -6)),
+            ElemType::E5m2 => Some((2, -14)),
+            _ => None,
+        }
+    }
     /// The name a manifest uses (`f16`, `bf16`, `i8`, …).
     pub fn name(self) -> &'static str {
         match self {

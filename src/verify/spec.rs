@@ -7,8 +7,8 @@ use super::correctness::Correctness;
 use super::data::HostData;
 use super::elem::ElemType;
 use super::reference::{
-    Keep, MathFn, check_add, check_compact, check_copy_mapped, check_function, check_histogram,
-    check_matmul, check_scan, check_sort, check_sum, check_transpose,
+    Keep, MathFn, MatmulTypes, check_add, check_compact, check_copy_mapped, check_function,
+    check_histogram, check_matmul, check_scan, check_sort, check_sum, check_transpose,
 };
 use super::shape::{CopyMap, MatmulShape};
 
@@ -44,13 +44,21 @@ pub enum CorrectnessSpec {
         input_stride: u64,
         tolerance: f64,
     },
-    /// `output = alpha * op(a) * op(b) + beta * output` (row-major; see `MatmulShape`).
+    /// `output = alpha * op(a) * op(b) + beta * output` (row-major; see `MatmulShape`). The
+    /// element types of a and b where they differ from the output's (f16 inputs, f32 output), and
+    /// the accumulator where the job's math declares one other than the inputs' default (f16).
     Matmul {
         a: usize,
         b: usize,
         output: usize,
         shape: MatmulShape,
         tolerance: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        a_elem: Option<ElemType>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        b_elem: Option<ElemType>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        accumulate: Option<ElemType>,
     },
     /// `output[0..count]` holds the inclusive or exclusive prefix sums of `input`.
     Scan {
@@ -157,8 +165,16 @@ impl CorrectnessSpec {
                 output: o,
                 shape,
                 tolerance,
+                a_elem,
+                b_elem,
+                accumulate,
             } => check_matmul(
-                elem,
+                MatmulTypes::new(
+                    a_elem.unwrap_or(elem),
+                    b_elem.unwrap_or(elem),
+                    elem,
+                    *accumulate,
+                ),
                 input(*a)?,
                 input(*b)?,
                 input(*o),

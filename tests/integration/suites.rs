@@ -467,6 +467,7 @@ fn a_matmul_check_and_a_cublas_bound_resolve_at_each_shape() {
         output: 2,
         shape,
         tolerance,
+        ..
     } = j.correctness
     else {
         panic!("{:?}", j.correctness)

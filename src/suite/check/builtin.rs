@@ -3,10 +3,12 @@
 
 use super::op::CheckOp;
 use crate::expr::{self, Bindings};
+use crate::records::Math;
 use crate::suite::job::BufferSpec;
 use crate::suite::location::{Ctx, SuiteError};
 use crate::suite::manifest::{CorrectnessDecl, Manifest, VariantDecl};
-use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init, MatmulShape};
+use crate::verify::reference::MATMUL_CONTRACTS;
+use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init, MatmulShape, MatmulTypes};
 
 /// A check being resolved for one job: the variant, the check it has (its own or the suite's),
 /// the job's bindings and buffers.
@@ -216,17 +218,7 @@ impl CheckSite<'_> {
             named(c.b.as_ref(), "b")?,
             self.buffer_index(c.output.as_ref(), "output")?,
         );
-        let elem = buffers[output].elem;
-        if buffers[a].elem != elem || buffers[b].elem != elem || !elem.is_float() {
-            return Err(ctx.err(
-                ctx.check_key(v, "op"),
-                format!(
-                    "variant `{}`: a matmul check needs a, b and output of one float type",
-                    v.name
-                ),
-                "use f32 (or f64) buffers for a, b and output",
-            ));
-        }
+        let types = self.matmul_types(a, b, output)?;
         let dim = |e: &Option<String>, what: &str| {
             self.required(CheckOp::Matmul, e, what, "an expression such as `S`")
         };
@@ -263,13 +255,52 @@ impl CheckSite<'_> {
         if shape.beta != 0.0 && !buffers[output].has_data() {
             return Err(ctx.err(ctx.check_key(v, "beta"), format!("variant `{}`: beta = {} reads the output's initial values, but `{}` starts as {:?}", v.name, shape.beta, buffers[output].name, buffers[output].init), "initialise the output with init = \"random\", or set beta = \"0\""));
         }
+        let tolerance = self.tolerance(output)?;
+        if types.is_integer() && tolerance > 0.0 {
+            return Err(ctx.err(ctx.check_key(v, "tolerance"), format!("variant `{}`: an {} product is compared exactly, and the check gives tolerance {tolerance}", v.name, types.label()), "remove the tolerance"));
+        }
+        if types.is_integer() && (shape.alpha.fract() != 0.0 || shape.beta.fract() != 0.0) {
+            return Err(ctx.err(ctx.check_key(v, "alpha"), format!("variant `{}`: an {} product scales by whole numbers, and alpha = {}, beta = {}", v.name, types.label(), shape.alpha, shape.beta), "give whole-number alpha and beta (1 and 0 by default)"));
+        }
+        let differs = |elem: ElemType| Some(elem).filter(|&e| e != types.out);
         Ok(CorrectnessSpec::Matmul {
             a,
             b,
             output,
             shape,
-            tolerance: self.tolerance(output)?,
+            tolerance,
+            a_elem: differs(types.a),
+            b_elem: differs(types.b),
+            accumulate: Some(types.accumulate).filter(|&acc| {
+                acc != MatmulTypes::new(types.a, types.b, types.out, None).accumulate
+            }),
         })
+    }
+
+    /// A matmul check's element types: a's, b's and the output's as the buffers declare them, a
+    /// contract the check knows, and the accumulator of the job's math (`f16-tensor-f16acc`
+    /// accumulates in f16) where that math multiplies a's type; else the inputs' default.
+    fn matmul_types(&self, a: usize, b: usize, output: usize) -> Result<MatmulTypes, SuiteError> {
+        let (ctx, m, v, buffers) = (self.ctx, self.m, self.v, self.buffers);
+        let (a_elem, b_elem) = (buffers[a].elem, buffers[b].elem);
+        let math = v
+            .math
+            .as_ref()
+            .or(m.suite.math.as_ref())
+            .and_then(|text| Math::parse(text).ok());
+        let accumulate = math
+            .map(Math::gemm_types)
+            .filter(|(input, _, _)| *input == a_elem)
+            .map(|(_, _, acc)| acc);
+        let types = MatmulTypes::new(a_elem, b_elem, buffers[output].elem, accumulate);
+        types.supported().map_err(|e| {
+            ctx.err(
+                ctx.check_key(v, "op"),
+                format!("variant `{}`: {e}", v.name),
+                format!("give a, b and output one of the types of a contract the check knows: {MATMUL_CONTRACTS}"),
+            )
+        })?;
+        Ok(types)
     }
 
     /// `op = "scan"`: prefix sums of the first `count` elements (inclusive, or exclusive).

@@ -52,12 +52,7 @@ impl MathFn {
 /// One unit in the last place of the type at `r`: the gap between adjacent values near r
 /// (the smallest subnormal gap at and below the normal range).
 fn ulp_at(elem: ElemType, r: f64) -> f64 {
-    let (mantissa, min_exp) = match elem {
-        ElemType::F16 => (10, -14),
-        ElemType::Bf16 => (7, -126),
-        ElemType::F32 => (23, -126),
-        _ => (52, -1022),
-    };
+    let (mantissa, min_exp) = elem.float_format().unwrap_or((52, -1022));
     let e = if r == 0.0 {
         min_exp
     } else {
@@ -345,6 +340,25 @@ mod tests {
             0.0,
         );
         assert!(!o.passed && o.first_mismatch.unwrap().contains("floats with floats"));
+    }
+
+    #[test]
+    fn fp8_outputs_are_judged_in_their_own_ulps() {
+        let xs = HostData::init(ElemType::F32, 4096, Init::Random, 11);
+        for elem in [ElemType::E4m3, ElemType::E5m2] {
+            let mut out = HostData::zeroed(elem, xs.len());
+            let HostData::W1(v) = &mut out else { panic!() };
+            for (i, o) in v.iter_mut().enumerate() {
+                *o = from_value(elem, value(ElemType::F32, xs.word(i)).tanh()) as u8;
+            }
+            let o = check_function(ElemType::F32, &xs, elem, &out, MathFn::Tanh, 0.5);
+            assert!(o.passed && o.max_ulp.unwrap() <= 0.5, "{elem:?}: {o:?}");
+            // One fp8 step off (the next bit pattern) is one ulp: caught at 0.5.
+            let HostData::W1(v) = &mut out else { panic!() };
+            v[7] ^= 1;
+            assert!(!check_function(ElemType::F32, &xs, elem, &out, MathFn::Tanh, 0.5).passed);
+            assert!(check_function(ElemType::F32, &xs, elem, &out, MathFn::Tanh, 1.5).passed);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Matrix products (GEMM, and GEMV where n = 1): `alpha * op(a) * op(b) + beta * c0` at every
 //! output position, or at a deterministic sample that reaches every row and column.
 
+use super::matmul_model::{MatmulTypes, Terms, allowance, saturated_as_allowed};
 use super::tally::{nothing_checked, parallel_parts};
 use crate::verify::correctness::Correctness;
 use crate::verify::data::{HostData, is_poison, value};
@@ -48,18 +49,16 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// The element type's unit roundoff.
-fn epsilon(elem: ElemType) -> f64 {
-    elem.epsilon()
-}
-
 /// `out` must be `alpha * op(a) * op(b) + beta * c0` at every checked position (see
-/// `matmul_positions`), computed here in float64. The error of an element is taken relative to
-/// `|alpha| * sum |a b| + |beta * c0|`, the scale a float sum of its terms can lose precision
-/// against; it may be at most `tolerance`, or, when that is 0, 2 * k * the type's epsilon (the
-/// worst-case bound of a k-term float sum). The outcome's `rel_error` is the worst error seen.
+/// `matmul_positions`), computed here in float64 from the inputs' exact values. An element's
+/// error is taken relative to `|alpha| * sum |a b| + |beta * c0|`, the scale a float sum of its
+/// terms can lose precision against, and the outcome's `rel_error` is the worst seen. It may be at
+/// most `tolerance` when that is above 0; else, for f32 or f64 products of one type, 2 * k * the
+/// type's epsilon (the worst-case bound of a k-term float sum), for narrower inputs the
+/// per-element allowance of `matmul_model`, and for integers none (compared exactly, wrapping at
+/// the output's width).
 pub fn check_matmul(
-    elem: ElemType,
+    types: MatmulTypes,
     a: &HostData,
     b: &HostData,
     c0: Option<&HostData>,
@@ -68,11 +67,6 @@ pub fn check_matmul(
     tolerance: f64,
 ) -> Correctness {
     let MatmulShape { m, n, k, .. } = *shape;
-    let bound = if tolerance > 0.0 {
-        tolerance
-    } else {
-        2.0 * k as f64 * epsilon(elem)
-    };
     let needed = (a.len() as u64 >= m * k)
         && (b.len() as u64 >= k * n)
         && (out.len() as u64 >= m * n)
@@ -83,27 +77,29 @@ pub fn check_matmul(
             shape.label()
         )));
     }
+    let judge = Judge::new(types, shape, tolerance);
     let positions = matmul_positions(m, n);
     let parts = parallel_parts(positions.len(), |lo, hi| {
         let (mut checked, mut bad, mut unwritten, mut worst, mut first) =
             (0u64, 0u64, 0u64, 0.0f64, None);
         for &(i, j) in &positions[lo..hi] {
-            let (want, scale) = expected_at(elem, a, b, c0, shape, (i, j));
+            let terms = terms_at(types, a, b, c0, shape, (i, j));
             let got_bits = out.word((i * n + j) as usize);
-            let got = value(elem, got_bits);
+            let got = value(types.out, got_bits);
             checked += 1;
-            let err = if got.is_finite() {
-                (got - want).abs() / scale
-            } else {
-                f64::INFINITY
-            };
-            worst = worst.max(err);
-            if err > bound || (bound == 0.0 && got != want) {
+            let verdict = judge.element(&terms, got);
+            worst = worst.max(verdict.error);
+            if !verdict.ok {
                 bad += 1;
-                if is_poison(elem, got_bits) {
+                if is_poison(types.out, got_bits) {
                     unwritten += 1;
                 }
-                first.get_or_insert_with(|| format!("C[{i}][{j}]: got {got} want {want} (error {err:.2e} of the terms' scale, tolerance {bound:.1e})"));
+                first.get_or_insert_with(|| {
+                    format!(
+                        "C[{i}][{j}]: got {got} want {}{}",
+                        verdict.want, verdict.why
+                    )
+                });
             }
         }
         (checked, bad, unwritten, worst, first)
@@ -120,32 +116,132 @@ pub fn check_matmul(
     o
 }
 
-/// C[i][j] in float64, `alpha * sum_p a[i][p] b[p][j] + beta * c0[i][j]`, with the scale a float
-/// sum of its terms can lose precision against, `|alpha| * sum |a b| + |beta * c0|`.
-fn expected_at(
-    elem: ElemType,
+/// How a product's elements are judged: a relative bound of the terms' scale (a given
+/// tolerance, or 2 k eps for f32 and f64), the model's allowance, or exact integers.
+struct Judge {
+    types: MatmulTypes,
+    k: u64,
+    alpha: f64,
+    /// The bound relative to the terms' scale; `None`: the model's per-element allowance.
+    relative: Option<f64>,
+}
+
+/// One element's verdict: the expected value, its error relative to the terms' scale, and why
+/// it fails (empty when it passes).
+struct Verdict {
+    want: f64,
+    error: f64,
+    ok: bool,
+    why: String,
+}
+
+impl Judge {
+    fn new(types: MatmulTypes, shape: &MatmulShape, tolerance: f64) -> Self {
+        let relative = if types.is_integer() {
+            Some(0.0)
+        } else if tolerance > 0.0 {
+            Some(tolerance)
+        } else if types.is_uniform_wide() {
+            Some(2.0 * shape.k as f64 * types.out.epsilon())
+        } else {
+            None
+        };
+        Judge {
+            types,
+            k: shape.k,
+            alpha: shape.alpha,
+            relative,
+        }
+    }
+
+    fn element(&self, terms: &Terms, got: f64) -> Verdict {
+        let mut want = self.alpha * terms.sum + terms.c;
+        if self.types.is_integer() {
+            // The GPU's integer arithmetic wraps at the output's width.
+            want = from_value_wrapping(self.types.out, want);
+        }
+        let scale = (self.alpha.abs() * terms.abs + terms.c.abs()).max(f64::MIN_POSITIVE);
+        let error = if got.is_finite() {
+            (got - want).abs() / scale
+        } else {
+            f64::INFINITY
+        };
+        let (ok, why) = match self.relative {
+            Some(0.0) => (got == want, " (compared exactly)".to_string()),
+            Some(bound) => (
+                error <= bound,
+                format!(" (error {error:.2e} of the terms' scale, tolerance {bound:.1e})"),
+            ),
+            None => {
+                let allowed = allowance(self.types, self.k, self.alpha, terms, want);
+                let ok = (got - want).abs() <= allowed
+                    || saturated_as_allowed(self.types.out, want, allowed, got);
+                let f16_by_design = if self.types.a == ElemType::F16
+                    && self.types.accumulate != ElemType::F16
+                {
+                    "; a kernel that accumulates in f16 by design declares math = \"f16-tensor-f16acc\""
+                } else {
+                    ""
+                };
+                let why = format!(
+                    " (error {error:.2e} of the terms' scale Σ|a·b|, allowed {:.1e}: {} at k = {} rounded once to {}; a kernel that accumulates in a narrower type or skips terms errs more{f16_by_design})",
+                    allowed / scale,
+                    self.types.label(),
+                    self.k,
+                    self.types.out.name()
+                );
+                (ok, why)
+            }
+        };
+        Verdict {
+            want,
+            error,
+            ok,
+            why: if ok { String::new() } else { why },
+        }
+    }
+}
+
+/// An integer result as the output type holds it: wrapped at its width, two's complement.
+fn from_value_wrapping(out: ElemType, x: f64) -> f64 {
+    let bits = 8 * out.size() as u32;
+    let wide = x as i128;
+    let wrapped = if bits >= 64 {
+        wide as i64 as i128
+    } else {
+        let m = 1i128 << bits;
+        let r = wide.rem_euclid(m);
+        if out.is_signed() && r >= m / 2 {
+            r - m
+        } else {
+            r
+        }
+    };
+    wrapped as f64
+}
+
+/// C[i][j]'s terms in float64: the k products `a[i][p] b[p][j]` (each of its own type's exact
+/// value) and `beta * c0[i][j]`.
+pub(super) fn terms_at(
+    types: MatmulTypes,
     a: &HostData,
     b: &HostData,
     c0: Option<&HostData>,
     shape: &MatmulShape,
     (i, j): (u64, u64),
-) -> (f64, f64) {
-    let MatmulShape {
-        n, k, alpha, beta, ..
-    } = *shape;
-    let (mut sum, mut scale) = (0.0f64, 0.0f64);
+) -> Terms {
+    let MatmulShape { n, k, beta, .. } = *shape;
+    let mut terms = Terms::default();
     for p in 0..k {
-        let t = value(elem, a.word(shape.a_index(i, p) as usize))
-            * value(elem, b.word(shape.b_index(p, j) as usize));
-        sum += t;
-        scale += t.abs();
+        terms.add(
+            value(types.a, a.word(shape.a_index(i, p) as usize))
+                * value(types.b, b.word(shape.b_index(p, j) as usize)),
+        );
     }
-    let c = c0
-        .map(|c| value(elem, c.word((i * n + j) as usize)))
+    terms.c = c0
+        .map(|c| beta * value(types.out, c.word((i * n + j) as usize)))
         .unwrap_or(0.0);
-    let want = alpha * sum + beta * c;
-    let scale = (alpha.abs() * scale + (beta * c).abs()).max(f64::MIN_POSITIVE);
-    (want, scale)
+    terms
 }
 
 #[cfg(test)]
@@ -191,7 +287,15 @@ mod tests {
             let b = HostData::init(ElemType::F32, (k * n) as usize, Init::Random, 2);
             let c0 = HostData::init(ElemType::F32, (m * n) as usize, Init::Random, 3);
             let mut out = product(&a, &b, &c0, &s);
-            let o = check_matmul(ElemType::F32, &a, &b, Some(&c0), &out, &s, 0.0);
+            let o = check_matmul(
+                MatmulTypes::uniform(ElemType::F32),
+                &a,
+                &b,
+                Some(&c0),
+                &out,
+                &s,
+                0.0,
+            );
             assert!(
                 o.passed && o.rel_error < 2.0 * k as f64 * f32::EPSILON as f64,
                 "{s:?}: {o:?}"
@@ -205,7 +309,15 @@ mod tests {
             let HostData::W4(v) = &mut out else { panic!() };
             let at = (m * n - 1) as usize;
             v[at] = (f32::from_bits(v[at]) + 0.01).to_bits();
-            let o = check_matmul(ElemType::F32, &a, &b, Some(&c0), &out, &s, 0.0);
+            let o = check_matmul(
+                MatmulTypes::uniform(ElemType::F32),
+                &a,
+                &b,
+                Some(&c0),
+                &out,
+                &s,
+                0.0,
+            );
             assert!(
                 !o.passed
                     && o.mismatches == 1
@@ -218,7 +330,7 @@ mod tests {
             );
             // Forgetting beta * C is wrong too.
             let o = check_matmul(
-                ElemType::F32,
+                MatmulTypes::uniform(ElemType::F32),
                 &a,
                 &b,
                 None,
@@ -256,7 +368,7 @@ mod tests {
         };
         let ones = floats(&[1.0; 4]);
         let o = check_matmul(
-            ElemType::F32,
+            MatmulTypes::uniform(ElemType::F32),
             &ones,
             &ones,
             None,
@@ -265,7 +377,15 @@ mod tests {
             0.0,
         );
         assert_eq!((o.passed, o.unwritten), (false, 4));
-        let short = check_matmul(ElemType::F32, &ones, &ones, None, &floats(&[2.0]), &s, 0.0);
+        let short = check_matmul(
+            MatmulTypes::uniform(ElemType::F32),
+            &ones,
+            &ones,
+            None,
+            &floats(&[2.0]),
+            &s,
+            0.0,
+        );
         assert!(!short.passed && short.first_mismatch.unwrap().contains("smaller"));
     }
 }

@@ -137,6 +137,31 @@ mod tests {
     }
 
     #[test]
+    fn fp8_outputs_compare_with_float32_in_units_of_their_epsilon_and_poison_is_unwritten() {
+        let reference = HostData::init(ElemType::F32, 5000, Init::Random, 12);
+        for elem in [ElemType::E4m3, ElemType::E5m2] {
+            let rounded = reference.converted(ElemType::F32, elem);
+            let o = check_same(ElemType::F32, &reference, elem, &rounded, elem.epsilon());
+            assert!(
+                o.passed && o.error_in_eps().unwrap() <= 0.5,
+                "{elem:?}: {o:?}"
+            );
+            // Bit for bit against itself; zeros and never-written bytes (0xFF: NaN) fail.
+            assert!(check_same(elem, &rounded, elem, &rounded.clone(), 0.0).passed);
+            let zeros = HostData::zeroed(elem, 5000);
+            assert!(!check_same(ElemType::F32, &reference, elem, &zeros, elem.epsilon()).passed);
+            let o = check_same(
+                ElemType::F32,
+                &reference,
+                elem,
+                &HostData::init(elem, 5000, Init::Poison, 0),
+                1.0,
+            );
+            assert!(!o.passed && o.unwritten == 5000, "{elem:?}: {o:?}");
+        }
+    }
+
+    #[test]
     fn half_outputs_are_checked_against_float32_in_units_of_their_epsilon() {
         let want = [1.0f32, -0.3333333, 0.7, 1000.5];
         let reference = floats(&want);
