@@ -8,6 +8,7 @@ mod header;
 mod host_programs;
 mod occupancy;
 mod readings;
+mod tensor_use;
 
 use std::fmt::Write;
 
