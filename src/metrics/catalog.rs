@@ -98,6 +98,10 @@ pub const BUILTIN_FILES: &[(&str, &str)] = &[
         "metrics/compute.toml",
         include_str!("../../metrics/compute.toml"),
     ),
+    (
+        "metrics/tensor.toml",
+        include_str!("../../metrics/tensor.toml"),
+    ),
     ("metrics/sets.toml", include_str!("../../metrics/sets.toml")),
 ];
 

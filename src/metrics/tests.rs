@@ -105,14 +105,24 @@ fn every_builtin_counter_exists_on_hopper() {
         .map(|h| h.trim_matches('"'))
         .collect();
     for def in builtin().metrics.values() {
-        for counter in def.counters.values() {
+        // Collected: its own counters and its n/a rules' (alternatives are never collected).
+        let collected = def
+            .counters
+            .values()
+            .chain(def.not_applicable.iter().flat_map(|r| r.counters.values()));
+        for counter in collected {
             let base = counter.split('.').next().unwrap();
-            // Launch statistics (registers, occupancy limits) and ncu's derived occupancy figures
-            // (`sm__maximum_warps_per_active_cycle_pct`) are not in that list; ncu reports them
-            // for every launch, as its export shows.
-            if base.starts_with("launch__") || exported.contains(counter.as_str()) {
+            // Launch statistics (registers, occupancy limits, cluster shape) and ncu's derived
+            // occupancy figures (`sm__maximum_warps_per_active_cycle_pct`) are not in that list;
+            // ncu reports them for every launch, as its export shows.
+            if exported.contains(counter.as_str()) {
                 continue;
             }
+            assert!(
+                !base.starts_with("launch__"),
+                "{} uses {counter}, a launch statistic ncu's H100 export lacks",
+                def.name
+            );
             assert!(
                 bases.contains(base),
                 "{} uses {counter}, not in ncu's list for Hopper",
@@ -301,5 +311,119 @@ fn gld_efficiency_says_why_it_is_not_applicable_for_loads_not_made_by_ld() {
                 .iter()
                 .any(|c| c == "smsp__inst_executed_op_tma_ld.sum"),
         "{needed:?}"
+    );
+}
+
+#[test]
+fn the_tensor_set_resolves_and_the_compute_set_holds_the_tensor_pipe_check() {
+    let c = builtin();
+    let tensor = c.resolve(&["tensor".into()]).unwrap();
+    for name in [
+        TENSOR_PIPE_METRIC,
+        "tensor_hmma_utilization",
+        "tensor_imma_utilization",
+        "tensor_dmma_utilization",
+        "wgmma_share",
+        "tma_load_bytes",
+        "tma_store_bytes",
+        "tma_load_instructions",
+        "dsmem_read_bytes",
+        "dsmem_write_bytes",
+        "cluster_size",
+        "cluster_max_active",
+        "clusters_launched",
+        "cluster_residency",
+        "duration",
+    ] {
+        assert!(tensor.iter().any(|d| d.name == name), "{name}");
+    }
+    // Every metric of the set is defined (none falls back to a raw counter).
+    assert!(tensor.iter().all(|d| !is_raw_metric(d)));
+    let compute = c.resolve(&["compute".into()]).unwrap();
+    assert!(compute.iter().any(|d| d.name == TENSOR_PIPE_METRIC));
+    let needed = counters_needed(&compute);
+    assert!(needed.contains(
+        &"sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg.pct_of_peak_sustained_active".to_string()
+    ));
+}
+
+#[test]
+fn tensor_pipe_utilization_adds_matrix_and_dmma_work_and_is_na_without_either() {
+    let c = builtin();
+    let def = &c.metrics[TENSOR_PIPE_METRIC];
+    let mma = "sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active.avg.pct_of_peak_sustained_active";
+    let dmma = "sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active";
+    assert_eq!(
+        evaluate(def, &values(&[(mma, 42.5), (dmma, 0.0)])),
+        Ok(LaunchValue::Value(42.5))
+    );
+    assert_eq!(
+        evaluate(def, &values(&[(mma, 70.0), (dmma, 40.0)])),
+        Ok(LaunchValue::Value(100.0))
+    );
+    let simt = evaluate(def, &values(&[(mma, 0.0), (dmma, 0.0)])).unwrap();
+    assert_eq!(simt, LaunchValue::NotApplicable(Some(0)));
+    assert_eq!(
+        def.not_applicable_reason(Some(0)),
+        Some("no tensor-core work")
+    );
+    // An export with only the whole pipe's counter: the alternative.
+    let whole = values(&[(
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        12.0,
+    )]);
+    assert_eq!(evaluate(def, &whole), Ok(LaunchValue::Value(12.0)));
+    assert!(is_notable(def, 12.0) && !is_notable(def, 95.0));
+}
+
+#[test]
+fn wgmma_share_and_cluster_residency_read_their_counters() {
+    let c = builtin();
+    let share = &c.metrics["wgmma_share"];
+    // 800 HMMA-pipe instructions of which 100 are HFMA2.MMA, 100 IMMA: 600 of the 800 matrix ones wgmma.
+    let counts = |gmma: f64| {
+        values(&[
+            ("sm__inst_executed_pipe_tensor_op_gmma.sum", gmma),
+            ("sm__inst_executed_pipe_tensor_op_hmma.sum", 800.0),
+            (
+                "sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum",
+                100.0,
+            ),
+            ("sm__inst_executed_pipe_tensor_op_imma.sum", 100.0),
+            ("sm__inst_executed_pipe_tensor_op_dmma.sum", 0.0),
+        ])
+    };
+    assert_eq!(
+        evaluate(share, &counts(600.0)),
+        Ok(LaunchValue::Value(75.0))
+    );
+    assert!(is_notable(share, 0.0) && !is_notable(share, 75.0));
+    let none = values(&[
+        ("sm__inst_executed_pipe_tensor_op_gmma.sum", 0.0),
+        ("sm__inst_executed_pipe_tensor_op_hmma.sum", 64.0),
+        ("sm__inst_executed_pipe_tensor_op_hmma_type_hfma2.sum", 64.0),
+        ("sm__inst_executed_pipe_tensor_op_imma.sum", 0.0),
+        ("sm__inst_executed_pipe_tensor_op_dmma.sum", 0.0),
+    ]);
+    assert_eq!(
+        evaluate(share, &none),
+        Ok(LaunchValue::NotApplicable(Some(0)))
+    );
+    let residency = &c.metrics["cluster_residency"];
+    let launch = |size: f64| {
+        values(&[
+            ("gpc__cgas_active.sum", 8.0 * 1000.0),
+            ("gpc__cycles_elapsed.max", 1000.0),
+            ("launch__cluster_max_active", 16.0),
+            ("launch__cluster_size", size),
+        ])
+    };
+    assert_eq!(
+        evaluate(residency, &launch(8.0)),
+        Ok(LaunchValue::Value(50.0))
+    );
+    assert_eq!(
+        evaluate(residency, &launch(0.0)),
+        Ok(LaunchValue::NotApplicable(Some(0)))
     );
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 
 use crate::executor::Executor;
-use crate::metrics::{Catalog, MetricDef};
+use crate::metrics::{self, Catalog, MetricDef};
 use crate::profiler::ClockControl;
 use crate::records::{CacheState, ShardInfo, TimingConfig};
 use crate::suite::{JobSpec, Suite};
@@ -76,9 +76,14 @@ pub fn plan<'a>(
                             .unwrap_or_else(|| "memory".into()),
                     );
                 }
-                catalog
+                let defs = catalog
                     .resolve(&names)
-                    .with_context(|| format!("suite `{}`", suite.name()))?
+                    .with_context(|| format!("suite `{}`", suite.name()))?;
+                if jobs.iter().any(|j| j.work.flops.is_some_and(|f| f > 0.0)) {
+                    metrics::with_tensor_check(catalog, defs)
+                } else {
+                    defs
+                }
             }
         };
         plans.push(SuitePlan {

@@ -27,4 +27,5 @@ mod special_files;
 mod steps;
 mod suites;
 mod symlinks;
+mod tensor_metrics;
 mod toolkit;

@@ -11,6 +11,7 @@ mod readings;
 mod roofs;
 #[cfg(test)]
 mod roofs_tests;
+mod tensor_use;
 
 use std::fmt::Write;
 

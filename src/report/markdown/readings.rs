@@ -1,8 +1,9 @@
-//! The markdown report's readings under a group's table: one line per notable metric, ncu error, job error, accuracy, left-out samples, impossibility and wrong output of its jobs.
+//! The markdown report's readings under a group's table: one line per notable metric, tensor-pipe use against the declared math, ncu error, job error, accuracy, left-out samples, impossibility and wrong output of its jobs.
 
 use std::fmt::Write;
 
 use super::cells::status_cell;
+use super::tensor_use::tensor_use_reading;
 use crate::metrics::{self, MetricDef};
 use crate::records::{Impossible, JobRecord, JobStatus, RunData};
 
@@ -66,6 +67,12 @@ fn profile_readings(run: &RunData, j: &JobRecord, metrics: &[MetricDef], out: &m
                 metrics::format_ideal(m)
             ));
         }
+    }
+    // Only where the flops are judged against a roof: a job without flops has no math to declare.
+    if j.work.flops.is_some_and(|f| f > 0.0)
+        && let Some(said) = tensor_use_reading(j.work.math, p)
+    {
+        out.push(format!("- `{}` {said}", j.label));
     }
     if let Some(e) = &p.error {
         out.push(format!("- `{}`: ncu: {e}", j.label));
