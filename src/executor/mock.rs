@@ -11,7 +11,7 @@ use crate::records::{
     BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, HostLinkSamples, JobOutcome,
     ProfileRecord, Snapshot,
 };
-use crate::records::{StepKind, StepTime, Timeline};
+use crate::records::{EnergyRecord, StepKind, StepTime, Timeline};
 use crate::suite::{JobSpec, StepProgram};
 
 /// The name the mock device carries into every run, report and baseline it touches.
@@ -217,6 +217,9 @@ impl Executor for MockExecutor {
             occupancy: Vec::new(),
             occupancy_error: None,
             timeline: job.steps.as_ref().map(|p| self.stand_in_timeline(job, p)),
+            sample_clock_events: Default::default(),
+            clock_lowered_kept: 0,
+            energy: ctx.timing.energy.then(|| stand_in_energy(self.stand_in_ms(job))),
         })
     }
 
@@ -260,6 +263,22 @@ impl Executor for MockExecutor {
     }
 }
 
+/// `--energy` in a mock run: a stand-in at 300 W for a second of back-to-back runs, marked MOCK.
+fn stand_in_energy(per_run_ms: f64) -> EnergyRecord {
+    let runs = (1000.0 / per_run_ms.max(1e-6)).ceil() as u64;
+    EnergyRecord {
+        runs,
+        seconds: runs as f64 * per_run_ms / 1000.0,
+        joules: 300.0 * runs as f64 * per_run_ms / 1000.0,
+        counter_steps: 10,
+        power_limit_w: Some(700.0),
+        power_state: Some("P0".into()),
+        method: "MOCK: nothing ran; a stand-in at 300 W".into(),
+        mock: true,
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,3 +306,4 @@ mod tests {
         );
     }
 }
+

@@ -13,6 +13,8 @@ mod checking;
 mod cublas;
 mod device;
 mod device_link;
+mod energy;
+mod energy_rules;
 mod error;
 mod events;
 mod graph_timing;
