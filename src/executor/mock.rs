@@ -219,7 +219,10 @@ impl Executor for MockExecutor {
             timeline: job.steps.as_ref().map(|p| self.stand_in_timeline(job, p)),
             sample_clock_events: Default::default(),
             clock_lowered_kept: 0,
-            energy: ctx.timing.energy.then(|| stand_in_energy(self.stand_in_ms(job))),
+            energy: ctx
+                .timing
+                .energy
+                .then(|| stand_in_energy(self.stand_in_ms(job))),
         })
     }
 
@@ -306,4 +309,3 @@ mod tests {
         );
     }
 }
-

@@ -87,10 +87,7 @@ impl ClockEvents {
 /// The words a report uses for NVML's reason `name` (`SW_POWER_CAP` → "power cap"); the name
 /// itself where it is not a known reason.
 pub fn clock_event_words(name: &str) -> &str {
-    REASONS
-        .iter()
-        .find(|r| r.0 == name)
-        .map_or(name, |r| r.2)
+    REASONS.iter().find(|r| r.0 == name).map_or(name, |r| r.2)
 }
 
 /// Whether NVML's reason `name` lowers the clock under load.
@@ -138,7 +135,10 @@ mod tests {
             ClockEvents::from_names(&["APPLICATIONS_CLOCKS_SETTING"]).unwrap()
         );
         let err = ClockEvents::from_names(&["NEW_REASON"]).unwrap_err();
-        assert!(err.contains("`NEW_REASON`") && err.contains("SW_POWER_CAP"), "{err}");
+        assert!(
+            err.contains("`NEW_REASON`") && err.contains("SW_POWER_CAP"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -107,7 +107,10 @@ mod tests {
             Some(3.0 * 4096.0 * 4096.0 * 2.0),
         );
         let per_tflop = e.joules_per_tera_op(flops).unwrap();
-        assert!((per_tflop - 0.42 / 0.137438953472).abs() < 1e-9, "{per_tflop}");
+        assert!(
+            (per_tflop - 0.42 / 0.137438953472).abs() < 1e-9,
+            "{per_tflop}"
+        );
         let per_gb = e.joules_per_gb(bytes).unwrap();
         assert!((per_gb - 0.42 / 0.100663296).abs() < 1e-9, "{per_gb}");
         assert_eq!(e.joules_per_tera_op(None), None);
@@ -118,7 +121,10 @@ mod tests {
         let e = EnergyRecord::failed("no counter");
         assert_eq!((e.joules_per_run(), e.mean_watts()), (None, None));
         let json = serde_json::to_string(&measured()).unwrap();
-        assert!(!json.contains("mock") && !json.contains("clock_events"), "{json}");
+        assert!(
+            !json.contains("mock") && !json.contains("clock_events"),
+            "{json}"
+        );
         let back: EnergyRecord = serde_json::from_str(&json).unwrap();
         assert_eq!(back, measured());
     }

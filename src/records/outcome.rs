@@ -263,7 +263,14 @@ pub fn sample_clock_events(
     let counts = super::clock_events::count_clock_events(clocks.iter().flatten().map(|c| c.events));
     let keep = kept_by_clock(clocks, samples);
     let lowered_kept = (0..samples)
-        .filter(|&i| keep[i] && clocks.get(i).copied().flatten().is_some_and(|c| c.throttled))
+        .filter(|&i| {
+            keep[i]
+                && clocks
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|c| c.throttled)
+        })
         .count() as u32;
     (counts, lowered_kept)
 }

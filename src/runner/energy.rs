@@ -52,7 +52,12 @@ pub(super) fn measure_energy(
     enqueue(&stream, &mut run, batch, &events[0])?;
     let mut batches_done = 0u64;
     let outcome = loop {
-        enqueue(&stream, &mut run, batch, &events[(batches_done as usize + 1) % 2])?;
+        enqueue(
+            &stream,
+            &mut run,
+            batch,
+            &events[(batches_done as usize + 1) % 2],
+        )?;
         events[batches_done as usize % 2]
             .synchronize()
             .doing("running the variant back to back for --energy")?;

@@ -148,17 +148,16 @@ mod tests {
     /// A counter that steps every 100 ms by 70 J (700 W), read every 10 ms with 10 runs a batch.
     fn run_at_700_w(rule: &mut EnergyRule, until_s: f64) -> Vec<EnergyNext> {
         let mut seen = Vec::new();
-        let mut t = 0.0;
-        while t <= until_s {
-            let mj = 5_000_000 + (t / 0.1).floor() as u64 * 70_000;
-            let runs = (t / 0.01).round() as u64 * 10;
-            let next = rule.observe(mj, t, runs);
+        // Whole milliseconds: the steps fall exactly every 100 ms.
+        for ms in (0u64..).step_by(10) {
+            let t = ms as f64 / 1000.0;
+            let mj = 5_000_000 + ms / 100 * 70_000;
+            let next = rule.observe(mj, t, ms);
             let end = matches!(next, EnergyNext::Done(_) | EnergyNext::GiveUp(_));
             seen.push(next);
-            if end {
+            if end || t > until_s {
                 break;
             }
-            t += 0.01;
         }
         seen
     }
@@ -176,7 +175,10 @@ mod tests {
         assert!((w.joules / w.seconds - 700.0).abs() < 15.0, "{w:?}");
         assert_eq!(w.runs, 1000);
         let stepped = seen.iter().filter(|n| **n == EnergyNext::Stepped).count();
-        assert_eq!(stepped, 10, "the opening step and nine more before the closing one");
+        assert_eq!(
+            stepped, 10,
+            "the opening step and nine more before the closing one"
+        );
     }
 
     #[test]
@@ -216,9 +218,6 @@ mod tests {
         let mut rule = EnergyRule::new();
         rule.observe(0, 0.0, 0);
         rule.observe(10, 0.1, 1);
-        assert!(matches!(
-            rule.observe(10, 10.2, 102),
-            EnergyNext::GiveUp(_)
-        ));
+        assert!(matches!(rule.observe(10, 10.2, 102), EnergyNext::GiveUp(_)));
     }
 }

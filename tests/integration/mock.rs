@@ -920,7 +920,10 @@ fn a_mock_energy_run_records_and_reports_energy_marked_mock() {
         .unwrap();
     let energy = &job["energy"];
     assert_eq!(energy["mock"], true, "{energy}");
-    assert!(energy["method"].as_str().unwrap().starts_with("MOCK"), "{energy}");
+    assert!(
+        energy["method"].as_str().unwrap().starts_with("MOCK"),
+        "{energy}"
+    );
     assert!(energy["joules"].as_f64().unwrap() > 0.0, "{energy}");
     let report = stdout(
         &lab(d.path())
@@ -929,15 +932,24 @@ fn a_mock_energy_run_records_and_reports_energy_marked_mock() {
             .code(0),
     );
     assert!(report.contains("Energy (`--energy`):"), "{report}");
-    assert!(report.contains("(MOCK)") && report.contains("MOCK: the energy above"), "{report}");
-    assert!(report.contains("J/TFLOP") && report.contains("700 W, P0"), "{report}");
+    assert!(
+        report.contains("(MOCK)") && report.contains("MOCK: the energy above"),
+        "{report}"
+    );
+    assert!(
+        report.contains("J/TFLOP") && report.contains("700 W, P0"),
+        "{report}"
+    );
     let csv = stdout(
         &lab(d.path())
             .args(["report", run_dir.to_str().unwrap(), "--format", "csv"])
             .assert()
             .code(0),
     );
-    assert!(csv.lines().next().unwrap().contains("joules_per_tflop"), "{csv}");
+    assert!(
+        csv.lines().next().unwrap().contains("joules_per_tflop"),
+        "{csv}"
+    );
     // Without --energy, nothing of it is stored.
     let plain = crate::common::mock_run_in(d.path(), ["--suite", "matmul", "--variant", "naive"]);
     let results = std::fs::read_to_string(plain.join("results.jsonl")).unwrap();

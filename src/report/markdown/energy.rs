@@ -111,9 +111,8 @@ pub(super) fn section(jobs: &[&JobRecord], out: &mut String) {
 }
 
 fn row(j: &JobRecord, e: &EnergyRecord) -> Vec<String> {
-    let num = |v: Option<f64>, digits: usize| {
-        v.map_or("–".to_string(), |x| format!("{x:.digits$}"))
-    };
+    let num =
+        |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |x| format!("{x:.digits$}"));
     let per_run = e.joules_per_run();
     let per_run_cell = match per_run {
         Some(j) if j < 0.01 => format!("{:.3} mJ", j * 1e3),
@@ -137,11 +136,7 @@ fn row(j: &JobRecord, e: &EnergyRecord) -> Vec<String> {
         format!("{lowered}{}", words.join(", "))
     };
     vec![
-        format!(
-            "{}{}",
-            j.label,
-            if e.mock { " (MOCK)" } else { "" }
-        ),
+        format!("{}{}", j.label, if e.mock { " (MOCK)" } else { "" }),
         per_run_cell,
         num(e.mean_watts(), 0),
         num(e.joules_per_tera_op(j.work.flops), 2),
@@ -195,7 +190,10 @@ mod tests {
         j.sample_clock_events.insert("SW_POWER_CAP".into(), 8);
         j.clock_lowered_kept = 8;
         let r = clock_reading(&j).unwrap();
-        assert!(r.contains("**clock lowered while timing** (power cap in 8 of 8 samples)"), "{r}");
+        assert!(
+            r.contains("**clock lowered while timing** (power cap in 8 of 8 samples)"),
+            "{r}"
+        );
         let run = RunData {
             jobs: vec![j, job("copy")],
             ..Default::default()
@@ -230,9 +228,18 @@ mod tests {
         assert!(out.contains("| 0.6900 "), "{out}");
         assert!(out.contains("| 690 "), "{out}");
         assert!(out.contains("| 5.02 "), "J/TFLOP: 0.69 / 0.1374: {out}");
-        assert!(out.contains("700 W, P0") && out.contains("1410–1530 MHz"), "{out}");
-        assert!(out.contains("**lowered** at 11 of 11 steps: power cap"), "{out}");
-        assert!(out.contains("`host`: energy not measured: no counter"), "{out}");
+        assert!(
+            out.contains("700 W, P0") && out.contains("1410–1530 MHz"),
+            "{out}"
+        );
+        assert!(
+            out.contains("**lowered** at 11 of 11 steps: power cap"),
+            "{out}"
+        );
+        assert!(
+            out.contains("`host`: energy not measured: no counter"),
+            "{out}"
+        );
         assert!(!out.contains("MOCK"));
     }
 }
