@@ -140,7 +140,7 @@ impl NvmlSession {
         };
         let limit = d.enforced_power_limit().ok().map(|mw| mw as f64 / 1000.0);
         let state = d.performance_state().ok().and_then(|p| {
-            let n = p.as_c() as u32;
+            let n = p.as_c();
             (n < 16).then(|| format!("P{n}"))
         });
         (limit, state)
