@@ -159,6 +159,11 @@ pub struct SuiteArgs {
     /// At most 300, the most samples a job takes.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=300))]
     pub verify_every: u32,
+    /// After timing, run each job back to back for at least a second while NVML's total-energy
+    /// counter is read: joules per run, mean watts, J/TFLOP (flops) or J/GB (bytes), the power
+    /// limit and state, and the clock-event reasons (power cap, thermal) seen meanwhile.
+    #[arg(long)]
+    pub energy: bool,
     /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
     /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
     #[arg(long, value_parser = parse_shard)]

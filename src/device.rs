@@ -1,4 +1,4 @@
-//! The GPUs of this machine: whether the CUDA driver is there and how many GPUs it sees, and NVML's facts and clock/power snapshots; a machine where NVML fails still runs, and says so.
+//! The GPUs of this machine: whether the CUDA driver is there and how many GPUs it sees, and NVML's facts, clock/power snapshots and energy counter; a machine where NVML fails still runs, and says so.
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
@@ -99,26 +99,51 @@ impl NvmlSession {
         })
     }
 
-    /// The SM clock and whether it is being lowered now: the two readings cheap enough to take
-    /// after every timing sample.
+    /// The SM clock, whether it is being lowered now and NVML's clock-event reasons: the readings
+    /// cheap enough to take after every timing sample.
     pub fn clock(&self, index: u32) -> Option<crate::records::ClockSample> {
         let nvml = self.nvml.as_ref().ok()?;
         let d = nvml.device_by_index(index).ok()?;
         let sm_mhz = d.clock_info(Clock::SM).ok()?;
-        let reasons: Vec<String> = d
+        let reasons: Vec<&str> = d
             .current_throttle_reasons()
             .ok()
-            .map(|r| r.iter_names().map(|(n, _)| n.to_string()).collect())
+            .map(|r| r.iter_names().map(|(n, _)| n).collect())
             .unwrap_or_default();
-        let throttled = Snapshot {
-            sm_clock_mhz: None,
-            mem_clock_mhz: None,
-            temperature_c: None,
-            power_w: None,
-            throttle_reasons: reasons,
-        }
-        .is_throttled();
-        Some(crate::records::ClockSample { sm_mhz, throttled })
+        // nvml-wrapper names only the reasons `ClockEvents` knows (unknown bits are truncated).
+        let events = crate::records::ClockEvents::from_names(&reasons).unwrap_or_default();
+        Some(crate::records::ClockSample {
+            sm_mhz,
+            throttled: events.lowers_clock(),
+            events,
+        })
+    }
+
+    /// NVML's total-energy counter of device `index` (millijoules since the driver loaded), or
+    /// why it cannot be read (no NVML; GPUs before Volta have no counter).
+    pub fn energy_mj(&self, index: u32) -> Result<u64, String> {
+        let nvml = self.nvml.as_ref().map_err(|e| e.to_string())?;
+        let d = nvml.device_by_index(index).map_err(|e| e.to_string())?;
+        d.total_energy_consumption()
+            .map_err(|e| format!("NVML's total-energy counter cannot be read: {e}"))
+    }
+
+    /// The power limit the driver enforces (W) and the performance state (`P0` …), where NVML says.
+    pub fn power_state(&self, index: u32) -> (Option<f64>, Option<String>) {
+        let Some(d) = self
+            .nvml
+            .as_ref()
+            .ok()
+            .and_then(|n| n.device_by_index(index).ok())
+        else {
+            return (None, None);
+        };
+        let limit = d.enforced_power_limit().ok().map(|mw| mw as f64 / 1000.0);
+        let state = d.performance_state().ok().and_then(|p| {
+            let n = p.as_c();
+            (n < 16).then(|| format!("P{n}"))
+        });
+        (limit, state)
     }
 
     pub fn snapshot(&self, index: u32) -> Option<Snapshot> {

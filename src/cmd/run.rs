@@ -92,6 +92,7 @@ pub fn settings(
             target_rel_ci: args.noise / 100.0,
             rounds: args.rounds,
             verify_every: args.verify_every,
+            energy: args.energy,
             ..TimingConfig::default()
         },
         cache: args.cache,

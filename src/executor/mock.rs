@@ -11,7 +11,7 @@ use crate::records::{
     BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, HostLinkSamples, JobOutcome, Math,
     ProfileRecord, RoofRecord, RoofSource, Snapshot,
 };
-use crate::records::{StepKind, StepTime, Timeline};
+use crate::records::{EnergyRecord, StepKind, StepTime, Timeline};
 use crate::suite::{JobSpec, StepProgram};
 
 /// The name the mock device carries into every run, report and baseline it touches.
@@ -237,6 +237,12 @@ impl Executor for MockExecutor {
             occupancy: Vec::new(),
             occupancy_error: None,
             timeline: job.steps.as_ref().map(|p| self.stand_in_timeline(job, p)),
+            sample_clock_events: Default::default(),
+            clock_lowered_kept: 0,
+            energy: ctx
+                .timing
+                .energy
+                .then(|| stand_in_energy(self.stand_in_ms(job))),
         })
     }
 
@@ -288,6 +294,22 @@ fn mock_roof_multiple(math: Math) -> f64 {
         Math::Tf32Tensor => 8.0,
         Math::F16Tensor | Math::F16TensorF16Acc | Math::Bf16Tensor => 16.0,
         Math::E4m3Tensor | Math::E5m2Tensor | Math::I8Tensor => 32.0,
+    }
+}
+
+/// `--energy` in a mock run: a stand-in at 300 W for a second of back-to-back runs, marked MOCK.
+fn stand_in_energy(per_run_ms: f64) -> EnergyRecord {
+    let runs = (1000.0 / per_run_ms.max(1e-6)).ceil() as u64;
+    EnergyRecord {
+        runs,
+        seconds: runs as f64 * per_run_ms / 1000.0,
+        joules: 300.0 * runs as f64 * per_run_ms / 1000.0,
+        counter_steps: 10,
+        power_limit_w: Some(700.0),
+        power_state: Some("P0".into()),
+        method: "MOCK: nothing ran; a stand-in at 300 W".into(),
+        mock: true,
+        ..Default::default()
     }
 }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::energy::EnergyRecord;
 use super::environment::Snapshot;
 use super::gemm::GemmTypes;
 use super::outcome::{ExcludedSample, LaunchOccupancy};
@@ -266,6 +267,17 @@ pub struct JobRecord {
     /// A host program's steps in its median sample (`Timeline`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
+    /// How many of its samples NVML read each clock-event reason after (`SW_POWER_CAP`: 12), kept
+    /// and left out alike (absent: none, or a run before they were recorded).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sample_clock_events: BTreeMap<String, u32>,
+    /// Samples read under a clock-lowering reason (power cap, thermal) that stayed in the median
+    /// because every sample was: the job was measured as found, power-capped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub clock_lowered_kept: u32,
+    /// `--energy`: its energy over at least a second of back-to-back runs after timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<EnergyRecord>,
 }
 
 fn is_zero(n: &u32) -> bool {

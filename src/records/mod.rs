@@ -10,6 +10,8 @@
 //! `throughput` (GB/s, GFLOP/s, FP32 peak), `rounds` (how rounds combine) and `merge` (which shards merge).
 
 mod bounds;
+mod clock_events;
+mod energy;
 mod environment;
 mod fingerprint;
 mod gemm;
@@ -29,6 +31,10 @@ mod timeline;
 pub use bounds::{
     BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, RoofRecord, RoofSource,
 };
+pub use clock_events::{
+    ClockEvents, clock_event_lowers_clock, clock_event_words, count_clock_events,
+};
+pub use energy::EnergyRecord;
 pub use environment::{DeviceInfo, Snapshot, peak_bandwidth_gbs};
 pub use fingerprint::Fingerprint;
 pub use gemm::{Accumulate, GemmTypes, SUPPORTED as SUPPORTED_GEMMS, tn_shape};
@@ -39,7 +45,7 @@ pub use merge::merge_refusal;
 pub use outcome::{
     BoundsOutcome, CLOCK_FLOOR, CacheState, ClockSample, CompileInfo, ComputeOutcome,
     ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig,
-    kept_by_clock, split_by_clock,
+    kept_by_clock, sample_clock_events, split_by_clock,
 };
 pub use profile::{DURATION_OWN_SESSION, DURATION_RUNS, ProfileRecord};
 #[cfg(test)]

@@ -1,6 +1,10 @@
 //! What a child reports for one job or one copy bound, and the sampling rule it follows (pure data).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+use super::clock_events::ClockEvents;
 
 use crate::occupancy::{BlockLimits, Limiter};
 use crate::verify::Correctness;
@@ -48,6 +52,10 @@ pub struct TimingConfig {
     /// `--verify-every K`: verify a launch between every K timed samples (0: only before and after timing).
     #[serde(default)]
     pub verify_every: u32,
+    /// `--energy`: after timing, each job runs back to back for at least a second while NVML's
+    /// total-energy counter is read (`EnergyRecord`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub energy: bool,
 }
 
 fn one_round() -> u32 {
@@ -66,6 +74,7 @@ impl Default for TimingConfig {
             cache: CacheState::Warm,
             rounds: 1,
             verify_every: 0,
+            energy: false,
         }
     }
 }
@@ -124,6 +133,15 @@ pub struct JobOutcome {
     /// A host program's steps in one sample (the one nearest the median), with each step's median.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<super::timeline::Timeline>,
+    /// How many samples NVML read each clock-event reason after (kept and left out alike).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sample_clock_events: BTreeMap<String, u32>,
+    /// Samples read under a clock-lowering reason that stayed in the median because every sample was.
+    #[serde(default)]
+    pub clock_lowered_kept: u32,
+    /// `--energy`: the job's energy over repeated runs after timing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<super::energy::EnergyRecord>,
 }
 
 /// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the
@@ -188,6 +206,9 @@ pub struct ClockSample {
     pub sm_mhz: u32,
     /// A clock-lowering reason was active (power, thermal, hardware slowdown; idle does not count).
     pub throttled: bool,
+    /// NVML's clock-event reasons at the reading (absent in runs made before they were recorded).
+    #[serde(default, skip_serializing_if = "ClockEvents::is_empty")]
+    pub events: ClockEvents,
 }
 
 /// A sample left out of a job's median, with why.
@@ -232,6 +253,28 @@ pub fn kept_by_clock(clocks: &[Option<ClockSample>], samples: usize) -> Vec<bool
     }
 }
 
+/// How many samples NVML read each clock-event reason after, and how many samples read under a
+/// clock-lowering reason the median keeps anyway (every sample was lowered: `kept_by_clock`) —
+/// what makes a power-capped job visible in the report (pure).
+pub fn sample_clock_events(
+    clocks: &[Option<ClockSample>],
+    samples: usize,
+) -> (BTreeMap<String, u32>, u32) {
+    let counts = super::clock_events::count_clock_events(clocks.iter().flatten().map(|c| c.events));
+    let keep = kept_by_clock(clocks, samples);
+    let lowered_kept = (0..samples)
+        .filter(|&i| {
+            keep[i]
+                && clocks
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|c| c.throttled)
+        })
+        .count() as u32;
+    (counts, lowered_kept)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +285,7 @@ mod tests {
             Some(ClockSample {
                 sm_mhz: mhz,
                 throttled,
+                events: ClockEvents::default(),
             })
         };
         assert_eq!(
@@ -261,6 +305,7 @@ mod tests {
             Some(ClockSample {
                 sm_mhz: mhz,
                 throttled,
+                events: ClockEvents::default(),
             })
         };
         let (kept, out) = split_by_clock(
@@ -282,6 +327,30 @@ mod tests {
         // Every sample throttled: the job is measured as found.
         let (kept, out) = split_by_clock(&[1.0, 2.0], &[c(1500, true), c(1500, true)]);
         assert_eq!((kept.len(), out.len()), (2, 0));
+    }
+
+    #[test]
+    fn power_capped_samples_are_counted_and_those_kept_anyway_too() {
+        let capped = |mhz| {
+            Some(ClockSample {
+                sm_mhz: mhz,
+                throttled: true,
+                events: ClockEvents::from_names(&["SW_POWER_CAP"]).unwrap(),
+            })
+        };
+        let free = Some(ClockSample {
+            sm_mhz: 1980,
+            throttled: false,
+            events: ClockEvents::default(),
+        });
+        // Some samples free: the capped ones leave the median, none is kept capped.
+        let (counts, kept) = sample_clock_events(&[capped(1410), free, capped(1500)], 3);
+        assert_eq!((counts.get("SW_POWER_CAP"), kept), (Some(&2), 0));
+        // Every sample capped (a sustained tensor-core GEMM): all kept, all counted as kept capped.
+        let (counts, kept) = sample_clock_events(&[capped(1410), capped(1410)], 2);
+        assert_eq!((counts.get("SW_POWER_CAP"), kept), (Some(&2), 2));
+        let (counts, kept) = sample_clock_events(&[None, free], 2);
+        assert!(counts.is_empty() && kept == 0);
     }
 
     fn launch(driver_blocks: Option<u32>, model: Option<BlockLimits>) -> LaunchOccupancy {

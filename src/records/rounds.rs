@@ -71,6 +71,14 @@ impl JobRecord {
                 m.verified_during += round.verified_during;
                 m.excluded_samples
                     .extend(round.excluded_samples.iter().cloned());
+                for (reason, n) in &round.sample_clock_events {
+                    *m.sample_clock_events.entry(reason.clone()).or_insert(0) += n;
+                }
+                m.clock_lowered_kept += round.clock_lowered_kept;
+                // The last round's energy: the GPU as warm as it gets in the run.
+                if round.energy.is_some() {
+                    m.energy = round.energy.clone();
+                }
                 m.nvml_after = round.nvml_after.clone();
                 m.wall_seconds += round.wall_seconds;
                 m

@@ -29,6 +29,11 @@ impl Exporter<RunData> for Csv {
         .map(String::from)
         .collect::<Vec<_>>();
         header.extend(metric_names.iter().cloned());
+        // `--energy` runs only: runs without it keep their columns.
+        let energy = run.jobs.iter().any(|j| j.energy.is_some());
+        if energy {
+            header.extend(ENERGY_COLUMNS.map(String::from));
+        }
         // A mock run's numbers are stand-ins: a last column says so on every row (measured runs have none).
         if run.info.mock {
             header.push("MOCK".into());
@@ -58,11 +63,43 @@ impl Exporter<RunData> for Csv {
                     profile.and_then(|p| p.metrics.get(m).copied().flatten())
                 ));
             }
+            if energy {
+                row.extend(energy_cells(j));
+            }
             if run.info.mock {
                 row.push("MOCK: stand-in, not measured".into());
             }
             w.write_record(&row)?;
         }
         Ok(String::from_utf8(w.into_inner()?)?)
+    }
+}
+
+const ENERGY_COLUMNS: [&str; 6] = [
+    "joules_per_run",
+    "watts",
+    "joules_per_tflop",
+    "joules_per_gb",
+    "power_limit_w",
+    "energy_clock_lowered",
+];
+
+/// A job's `--energy` cells (empty where it has none or it failed).
+fn energy_cells(j: &crate::records::JobRecord) -> Vec<String> {
+    let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+    match &j.energy {
+        Some(e) => vec![
+            num(e.joules_per_run()),
+            num(e.mean_watts()),
+            num(e.joules_per_tera_op(j.work.flops)),
+            num(e.joules_per_gb(j.work.bytes)),
+            num(e.power_limit_w),
+            if e.error.is_some() {
+                String::new()
+            } else {
+                e.clock_lowered().to_string()
+            },
+        ],
+        None => vec![String::new(); ENERGY_COLUMNS.len()],
     }
 }

@@ -32,6 +32,16 @@ impl Gpu {
         self.nvml.clock(self.ordinal)
     }
 
+    /// NVML's total-energy counter in mJ, or why it cannot be read.
+    pub(super) fn energy_mj(&self) -> Result<u64, String> {
+        self.nvml.energy_mj(self.ordinal)
+    }
+
+    /// The enforced power limit (W) and the performance state, where NVML says.
+    pub(super) fn power_state(&self) -> (Option<f64>, Option<String>) {
+        self.nvml.power_state(self.ordinal)
+    }
+
     pub fn open(
         ordinal: usize,
         cache_dir: Option<PathBuf>,

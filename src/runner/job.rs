@@ -1,8 +1,9 @@
-//! One job, start to end: load, occupancy, check, time (with checks between samples where asked), check again on other inputs, and the outcome the child records.
+//! One job, start to end: load, occupancy, check, time (with checks between samples where asked), its energy (`--energy`), check again on other inputs, and the outcome the child records.
 
 use super::buffers::Buffers;
 use super::checking::verify;
 use super::device::{Gpu, set_pending_launches};
+use super::energy::measure_energy;
 use super::error::RunError;
 use super::launch_occupancy::occupancy_of;
 use super::launching::launch_all;
@@ -10,7 +11,9 @@ use super::loading::{Loaded, load};
 use super::program::{self, HostProgram};
 use super::timing::time_runs;
 use super::timing_rules::{Capture, Timed, clock_range};
-use crate::records::{JobOutcome, Timeline, TimingConfig, split_by_clock};
+use crate::records::{
+    EnergyRecord, JobOutcome, Timeline, TimingConfig, sample_clock_events, split_by_clock,
+};
 use crate::suite::JobSpec;
 use crate::verify::Correctness;
 
@@ -57,6 +60,10 @@ pub fn run_job(
         bufs.reset(gpu, spec)
     };
     let (timed, timeline) = time_variant(gpu, cfg, spec, &loaded, &mut bufs, &mut check_during)?;
+    let energy = cfg
+        .energy
+        .then(|| energy_of(gpu, spec, &loaded, &bufs, &timed))
+        .transpose()?;
     // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
     // only on the data it was first given, is caught.
     let correctness_after = match correctness {
@@ -68,6 +75,9 @@ pub fn run_job(
     };
     // Samples taken while throttled or below the clock floor stay out of the median, counted.
     let (samples_ms, excluded_samples) = split_by_clock(&timed.samples_ms, &timed.clocks);
+    // Every reason NVML gave after a sample is counted: a power-capped job is never silent.
+    let (sample_clock_events, clock_lowered_kept) =
+        sample_clock_events(&timed.clocks, timed.samples_ms.len());
     Ok(JobOutcome {
         correctness,
         samples_ms,
@@ -86,6 +96,30 @@ pub fn run_job(
         occupancy,
         occupancy_error,
         timeline,
+        sample_clock_events,
+        clock_lowered_kept,
+        energy,
+    })
+}
+
+/// `--energy`: the variant's launches back to back after timing, at about the timing's median
+/// per run. A host program is not repeated outside its timing loop, and says so.
+fn energy_of(
+    gpu: &Gpu,
+    spec: &JobSpec,
+    loaded: &Loaded,
+    bufs: &Buffers,
+    timed: &Timed,
+) -> Result<EnergyRecord, RunError> {
+    if spec.steps.is_some() {
+        return Ok(EnergyRecord::failed(
+            "--energy measures variants made of launches; a host program (its copies, syncs and host steps) is not repeated back to back, so its energy was not measured",
+        ));
+    }
+    let per_run_ms = crate::stats::summarize(&timed.samples_ms).map_or(0.0, |s| s.median);
+    let pointers = bufs.pointers.clone();
+    measure_energy(gpu, per_run_ms, |stream| {
+        launch_all(stream, loaded, &spec.launches, &pointers)
     })
 }
 

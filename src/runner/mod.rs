@@ -14,6 +14,8 @@ mod cublas;
 mod cublaslt;
 mod device;
 mod device_link;
+mod energy;
+mod energy_rules;
 mod error;
 mod events;
 mod graph_timing;

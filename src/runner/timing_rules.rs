@@ -349,6 +349,7 @@ mod tests {
             Some(ClockSample {
                 sm_mhz,
                 throttled: false,
+                events: Default::default(),
             })
         };
         assert_eq!(clock_range(&[None, None]), None);

@@ -218,6 +218,9 @@ pub(super) fn run_job(
             record.occupancy = o.occupancy;
             record.occupancy_error = o.occupancy_error;
             record.timeline = o.timeline;
+            record.sample_clock_events = o.sample_clock_events;
+            record.clock_lowered_kept = o.clock_lowered_kept;
+            record.energy = o.energy;
             record.compilers = o
                 .compile
                 .iter()

@@ -930,3 +930,54 @@ fn a_suite_that_names_no_cache_state_is_timed_cold_unless_asked_otherwise() {
     );
     assert_eq!(cache_of(&warm), "warm");
 }
+
+#[test]
+fn a_mock_energy_run_records_and_reports_energy_marked_mock() {
+    let d = tempfile::tempdir().unwrap();
+    let run_dir = crate::common::mock_run_in(
+        d.path(),
+        ["--suite", "matmul", "--variant", "naive", "--energy"],
+    );
+    let results = std::fs::read_to_string(run_dir.join("results.jsonl")).unwrap();
+    let job: Value = results
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["kind"] == "job")
+        .unwrap();
+    let energy = &job["energy"];
+    assert_eq!(energy["mock"], true, "{energy}");
+    assert!(
+        energy["method"].as_str().unwrap().starts_with("MOCK"),
+        "{energy}"
+    );
+    assert!(energy["joules"].as_f64().unwrap() > 0.0, "{energy}");
+    let report = stdout(
+        &lab(d.path())
+            .args(["report", run_dir.to_str().unwrap()])
+            .assert()
+            .code(0),
+    );
+    assert!(report.contains("Energy (`--energy`):"), "{report}");
+    assert!(
+        report.contains("(MOCK)") && report.contains("MOCK: the energy above"),
+        "{report}"
+    );
+    assert!(
+        report.contains("J/TFLOP") && report.contains("700 W, P0"),
+        "{report}"
+    );
+    let csv = stdout(
+        &lab(d.path())
+            .args(["report", run_dir.to_str().unwrap(), "--format", "csv"])
+            .assert()
+            .code(0),
+    );
+    assert!(
+        csv.lines().next().unwrap().contains("joules_per_tflop"),
+        "{csv}"
+    );
+    // Without --energy, nothing of it is stored.
+    let plain = crate::common::mock_run_in(d.path(), ["--suite", "matmul", "--variant", "naive"]);
+    let results = std::fs::read_to_string(plain.join("results.jsonl")).unwrap();
+    assert!(!results.contains("\"energy\""), "{results}");
+}

@@ -67,6 +67,7 @@ pub(super) fn legends(run: &RunData, out: &mut String) {
     if run.jobs.iter().any(|j| !j.occupancy.is_empty()) {
         out.push_str("Legend of the occupancy tables: predicted occupancy = the driver's blocks per SM × the block's warps over the SM's warp slots, before anything runs; achieved occupancy = the warps ncu saw resident, averaged over the SM's active cycles (for a job of several launches, over all of them); the limiter is gpu-lab's occupancy model (src/occupancy.rs: warp slots, block slots, registers allocated per warp in units of 256 from each quarter of the register file, shared memory with the driver's reservation per block, 1 KiB since Ampere), its blocks beside the driver's where they differ; local B/thread = local memory per thread, where spilled registers go.\n\n");
     }
+    super::energy::legend(run, out);
     out.push_str("Legend: median of per-run times; GB/s = the suite's bytes expression over the median; % of copy = over the better of a device-to-device memcpy and a copy kernel of the same bytes, measured in this run; speedup over the first correct variant of the table (by GB/s where the two move different amounts of bytes; variants that are not checked or impossible are never ranked); `n/a` = not applicable (for example no shared-memory loads at all); `–` = not measured.\n");
     if run.jobs.iter().any(|j| j.host_link) {
         out.push_str("`host link` in % of copy and % of peak: a host program whose bytes cross the host link, judged against the host link in its group's host-programs section, not against DRAM.\n");

@@ -191,6 +191,9 @@ fn build_rows(run: &RunData, rows: &mut Rows) {
             ),
         );
     }
+    if let Some((k, v)) = super::energy::header_row(run) {
+        kv(rows, &k, v);
+    }
     let methods = grouped(
         run.jobs
             .iter()

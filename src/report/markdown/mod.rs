@@ -1,8 +1,9 @@
-//! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), occupancy (`occupancy`) and host programs (`host_programs`), then the closing notes and legends (`footer`).
+//! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), energy and clock events (`energy`), occupancy (`occupancy`) and host programs (`host_programs`), then the closing notes and legends (`footer`).
 
 mod bandwidth;
 mod cells;
 mod compute;
+mod energy;
 mod footer;
 mod header;
 mod host_programs;
@@ -44,6 +45,7 @@ fn group_section(
         bandwidth::section(run, imp, group, &jobs, metrics, out);
     }
     readings::section(run, imp, &jobs, metrics, out);
+    energy::section(&jobs, out);
     occupancy::section(run, imp, &jobs, out);
 }
 

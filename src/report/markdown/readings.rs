@@ -1,4 +1,4 @@
-//! The markdown report's readings under a group's table: one line per notable metric, tensor-pipe use against the declared math, ncu error, job error, accuracy, left-out samples, impossibility and wrong output of its jobs.
+//! The markdown report's readings under a group's table: one line per notable metric, tensor-pipe use against the declared math, ncu error, job error, accuracy, left-out samples, clock-lowered samples, impossibility and wrong output of its jobs.
 
 use std::fmt::Write;
 
@@ -36,6 +36,7 @@ pub(super) fn section(
                 .unwrap_or(0);
             readings.push(format!("- `{}`: {} samples left out of the median ({throttled} throttled; lowest SM clock {lowest} MHz)", j.label, j.excluded_samples.len()));
         }
+        readings.extend(super::energy::clock_reading(j));
         if let Some(why) = imp.get(j.id()) {
             readings.push(format!(
                 "- `{}` is impossible, never ranked: {why}",
