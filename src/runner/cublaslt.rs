@@ -150,9 +150,9 @@ struct LtGemm {
     handle: Handle,
     algo: sys::cublasLtMatmulHeuristicResult_t,
     scalars: [[u8; 8]; 2],
-    /// A, B, C, the workspace and the FP8 scales (two f32 1.0), kept alive while the GEMM is called.
+    /// A, B, C and the workspace, kept alive while the GEMM is called.
     buffers: Vec<CudaSlice<u8>>,
-    pointers: [u64; 5],
+    pointers: [u64; 4],
     types: GemmTypes,
     shape: MatmulShape,
     /// The check's shape had other transposes than cuBLASLt allows for these types.
@@ -178,7 +178,6 @@ impl LtGemm {
                 .clone_htod(data.as_bytes())
                 .doing("uploading cuBLASLt operands")
         };
-        let ones: Vec<u8> = [1.0f32, 1.0].iter().flat_map(|x| x.to_ne_bytes()).collect();
         let buffers = vec![
             upload(types.a, shape.m * shape.k, 11)?,
             upload(types.b, shape.k * shape.n, 12)?,
@@ -186,16 +185,13 @@ impl LtGemm {
             // SAFETY: scratch space for cuBLASLt; never read by gpu-lab.
             unsafe { gpu.stream.alloc::<u8>(WORKSPACE_BYTES) }
                 .doing("allocating the cuBLASLt workspace")?,
-            gpu.stream
-                .clone_htod(&ones)
-                .doing("uploading the FP8 scales")?,
         ];
-        let mut pointers = [0u64; 5];
+        let mut pointers = [0u64; 4];
         for (p, b) in pointers.iter_mut().zip(&buffers) {
             *p = b.device_ptr(&gpu.stream).0;
         }
         let handle = Handle(lt::create_handle().map_err(lt_err("creating a handle"))?);
-        let descriptors = describe(&shape, &types, pointers[4])?;
+        let descriptors = describe(&shape, &types)?;
         let algo = heuristic(&handle, &descriptors, &types)?;
         Ok(LtGemm {
             descriptors,
@@ -212,9 +208,9 @@ impl LtGemm {
 
     /// One matmul on `stream`.
     fn call(&self, stream: sys::cudaStream_t) -> Result<(), RunError> {
-        let [a, b, c, workspace, _] = self.pointers;
+        let [a, b, c, workspace] = self.pointers;
         let [la, lb, lc] = self.descriptors.layouts;
-        debug_assert_eq!(self.buffers.len(), 5);
+        debug_assert_eq!(self.buffers.len(), 4);
         // SAFETY: the descriptors describe the buffers behind the pointers (cuBLASLt's A is the
         // user's B: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ); alpha and beta are host values
         // of the scale type; the workspace holds WORKSPACE_BYTES.
@@ -251,7 +247,7 @@ impl LtGemm {
             algo_config(&self.algo.algo)
         );
         if matches!(self.types.a, ElemType::E4m3 | ElemType::E5m2) {
-            s.push_str(", A/B scales 1.0, fast accumulate off");
+            s.push_str(", A/B scales 1.0 (cuBLASLt's default), fast accumulate off");
         }
         if self.relaid {
             s.push_str(", run with both operands K-contiguous (cuBLASLt's TN layout, which these types need; the check's layout differs)");
@@ -260,9 +256,9 @@ impl LtGemm {
     }
 }
 
-/// The matmul descriptor (transposes, FP8 scales) and the layouts of a row-major `shape`:
+/// The matmul descriptor (transposes) and the layouts of a row-major `shape`:
 /// cuBLASLt's A is the user's B (n × k), its B the user's A, its C the output (n × m column-major).
-fn describe(shape: &MatmulShape, types: &GemmTypes, scales: u64) -> Result<Descriptors, RunError> {
+fn describe(shape: &MatmulShape, types: &GemmTypes) -> Result<Descriptors, RunError> {
     let (compute, scale, _) = compute_of(types);
     let mut d = Descriptors {
         desc: std::ptr::null_mut(),
@@ -295,20 +291,9 @@ fn describe(shape: &MatmulShape, types: &GemmTypes, scales: u64) -> Result<Descr
         &tb as *const _ as *const c_void,
         std::mem::size_of_val(&tb),
     )?;
-    if matches!(types.a, ElemType::E4m3 | ElemType::E5m2) {
-        // Device pointers to f32 1.0: the product is not rescaled (recorded in the math mode).
-        let (sa, sb) = (scales, scales + 4);
-        set(
-            CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-            &sa as *const _ as *const c_void,
-            8,
-        )?;
-        set(
-            CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-            &sb as *const _ as *const c_void,
-            8,
-        )?;
-    }
+    // FP8 scales are left unset: cuBLASLt's default is 1.0, and on an H100 (CUDA 13) setting the
+    // A/B scale pointers to device f32 1.0 made every FP8 matmul return NOT_SUPPORTED (.carry
+    // probe, 2026-11-25), while the same GEMM without them ran at 1600 TFLOP/s.
     let layout = |elem, rows: u64, cols: u64| -> Result<sys::cublasLtMatrixLayout_t, RunError> {
         lt::create_matrix_layout(cuda_type(elem)?, rows, cols, rows as i64)
             .map_err(lt_err("creating a matrix layout"))

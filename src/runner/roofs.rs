@@ -75,7 +75,16 @@ fn library_roof(gpu: &Gpu, math: Math, cfg: &TimingConfig) -> RoofRecord {
     };
     match run_gemm_roof(gpu, types, n, cfg) {
         Ok(o) => {
-            r.what = o.math_mode;
+            // cuBLAS's classic GEMMs name only their math mode; cuBLASLt's name the whole call.
+            r.what = if types.is_classic() {
+                format!(
+                    "cuBLAS {}GEMM {n}x{n}x{n}, {}",
+                    if math == Math::Fp64 { "D" } else { "S" },
+                    o.math_mode
+                )
+            } else {
+                o.math_mode
+            };
             r.samples_ms = o.samples_ms;
             r.sm_mhz = gpu.clock().map(|c| c.sm_mhz);
         }
