@@ -202,7 +202,15 @@ impl Place<'_> {
             None => {}
         }
         let (ty, e) = parse_scalar_arg(a).expect("validated");
-        let x = expr::eval(e, env).map_err(|err| self.expr_error("args", "argument", err))?;
+        let x = expr::eval(e, env).map_err(|err| {
+            // A bare name that is neither a parameter, a buffer nor a tensor map: say all three.
+            if super::args::split_indexed(a).is_some_and(|(_, index)| index.is_none()) {
+                let names = |v: Vec<&str>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+                self.err("args", format!("variant `{variant}`, argument `{a}`: {err}; it is not a buffer ({}) nor a tensor map ({}) either", names(m.buffers.iter().map(|b| b.name.as_str()).collect()), names(m.tensor_maps.iter().map(|t| t.name.as_str()).collect())), "name a [[buffers]] or [[tensor_maps]] entry, or a parameter or axis")
+            } else {
+                self.expr_error("args", "argument", err)
+            }
+        })?;
         scalar_arg(ty, x).ok_or_else(|| self.err("args", format!("variant `{variant}`: argument `{a}` = {x} does not fit in {ty}"), "give it a wider type, for example `i64: NX*NY` (and take a long long in the kernel)"))
     }
 

@@ -15,6 +15,7 @@ mod file_graph;
 mod hardening;
 mod host_program;
 mod import;
+mod launch_features;
 mod mock;
 mod ncu_parse;
 mod properties;
