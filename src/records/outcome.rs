@@ -309,6 +309,9 @@ mod tests {
             limiters: model.map(|m| m.limiters()).unwrap_or_default(),
             model,
             model_error: None,
+            cluster: None,
+            active_clusters: None,
+            cluster_error: None,
         }
     }
 

@@ -142,7 +142,11 @@ pub(super) fn launch(
             .cluster
             .map(|c| format!(" cluster {c:?}"))
             .unwrap_or_default();
-        let pdl = if l.pdl { " (programmatic dependent launch)" } else { "" };
+        let pdl = if l.pdl {
+            " (programmatic dependent launch)"
+        } else {
+            ""
+        };
         format!(
             "launching `{}` grid {:?} block {:?}{cluster}{pdl}",
             l.kernel, l.grid, l.block

@@ -81,13 +81,19 @@ fn resolve_tensor_map(
 ) -> Result<TensorMapSpec, SuiteError> {
     let t = &m.tensor_maps[ti];
     let name = &t.name;
-    let bi = buffers.iter().position(|b| b.name == t.buffer).ok_or_else(|| {
-        ctx.err(
-            at!["tensor_maps", ti, "buffer"],
-            format!("tensor map `{name}` views `{}`, which is not a buffer", t.buffer),
-            "name one of the [[buffers]] in `buffer`",
-        )
-    })?;
+    let bi = buffers
+        .iter()
+        .position(|b| b.name == t.buffer)
+        .ok_or_else(|| {
+            ctx.err(
+                at!["tensor_maps", ti, "buffer"],
+                format!(
+                    "tensor map `{name}` views `{}`, which is not a buffer",
+                    t.buffer
+                ),
+                "name one of the [[buffers]] in `buffer`",
+            )
+        })?;
     let buffer = &buffers[bi];
     let data_type = TensorDataType::for_elem(buffer.elem);
     let list = |key: &'static str, exprs: &[String]| -> Result<Vec<u64>, SuiteError> {
@@ -145,7 +151,13 @@ fn resolve_tensor_map(
     spec.check(buffer.bytes()).map_err(|b| {
         ctx.err(
             at!["tensor_maps", ti, b.key],
-            format!("{} (buffer `{}`: {} × {})", b.message, buffer.name, buffer.len, buffer.elem.name()),
+            format!(
+                "{} (buffer `{}`: {} × {})",
+                b.message,
+                buffer.name,
+                buffer.len,
+                buffer.elem.name()
+            ),
             b.fix,
         )
     })?;

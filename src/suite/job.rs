@@ -193,8 +193,12 @@ impl LaunchSpec {
             .position(|(a, b)| a != b)
             .unwrap_or(ours.len().min(param_sizes.len()));
         let hint = match (ours.get(first), param_sizes.get(first)) {
-            (Some(&a), Some(&TENSOR_MAP)) if a != TENSOR_MAP => format!("\n  parameter #{first} takes {TENSOR_MAP} bytes, the size of a `CUtensorMap` passed by value (`const __grid_constant__ CUtensorMap`): declare a [[tensor_maps]] entry for its buffer and name it in args"),
-            (Some(&TENSOR_MAP), Some(_)) => format!("\n  argument #{first} is a tensor map (128 bytes by value) and the kernel's parameter #{first} is not a `const __grid_constant__ CUtensorMap`"),
+            (Some(&a), Some(&TENSOR_MAP)) if a != TENSOR_MAP => format!(
+                "\n  parameter #{first} takes {TENSOR_MAP} bytes, the size of a `CUtensorMap` passed by value (`const __grid_constant__ CUtensorMap`): declare a [[tensor_maps]] entry for its buffer and name it in args"
+            ),
+            (Some(&TENSOR_MAP), Some(_)) => format!(
+                "\n  argument #{first} is a tensor map (128 bytes by value) and the kernel's parameter #{first} is not a `const __grid_constant__ CUtensorMap`"
+            ),
             _ => String::new(),
         };
         Some(format!(

@@ -329,7 +329,9 @@ impl TensorMapSpec {
         if rank == 0 || rank > MAX_RANK {
             return Err(broken(
                 "dims",
-                format!("tensor map `{name}` has rank {rank}; TMA takes 1 to {MAX_RANK} dimensions"),
+                format!(
+                    "tensor map `{name}` has rank {rank}; TMA takes 1 to {MAX_RANK} dimensions"
+                ),
                 "give 1 to 5 dims, innermost first",
             ));
         }
@@ -423,19 +425,6 @@ impl TensorMapSpec {
                 "give each box edge 1 to 256 elements (copy larger tiles in several boxes)",
             ));
         }
-        if let Some((i, (b, d))) = self
-            .box_dims
-            .iter()
-            .zip(&self.dims)
-            .enumerate()
-            .find(|(_, (b, d))| **b as u64 > **d)
-        {
-            return Err(broken(
-                "box",
-                format!("tensor map `{name}`: box[{i}] = {b} is larger than dims[{i}] = {d}"),
-                "make the box at most the tensor in every dimension",
-            ));
-        }
         if let Some((i, e)) = self
             .element_strides
             .iter()
@@ -444,7 +433,9 @@ impl TensorMapSpec {
         {
             return Err(broken(
                 "element_strides",
-                format!("tensor map `{name}`: element_strides[{i}] = {e}, outside 1 to {MAX_ELEMENT_STRIDE}"),
+                format!(
+                    "tensor map `{name}`: element_strides[{i}] = {e}, outside 1 to {MAX_ELEMENT_STRIDE}"
+                ),
                 "give element strides of 1 to 8 (1 reads every element)",
             ));
         }

@@ -94,7 +94,11 @@ fn strides_must_be_multiples_of_16_bytes_and_not_overlap() {
     let e = m.check(1 << 20).unwrap_err();
     assert_eq!(e.key, "strides");
     assert!(e.message.contains("4004 bytes"), "{}", e.message);
-    assert!(e.fix.contains("4016"), "the fix names the padded stride: {}", e.fix);
+    assert!(
+        e.fix.contains("4016"),
+        "the fix names the padded stride: {}",
+        e.fix
+    );
     // Padded rows are fine when the buffer holds the padding.
     let mut m = matrix(8, 1001);
     m.strides = vec![4016];
@@ -111,16 +115,16 @@ fn strides_must_be_multiples_of_16_bytes_and_not_overlap() {
 }
 
 #[test]
-fn box_edges_are_one_to_256_within_the_tensor() {
+fn box_edges_are_one_to_256_and_may_pass_the_tensor() {
     let mut m = matrix(512, 512);
     m.box_dims = vec![32, 257];
     assert_eq!(key_of(&m, 1 << 30), "box");
     m.box_dims = vec![32, 0];
     assert_eq!(key_of(&m, 1 << 30), "box");
+    // A box larger than the tensor is filled out of bounds (oob_fill), as the driver allows.
     let mut m = matrix(16, 64);
     m.box_dims = vec![32, 32];
-    let e = m.check(1 << 30).unwrap_err();
-    assert!(e.message.contains("larger than dims[1]"), "{}", e.message);
+    m.check(16 * 64 * 4).unwrap();
 }
 
 #[test]

@@ -85,14 +85,20 @@ fn validate_tensor_maps(ctx: &Ctx, m: &Manifest) -> Result<(), SuiteError> {
         let Some(b) = m.buffers.iter().find(|b| b.name == t.buffer) else {
             return Err(ctx.err(
                 at!["tensor_maps", i, "buffer"],
-                format!("tensor map `{}` views `{}`, which is not a buffer", t.name, t.buffer),
+                format!(
+                    "tensor map `{}` views `{}`, which is not a buffer",
+                    t.name, t.buffer
+                ),
                 "name one of the [[buffers]] in `buffer`",
             ));
         };
         if !b.memory.unwrap_or_default().is_device() {
             return Err(ctx.err(
                 at!["tensor_maps", i, "buffer"],
-                format!("tensor map `{}` views `{}`, which is not device memory", t.name, t.buffer),
+                format!(
+                    "tensor map `{}` views `{}`, which is not device memory",
+                    t.name, t.buffer
+                ),
                 "give the buffer memory = \"device\" (the default): TMA copies from device memory",
             ));
         }
@@ -123,7 +129,11 @@ fn validate_variant(
         return Err(ctx.err(ctx.launch_key(v, 0, "kernel"), format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
     }
     if !v.launches.is_empty() && v.cluster.is_some() {
-        return Err(ctx.err(ctx.variant_key(v, "cluster"), format!("variant `{}` has `cluster` and `launches`", v.name), "put `cluster = [...]` on each [[variants.launches]] entry that runs in clusters"));
+        return Err(ctx.err(
+            ctx.variant_key(v, "cluster"),
+            format!("variant `{}` has `cluster` and `launches`", v.name),
+            "put `cluster = [...]` on each [[variants.launches]] entry that runs in clusters",
+        ));
     }
     if v.steps.is_empty() {
         if !v.streams.is_empty() {

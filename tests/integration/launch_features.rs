@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gpu_lab::suite::{self, ArgSpec, BufferSpec, LaunchSpec};
 use gpu_lab::suite::tensor_map::{Swizzle, TensorDataType};
+use gpu_lab::suite::{self, ArgSpec, BufferSpec, LaunchSpec};
 
 fn write_suite(dir: &Path, toml: &str, cu: &str) -> PathBuf {
     let d = dir.join("hopper");
@@ -89,12 +89,14 @@ fn tensor_map_rules_are_refused_at_load_with_the_line_and_a_fix() {
     let e = load(&tma_suite("1024", "strides = [\"8192\"]")).unwrap_err();
     assert!(e.contains("reaches") && e.contains("buffer"), "{e}");
     // Box edges above 256.
-    let e = load(&tma_suite("1024", "").replace("box = [\"32\", \"32\"]", "box = [\"32\", \"512\"]"))
-        .unwrap_err();
+    let e =
+        load(&tma_suite("1024", "").replace("box = [\"32\", \"32\"]", "box = [\"32\", \"512\"]"))
+            .unwrap_err();
     assert!(e.contains("box[1] = 512"), "{e}");
     // NaN fill of an integer buffer.
-    let e = load(&tma_suite("1024", "oob_fill = \"nan\"").replace("type = \"f32\"", "type = \"i32\""))
-        .unwrap_err();
+    let e =
+        load(&tma_suite("1024", "oob_fill = \"nan\"").replace("type = \"f32\"", "type = \"i32\""))
+            .unwrap_err();
     assert!(e.contains("NaN"), "{e}");
 }
 
@@ -108,7 +110,10 @@ fn tensor_map_names_and_buffers_are_checked() {
     assert!(e.contains("not a buffer"), "{e}");
     let unknown = tma_suite("1024", "").replace("args = [\"tmap_in\"", "args = [\"tmap_x\"");
     let e = load(&unknown).unwrap_err();
-    assert!(e.contains("tensor map"), "the refusal names tensor maps as a kind: {e}");
+    assert!(
+        e.contains("tensor map"),
+        "the refusal names tensor maps as a kind: {e}"
+    );
     let host = tma_suite("1024", "").replace(
         "len = \"ROWS * COLS\"\ninit = \"random\"",
         "len = \"ROWS * COLS\"\ninit = \"random\"\nmemory = \"pinned\"",
@@ -119,9 +124,10 @@ fn tensor_map_names_and_buffers_are_checked() {
 
 #[test]
 fn an_unused_tensor_map_is_not_resolved() {
-    let s = load(
-        &tma_suite("1024", "").replace("args = [\"tmap_in\", \"output\", \"COLS\"]", "args = [\"input\", \"output\", \"COLS\"]"),
-    )
+    let s = load(&tma_suite("1024", "").replace(
+        "args = [\"tmap_in\", \"output\", \"COLS\"]",
+        "args = [\"input\", \"output\", \"COLS\"]",
+    ))
     .unwrap();
     assert!(s.jobs[0].tensor_maps.is_empty());
 }
@@ -159,7 +165,8 @@ fn a_cluster_resolves_and_must_divide_the_grid() {
     let e = load(&CLUSTER.replace("grid = [\"N / 256\"]", "grid = [\"N / 256 + 1\"]")).unwrap_err();
     assert!(e.contains("whole number of clusters"), "{e}");
     assert!(e.contains("fix:"), "{e}");
-    let e = load(&CLUSTER.replace("[\"16\", \"1\", \"1\"]", "[\"16\", \"1\", \"1\", \"1\"]")).unwrap_err();
+    let e = load(&CLUSTER.replace("[\"16\", \"1\", \"1\"]", "[\"16\", \"1\", \"1\", \"1\"]"))
+        .unwrap_err();
     assert!(e.contains("cluster needs 1 to 3 entries"), "{e}");
     let e = load(&CLUSTER.replace("[\"16\", \"1\", \"1\"]", "[\"0\"]")).unwrap_err();
     assert!(e.contains("cluster[0]"), "{e}");
@@ -218,16 +225,27 @@ fn the_signature_check_knows_a_tensor_map_parameter() {
     // The kernel takes (CUtensorMap, float*, int).
     let kernel = [128, 8, 4];
     assert!(
-        launch(vec![ArgSpec::TensorMap(0), ArgSpec::Buffer(1), ArgSpec::I32(4)])
-            .signature_mismatch(&buffers, &kernel)
-            .is_none()
-    );
-    let m = launch(vec![ArgSpec::Buffer(0), ArgSpec::Buffer(1), ArgSpec::I32(4)])
+        launch(vec![
+            ArgSpec::TensorMap(0),
+            ArgSpec::Buffer(1),
+            ArgSpec::I32(4)
+        ])
         .signature_mismatch(&buffers, &kernel)
-        .unwrap();
+        .is_none()
+    );
+    let m = launch(vec![
+        ArgSpec::Buffer(0),
+        ArgSpec::Buffer(1),
+        ArgSpec::I32(4),
+    ])
+    .signature_mismatch(&buffers, &kernel)
+    .unwrap();
     assert!(m.contains("[[tensor_maps]]"), "{m}");
     let m = launch(vec![ArgSpec::TensorMap(0), ArgSpec::I32(4)])
         .signature_mismatch(&buffers, &[8, 4])
         .unwrap();
-    assert!(m.contains("is not a `const __grid_constant__ CUtensorMap`"), "{m}");
+    assert!(
+        m.contains("is not a `const __grid_constant__ CUtensorMap`"),
+        "{m}"
+    );
 }

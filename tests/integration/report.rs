@@ -247,13 +247,17 @@ fn cluster_launches_get_a_cluster_column() {
             .unwrap()
     };
     let plain = render(&run);
-    assert!(!plain.contains("cluster (active clusters)"), "no clusters, no column");
+    assert!(
+        !plain.contains("cluster (active clusters)"),
+        "no clusters, no column"
+    );
     let mut clustered = launch("copy_row", 256, 32, 0, None);
     clustered.cluster = Some([16, 1, 1]);
     clustered.active_clusters = Some(7);
     let mut failed = launch("copy_row", 256, 32, 0, None);
     failed.cluster = Some([8, 2, 1]);
-    failed.cluster_error = Some("cuOccupancyMaxActiveClusters: CUDA_ERROR_INVALID_CLUSTER_SIZE".into());
+    failed.cluster_error =
+        Some("cuOccupancyMaxActiveClusters: CUDA_ERROR_INVALID_CLUSTER_SIZE".into());
     run.jobs[copy].occupancy = vec![clustered, failed];
     let md = render(&run);
     let section = &md[md.find("## NX=8192,NY=8192").unwrap()..];
@@ -261,7 +265,10 @@ fn cluster_launches_get_a_cluster_column() {
     assert!(section.contains("cluster (active clusters)"), "{section}");
     assert!(section.contains(" 16×1×1 (7) "), "{section}");
     assert!(section.contains(" 8×2×1 (–) "), "{section}");
-    assert!(section.contains("cuOccupancyMaxActiveClusters`)"), "{section}");
+    assert!(
+        section.contains("cuOccupancyMaxActiveClusters`)"),
+        "{section}"
+    );
     assert!(
         section.contains("the driver gave no cluster occupancy: cuOccupancyMaxActiveClusters: CUDA_ERROR_INVALID_CLUSTER_SIZE"),
         "{section}"

@@ -11,7 +11,10 @@ use crate::suite::manifest::{LaunchDecl, Manifest, StepDecl, VariantDecl};
 /// The actions a step may name, each with the keys that go with it.
 const ACTIONS: [(&str, &[&str]); 8] = [
     ("copy", &["from", "to", "count", "async"]),
-    ("kernel", &["grid", "block", "args", "shared_bytes", "cluster"]),
+    (
+        "kernel",
+        &["grid", "block", "args", "shared_bytes", "cluster"],
+    ),
     ("memset", &["count", "value"]),
     ("prefetch", &["to", "count"]),
     ("record", &[]),
