@@ -147,12 +147,12 @@ pub(super) fn occupancy_of(
         .collect()
 }
 
+/// A launch's cluster shape, the clusters resident at once, and why the driver would not say.
+type ClusterOccupancy = (Option<[u32; 3]>, Option<u32>, Option<String>);
+
 /// The launch's cluster shape (its own, or the kernel's compiled one), how many such clusters the
 /// GPU holds at once (`cuOccupancyMaxActiveClusters`), or why the driver would not say.
-fn cluster_occupancy(
-    loaded: &Loaded,
-    l: &LaunchSpec,
-) -> Result<(Option<[u32; 3]>, Option<u32>, Option<String>), RunError> {
+fn cluster_occupancy(loaded: &Loaded, l: &LaunchSpec) -> Result<ClusterOccupancy, RunError> {
     use cudarc::driver::sys;
     let f = &loaded.functions[&l.kernel];
     let Some(shape) = l.cluster.or(compiled_cluster(f, &l.kernel)?) else {

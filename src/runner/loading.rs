@@ -166,7 +166,7 @@ fn allow_clusters(
             (Some(shape), _) | (None, Some(shape)) => shape,
             (None, None) => continue,
         };
-        if let Some(i) = (0..3).find(|&i| l.grid[i] % shape[i] != 0) {
+        if let Some(i) = (0..3).find(|&i| !l.grid[i].is_multiple_of(shape[i])) {
             return Err(RunError::Invalid(format!(
                 "`{name}` runs in clusters of {shape:?} blocks and a launch's grid {:?} is not a whole number of them (dimension {i})\n  fix: make each grid dimension a multiple of the cluster's",
                 l.grid

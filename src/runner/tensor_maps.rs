@@ -15,7 +15,7 @@ pub(super) struct EncodedMap(pub(super) [u8; TENSOR_MAP_BYTES]);
 /// Encodes `spec` for the buffer at device address `address`.
 pub(super) fn encode(spec: &TensorMapSpec, address: u64) -> Result<EncodedMap, RunError> {
     let align = spec.interleave.alignment();
-    if address % align != 0 {
+    if !address.is_multiple_of(align) {
         return Err(RunError::Invalid(format!(
             "tensor map `{}`: its buffer's address {address:#x} is not {align}-byte aligned, as TMA requires\n  fix: view a buffer of its own (allocations are 256-byte aligned)",
             spec.name

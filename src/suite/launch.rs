@@ -146,7 +146,7 @@ impl Place<'_> {
     ) -> Result<[u32; 3], SuiteError> {
         let variant = self.variant;
         let cluster = self.dims(exprs, "cluster", env)?;
-        if let Some(i) = (0..3).find(|&i| grid[i] % cluster[i] != 0) {
+        if let Some(i) = (0..3).find(|&i| !grid[i].is_multiple_of(cluster[i])) {
             let axis = ["x", "y", "z"][i];
             return Err(self.err(
                 "cluster",

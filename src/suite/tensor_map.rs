@@ -383,7 +383,7 @@ impl TensorMapSpec {
         let align = self.interleave.alignment();
         let mut reach = self.dims[0] * self.data_type.bytes();
         for (i, &s) in self.strides.iter().enumerate() {
-            if s % align != 0 || s >= MAX_GLOBAL_STRIDE {
+            if !s.is_multiple_of(align) || s >= MAX_GLOBAL_STRIDE {
                 let padded = reach.div_ceil(align) * align;
                 return Err(broken(
                     "strides",
@@ -441,7 +441,7 @@ impl TensorMapSpec {
         }
         let inner_bytes = self.box_dims[0] as u64 * self.data_type.bytes();
         if self.interleave == Interleave::None {
-            if inner_bytes % 16 != 0 {
+            if !inner_bytes.is_multiple_of(16) {
                 return Err(broken(
                     "box",
                     format!(

@@ -249,3 +249,20 @@ fn the_signature_check_knows_a_tensor_map_parameter() {
         "{m}"
     );
 }
+
+/// The GPU smoke suite (tests/gpu/hopper-launch) loads: a tensor-map copy, a compiled and a
+/// runtime 16-block cluster, and a PDL pair.
+#[test]
+fn the_gpu_smoke_suite_loads() {
+    let path = crate::common::repo().join("tests/gpu/hopper-launch/suite.toml");
+    let s = suite::load(&path).unwrap();
+    let job = |name: &str| s.jobs.iter().find(|j| j.key.variant == name).unwrap();
+    assert_eq!(job("tma_copy").tensor_maps[0].dims, vec![2048, 1024]);
+    assert_eq!(job("cluster16_compiled").launches[0].cluster, None);
+    assert_eq!(
+        job("cluster16_runtime").launches[0].cluster,
+        Some([16, 1, 1])
+    );
+    let pdl = &job("pdl_pair").launches;
+    assert_eq!((pdl[0].pdl, pdl[1].pdl), (false, true));
+}
