@@ -128,8 +128,13 @@ fn allow_shared_memory(
         ))
 }
 
-/// The cluster shape compiled into kernel `f` (`__cluster_dims__`), if any.
-pub(super) fn compiled_cluster(f: &CudaFunction, name: &str) -> Result<Option<[u32; 3]>, RunError> {
+/// The cluster shape compiled into kernel `f` (`__cluster_dims__`), if any. A driver or GPU
+/// that will not answer (clusters came with compute capability 9.0) has none to report: every
+/// kernel is asked, and a GPU without clusters must still run the kernels that use none.
+pub(super) fn compiled_cluster(
+    f: &CudaFunction,
+    _name: &str,
+) -> Result<Option<[u32; 3]>, RunError> {
     use cudarc::driver::sys::CUfunction_attribute as F;
     let mut dims = [0u32; 3];
     for (d, attribute) in dims.iter_mut().zip([
@@ -137,10 +142,10 @@ pub(super) fn compiled_cluster(f: &CudaFunction, name: &str) -> Result<Option<[u
         F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
         F::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
     ]) {
-        *d = f
-            .get_attribute(attribute)
-            .doing(format!("reading the compiled cluster shape of `{name}`"))?
-            .max(0) as u32;
+        match f.get_attribute(attribute) {
+            Ok(v) => *d = v.max(0) as u32,
+            Err(_) => return Ok(None),
+        }
     }
     Ok(dims.iter().all(|&d| d > 0).then_some(dims))
 }
