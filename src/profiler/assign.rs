@@ -197,6 +197,8 @@ pub(crate) mod tests {
                 block: [256, 1, 1],
                 shared_bytes: 0,
                 args: vec![],
+                cluster: None,
+                pdl: false,
             }],
             buffers: vec![],
             correctness: CorrectnessSpec::None,
@@ -206,6 +208,7 @@ pub(crate) mod tests {
             noise_threshold_pct: None,
             work: Default::default(),
             steps: None,
+            tensor_maps: vec![],
         }
     }
 

@@ -178,6 +178,15 @@ pub struct LaunchOccupancy {
     pub limiters: Vec<Limiter>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_error: Option<String>,
+    /// Blocks per cluster: the launch's `cluster`, or the kernel's compiled `__cluster_dims__`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<[u32; 3]>,
+    /// Clusters of that shape resident on the whole GPU at once (`cuOccupancyMaxActiveClusters`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_clusters: Option<u32>,
+    /// Why the driver gave no cluster occupancy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_error: Option<String>,
 }
 
 impl LaunchOccupancy {
@@ -369,6 +378,9 @@ mod tests {
             limiters: model.map(|m| m.limiters()).unwrap_or_default(),
             model,
             model_error: None,
+            cluster: None,
+            active_clusters: None,
+            cluster_error: None,
         }
     }
 

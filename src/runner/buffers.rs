@@ -3,6 +3,7 @@
 use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::memory::Allocation;
+use super::tensor_maps::{EncodedMap, encode_all};
 use crate::suite::{BufferSpec, JobSpec};
 use crate::verify::{HostData, Init};
 
@@ -24,9 +25,19 @@ pub(super) struct Buffers {
 pub(super) struct Pointers {
     base: Vec<u64>,
     elem_bytes: Vec<u64>,
+    /// The job's tensor maps encoded for these addresses, by manifest index.
+    tensor_maps: Vec<(usize, EncodedMap)>,
 }
 
 impl Pointers {
+    /// The encoded tensor map with manifest index `i` (the job resolved every one its launches pass).
+    pub(super) fn tensor_map(&self, i: usize) -> Option<&EncodedMap> {
+        self.tensor_maps
+            .iter()
+            .find(|(index, _)| *index == i)
+            .map(|(_, m)| m)
+    }
+
     /// The address of element `at` of buffer `i`.
     pub(super) fn at(&self, i: usize, at: u64) -> u64 {
         self.base[i] + at * self.elem_bytes[i]
@@ -46,13 +57,16 @@ impl Buffers {
             )?);
         }
         let elem_bytes: Vec<u64> = spec.buffers.iter().map(|b| b.elem.size() as u64).collect();
+        let base: Vec<u64> = memory.iter().map(|m| m.device_address(gpu)).collect();
         let pointers = Pointers {
-            base: memory.iter().map(|m| m.device_address(gpu)).collect(),
+            tensor_maps: encode_all(&spec.tensor_maps, &base)?,
+            base,
             elem_bytes: elem_bytes.clone(),
         };
         let copy_pointers = Pointers {
             base: memory.iter().map(|m| m.copy_address(gpu)).collect(),
             elem_bytes,
+            tensor_maps: Vec::new(),
         };
         let mut bufs = Buffers {
             memory,

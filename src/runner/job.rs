@@ -5,7 +5,7 @@ use super::checking::verify;
 use super::device::{Gpu, set_pending_launches};
 use super::energy::measure_energy;
 use super::error::RunError;
-use super::launch_occupancy::occupancy_of;
+use super::launch_occupancy::{occupancy_of, refuse_unrunnable_clusters};
 use super::launching::launch_all;
 use super::loading::{Loaded, load};
 use super::program::{self, HostProgram};
@@ -40,6 +40,7 @@ pub fn run_job(
         Ok(o) => (o, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };
+    refuse_unrunnable_clusters(&occupancy)?;
     let mut bufs = Buffers::new(gpu, spec, seed)?;
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;

@@ -2,7 +2,8 @@
 
 use super::device::Gpu;
 use super::error::{Doing, RunError};
-use super::loading::Loaded;
+use super::launching::launch_config;
+use super::loading::{Loaded, compiled_cluster};
 use crate::occupancy::{self, KernelUse, SmLimits};
 use crate::records::LaunchOccupancy;
 use crate::suite::LaunchSpec;
@@ -121,6 +122,7 @@ pub(super) fn occupancy_of(
                 Ok(limits) => (Some(limits), None),
                 Err(e) => (None, Some(e.to_string())),
             };
+            let (cluster, active_clusters, cluster_error) = cluster_occupancy(loaded, l)?;
             Ok(LaunchOccupancy {
                 kernel: l.kernel.clone(),
                 threads_per_block: kernel.threads_per_block,
@@ -137,7 +139,59 @@ pub(super) fn occupancy_of(
                 limiters: model.map(|m| m.limiters()).unwrap_or_default(),
                 model,
                 model_error,
+                cluster,
+                active_clusters,
+                cluster_error,
             })
         })
         .collect()
+}
+
+/// A launch's cluster shape, the clusters resident at once, and why the driver would not say.
+type ClusterOccupancy = (Option<[u32; 3]>, Option<u32>, Option<String>);
+
+/// The launch's cluster shape (its own, or the kernel's compiled one), how many such clusters the
+/// GPU holds at once (`cuOccupancyMaxActiveClusters`), or why the driver would not say.
+fn cluster_occupancy(loaded: &Loaded, l: &LaunchSpec) -> Result<ClusterOccupancy, RunError> {
+    use cudarc::driver::sys;
+    let f = &loaded.functions[&l.kernel];
+    let Some(shape) = l.cluster.or(compiled_cluster(f, &l.kernel)?) else {
+        return Ok((None, None, None));
+    };
+    // A compiled shape is not repeated in the configuration: the driver takes it from the kernel.
+    let mut attrs = Vec::new();
+    if let Some([x, y, z]) = l.cluster {
+        // SAFETY: an all-zero attribute is a valid bit pattern (plain integers and a union of them).
+        let mut a: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        a.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y, z };
+        attrs.push(a);
+    }
+    let config = launch_config(l, std::ptr::null_mut(), &mut attrs);
+    let mut clusters = 0i32;
+    // SAFETY: a live function handle, a configuration whose attributes outlive the call, and a valid out-pointer.
+    let r = unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, f.cu_function(), &config) };
+    Ok(match r {
+        sys::CUresult::CUDA_SUCCESS => (Some(shape), Some(clusters.max(0) as u32), None),
+        other => (
+            Some(shape),
+            None,
+            Some(format!("cuOccupancyMaxActiveClusters: {other:?}")),
+        ),
+    })
+}
+
+/// A launch of which not one cluster fits on the GPU cannot run: refused with what to change.
+pub(super) fn refuse_unrunnable_clusters(occupancy: &[LaunchOccupancy]) -> Result<(), RunError> {
+    match occupancy.iter().find(|o| o.active_clusters == Some(0)) {
+        Some(o) => Err(RunError::Invalid(format!(
+            "`{}` runs in clusters of {:?} blocks, and the driver fits no such cluster on this GPU (cuOccupancyMaxActiveClusters = 0): each block needs {} threads, {} registers per thread and {} bytes of shared memory, on as many SMs of one GPC as the cluster has blocks\n  fix: make the cluster smaller (8 blocks or fewer is portable; 16 is the most on an H100), or give each block fewer threads, registers or shared memory",
+            o.kernel,
+            o.cluster.unwrap_or([0; 3]),
+            o.threads_per_block,
+            o.registers_per_thread,
+            o.shared_bytes()
+        ))),
+        None => Ok(()),
+    }
 }

@@ -1,7 +1,7 @@
 //! One job on one GPU, run inside the child process: build, allocate, initialise, check against the reference, time with CUDA events.
 //!
 //! By stage: `device` opens the GPU; `loading` (with `device_link`) compiles and loads a variant;
-//! `buffers` and `memory` hold its data; `launching` and `program` issue its launches or its
+//! `buffers` and `memory` hold its data (`tensor_maps` encodes the views of it TMA kernels take); `launching` and `program` issue its launches or its
 //! host program; `checking` compares its output; `timing` (with `graph_timing`, `sampling`,
 //! `l2_flush` and the pure `timing_rules`) times it; `job` and `profile_pass` put those together;
 //! `bounds` and `cublas` measure what a variant is compared with.
@@ -30,6 +30,7 @@ mod profile_pass;
 mod program;
 mod roofs;
 mod sampling;
+mod tensor_maps;
 mod timing;
 mod timing_rules;
 

@@ -13,6 +13,15 @@ pub(crate) fn buffer_arg<'t>(m: &Manifest, text: &'t str) -> Option<(usize, Opti
         .map(|i| (i, offset))
 }
 
+/// The index of the `[[tensor_maps]]` entry `text` names, if any (buffers are looked up first).
+pub(crate) fn tensor_map_arg(m: &Manifest, text: &str) -> Option<usize> {
+    let name = text.trim();
+    if m.buffers.iter().any(|b| b.name == name) {
+        return None;
+    }
+    m.tensor_maps.iter().position(|t| t.name == name)
+}
+
 /// `name` -> (name, None); `name[expr]` -> (name, Some(expr)); None for anything else.
 pub(crate) fn split_indexed(text: &str) -> Option<(&str, Option<&str>)> {
     let text = text.trim();

@@ -1,11 +1,12 @@
 //! A job's buffers: each `[[buffers]]` entry with its length evaluated at the job's bindings and
-//! its start (an init pattern, or the data of an earlier buffer).
+//! its start (an init pattern, or the data of an earlier buffer); and the tensor maps that view them.
 
 use std::collections::BTreeMap;
 
 use super::job::{BufferSpec, Memory, format_params};
 use super::location::{Ctx, SuiteError, at};
 use super::manifest::Manifest;
+use super::tensor_map::{TensorDataType, TensorMapSpec, packed_strides};
 use crate::expr::{self, Bindings};
 
 /// The manifest's buffers at one point of the sweep (`group_all` names the point in errors).
@@ -55,4 +56,110 @@ pub(crate) fn resolve_buffers(
         });
     }
     Ok(buffers)
+}
+
+/// The tensor maps `used` (indices into `[[tensor_maps]]`) at one point of the sweep, each
+/// checked against the driver's rules and its buffer's length.
+pub(crate) fn resolve_tensor_maps(
+    ctx: &Ctx,
+    m: &Manifest,
+    env: &Bindings,
+    buffers: &[BufferSpec],
+    used: &[usize],
+) -> Result<Vec<TensorMapSpec>, SuiteError> {
+    used.iter()
+        .map(|&ti| resolve_tensor_map(ctx, m, env, buffers, ti))
+        .collect()
+}
+
+fn resolve_tensor_map(
+    ctx: &Ctx,
+    m: &Manifest,
+    env: &Bindings,
+    buffers: &[BufferSpec],
+    ti: usize,
+) -> Result<TensorMapSpec, SuiteError> {
+    let t = &m.tensor_maps[ti];
+    let name = &t.name;
+    let bi = buffers
+        .iter()
+        .position(|b| b.name == t.buffer)
+        .ok_or_else(|| {
+            ctx.err(
+                at!["tensor_maps", ti, "buffer"],
+                format!(
+                    "tensor map `{name}` views `{}`, which is not a buffer",
+                    t.buffer
+                ),
+                "name one of the [[buffers]] in `buffer`",
+            )
+        })?;
+    let buffer = &buffers[bi];
+    let data_type = TensorDataType::for_elem(buffer.elem);
+    let list = |key: &'static str, exprs: &[String]| -> Result<Vec<u64>, SuiteError> {
+        exprs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                expr::eval_count(e, env).map_err(|err| {
+                    ctx.err(
+                        at!["tensor_maps", ti, key],
+                        format!("tensor map `{name}`, {key}[{i}] = `{e}`: {err}"),
+                        "use the suite's axes and params (tensor maps are resolved with the buffers)",
+                    )
+                })
+            })
+            .collect()
+    };
+    let narrow = |key: &'static str, values: Vec<u64>| -> Result<Vec<u32>, SuiteError> {
+        values
+            .into_iter()
+            .map(|x| {
+                u32::try_from(x).map_err(|_| {
+                    ctx.err(
+                        at!["tensor_maps", ti, key],
+                        format!("tensor map `{name}`: {key} entry {x} is far out of range"),
+                        "box edges are 1 to 256 and element strides 1 to 8",
+                    )
+                })
+            })
+            .collect()
+    };
+    let dims = list("dims", &t.dims)?;
+    let strides = match &t.strides {
+        Some(s) => list("strides", s)?,
+        None => packed_strides(&dims, data_type.bytes()),
+    };
+    let element_strides = match &t.element_strides {
+        Some(e) => narrow("element_strides", list("element_strides", e)?)?,
+        None => vec![1; dims.len()],
+    };
+    let spec = TensorMapSpec {
+        index: ti,
+        name: name.clone(),
+        buffer: bi,
+        data_type,
+        dims,
+        strides,
+        box_dims: narrow("box", list("box", &t.box_dims)?)?,
+        element_strides,
+        swizzle: t.swizzle,
+        interleave: t.interleave,
+        l2_promotion: t.l2_promotion,
+        oob_fill: t.oob_fill,
+    };
+    spec.check(buffer.bytes()).map_err(|b| {
+        ctx.err(
+            at!["tensor_maps", ti, b.key],
+            format!(
+                "{} (buffer `{}`: {} × {})",
+                b.message,
+                buffer.name,
+                buffer.len,
+                buffer.elem.name()
+            ),
+            b.fix,
+        )
+    })?;
+    Ok(spec)
 }

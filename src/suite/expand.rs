@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::buffers::resolve_buffers;
+use super::buffers::{resolve_buffers, resolve_tensor_maps};
 use super::check::resolve_check;
-use super::job::{BoundSpec, BufferSpec, JobSpec, Work};
+use super::job::{ArgSpec, BoundSpec, BufferSpec, JobSpec, LaunchSpec, Reference, Work};
 use super::location::{Ctx, SuiteError, at};
 use super::manifest::{Manifest, NoiseThresholdDecl, VariantDecl};
 use super::program::{resolve_body, resolve_pending_launches, resolve_program};
@@ -65,6 +65,13 @@ fn resolve_job(
     let (correctness, reference) = resolve_check(ctx, m, dir, v, env, group_all, &buffers)?;
     let bound = resolve_bound(ctx, m, v, &correctness, &buffers)?;
     let (launches, steps) = resolve_body(ctx, m, v, env, &buffers)?;
+    let tensor_maps = resolve_tensor_maps(
+        ctx,
+        m,
+        env,
+        &buffers,
+        &used_tensor_maps(&launches, reference.as_ref()),
+    )?;
     Ok(JobSpec {
         key: job_key(&v.name, group_params, variant_params),
         suite: m.suite.name.clone(),
@@ -79,6 +86,7 @@ fn resolve_job(
         program: resolve_program(ctx, m, dir, v, env)?,
         launches,
         steps,
+        tensor_maps,
         buffers,
         correctness,
         reference,
@@ -89,6 +97,22 @@ fn resolve_job(
             math: resolve_math(ctx, m, v)?,
         },
     })
+}
+
+/// The `[[tensor_maps]]` the job's launches and its reference's pass, in manifest order.
+fn used_tensor_maps(launches: &[LaunchSpec], reference: Option<&Reference>) -> Vec<usize> {
+    let mut used: Vec<usize> = launches
+        .iter()
+        .chain(reference.iter().flat_map(|r| &r.launches))
+        .flat_map(|l| &l.args)
+        .filter_map(|a| match a {
+            ArgSpec::TensorMap(i) => Some(*i),
+            _ => None,
+        })
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    used
 }
 
 /// The variant's `math` (or the suite's): the roof its flops are judged against.

@@ -35,6 +35,10 @@ pub struct JobSpec {
     /// (`launches` then holds the kernel steps' launches, in step order).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<StepProgram>,
+    /// The tensor maps its launches (and its reference's) pass, resolved at its sizes; encoded on
+    /// the GPU side for the job's allocations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<super::tensor_map::TensorMapSpec>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, Hash)]
@@ -87,6 +91,12 @@ pub struct LaunchSpec {
     pub block: [u32; 3],
     pub shared_bytes: u32,
     pub args: Vec<ArgSpec>,
+    /// Blocks per cluster (`cluster = [...]`): launched with `cuLaunchKernelEx` and a cluster dimension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<[u32; 3]>,
+    /// Programmatic dependent launch: may overlap the end of the launch before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pdl: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
@@ -107,6 +117,10 @@ pub enum ArgSpec {
     F16(u16),
     /// A `__nv_bfloat16` scalar, as its bits.
     Bf16(u16),
+    /// A `CUtensorMap` passed by value (128 bytes): the tensor map with this index in the
+    /// manifest's `[[tensor_maps]]` (`JobSpec::tensor_maps` holds it resolved).
+    #[serde(rename = "tensor_map")]
+    TensorMap(usize),
 }
 
 impl ArgSpec {
@@ -120,12 +134,14 @@ impl ArgSpec {
             | ArgSpec::I64(_)
             | ArgSpec::U64(_)
             | ArgSpec::F64(_) => 8,
+            ArgSpec::TensorMap(_) => super::tensor_map::TENSOR_MAP_BYTES,
         }
     }
 
     /// How the manifest's argument reads in a signature: `float*`-like buffers as `ptr`, scalars by type.
     pub fn describe(&self, buffers: &[BufferSpec]) -> String {
         match self {
+            ArgSpec::TensorMap(i) => format!("CUtensorMap #{i}"),
             ArgSpec::Buffer(i) => format!(
                 "{}* {}",
                 buffers.get(*i).map_or("?", |b| b.elem.name()),
@@ -156,6 +172,7 @@ impl LaunchSpec {
         buffers: &[BufferSpec],
         param_sizes: &[usize],
     ) -> Option<String> {
+        const TENSOR_MAP: usize = super::tensor_map::TENSOR_MAP_BYTES;
         let ours: Vec<usize> = self.args.iter().map(ArgSpec::size).collect();
         if ours == param_sizes {
             return None;
@@ -175,8 +192,17 @@ impl LaunchSpec {
             .zip(param_sizes)
             .position(|(a, b)| a != b)
             .unwrap_or(ours.len().min(param_sizes.len()));
+        let hint = match (ours.get(first), param_sizes.get(first)) {
+            (Some(&a), Some(&TENSOR_MAP)) if a != TENSOR_MAP => format!(
+                "\n  parameter #{first} takes {TENSOR_MAP} bytes, the size of a `CUtensorMap` passed by value (`const __grid_constant__ CUtensorMap`): declare a [[tensor_maps]] entry for its buffer and name it in args"
+            ),
+            (Some(&TENSOR_MAP), Some(_)) => format!(
+                "\n  argument #{first} is a tensor map (128 bytes by value) and the kernel's parameter #{first} is not a `const __grid_constant__ CUtensorMap`"
+            ),
+            _ => String::new(),
+        };
         Some(format!(
-            "the manifest passes {} argument(s) to `{}` and the kernel takes {} parameter(s); they first differ at #{first}\n  manifest: ({})\n  kernel:   ({})",
+            "the manifest passes {} argument(s) to `{}` and the kernel takes {} parameter(s); they first differ at #{first}\n  manifest: ({})\n  kernel:   ({}){hint}",
             ours.len(),
             self.kernel,
             param_sizes.len(),

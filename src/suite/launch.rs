@@ -1,7 +1,7 @@
 //! One kernel launch: its shape checked at load (kernel declared, grid, block, arguments), then
 //! evaluated at a job's bindings into numbers, buffer indices and typed scalars.
 
-use super::args::{buffer_arg, parse_scalar_arg, scalar_arg};
+use super::args::{buffer_arg, parse_scalar_arg, scalar_arg, tensor_map_arg};
 use super::job::{ArgSpec, BufferSpec, LaunchSpec};
 use super::location::{Ctx, Seg, SuiteError};
 use super::manifest::{LaunchDecl, Manifest, VariantDecl};
@@ -43,9 +43,21 @@ pub(crate) fn validate_launch(
         ));
     }
     for arg in l.args.iter().flatten() {
-        if buffer_arg(m, arg).is_none() && parse_scalar_arg(arg).is_err() {
-            return Err(ctx.err(at("args"), format!("{what}: argument `{arg}` is neither a buffer nor a scalar expression"), "name a [[buffers]] entry (`a`, or `a[OFFSET]` for a pointer OFFSET elements into it), or write an expression such as `NX` or `u32: NX*NY`"));
+        if buffer_arg(m, arg).is_none()
+            && tensor_map_arg(m, arg).is_none()
+            && parse_scalar_arg(arg).is_err()
+        {
+            return Err(ctx.err(at("args"), format!("{what}: argument `{arg}` is neither a buffer, a tensor map nor a scalar expression"), "name a [[buffers]] entry (`a`, or `a[OFFSET]` for a pointer OFFSET elements into it), a [[tensor_maps]] entry (passed as a 128-byte CUtensorMap), or write an expression such as `NX` or `u32: NX*NY`"));
         }
+    }
+    if let Some(c) = &l.cluster
+        && (c.is_empty() || c.len() > 3)
+    {
+        return Err(ctx.err(
+            at("cluster"),
+            format!("{what}: cluster needs 1 to 3 entries, has {}", c.len()),
+            "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]: blocks per cluster in each dimension",
+        ));
     }
     Ok(())
 }
@@ -58,7 +70,13 @@ pub(crate) fn resolve_launches(
     env: &Bindings,
     buffers: &[BufferSpec],
 ) -> Result<Vec<LaunchSpec>, SuiteError> {
-    v.launch_decls()
+    let decls = v.launch_decls();
+    if let Some(first) = decls.first()
+        && first.pdl
+    {
+        return Err(ctx.err(ctx.launch_key(v, 0, "pdl"), format!("variant `{}`: its first launch has pdl = true; a programmatic dependent launch overlaps the launch before it, and before the first launch of a run is the previous run (or a timing event)", v.name), "set pdl = true on a later launch of [[variants.launches]], the one that may start while the launch before it finishes"));
+    }
+    decls
         .iter()
         .enumerate()
         .map(|(li, l)| {
@@ -111,12 +129,32 @@ impl Place<'_> {
                 return Err(self.err(
                     what,
                     format!("variant `{variant}`: {what}[{i}] = `{e}` gives {n}"),
-                    "grid and block sizes must be between 1 and 2^32-1",
+                    "grid, block and cluster sizes must be between 1 and 2^32-1",
                 ));
             }
             d[i] = n as u32;
         }
         Ok(d)
+    }
+
+    /// Blocks per cluster: each dimension divides the grid's.
+    fn cluster(
+        &self,
+        exprs: &[String],
+        grid: &[u32; 3],
+        env: &Bindings,
+    ) -> Result<[u32; 3], SuiteError> {
+        let variant = self.variant;
+        let cluster = self.dims(exprs, "cluster", env)?;
+        if let Some(i) = (0..3).find(|&i| !grid[i].is_multiple_of(cluster[i])) {
+            let axis = ["x", "y", "z"][i];
+            return Err(self.err(
+                "cluster",
+                format!("variant `{variant}`: the grid {grid:?} is not a whole number of clusters {cluster:?} (in {axis}, {} blocks in clusters of {})", grid[i], cluster[i]),
+                "make each grid dimension a multiple of the cluster's: round the grid up (`ceil_div(N, 256 * 16) * 16`) and let the kernel skip the blocks past the end",
+            ));
+        }
+        Ok(cluster)
     }
 
     /// The launch's dynamic shared memory, 0 when it names none.
@@ -147,6 +185,9 @@ impl Place<'_> {
         env: &Bindings,
     ) -> Result<ArgSpec, SuiteError> {
         let variant = self.variant;
+        if let Some(i) = tensor_map_arg(m, a) {
+            return Ok(ArgSpec::TensorMap(i));
+        }
         match buffer_arg(m, a) {
             Some((i, None)) => return Ok(ArgSpec::Buffer(i)),
             Some((i, Some(offset))) => {
@@ -161,7 +202,15 @@ impl Place<'_> {
             None => {}
         }
         let (ty, e) = parse_scalar_arg(a).expect("validated");
-        let x = expr::eval(e, env).map_err(|err| self.expr_error("args", "argument", err))?;
+        let x = expr::eval(e, env).map_err(|err| {
+            // A bare name that is neither a parameter, a buffer nor a tensor map: say all three.
+            if super::args::split_indexed(a).is_some_and(|(_, index)| index.is_none()) {
+                let names = |v: Vec<&str>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+                self.err("args", format!("variant `{variant}`, argument `{a}`: {err}; it is not a buffer ({}) nor a tensor map ({}) either", names(m.buffers.iter().map(|b| b.name.as_str()).collect()), names(m.tensor_maps.iter().map(|t| t.name.as_str()).collect())), "name a [[buffers]] or [[tensor_maps]] entry, or a parameter or axis")
+            } else {
+                self.expr_error("args", "argument", err)
+            }
+        })?;
         scalar_arg(ty, x).ok_or_else(|| self.err("args", format!("variant `{variant}`: argument `{a}` = {x} does not fit in {ty}"), "give it a wider type, for example `i64: NX*NY` (and take a long long in the kernel)"))
     }
 
@@ -226,11 +275,17 @@ pub(crate) fn resolve_launch(
     }
     let shared_bytes = place.shared_bytes(l, env)?;
     let args = place.args(m, buffers, l, env)?;
+    let cluster = match &l.cluster {
+        Some(c) => Some(place.cluster(c, &grid, env)?),
+        None => None,
+    };
     Ok(LaunchSpec {
         kernel: place.kernel(l, env)?,
         grid,
         block,
         shared_bytes,
         args,
+        cluster,
+        pdl: l.pdl,
     })
 }

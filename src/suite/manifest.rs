@@ -26,6 +26,9 @@ pub struct Manifest {
     pub buffers: Vec<BufferDecl>,
     #[serde(default)]
     pub variants: Vec<VariantDecl>,
+    /// Tiled views of buffers for TMA, passed to kernels by name in `args`.
+    #[serde(default)]
+    pub tensor_maps: Vec<super::tensor_map::TensorMapDecl>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -86,6 +89,8 @@ impl VariantDecl {
             grid: self.grid.clone(),
             args: self.args.clone(),
             shared_bytes: self.shared_bytes.clone(),
+            cluster: self.cluster.clone(),
+            pdl: false,
         }]
     }
 }
@@ -242,6 +247,13 @@ pub struct LaunchDecl {
     pub args: Option<Vec<String>>,
     /// Dynamic shared memory bytes (an expression).
     pub shared_bytes: Option<String>,
+    /// Blocks per thread-block cluster, 1 to 3 expressions (x, y, z): launched with
+    /// `cuLaunchKernelEx` and a cluster dimension.
+    pub cluster: Option<Vec<String>>,
+    /// Programmatic dependent launch: this launch may start while the previous launch of the
+    /// variant finishes (`cudaGridDependencySynchronize` in the kernel waits for it). Not on the first launch.
+    #[serde(default)]
+    pub pdl: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -256,6 +268,8 @@ pub struct VariantDecl {
     pub grid: Option<Vec<String>>,
     pub args: Option<Vec<String>>,
     pub shared_bytes: Option<String>,
+    /// Blocks per cluster of its single launch (`cluster = ["16", "1", "1"]`).
+    pub cluster: Option<Vec<String>>,
     /// Several launches in order; replaces the single-launch fields.
     #[serde(default)]
     pub launches: Vec<LaunchDecl>,
@@ -331,6 +345,8 @@ pub struct StepDecl {
     pub block: Option<Vec<String>>,
     pub args: Option<Vec<String>>,
     pub shared_bytes: Option<String>,
+    /// A kernel step's blocks per cluster, as in a launch.
+    pub cluster: Option<Vec<String>>,
     /// Sets every byte of a buffer (or `buf[offset]` with `count`) to `value`.
     pub memset: Option<String>,
     pub value: Option<u8>,

@@ -12,6 +12,7 @@
 pub mod job;
 pub mod manifest;
 pub mod sources;
+pub mod tensor_map;
 
 mod args;
 mod buffers;

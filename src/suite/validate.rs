@@ -55,6 +55,7 @@ pub(crate) fn validate(
             ));
         }
     }
+    validate_tensor_maps(ctx, m)?;
     let mut names = HashSet::new();
     for v in &m.variants {
         if !names.insert(v.name.as_str()) {
@@ -65,6 +66,42 @@ pub(crate) fn validate(
             ));
         }
         validate_variant(ctx, m, v, sources)?;
+    }
+    Ok(())
+}
+
+/// Tensor maps: own names (not a buffer's, which an argument would mean instead), each of a
+/// buffer a kernel can reach.
+fn validate_tensor_maps(ctx: &Ctx, m: &Manifest) -> Result<(), SuiteError> {
+    let mut seen = HashSet::new();
+    for (i, t) in m.tensor_maps.iter().enumerate() {
+        if !seen.insert(t.name.as_str()) || m.buffers.iter().any(|b| b.name == t.name) {
+            return Err(ctx.err(
+                at!["tensor_maps", i, "name"],
+                format!("tensor map `{}` shares its name with another tensor map or a buffer", t.name),
+                "give every tensor map its own name (`tmap_in` for buffer `in`): an argument names one or the other",
+            ));
+        }
+        let Some(b) = m.buffers.iter().find(|b| b.name == t.buffer) else {
+            return Err(ctx.err(
+                at!["tensor_maps", i, "buffer"],
+                format!(
+                    "tensor map `{}` views `{}`, which is not a buffer",
+                    t.name, t.buffer
+                ),
+                "name one of the [[buffers]] in `buffer`",
+            ));
+        };
+        if !b.memory.unwrap_or_default().is_device() {
+            return Err(ctx.err(
+                at!["tensor_maps", i, "buffer"],
+                format!(
+                    "tensor map `{}` views `{}`, which is not device memory",
+                    t.name, t.buffer
+                ),
+                "give the buffer memory = \"device\" (the default): TMA copies from device memory",
+            ));
+        }
     }
     Ok(())
 }
@@ -90,6 +127,13 @@ fn validate_variant(
     let src = &sources[source];
     if !v.launches.is_empty() && v.kernel.is_some() {
         return Err(ctx.err(ctx.launch_key(v, 0, "kernel"), format!("variant `{}` has both `kernel` and `launches`", v.name), "use `kernel`, `grid`, `block`, `args` for one launch, or [[variants.launches]] for several, not both"));
+    }
+    if !v.launches.is_empty() && v.cluster.is_some() {
+        return Err(ctx.err(
+            ctx.variant_key(v, "cluster"),
+            format!("variant `{}` has `cluster` and `launches`", v.name),
+            "put `cluster = [...]` on each [[variants.launches]] entry that runs in clusters",
+        ));
     }
     if v.steps.is_empty() {
         if !v.streams.is_empty() {

@@ -16,6 +16,7 @@ mod hardening;
 mod hopper_bounds;
 mod host_program;
 mod import;
+mod launch_features;
 mod matmul_checks;
 mod mock;
 mod ncu_parse;

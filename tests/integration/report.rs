@@ -220,7 +220,59 @@ fn launch(
         limiters: model.limiters(),
         model: Some(model),
         model_error: None,
+        cluster: None,
+        active_clusters: None,
+        cluster_error: None,
     }
+}
+
+/// A launch in clusters gets a cluster column (blocks per cluster, clusters resident at once);
+/// a table without clusters keeps its columns.
+#[test]
+fn cluster_launches_get_a_cluster_column() {
+    let dir = h200_run();
+    let (mut run, _) = gpu_lab::store::load_run(&dir).unwrap();
+    let group = "NX=8192,NY=8192";
+    let at = |run: &gpu_lab::records::RunData, label: &str| {
+        run.jobs
+            .iter()
+            .position(|j| j.label == label && j.key.group == group)
+            .unwrap()
+    };
+    let copy = at(&run, "copy_row[BX=32,BY=8]");
+    run.jobs[copy].occupancy = vec![launch("copy_row", 256, 32, 0, None)];
+    let render = |run: &gpu_lab::records::RunData| {
+        gpu_lab::report::exporter(gpu_lab::report::Format::Md)
+            .render(run)
+            .unwrap()
+    };
+    let plain = render(&run);
+    assert!(
+        !plain.contains("cluster (active clusters)"),
+        "no clusters, no column"
+    );
+    let mut clustered = launch("copy_row", 256, 32, 0, None);
+    clustered.cluster = Some([16, 1, 1]);
+    clustered.active_clusters = Some(7);
+    let mut failed = launch("copy_row", 256, 32, 0, None);
+    failed.cluster = Some([8, 2, 1]);
+    failed.cluster_error =
+        Some("cuOccupancyMaxActiveClusters: CUDA_ERROR_INVALID_CLUSTER_SIZE".into());
+    run.jobs[copy].occupancy = vec![clustered, failed];
+    let md = render(&run);
+    let section = &md[md.find("## NX=8192,NY=8192").unwrap()..];
+    let section = &section[section.find("### Occupancy").unwrap()..];
+    assert!(section.contains("cluster (active clusters)"), "{section}");
+    assert!(section.contains(" 16×1×1 (7) "), "{section}");
+    assert!(section.contains(" 8×2×1 (–) "), "{section}");
+    assert!(
+        section.contains("cuOccupancyMaxActiveClusters`)"),
+        "{section}"
+    );
+    assert!(
+        section.contains("the driver gave no cluster occupancy: cuOccupancyMaxActiveClusters: CUDA_ERROR_INVALID_CLUSTER_SIZE"),
+        "{section}"
+    );
 }
 
 /// A run whose jobs carry occupancy records gets an occupancy table per group: registers, shared

@@ -54,7 +54,11 @@ pub(super) fn section(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], out:
         return;
     }
     intro(jobs, out);
-    let mut rows = vec![
+    // Old runs and suites without clusters keep their table as it was.
+    let clustered = jobs
+        .iter()
+        .any(|j| j.occupancy.iter().any(|o| o.cluster.is_some()));
+    let mut header = vec![
         [
             "variant",
             "kernel",
@@ -72,13 +76,21 @@ pub(super) fn section(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], out:
         .map(|s| s.to_string())
         .collect::<Vec<_>>(),
     ];
+    if clustered {
+        header[0].insert(7, "cluster (active clusters)".to_string());
+    }
+    let mut rows = header;
     let mut notes = Vec::new();
     for j in jobs {
         if let Some(e) = &j.occupancy_error {
             notes.push(format!("- `{}`: occupancy not read: {e}", j.label));
         }
         for o in &j.occupancy {
-            rows.push(launch_row(run, j, o));
+            let mut row = launch_row(run, j, o);
+            if clustered {
+                row.insert(7, cluster_cell(o));
+            }
+            rows.push(row);
             launch_notes(j, o, &mut notes);
         }
     }
@@ -96,6 +108,14 @@ pub(super) fn section(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], out:
 
 /// The section's heading and what its columns mean, naming the SM's warp slots where all launches agree.
 fn intro(jobs: &[&JobRecord], out: &mut String) {
+    let clusters = if jobs
+        .iter()
+        .any(|j| j.occupancy.iter().any(|o| o.cluster.is_some()))
+    {
+        " for cluster launches, the blocks per cluster and, in brackets, the clusters the whole GPU holds at once (`cuOccupancyMaxActiveClusters`);"
+    } else {
+        ""
+    };
     let mut slots: Vec<u32> = jobs
         .iter()
         .flat_map(|j| j.occupancy.iter().map(|o| o.max_warps_per_sm))
@@ -108,8 +128,17 @@ fn intro(jobs: &[&JobRecord], out: &mut String) {
     };
     let _ = writeln!(
         out,
-        "### Occupancy\n\nPer launch, as the child loaded the kernel: registers, local memory per thread (spills) and shared memory per block (static + dynamic); the blocks per SM the driver predicts (`cuOccupancyMaxActiveBlocksPerMultiprocessor`) and the predicted occupancy, their warps over {slots}; the limit that allows the fewest blocks (gpu-lab's occupancy model; `=` marks limits that tie); the occupancy ncu achieved, where the job was profiled with `achieved_occupancy`; the job's median time.\n"
+        "### Occupancy\n\nPer launch, as the child loaded the kernel: registers, local memory per thread (spills) and shared memory per block (static + dynamic); the blocks per SM the driver predicts (`cuOccupancyMaxActiveBlocksPerMultiprocessor`) and the predicted occupancy, their warps over {slots}; the limit that allows the fewest blocks (gpu-lab's occupancy model; `=` marks limits that tie);{clusters} the occupancy ncu achieved, where the job was profiled with `achieved_occupancy`; the job's median time.\n"
     );
+}
+
+/// `16×1×1 (8)`: blocks per cluster and the clusters the GPU holds at once (`cuOccupancyMaxActiveClusters`).
+fn cluster_cell(o: &LaunchOccupancy) -> String {
+    match (o.cluster, o.active_clusters) {
+        (Some([x, y, z]), Some(n)) => format!("{x}×{y}×{z} ({n})"),
+        (Some([x, y, z]), None) => format!("{x}×{y}×{z} (–)"),
+        (None, _) => "–".into(),
+    }
 }
 
 /// The row of one launch of a job.
@@ -143,6 +172,12 @@ fn launch_row(run: &RunData, j: &JobRecord, o: &LaunchOccupancy) -> Vec<String> 
 /// What the driver or the model could not say of a launch, where they disagree, and a launch
 /// that cannot run.
 fn launch_notes(j: &JobRecord, o: &LaunchOccupancy, notes: &mut Vec<String>) {
+    if let Some(e) = &o.cluster_error {
+        notes.push(format!(
+            "- `{}` (`{}`): the driver gave no cluster occupancy: {e}",
+            j.label, o.kernel
+        ));
+    }
     if let Some(e) = &o.driver_error {
         notes.push(format!(
             "- `{}` (`{}`): the driver gave no occupancy: {e}",

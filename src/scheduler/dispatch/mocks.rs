@@ -74,6 +74,9 @@ impl Executor for Occupied {
                 model: None,
                 limiters: vec![crate::occupancy::Limiter::Registers],
                 model_error: Some("test: no model".into()),
+                cluster: l.cluster,
+                active_clusters: l.cluster.map(|_| 66),
+                cluster_error: None,
             })
             .collect();
         Ok(outcome)

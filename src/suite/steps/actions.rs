@@ -144,6 +144,8 @@ impl Expansion<'_> {
             grid: d.grid.clone(),
             args: d.args.clone(),
             shared_bytes: d.shared_bytes.clone(),
+            cluster: d.cluster.clone(),
+            pdl: false,
         };
         let launch = resolve_launch(self.ctx, self.m, self.buffers, &self.v.name, &l, env, &key)?;
         let label = format!("kernel {}", launch.kernel);

@@ -11,7 +11,10 @@ use crate::suite::manifest::{LaunchDecl, Manifest, StepDecl, VariantDecl};
 /// The actions a step may name, each with the keys that go with it.
 const ACTIONS: [(&str, &[&str]); 8] = [
     ("copy", &["from", "to", "count", "async"]),
-    ("kernel", &["grid", "block", "args", "shared_bytes"]),
+    (
+        "kernel",
+        &["grid", "block", "args", "shared_bytes", "cluster"],
+    ),
     ("memset", &["count", "value"]),
     ("prefetch", &["to", "count"]),
     ("record", &[]),
@@ -22,7 +25,7 @@ const ACTIONS: [(&str, &[&str]); 8] = [
 
 /// The keys a step sets, in the manifest's words.
 fn present(d: &StepDecl) -> Vec<&'static str> {
-    let keys: [(&str, bool); 19] = [
+    let keys: [(&str, bool); 20] = [
         ("copy", d.copy.is_some()),
         ("from", d.from.is_some()),
         ("to", d.to.is_some()),
@@ -33,6 +36,7 @@ fn present(d: &StepDecl) -> Vec<&'static str> {
         ("block", d.block.is_some()),
         ("args", d.args.is_some()),
         ("shared_bytes", d.shared_bytes.is_some()),
+        ("cluster", d.cluster.is_some()),
         ("memset", d.memset.is_some()),
         ("value", d.value.is_some()),
         ("prefetch", d.prefetch.is_some()),
@@ -109,6 +113,7 @@ pub(crate) fn validate(
         || v.block.is_some()
         || v.args.is_some()
         || v.shared_bytes.is_some()
+        || v.cluster.is_some()
     {
         let key = if v.launches.is_empty() {
             "kernel"
@@ -226,6 +231,8 @@ impl StepSite<'_> {
                 grid: d.grid.clone(),
                 args: d.args.clone(),
                 shared_bytes: d.shared_bytes.clone(),
+                cluster: d.cluster.clone(),
+                pdl: false,
             };
             validate_launch(
                 ctx,
