@@ -105,7 +105,9 @@ __global__ void __launch_bounds__(32) tma_copy(const __grid_constant__ CUtensorM
     mbarrier_arrive_expect_tx(&bar, sizeof(tile));
     tma_load_2d(tile, &in_map, &bar, x, y);
     mbarrier_wait(&bar, 0);
-    // Written by the async proxy and read by it: no proxy fence between load and store.
+    // Order the box's shared memory (now visible to this thread) before the async proxy reads it
+    // for the store; cheap, and the pattern any kernel that writes the box itself needs.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     tma_store_2d(&out_map, tile, x, y);
     tma_store_wait_all();
   }
