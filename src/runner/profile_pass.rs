@@ -5,6 +5,7 @@ use super::checking::run_checked;
 use super::device::{Gpu, set_pending_launches};
 use super::error::{Doing, RunError};
 use super::loading::load;
+use crate::suite::tensor_map::TensorMapSpec;
 use crate::suite::{BufferSpec, JobSpec};
 
 /// Runs each job's launches once, in order, for `ncu` to profile: no check, no timing, so that
@@ -26,7 +27,9 @@ pub fn run_profile_pass(
     profiled_runs: u32,
 ) -> Result<(), RunError> {
     set_pending_launches(gpu, &specs.iter().collect::<Vec<_>>())?;
-    let mut kept: Option<(&[BufferSpec], Buffers)> = None;
+    // The buffers kept from the previous job, with the tensor maps encoded for them: a job that
+    // passes other maps over the same buffers gets buffers (and maps) of its own.
+    let mut kept: Option<(&[BufferSpec], &[TensorMapSpec], Buffers)> = None;
     for spec in specs {
         let mut compile = Vec::new();
         let loaded = load(
@@ -38,8 +41,9 @@ pub fn run_profile_pass(
             &mut compile,
         )?;
         let bufs = match kept.take() {
-            Some((buffers, bufs))
+            Some((buffers, maps, bufs))
                 if buffers == spec.buffers.as_slice()
+                    && maps == spec.tensor_maps.as_slice()
                     && buffers.iter().all(|b| b.memory.is_device()) =>
             {
                 bufs
@@ -49,7 +53,7 @@ pub fn run_profile_pass(
                 Buffers::new(gpu, spec, seed)?
             }
         };
-        let (_, bufs) = kept.insert((&spec.buffers, bufs));
+        let (_, _, bufs) = kept.insert((&spec.buffers, &spec.tensor_maps, bufs));
         bufs.reset(gpu, spec)?;
         run_checked(
             gpu,
