@@ -10,6 +10,7 @@ mod architecture;
 mod check;
 mod cli;
 mod command_line_bounds;
+mod compiler_inputs;
 mod cxx;
 mod file_graph;
 mod hardening;

@@ -184,8 +184,61 @@ fn real_baseline() -> &'static str {
     })
 }
 
+/// What a compiler option or define name of a manifest is made of: flags, shell characters, paths.
+const OPTION: &[&str] = &[
+    "-",
+    "--",
+    "-D",
+    "-U",
+    "-I",
+    "-O3",
+    "=",
+    ",",
+    "-ccbin",
+    "--compiler-bindir",
+    "-Xcompiler",
+    "-Xptxas",
+    "-fplugin",
+    "-B",
+    "--pre-include=",
+    "-include=",
+    "--maxrregcount",
+    "$(",
+    ")",
+    "`",
+    ";",
+    "|",
+    "&",
+    " ",
+    "\"",
+    "'",
+    "\\",
+    "\n",
+    "..",
+    "/",
+    "/tmp/x",
+    "X",
+    "_",
+    "1",
+];
+
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn compiler_options_and_define_names_that_load_reach_no_shell(option in tokens(OPTION), name in tokens(OPTION)) {
+        let d = tempfile::tempdir().unwrap();
+        let m = crate::common::SMALL_SUITE
+            .replace("source = \"k.cu\"", &format!("source = \"k.cu\"\noptions = [{}]", serde_json::to_string(&option).unwrap()))
+            .replace("kernel = \"k\"", &format!("kernel = \"k\"\ndefines = {{ {} = \"N\" }}", serde_json::to_string(&name).unwrap()));
+        if let Ok(suite) = gpu_lab::suite::load(&crate::common::write_small_suite(d.path(), &m)) {
+            for o in suite.jobs.iter().flat_map(|j| &j.program.options) {
+                prop_assert!(gpu_lab::suite::option_grammar::shell_safe(o), "{o:?} reached the compiler");
+                prop_assert!(!o.starts_with("-ccbin") && !o.starts_with("--compiler-bindir") && !o.contains("-fplugin"), "{o:?}");
+            }
+            prop_assert!(gpu_lab::suite::option_grammar::is_define_name(&name), "{name:?}");
+        }
+    }
 
     #[test]
     fn shard_strings_parse_in_range_or_fail_cleanly(text in prop_oneof![
