@@ -50,6 +50,13 @@ pub fn headers(source_path: &Path, source: &str, options: &[String]) -> Vec<Head
         &mut out,
         0,
     );
+    // A pre-included file is named in the hash by its file name, not by where the suite lies, so
+    // that one suite checked out in two places hashes the same.
+    for h in out.iter_mut().filter(|h| Path::new(&h.name).is_absolute()) {
+        if let Some(f) = h.path.file_name() {
+            h.name = format!("pre-include:{}", f.to_string_lossy());
+        }
+    }
     out
 }
 
