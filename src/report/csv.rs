@@ -28,7 +28,7 @@ impl Exporter<RunData> for Csv {
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
-        header.extend(metric_names.iter().cloned());
+        header.extend(metric_names.iter().map(|m| text_cell(m)));
         // A mock run's numbers are stand-ins: a last column says so on every row (measured runs have none).
         if run.info.mock {
             header.push("MOCK".into());
@@ -38,9 +38,9 @@ impl Exporter<RunData> for Csv {
         for j in &run.jobs {
             let s = j.summary;
             let mut row = vec![
-                j.key.group.clone(),
-                j.key.variant.clone(),
-                crate::records::format_params(&j.key.variant_params),
+                text_cell(&j.key.group),
+                text_cell(&j.key.variant),
+                text_cell(&crate::records::format_params(&j.key.variant_params)),
                 serde_json::to_value(j.status)
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
@@ -64,5 +64,29 @@ impl Exporter<RunData> for Csv {
             w.write_record(&row)?;
         }
         Ok(String::from_utf8(w.into_inner()?)?)
+    }
+}
+
+/// A text cell a spreadsheet must not read as a formula (names come from stored files, which an
+/// old run or an edited one may hold): one starting with `=`, `+`, `-`, `@`, a tab or a carriage
+/// return gets a leading `'`. The csv writer quotes commas, quotes and newlines.
+fn text_cell(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_a_spreadsheet_reads_as_formulas_are_prefixed() {
+        assert_eq!(text_cell("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(text_cell("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(text_cell("-1+2"), "'-1+2");
+        assert_eq!(text_cell("tiled"), "tiled");
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod job;
 pub mod manifest;
+pub mod names;
 pub mod option_grammar;
 pub mod sources;
 

@@ -17,6 +17,7 @@ mod hardening;
 mod host_program;
 mod import;
 mod mock;
+mod names;
 mod ncu_parse;
 mod properties;
 mod report;
