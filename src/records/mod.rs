@@ -41,6 +41,6 @@ pub use outcome::{
 pub use profile::{DURATION_OWN_SESSION, DURATION_RUNS, ProfileRecord};
 pub use rounds::usable_noise_threshold_pct;
 pub use run_data::{Record, RunData, groups_in_order};
-pub use run_info::{RunInfo, ShardInfo};
+pub use run_info::{RunInfo, ShardInfo, plan_hash, plan_job_key};
 pub use throughput::per_second_g;
 pub use timeline::{Overlap, StepInfo, StepKind, StepTime, Timeline, busy_ms, without_chunk};

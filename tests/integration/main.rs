@@ -21,6 +21,7 @@ mod names;
 mod ncu_parse;
 mod properties;
 mod report;
+mod shards;
 mod slurm;
 mod special_files;
 mod steps;

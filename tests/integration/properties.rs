@@ -222,6 +222,12 @@ const OPTION: &[&str] = &[
     "1",
 ];
 
+/// What a name is made of: plain characters, and those that break a table, CSV, XML or a line.
+const NAME: &[&str] = &[
+    "v", "_", "1", ".", "-", "+", "=", "@", "|", "\n", "\r", "\t", "\u{7}", "\u{fffe}", "\u{ffff}",
+    "<", "&", ",", "\"", " ", "/", "..",
+];
+
 proptest! {
     #![proptest_config(config())]
 
@@ -253,6 +259,35 @@ proptest! {
             }
             Err(why) => prop_assert!(!why.is_empty()),
         }
+    }
+
+    #[test]
+    fn names_that_load_break_no_output_format(name in tokens(NAME)) {
+        let d = tempfile::tempdir().unwrap();
+        let m = crate::common::SMALL_SUITE.replace("name = \"v\"", &format!("name = {}", serde_json::to_string(&name).unwrap()));
+        if gpu_lab::suite::load(&crate::common::write_small_suite(d.path(), &m)).is_ok() {
+            prop_assert!(!name.is_empty() && name.len() <= 128, "{name:?}");
+            prop_assert!(!name.starts_with(['=', '+', '-', '@']), "{name:?}");
+            prop_assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-+".contains(c)), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn tampered_shard_run_json_is_refused_or_merged_never_a_panic(
+        shards in prop::collection::vec((any::<usize>(), prop_oneof![Just(0usize), 1usize..4, any::<usize>()], tokens(SHARD), prop::collection::vec(tokens(SHARD), 0..3)), 0..4),
+    ) {
+        let runs: Vec<(String, gpu_lab::records::RunInfo)> = shards
+            .into_iter()
+            .enumerate()
+            .map(|(i, (index, count, run_id, jobs))| {
+                let info = gpu_lab::records::RunInfo {
+                    shard: Some(gpu_lab::records::ShardInfo { index, count, plan: gpu_lab::records::plan_hash(&jobs), run_id, jobs }),
+                    ..Default::default()
+                };
+                (format!("run-{i}"), info)
+            })
+            .collect();
+        let _ = gpu_lab::records::merge_refusal(&runs);
     }
 
     #[test]
