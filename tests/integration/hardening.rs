@@ -1,7 +1,5 @@
 //! Hostile and broken inputs, one test each, named after what it guards: an error that says what is wrong, never a panic, a hang, a lost record or a silently wrong value.
 
-use std::path::Path;
-
 use predicates::prelude::*;
 use serde_json::Value;
 
