@@ -58,6 +58,7 @@ pub(super) fn nvcc_compile(
     std::fs::write(&wrapper, nvcc_wrapper(&absolute, kernels))
         .map_err(|e| fail(format!("cannot write {}: {e}", wrapper.display())))?;
     let steps = nvcc_steps(plan, &wrapper, &dir.path().join("kernels.o"), &cubin);
+    check_shell_safe(&steps).map_err(fail)?;
     for (options, args) in &steps {
         let mut cmd = Command::new(nvcc);
         cmd.args(args);
@@ -76,6 +77,23 @@ pub(super) fn nvcc_compile(
         })?;
     }
     read_regular(&cubin, FileKind::COMPILED).map_err(|e| fail(format!("nvcc left no cubin: {e}")))
+}
+
+/// nvcc runs its steps through a shell and does not quote their arguments: every argument must be
+/// free of the shell's characters, whatever the manifest loader let through (a path of the
+/// user's, the temporary directory), or a value could run a command.
+pub fn check_shell_safe(steps: &[(Vec<String>, Vec<String>)]) -> Result<(), String> {
+    use crate::suite::option_grammar::first_unsafe;
+    for (_, args) in steps {
+        if let Some((a, c)) = args.iter().find_map(|a| first_unsafe(a).map(|c| (a, c))) {
+            return Err(format!(
+                "nvcc's argument `{}` holds `{}`, which nvcc's shell could act on; gpu-lab passes only letters, digits and `_ . , = + - / : @ %` (move the suite, or TMPDIR, to a path of those characters)",
+                a.escape_debug(),
+                c.escape_debug()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// nvcc's command lines for a plan, each with the options it reports on failure: one step to a
@@ -180,6 +198,10 @@ mod tests {
             steps[1].1.join(" "),
             "-dlink -cubin -arch=sm_90 -L/cuda/lib64 -lcudadevrt -o /b/k.cubin /b/k.o"
         );
+        assert!(check_shell_safe(&steps).is_ok());
+        let mut hostile = steps.clone();
+        hostile[0].1.push("-DX=$(touch /tmp/p)".into());
+        assert!(check_shell_safe(&hostile).unwrap_err().contains("`$`"));
         // What a failed step reports: its own options.
         assert_eq!(steps[1].0, plan.link);
         // Without rdc: one step straight to a cubin, as before, and no library.

@@ -20,6 +20,8 @@ fn escape(text: &str) -> String {
             '\'' => out.push_str("&apos;"),
             // XML 1.0 cannot hold other control characters at all.
             c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
+            // Nor the noncharacters U+FFFE and U+FFFF.
+            '\u{fffe}' | '\u{ffff}' => out.push('?'),
             c => out.push(c),
         }
     }

@@ -97,13 +97,39 @@ impl BuildInfo {
     }
 }
 
-/// Which shard of which plan a run is.
+/// Which shard of which plan a run is, and its identity: `merge` refuses a copy of one shard
+/// relabelled as another by these.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ShardInfo {
     pub index: usize,
     pub count: usize,
     /// sha256 over every job of the plan before it was split: shards of one plan share it.
     pub plan: String,
+    /// A random id of this shard's invocation: two shard runs never share one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub run_id: String,
+    /// The jobs this shard owns, each as the plan hash names it (`source hash\0suite\0job id`):
+    /// the shards' sets are disjoint and together hash to `plan`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<String>,
+}
+
+/// The key of a job in a plan's hash and a shard's `jobs`.
+pub fn plan_job_key(source_hash: &str, suite: &str, id: &str) -> String {
+    format!("{source_hash}\u{0}{suite}\u{0}{id}")
+}
+
+/// The plan hash over every job key (sorted here): what `ShardInfo::plan` holds.
+pub fn plan_hash<'a>(keys: impl IntoIterator<Item = &'a String>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut keys: Vec<&String> = keys.into_iter().collect();
+    keys.sort();
+    let mut h = Sha256::new();
+    for k in keys {
+        h.update(k.as_bytes());
+        h.update([1u8]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -153,5 +153,5 @@ pub fn render(runs: &[(&str, &RunData)]) -> anyhow::Result<String> {
         area.present()
             .map_err(|e| anyhow::anyhow!("drawing the comparison: {e}"))?;
     }
-    Ok(out)
+    Ok(super::svg::xml_chars(out))
 }

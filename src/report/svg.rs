@@ -118,6 +118,32 @@ impl Exporter<RunData> for Svg {
             area.present()
                 .map_err(|e| anyhow::anyhow!("drawing the chart: {e}"))?;
         }
-        Ok(out)
+        Ok(xml_chars(out))
+    }
+}
+
+/// SVG text with every character XML 1.0 cannot hold (control characters other than tab, newline
+/// and carriage return; U+FFFE, U+FFFF) made `?`: names from stored files reach chart text, and
+/// plotters escapes only `< > & " '`.
+pub fn xml_chars(svg: String) -> String {
+    let bad = |c: char| {
+        ((c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'))
+            || matches!(c, '\u{fffe}' | '\u{ffff}')
+    };
+    if !svg.contains(bad) {
+        return svg;
+    }
+    svg.chars().map(|c| if bad(c) { '?' } else { c }).collect()
+}
+
+#[cfg(test)]
+mod xml_chars_tests {
+    #[test]
+    fn characters_xml_cannot_hold_are_replaced() {
+        assert_eq!(
+            super::xml_chars("<t>a\u{1}b\u{fffe}\u{ffff}\n</t>".into()),
+            "<t>a?b??\n</t>"
+        );
+        assert_eq!(super::xml_chars("plain".into()), "plain");
     }
 }

@@ -123,28 +123,31 @@ pub fn pools_by_model(models: &[String]) -> Vec<Vec<usize>> {
 /// Keeps in each plan only the jobs of `shard`; returns what the runs record of it (the plan's
 /// identity: a hash over every job of every plan, before the split).
 pub fn keep_shard(plans: &mut [SuitePlan], shard: Shard) -> ShardInfo {
-    use sha2::{Digest, Sha256};
+    use crate::records::{plan_hash, plan_job_key};
     let all: Vec<&JobSpec> = plans.iter().flat_map(|p| p.jobs.iter()).collect();
-    let mut ids: Vec<String> = plans
+    let keys: Vec<String> = plans
         .iter()
         .flat_map(|p| {
             p.jobs
                 .iter()
-                .map(move |j| format!("{}\u{0}{}\u{0}{}", p.suite.source_hash, j.suite, j.id()))
+                .map(move |j| plan_job_key(&p.suite.source_hash, &j.suite, j.id()))
         })
         .collect();
-    ids.sort();
-    let mut h = Sha256::new();
-    for id in &ids {
-        h.update(id.as_bytes());
-        h.update([1u8]);
-    }
+    let assigned = shard_of(&all, shard.count);
+    let mut owned: Vec<String> = keys
+        .iter()
+        .zip(&assigned)
+        .filter(|(_, s)| **s == shard.index)
+        .map(|(k, _)| k.clone())
+        .collect();
+    owned.sort();
     let info = ShardInfo {
         index: shard.index,
         count: shard.count,
-        plan: crate::suite::sources::hex(&h.finalize()),
+        plan: plan_hash(&keys),
+        run_id: random_id(),
+        jobs: owned,
     };
-    let assigned = shard_of(&all, shard.count);
     let mut keep = assigned.iter().map(|&s| s == shard.index);
     for plan in plans.iter_mut() {
         plan.jobs = std::mem::take(&mut plan.jobs)
@@ -153,6 +156,28 @@ pub fn keep_shard(plans: &mut [SuitePlan], shard: Shard) -> ShardInfo {
             .collect();
     }
     info
+}
+
+/// A random id (128 bits from the process's random hasher keys, the time and the process id):
+/// unique per shard invocation, so that a copied shard is seen as a copy.
+fn random_id() -> String {
+    use sha2::{Digest, Sha256};
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = Sha256::new();
+    for _ in 0..2 {
+        let mut r = std::collections::hash_map::RandomState::new().build_hasher();
+        r.write_u8(0);
+        h.update(r.finish().to_le_bytes());
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.update(now.to_le_bytes());
+    h.update(std::process::id().to_le_bytes());
+    h.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

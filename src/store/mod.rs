@@ -53,6 +53,20 @@ pub fn new_run_dir(root: &Path, suite: &str, gpu: &str) -> io::Result<PathBuf> {
         .filter(|s| !s.is_empty() && *s != "nvidia")
         .collect::<Vec<_>>()
         .join("-");
+    // The suite's name is checked where it comes from (a manifest, a run.json); here it is also
+    // kept to a single path component of plain characters, whatever a caller passes.
+    let suite: String = suite
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.+-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .replace("..", "-");
     let base = format!(
         "{stamp}-{suite}-{}",
         if slug.is_empty() { "nogpu" } else { &slug }

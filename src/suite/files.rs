@@ -8,7 +8,10 @@ use sha2::{Digest, Sha256};
 
 use super::location::{Ctx, Seg, SuiteError, at};
 use super::manifest::Manifest;
-use super::options::{include_dir, is_rdc_option, resolve_include_options};
+use super::option_grammar;
+use super::options::{
+    include_dir, is_rdc_option, is_split_path_option, pre_include_file, resolve_include_options,
+};
 use super::sources;
 use crate::store::{self, FileKind, read_regular};
 
@@ -88,9 +91,10 @@ impl SuiteDir {
     }
 }
 
-/// Every compiler option of the suite and its variants: no split include form, no rdc option, no
-/// include directory outside the suite's (`-I` directories are paths like sources: their headers
-/// are read and hashed at load).
+/// Every compiler option and define of the suite and its variants: on the allow-list
+/// (`option_grammar`), no split path form, no rdc option, no include directory or pre-included
+/// file outside the suite's (their headers are read and hashed at load), define names that are C
+/// identifiers, and include directories of shell-safe names.
 pub(crate) fn check_options(
     ctx: &Ctx,
     m: &Manifest,
@@ -103,22 +107,113 @@ pub(crate) fn check_options(
             .map(|(i, v)| (at!["variants", i, "options"], &v.options)),
     );
     for (list_at, options) in option_lists {
-        for (j, o) in options.iter().enumerate() {
+        let mut j = 0;
+        while j < options.len() {
             let mut named_at = list_at.clone();
             named_at.push(j.into());
-            // The split forms would name a directory gpu-lab cannot confine or hash.
-            if matches!(o.as_str(), "-I" | "--include-path")
-                || o.starts_with("-isystem")
-                || o.starts_with("--system-include")
-            {
-                return Err(ctx.err(named_at, format!("option `{o}` names an include directory in a form gpu-lab cannot check"), "write it joined, `-Idir` or `--include-path=dir` (relative to suite.toml), or use include_dirs"));
-            }
-            if is_rdc_option(o) {
-                return Err(ctx.err(named_at, format!("option `{o}` asks for relocatable device code or a device link, which gpu-lab does itself (it compiles, links the device runtime and loads the result)"), "remove the option and set rdc = true in [suite] or in the variant (docs/suite-format.md, dynamic parallelism)"));
-            }
-            if let Some(d) = include_dir(o).filter(|d| suite_dir.outside(&suite_dir.dir.join(d))) {
-                return Err(ctx.err(named_at, format!("include directory `{d}` (option `{o}`) lies outside the suite's directory {}", suite_dir.dir.display()), OUTSIDE_HEADERS));
-            }
+            check_one_option(ctx, named_at, &options[j], options.get(j + 1), suite_dir)?;
+            j += if option_grammar::takes_next_value(&options[j]) {
+                2
+            } else {
+                1
+            };
+        }
+    }
+    for (i, v) in m.variants.iter().enumerate() {
+        if let Some(name) = v
+            .defines
+            .keys()
+            .find(|n| !option_grammar::is_define_name(n))
+        {
+            return Err(ctx.err(at!["variants", i, "defines", name], format!("variant `{}`: define name `{}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)", v.name, name.escape_debug()), "name the macro with letters, digits and `_`, starting with a letter or `_`; the value goes on the right of `=`"));
+        }
+    }
+    let include_dirs = m
+        .suite
+        .include_dirs
+        .iter()
+        .enumerate()
+        .map(|(j, d)| (d, at!["suite", "include_dirs", j]))
+        .chain(m.variants.iter().enumerate().flat_map(|(i, v)| {
+            v.include_dirs
+                .iter()
+                .enumerate()
+                .map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))
+        }));
+    for (d, named_at) in include_dirs {
+        if let Some(c) = option_grammar::first_unsafe(d) {
+            return Err(ctx.err(
+                named_at,
+                format!(
+                    "include directory `{}` holds `{}`, which nvcc's shell could act on",
+                    d.escape_debug(),
+                    c.escape_debug()
+                ),
+                "rename the directory with letters, digits and `_ . , = + - / : @ %` only",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One option at `named_at` (`next`: the entry after it, the value of a split `-Xptxas`).
+fn check_one_option(
+    ctx: &Ctx,
+    named_at: Vec<Seg>,
+    o: &str,
+    next: Option<&String>,
+    suite_dir: &SuiteDir,
+) -> Result<(), SuiteError> {
+    // The split forms would name a directory or file gpu-lab cannot confine or hash.
+    if is_split_path_option(o) {
+        return Err(ctx.err(named_at, format!("option `{o}` names an include directory or file in a form gpu-lab cannot check"), "write it joined, `-Idir`, `--include-path=dir` or `--pre-include=file` (relative to suite.toml), or use include_dirs"));
+    }
+    if is_rdc_option(o) {
+        return Err(ctx.err(named_at, format!("option `{o}` asks for relocatable device code or a device link, which gpu-lab does itself (it compiles, links the device runtime and loads the result)"), "remove the option and set rdc = true in [suite] or in the variant (docs/suite-format.md, dynamic parallelism)"));
+    }
+    option_grammar::check_option(o).map_err(|r| ctx.err(named_at.clone(), r.message, r.fix))?;
+    if option_grammar::takes_next_value(o) {
+        let value = next.ok_or_else(|| {
+            ctx.err(
+                named_at.clone(),
+                format!("option `{o}` has no value after it"),
+                format!("write it as `{o}=value`"),
+            )
+        })?;
+        option_grammar::check_sub_options(o, value)
+            .map_err(|r| ctx.err(named_at.clone(), r.message, r.fix))?;
+    }
+    if let Some(d) = include_dir(o).filter(|d| suite_dir.outside(&suite_dir.dir.join(d))) {
+        return Err(ctx.err(
+            named_at,
+            format!(
+                "include directory `{d}` (option `{o}`) lies outside the suite's directory {}",
+                suite_dir.dir.display()
+            ),
+            OUTSIDE_HEADERS,
+        ));
+    }
+    if let Some(f) = pre_include_file(o) {
+        let p = suite_dir.dir.join(f);
+        if suite_dir.outside(&p) {
+            return Err(ctx.err(
+                named_at,
+                format!(
+                    "pre-included file `{f}` (option `{o}`) lies outside the suite's directory {}",
+                    suite_dir.dir.display()
+                ),
+                OUTSIDE_HEADERS,
+            ));
+        }
+        if !p.is_file() {
+            return Err(ctx.err(
+                named_at,
+                format!(
+                    "pre-included file `{f}` (option `{o}`) is not a file ({})",
+                    p.display()
+                ),
+                "name a header relative to suite.toml",
+            ));
         }
     }
     Ok(())

@@ -73,6 +73,18 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
         text: &text,
         manifest: Some(&manifest),
     };
+    // The name becomes part of every run's directory name, and of tables and file names.
+    if let Some(why) = super::names::name_problem(
+        "suite name",
+        &manifest.suite.name,
+        super::names::MAX_SUITE_NAME,
+    ) {
+        return Err(ctx.err(
+            at!["suite", "name"],
+            why,
+            super::names::name_fix(super::names::MAX_SUITE_NAME),
+        ));
+    }
     // `--suite NAME` finds DIR/NAME/suite.toml, so the two names must agree or the suite cannot be asked for.
     if let Some(dir_name) = dir.file_name().map(|n| n.to_string_lossy().to_string())
         && path.file_name().is_some_and(|f| f == "suite.toml")

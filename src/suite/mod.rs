@@ -2,7 +2,8 @@
 //!
 //! Rooms, in the order a manifest goes through them:
 //! - `load`: find and read the manifest, then drive the rest; `files`: the sources, include
-//!   directories and headers it names (confined, read, hashed); `options`: compiler options.
+//!   directories and headers it names (confined, read, hashed); `options`: compiler options;
+//!   `option_grammar`: which options, define names and characters a manifest may pass on.
 //! - `validate`: the manifest's shape before anything is evaluated (`steps::shape` for host programs).
 //! - `expand`: the sweep (`sweep`) walked into jobs: `buffers`, `check` (built-in ops or
 //!   `same_as`), `program` (what a variant compiles and runs), `launch` (one launch, checked
@@ -11,6 +12,8 @@
 
 pub mod job;
 pub mod manifest;
+pub mod names;
+pub mod option_grammar;
 pub mod sources;
 pub mod tensor_map;
 

@@ -31,15 +31,40 @@ pub(crate) fn include_dir(option: &str) -> Option<&str> {
         .filter(|d| !d.is_empty())
 }
 
-/// The options with each include directory made relative to the suite's directory, as sources are.
+/// The file of a pre-include option (`--pre-include=file`, `-include=file`), if it is one: a
+/// header the compiler reads before the source, so a path like an include directory's.
+pub(crate) fn pre_include_file(option: &str) -> Option<&str> {
+    option
+        .strip_prefix("--pre-include=")
+        .or_else(|| option.strip_prefix("-include="))
+        .filter(|f| !f.is_empty())
+}
+
+/// True for the split forms of options that name a file or directory (`-I dir`, `-include f`),
+/// which would name a path gpu-lab cannot confine or hash.
+pub(crate) fn is_split_path_option(option: &str) -> bool {
+    matches!(
+        option,
+        "-I" | "--include-path" | "-include" | "--pre-include"
+    ) || option.starts_with("-isystem")
+        || option.starts_with("--system-include")
+}
+
+/// The options with each include directory and pre-included file made relative to the suite's
+/// directory, as sources are.
 pub(crate) fn resolve_include_options<'a>(
     dir: &Path,
     options: impl Iterator<Item = &'a String>,
 ) -> Vec<String> {
     options
-        .map(|o| match include_dir(o) {
-            Some(d) => format!("-I{}", dir.join(d).display()),
-            None => o.clone(),
+        .map(|o| {
+            if let Some(d) = include_dir(o) {
+                format!("-I{}", dir.join(d).display())
+            } else if let Some(f) = pre_include_file(o) {
+                format!("--pre-include={}", dir.join(f).display())
+            } else {
+                o.clone()
+            }
         })
         .collect()
 }
@@ -74,8 +99,15 @@ mod tests {
 
     #[test]
     fn include_options_become_relative_to_the_suite() {
-        let options = ["-Iinc".to_string(), "-O3".to_string()];
+        let options = [
+            "-Iinc".to_string(),
+            "-O3".to_string(),
+            "-include=pre.cuh".to_string(),
+        ];
         let resolved = resolve_include_options(Path::new("kernels/s"), options.iter());
-        assert_eq!(resolved, ["-Ikernels/s/inc", "-O3"]);
+        assert_eq!(
+            resolved,
+            ["-Ikernels/s/inc", "-O3", "--pre-include=kernels/s/pre.cuh"]
+        );
     }
 }

@@ -31,14 +31,32 @@ pub fn headers(source_path: &Path, source: &str, options: &[String]) -> Vec<Head
         .collect();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
+    // A pre-included file (`--pre-include=file`) is read by the compiler as if the source's first
+    // line included it: its text and its headers count like the source's own.
+    let pre: String = options
+        .iter()
+        .filter_map(|o| super::options::pre_include_file(o))
+        .map(|f| {
+            let p = Path::new(f);
+            let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+            format!("#include \"{}\"\n", p.display())
+        })
+        .collect();
     collect_includes(
         source_path.parent().unwrap_or(Path::new(".")),
-        source,
+        &format!("{pre}{source}"),
         &search,
         &mut seen,
         &mut out,
         0,
     );
+    // A pre-included file is named in the hash by its file name, not by where the suite lies, so
+    // that one suite checked out in two places hashes the same.
+    for h in out.iter_mut().filter(|h| Path::new(&h.name).is_absolute()) {
+        if let Some(f) = h.path.file_name() {
+            h.name = format!("pre-include:{}", f.to_string_lossy());
+        }
+    }
     out
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn validate(
             ));
         }
     }
+    check_names(ctx, m)?;
     let mut seen = HashSet::new();
     for (i, b) in m.buffers.iter().enumerate() {
         if !seen.insert(b.name.as_str()) {
@@ -101,6 +102,38 @@ fn validate_tensor_maps(ctx: &Ctx, m: &Manifest) -> Result<(), SuiteError> {
                 ),
                 "give the buffer memory = \"device\" (the default): TMA copies from device memory",
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Variant, buffer and step names keep to the name grammar (`names`): they reach file names,
+/// markdown tables, CSV cells, SVG and XML text, and `plan`'s one line per job.
+fn check_names(ctx: &Ctx, m: &Manifest) -> Result<(), SuiteError> {
+    use super::names::{MAX_NAME, name_fix, name_problem};
+    let fail = |at, why| Err(ctx.err(at, why, name_fix(MAX_NAME)));
+    for (i, b) in m.buffers.iter().enumerate() {
+        if let Some(why) = name_problem("buffer name", &b.name, MAX_NAME) {
+            return fail(at!["buffers", i, "name"], why);
+        }
+    }
+    for v in &m.variants {
+        if let Some(why) = name_problem("variant name", &v.name, MAX_NAME) {
+            return fail(ctx.variant_key(v, "name"), why);
+        }
+        let mut labels: Vec<&String> = Vec::new();
+        let mut stack: Vec<&super::manifest::StepDecl> = v.steps.iter().collect();
+        while let Some(s) = stack.pop() {
+            labels.extend(&s.label);
+            stack.extend(&s.each);
+        }
+        // A label may also hold spaces, parentheses and brackets (`h2d a`, `k1 (stm1)`,
+        // `s[0] waits`): none of them breaks a table, a CSV cell, XML or a line.
+        if let Some(why) = labels.iter().find_map(|l| {
+            let plain = l.replace([' ', '(', ')', '[', ']'], "_");
+            name_problem("step label", &plain, MAX_NAME)
+        }) {
+            return fail(ctx.variant_key(v, "steps"), why);
         }
     }
     Ok(())

@@ -88,3 +88,20 @@ pub fn mock_host_program_run_in(dir: &Path) -> PathBuf {
         ],
     )
 }
+
+/// A one-variant suite named `mine` (source `k.cu`, one buffer `x`, sweep `N = [1024]`): the
+/// manifest the hostile-input tests edit.
+pub const SMALL_SUITE: &str = "[suite]\nname = \"mine\"\nsource = \"k.cu\"\n[axes]\nN = [1024]\n[[buffers]]\nname = \"x\"\ntype = \"f32\"\nlen = \"N\"\ninit = \"random\"\n[[variants]]\nname = \"v\"\nkernel = \"k\"\nblock = [\"256\"]\ngrid = [\"ceil_div(N, 256)\"]\nargs = [\"x\", \"N\"]\n";
+
+/// A suite in `dir/mine` with this manifest and a kernel source `k.cu`; the manifest's path.
+pub fn write_small_suite(dir: &Path, manifest: &str) -> PathBuf {
+    let d = dir.join("mine");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("k.cu"),
+        "extern \"C\" __global__ void k(float* x, int n) {}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("suite.toml"), manifest).unwrap();
+    d.join("suite.toml")
+}

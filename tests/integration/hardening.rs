@@ -1,26 +1,11 @@
 //! Hostile and broken inputs, one test each, named after what it guards: an error that says what is wrong, never a panic, a hang, a lost record or a silently wrong value.
 
-use std::path::Path;
-
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::common::{H200_RUN as RUN, gpu_lab_in as gpu_lab, repo};
-
-/// A suite in `dir/mine` with this manifest and kernel source.
-fn suite(dir: &Path, manifest: &str) -> std::path::PathBuf {
-    let d = dir.join("mine");
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(
-        d.join("k.cu"),
-        "extern \"C\" __global__ void k(float* x, int n) {}\n",
-    )
-    .unwrap();
-    std::fs::write(d.join("suite.toml"), manifest).unwrap();
-    d.join("suite.toml")
-}
-
-const SMALL: &str = "[suite]\nname = \"mine\"\nsource = \"k.cu\"\n[axes]\nN = [1024]\n[[buffers]]\nname = \"x\"\ntype = \"f32\"\nlen = \"N\"\ninit = \"random\"\n[[variants]]\nname = \"v\"\nkernel = \"k\"\nblock = [\"256\"]\ngrid = [\"ceil_div(N, 256)\"]\nargs = [\"x\", \"N\"]\n";
+use crate::common::{
+    H200_RUN as RUN, SMALL_SUITE as SMALL, gpu_lab_in as gpu_lab, repo, write_small_suite as suite,
+};
 
 #[test]
 fn a_sweep_of_millions_of_jobs_is_refused_before_it_is_expanded() {
@@ -631,7 +616,7 @@ fn include_directories_in_split_form_and_empty_buffers_are_refused() {
                 "source = \"k.cu\"",
                 "source = \"k.cu\"\noptions = [\"-I\", \"/etc\"]",
             ),
-            "names an include directory in a form gpu-lab cannot check",
+            "names an include directory or file in a form gpu-lab cannot check",
         ),
         (
             SMALL.replace(

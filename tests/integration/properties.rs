@@ -184,8 +184,67 @@ fn real_baseline() -> &'static str {
     })
 }
 
+/// What a compiler option or define name of a manifest is made of: flags, shell characters, paths.
+const OPTION: &[&str] = &[
+    "-",
+    "--",
+    "-D",
+    "-U",
+    "-I",
+    "-O3",
+    "=",
+    ",",
+    "-ccbin",
+    "--compiler-bindir",
+    "-Xcompiler",
+    "-Xptxas",
+    "-fplugin",
+    "-B",
+    "--pre-include=",
+    "-include=",
+    "--maxrregcount",
+    "$(",
+    ")",
+    "`",
+    ";",
+    "|",
+    "&",
+    " ",
+    "\"",
+    "'",
+    "\\",
+    "\n",
+    "..",
+    "/",
+    "/tmp/x",
+    "X",
+    "_",
+    "1",
+];
+
+/// What a name is made of: plain characters, and those that break a table, CSV, XML or a line.
+const NAME: &[&str] = &[
+    "v", "_", "1", ".", "-", "+", "=", "@", "|", "\n", "\r", "\t", "\u{7}", "\u{fffe}", "\u{ffff}",
+    "<", "&", ",", "\"", " ", "/", "..",
+];
+
 proptest! {
     #![proptest_config(config())]
+
+    #[test]
+    fn compiler_options_and_define_names_that_load_reach_no_shell(option in tokens(OPTION), name in tokens(OPTION)) {
+        let d = tempfile::tempdir().unwrap();
+        let m = crate::common::SMALL_SUITE
+            .replace("source = \"k.cu\"", &format!("source = \"k.cu\"\noptions = [{}]", serde_json::to_string(&option).unwrap()))
+            .replace("kernel = \"k\"", &format!("kernel = \"k\"\ndefines = {{ {} = \"N\" }}", serde_json::to_string(&name).unwrap()));
+        if let Ok(suite) = gpu_lab::suite::load(&crate::common::write_small_suite(d.path(), &m)) {
+            for o in suite.jobs.iter().flat_map(|j| &j.program.options) {
+                prop_assert!(gpu_lab::suite::option_grammar::shell_safe(o), "{o:?} reached the compiler");
+                prop_assert!(!o.starts_with("-ccbin") && !o.starts_with("--compiler-bindir") && !o.contains("-fplugin"), "{o:?}");
+            }
+            prop_assert!(gpu_lab::suite::option_grammar::is_define_name(&name), "{name:?}");
+        }
+    }
 
     #[test]
     fn shard_strings_parse_in_range_or_fail_cleanly(text in prop_oneof![
@@ -200,6 +259,35 @@ proptest! {
             }
             Err(why) => prop_assert!(!why.is_empty()),
         }
+    }
+
+    #[test]
+    fn names_that_load_break_no_output_format(name in tokens(NAME)) {
+        let d = tempfile::tempdir().unwrap();
+        let m = crate::common::SMALL_SUITE.replace("name = \"v\"", &format!("name = {}", serde_json::to_string(&name).unwrap()));
+        if gpu_lab::suite::load(&crate::common::write_small_suite(d.path(), &m)).is_ok() {
+            prop_assert!(!name.is_empty() && name.len() <= 128, "{name:?}");
+            prop_assert!(!name.starts_with(['=', '+', '-', '@']), "{name:?}");
+            prop_assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-+".contains(c)), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn tampered_shard_run_json_is_refused_or_merged_never_a_panic(
+        shards in prop::collection::vec((any::<usize>(), prop_oneof![Just(0usize), 1usize..4, any::<usize>()], tokens(SHARD), prop::collection::vec(tokens(SHARD), 0..3)), 0..4),
+    ) {
+        let runs: Vec<(String, gpu_lab::records::RunInfo)> = shards
+            .into_iter()
+            .enumerate()
+            .map(|(i, (index, count, run_id, jobs))| {
+                let info = gpu_lab::records::RunInfo {
+                    shard: Some(gpu_lab::records::ShardInfo { index, count, plan: gpu_lab::records::plan_hash(&jobs), run_id, jobs }),
+                    ..Default::default()
+                };
+                (format!("run-{i}"), info)
+            })
+            .collect();
+        let _ = gpu_lab::records::merge_refusal(&runs);
     }
 
     #[test]

@@ -6,13 +6,31 @@ use tabled::settings::Style;
 use crate::metrics::{self, MetricDef};
 use crate::records::{Impossible, JobRecord, JobStatus, RunData};
 
-/// A markdown table of rows of cells, the first row its header.
+/// A markdown table of rows of cells, the first row its header; each cell made safe for a table
+/// row (`cell_text`): names from stored files (a GPU name, an old run's variant) may hold anything.
 pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
     let mut b = Builder::default();
     for r in rows {
-        b.push_record(r);
+        b.push_record(r.iter().map(|c| cell_text(c)));
     }
     b.build().with(Style::markdown()).to_string()
+}
+
+/// A cell's text kept to one table row: an unescaped `|` escaped, a newline, carriage return or
+/// other control character a space, and the noncharacters U+FFFE/U+FFFF the replacement character.
+pub(crate) fn cell_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut escaped = false;
+    for c in text.chars() {
+        match c {
+            '|' if !escaped => out.push_str("\\|"),
+            c if c.is_control() => out.push(' '),
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+        escaped = c == '\\' && !escaped;
+    }
+    out
 }
 
 pub(super) fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
@@ -122,4 +140,34 @@ pub(super) fn metric_cells(run: &RunData, j: &JobRecord, metrics: &[MetricDef]) 
 /// A job measured by its flops (the suite declares them): its table shows GFLOP/s and the roofline.
 pub fn is_compute(j: &JobRecord) -> bool {
     j.work.flops.is_some_and(|f| f > 0.0)
+}
+
+#[cfg(test)]
+mod cell_tests {
+    use super::*;
+
+    #[test]
+    fn a_name_with_a_pipe_newline_or_control_character_keeps_a_table_row_whole() {
+        let hostile = "a|b\nc\rd\u{7}e\u{fffe}\u{ffff}";
+        let t = table(vec![
+            vec!["GPU".into(), "variant".into()],
+            vec![hostile.into(), "v".into()],
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        for l in lines {
+            // Columns: the unescaped pipes, less the two at the ends.
+            let cols = l
+                .char_indices()
+                .filter(|&(i, c)| c == '|' && (i == 0 || l.as_bytes()[i - 1] != b'\\'))
+                .count()
+                - 1;
+            assert_eq!(cols, 2, "{l}");
+            assert!(
+                !l.contains(['\u{fffe}', '\u{ffff}', '\r', '\u{7}']),
+                "{l:?}"
+            );
+        }
+        assert_eq!(cell_text("already \\| escaped"), "already \\| escaped");
+    }
 }

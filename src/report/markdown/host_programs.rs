@@ -7,7 +7,9 @@ use crate::records::{
     BoundsRecord, HostLinkBounds, Impossible, JobRecord, RunData, StepKind, StepTime, Timeline,
     busy_ms, without_chunk,
 };
+#[cfg(test)]
 use crate::report::timeline::timeline_file;
+use crate::report::timeline::timeline_file_in;
 
 /// The directions whose copies are compared with the pinned bounds.
 const COPY_KINDS: [StepKind; 2] = [StepKind::H2d, StepKind::D2h];
@@ -249,7 +251,7 @@ pub(crate) fn section(run: &RunData, imp: &Impossible, group: &str, out: &mut St
                 bound.map_or(0, |b| b.bytes),
             )),
             status_cell(imp, j),
-            format!("[svg]({})", timeline_file(j.id())),
+            format!("[svg]({})", timeline_file_in(run, j.id())),
         ]);
     }
     out.push_str(&table(rows));
@@ -259,7 +261,7 @@ pub(crate) fn section(run: &RunData, imp: &Impossible, group: &str, out: &mut St
             out,
             "Steps of `{}` (chunks summed; median of each step over the samples; busy = the time some step of the row ran in the drawn sample, which GB/s is taken over, since a step's span includes its wait behind others on its engine; [timeline]({})):\n",
             j.label,
-            timeline_file(j.id())
+            timeline_file_in(run, j.id())
         );
         out.push_str(&steps_table(run, j, t));
         out.push_str("\n\n");

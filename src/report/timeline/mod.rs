@@ -35,6 +35,27 @@ pub fn timeline_file(job_id: &str) -> String {
     )
 }
 
+/// The file of a job's timeline in `run`: `timeline_file`, unless another job of the run with a
+/// timeline maps to the same file (two ids of one slug whose 32-bit hashes meet), when every such
+/// job gets a file of its own that adds 128 bits of sha256 of its id. Old runs, without
+/// collisions, keep their file names.
+pub fn timeline_file_in(run: &RunData, job_id: &str) -> String {
+    let base = timeline_file(job_id);
+    let collides = run
+        .jobs
+        .iter()
+        .any(|j| j.timeline.is_some() && j.id() != job_id && timeline_file(j.id()) == base);
+    if !collides {
+        return base;
+    }
+    use sha2::{Digest, Sha256};
+    let digest: String = Sha256::digest(job_id.as_bytes())[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{}-{digest}.svg", base.trim_end_matches(".svg"))
+}
+
 /// The title of a job's timeline: the suite, the job and the GPU (a mock run's title already says
 /// MOCK, and the mock device's long name would only say it again).
 fn job_title(run: &RunData, job: &JobRecord) -> String {
@@ -56,7 +77,7 @@ pub fn timeline_files(run: &RunData) -> Vec<(String, String)> {
         .iter()
         .filter_map(|j| {
             Some((
-                timeline_file(j.id()),
+                timeline_file_in(run, j.id()),
                 timeline_svg(&job_title(run, j), j.timeline.as_ref()?),
             ))
         })
@@ -142,6 +163,76 @@ mod tests {
             files[0].1.contains("streams: chunked @ N=1 on unknown GPU"),
             "{}",
             files[0].1
+        );
+    }
+}
+
+#[cfg(test)]
+mod collision_tests {
+    use super::*;
+    use crate::records::Timeline;
+
+    /// Two ids of one slug whose 32-bit hashes meet: case variants of one id (the slug lowers
+    /// case), found by the birthday bound among 2^18 of them.
+    fn colliding_ids() -> (String, String) {
+        let base = "variantnamefortimelines";
+        let mut seen = std::collections::HashMap::new();
+        for bits in 0u32..(1 << 18) {
+            let id: String = base
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if bits >> i & 1 == 1 {
+                        c.to_ascii_uppercase()
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            if let Some(other) = seen.insert(timeline_file(&id), id.clone()) {
+                return (other, id);
+            }
+        }
+        panic!("no collision found");
+    }
+
+    #[test]
+    fn two_jobs_whose_ids_share_a_slug_and_hash_get_timeline_files_of_their_own() {
+        let (a, b) = colliding_ids();
+        assert_eq!(
+            timeline_file(&a),
+            timeline_file(&b),
+            "the old names collide"
+        );
+        let job = |id: &str| JobRecord {
+            key: crate::records::JobKey {
+                id: id.to_string(),
+                ..Default::default()
+            },
+            timeline: Some(Timeline {
+                total_ms: 1.0,
+                steps: Vec::new(),
+                mock: true,
+            }),
+            ..Default::default()
+        };
+        let run = RunData {
+            jobs: vec![job(&a), job(&b), job("other @ N=1")],
+            ..Default::default()
+        };
+        let (fa, fb) = (timeline_file_in(&run, &a), timeline_file_in(&run, &b));
+        assert_ne!(fa, fb);
+        assert!(fa.starts_with("timelines/") && fa.ends_with(".svg"));
+        // A job without a collision keeps its name (old runs render as before).
+        assert_eq!(
+            timeline_file_in(&run, "other @ N=1"),
+            timeline_file("other @ N=1")
+        );
+        let files: Vec<String> = timeline_files(&run).into_iter().map(|(f, _)| f).collect();
+        assert_eq!(files.len(), 3);
+        assert_eq!(
+            files.iter().collect::<std::collections::HashSet<_>>().len(),
+            3
         );
     }
 }

@@ -290,10 +290,10 @@ pub fn timeline_svg(title: &str, t: &Timeline) -> String {
             .map_err(|e| e.to_string())
             .and_then(|()| root.present().map_err(|e| e.to_string()))
     };
-    match drawn {
+    crate::report::svg::xml_chars(match drawn {
         Ok(()) => out,
         Err(e) => failed_svg(&title_line(title, t), &e),
-    }
+    })
 }
 
 #[cfg(test)]
