@@ -144,9 +144,10 @@ pub fn check(
     let base = stored.to_run();
     let run_dir = run_to_check(config, args, &path, &base, mock, command_line)?;
     let new = load_run(&run_dir)?;
-    if new.info.finished.is_none() {
+    let unfinished = new.info.finished.is_none();
+    if unfinished {
         eprintln!(
-            "warning: {} did not finish (no end time in run.json): every baseline job it lacks counts as Regressed",
+            "error: {} did not finish (no end time in run.json: killed, or a merge that is not complete): it cannot pass the gate, and every baseline job it lacks counts as Regressed\n  fix: run the suite again (or merge every shard) and check the finished run",
             run_dir.display()
         );
     }
@@ -179,7 +180,9 @@ pub fn check(
             beside.display()
         ),
     }
-    Ok(if c.regressed() {
+    // A run that stopped early never passes, even holding every baseline job: what it lacks
+    // (rounds, records after the last job) is not known.
+    Ok(if c.regressed() || unfinished {
         exit::REGRESSION
     } else {
         exit::OK

@@ -404,6 +404,26 @@ fn check_needs_a_run_to_check_and_a_gpu_to_run_one() {
 }
 
 #[test]
+fn an_unfinished_run_with_every_job_still_fails_the_gate() {
+    let lab = Lab::new();
+    let killed = lab.copy_run(RUN, "killed-late", |_| {});
+    // Killed after its last job: every record is there, the end time is not.
+    let info = lab.path(&format!("{killed}/run.json"));
+    fs::write(
+        &info,
+        fs::read_to_string(&info).unwrap().replace(
+            "\"finished\": \"2026-11-22T04:49:59Z\"",
+            "\"finished\": null",
+        ),
+    )
+    .unwrap();
+    lab.save_base();
+    lab.check(&killed)
+        .code(3)
+        .stderr(predicate::str::contains("did not finish").and(predicate::str::contains("fix:")));
+}
+
+#[test]
 fn a_run_killed_halfway_fails_the_gate() {
     let lab = Lab::new();
     let killed = lab.copy_run(RUN, "killed", |_| {});
