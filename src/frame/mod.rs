@@ -144,12 +144,36 @@ pub fn results(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
+/// A text cell a spreadsheet must not read as a formula (names come from stored files, which an
+/// old run or an edited one may hold): one starting with `=`, `+`, `-`, `@`, a tab or a carriage
+/// return gets a leading `'`. The csv writers quote commas, quotes and newlines.
+pub fn spreadsheet_safe(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    }
+}
+
 /// The frame as CSV (header first; an empty field is null).
 pub fn to_csv(df: &DataFrame) -> PolarsResult<String> {
     let mut buf = Vec::new();
+    // Text columns hold names from stored files: no cell may reach a spreadsheet as a formula.
+    let mut safe = df.clone();
+    for name in df.get_column_names_owned() {
+        let column = df.column(&name)?;
+        if column.dtype() == &DataType::String {
+            let cells: Vec<Option<String>> = column
+                .str()?
+                .iter()
+                .map(|c| c.map(spreadsheet_safe))
+                .collect();
+            safe.replace(&name, Column::new(name.clone(), cells))?;
+        }
+    }
     CsvWriter::new(&mut buf)
         .include_header(true)
-        .finish(&mut df.clone())?;
+        .finish(&mut safe)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 

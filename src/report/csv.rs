@@ -28,7 +28,11 @@ impl Exporter<RunData> for Csv {
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
-        header.extend(metric_names.iter().map(|m| text_cell(m)));
+        header.extend(
+            metric_names
+                .iter()
+                .map(|m| crate::frame::spreadsheet_safe(m)),
+        );
         // `--energy` runs only: runs without it keep their columns.
         let energy = run.jobs.iter().any(|j| j.energy.is_some());
         if energy {
@@ -43,9 +47,11 @@ impl Exporter<RunData> for Csv {
         for j in &run.jobs {
             let s = j.summary;
             let mut row = vec![
-                text_cell(&j.key.group),
-                text_cell(&j.key.variant),
-                text_cell(&crate::records::format_params(&j.key.variant_params)),
+                crate::frame::spreadsheet_safe(&j.key.group),
+                crate::frame::spreadsheet_safe(&j.key.variant),
+                crate::frame::spreadsheet_safe(&crate::records::format_params(
+                    &j.key.variant_params,
+                )),
                 serde_json::to_value(j.status)
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
@@ -104,20 +110,9 @@ fn energy_cells(j: &crate::records::JobRecord) -> Vec<String> {
     }
 }
 
-/// A text cell a spreadsheet must not read as a formula (names come from stored files, which an
-/// old run or an edited one may hold): one starting with `=`, `+`, `-`, `@`, a tab or a carriage
-/// return gets a leading `'`. The csv writer quotes commas, quotes and newlines.
-fn text_cell(text: &str) -> String {
-    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{text}")
-    } else {
-        text.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::frame::spreadsheet_safe as text_cell;
 
     #[test]
     fn names_that_a_spreadsheet_reads_as_formulas_are_prefixed() {

@@ -221,7 +221,8 @@ impl Exporter<RunData> for Roofline {
             area.present()
                 .map_err(|e| anyhow::anyhow!("drawing the roofline: {e}"))?;
         }
-        Ok(svg)
+        // Group and variant names from stored files reach the labels.
+        Ok(super::svg::xml_chars(svg))
     }
 }
 

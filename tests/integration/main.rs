@@ -22,6 +22,7 @@ mod matmul_checks;
 mod mock;
 mod names;
 mod ncu_parse;
+mod output_formats;
 mod properties;
 mod provenance;
 mod report;
