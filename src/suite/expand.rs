@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::buffers::{resolve_buffers, resolve_tensor_maps};
-use super::check::resolve_check;
+use super::check::{JobPoint, resolve_check};
 use super::job::{ArgSpec, BoundSpec, BufferSpec, JobSpec, LaunchSpec, Reference, Work};
 use super::location::{Ctx, SuiteError, at};
 use super::manifest::{Manifest, NoiseThresholdDecl, VariantDecl};
@@ -62,8 +62,15 @@ fn resolve_job(
 ) -> Result<JobSpec, SuiteError> {
     let env = &to_bindings(&[group_all, variant_params]);
     let buffers = resolve_buffers(ctx, m, env, group_all)?;
-    let (correctness, reference) = resolve_check(ctx, m, dir, v, env, group_all, &buffers)?;
-    let bound = resolve_bound(ctx, m, v, &correctness, &buffers)?;
+    let math = resolve_math(ctx, m, v)?;
+    let job = JobPoint {
+        env,
+        group_all,
+        buffers: &buffers,
+        math,
+    };
+    let (correctness, reference) = resolve_check(ctx, m, dir, v, &job)?;
+    let bound = resolve_bound(ctx, m, v, &correctness, &buffers, math)?;
     let (launches, steps) = resolve_body(ctx, m, v, env, &buffers)?;
     let tensor_maps = resolve_tensor_maps(
         ctx,
@@ -94,7 +101,7 @@ fn resolve_job(
         work: Work {
             bytes: resolve_amount(ctx, m, v, env, "bytes")?,
             flops: resolve_amount(ctx, m, v, env, "flops")?,
-            math: resolve_math(ctx, m, v)?,
+            math,
         },
     })
 }
@@ -218,6 +225,7 @@ fn resolve_bound(
     v: &VariantDecl,
     correctness: &CorrectnessSpec,
     buffers: &[BufferSpec],
+    math: Option<Math>,
 ) -> Result<BoundSpec, SuiteError> {
     let fix = "write bound = \"copy\", \"cublas\" or \"cublas-tf32\" (with a matmul check) or \"variant:NAME\"";
     let (text, key) = match (&v.bound, &m.suite.bound) {
@@ -227,11 +235,6 @@ fn resolve_bound(
     match text {
         None | Some("copy") => Ok(BoundSpec::Copy),
         Some(kind @ ("cublas" | "cublas-tf32")) => {
-            let math = v
-                .math
-                .as_ref()
-                .or(m.suite.math.as_ref())
-                .and_then(|t| Math::parse(t).ok());
             cublas_bound(correctness, buffers, kind == "cublas-tf32", math)
                 .map_err(|(why, fix)| ctx.err(key, format!("variant `{}`: {why}", v.name), fix))
         }

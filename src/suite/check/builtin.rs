@@ -19,6 +19,8 @@ pub(crate) struct CheckSite<'a> {
     pub(crate) c: &'a CorrectnessDecl,
     pub(crate) env: &'a Bindings,
     pub(crate) buffers: &'a [BufferSpec],
+    /// The job's declared math (resolved, with its errors, where the job is expanded).
+    pub(crate) math: Option<Math>,
 }
 
 impl CheckSite<'_> {
@@ -281,14 +283,10 @@ impl CheckSite<'_> {
     /// contract the check knows, and the accumulator of the job's math (`f16-tensor-f16acc`
     /// accumulates in f16) where that math multiplies a's type; else the inputs' default.
     fn matmul_types(&self, a: usize, b: usize, output: usize) -> Result<MatmulTypes, SuiteError> {
-        let (ctx, m, v, buffers) = (self.ctx, self.m, self.v, self.buffers);
+        let (ctx, v, buffers) = (self.ctx, self.v, self.buffers);
         let (a_elem, b_elem) = (buffers[a].elem, buffers[b].elem);
-        let math = v
+        let accumulate = self
             .math
-            .as_ref()
-            .or(m.suite.math.as_ref())
-            .and_then(|text| Math::parse(text).ok());
-        let accumulate = math
             .map(Math::gemm_types)
             .filter(|(input, _, _)| *input == a_elem)
             .map(|(_, _, acc)| acc);

@@ -12,6 +12,7 @@ use std::path::Path;
 use self::builtin::CheckSite;
 use self::op::CHECK_OP_FIX;
 use crate::expr::Bindings;
+use crate::records::Math;
 use crate::suite::job::{BufferSpec, Reference};
 use crate::suite::location::{Ctx, SuiteError, at};
 use crate::suite::manifest::{Manifest, VariantDecl};
@@ -19,17 +20,30 @@ use crate::suite::program::{resolve_body, resolve_program};
 use crate::suite::sweep::{combinations, to_bindings};
 use crate::verify::CorrectnessSpec;
 
+/// One job of a variant as its check sees it: its bindings (`group_all`: the suite-level ones),
+/// its buffers and its declared math.
+pub(crate) struct JobPoint<'a> {
+    pub(crate) env: &'a Bindings,
+    pub(crate) group_all: &'a BTreeMap<String, i64>,
+    pub(crate) buffers: &'a [BufferSpec],
+    pub(crate) math: Option<Math>,
+}
+
 /// The check that applies to `v` (its own, else the suite's) at one job, with the reference a
-/// `same_as` check runs; `dir` is the suite's directory and `group_all` the job's suite-level bindings.
+/// `same_as` check runs; `dir` is the suite's directory.
 pub(crate) fn resolve_check(
     ctx: &Ctx,
     m: &Manifest,
     dir: &Path,
     v: &VariantDecl,
-    env: &Bindings,
-    group_all: &BTreeMap<String, i64>,
-    buffers: &[BufferSpec],
+    job: &JobPoint,
 ) -> Result<(CorrectnessSpec, Option<Reference>), SuiteError> {
+    let JobPoint {
+        env,
+        group_all,
+        buffers,
+        math,
+    } = *job;
     let (correctness, reference) = match v.check.as_ref().or(m.suite.check.as_ref()) {
         None => (CorrectnessSpec::None, None),
         Some(c) => {
@@ -40,6 +54,7 @@ pub(crate) fn resolve_check(
                 c,
                 env,
                 buffers,
+                math,
             };
             if c.same_as.is_some() {
                 let (spec, reference) = same_as(&site, dir, group_all)?;
