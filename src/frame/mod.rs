@@ -260,6 +260,14 @@ mod tests {
     const H200: &str = "20261122T044759Z-transpose-h200";
 
     #[test]
+    fn names_that_a_spreadsheet_reads_as_formulas_are_prefixed() {
+        assert_eq!(spreadsheet_safe("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(spreadsheet_safe("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(spreadsheet_safe("-1+2"), "'-1+2");
+        assert_eq!(spreadsheet_safe("tiled"), "tiled");
+    }
+
+    #[test]
     fn a_job_of_a_run_over_two_gpus_is_divided_by_its_own_gpus_copy_bound() {
         let mut run = committed(H200);
         let group = run.jobs[0].group().to_string();

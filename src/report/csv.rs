@@ -1,6 +1,7 @@
 //! CSV exporter: one row per job with its timing, bandwidth and every metric (the run's `metrics.csv`).
 
 use super::exporter::Exporter;
+use crate::frame::spreadsheet_safe;
 use crate::records::RunData;
 
 pub struct Csv;
@@ -28,11 +29,7 @@ impl Exporter<RunData> for Csv {
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
-        header.extend(
-            metric_names
-                .iter()
-                .map(|m| crate::frame::spreadsheet_safe(m)),
-        );
+        header.extend(metric_names.iter().map(|m| spreadsheet_safe(m)));
         // `--energy` runs only: runs without it keep their columns.
         let energy = run.jobs.iter().any(|j| j.energy.is_some());
         if energy {
@@ -47,11 +44,9 @@ impl Exporter<RunData> for Csv {
         for j in &run.jobs {
             let s = j.summary;
             let mut row = vec![
-                crate::frame::spreadsheet_safe(&j.key.group),
-                crate::frame::spreadsheet_safe(&j.key.variant),
-                crate::frame::spreadsheet_safe(&crate::records::format_params(
-                    &j.key.variant_params,
-                )),
+                spreadsheet_safe(&j.key.group),
+                spreadsheet_safe(&j.key.variant),
+                spreadsheet_safe(&crate::records::format_params(&j.key.variant_params)),
                 serde_json::to_value(j.status)
                     .ok()
                     .and_then(|v| v.as_str().map(String::from))
@@ -107,18 +102,5 @@ fn energy_cells(j: &crate::records::JobRecord) -> Vec<String> {
             },
         ],
         None => vec![String::new(); ENERGY_COLUMNS.len()],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::frame::spreadsheet_safe as text_cell;
-
-    #[test]
-    fn names_that_a_spreadsheet_reads_as_formulas_are_prefixed() {
-        assert_eq!(text_cell("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
-        assert_eq!(text_cell("@SUM(A1)"), "'@SUM(A1)");
-        assert_eq!(text_cell("-1+2"), "'-1+2");
-        assert_eq!(text_cell("tiled"), "tiled");
     }
 }

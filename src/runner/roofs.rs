@@ -37,7 +37,7 @@ pub fn roof_gemm_types(math: Math) -> Result<GemmTypes, String> {
         input,
         b,
         out,
-        math == Math::F16TensorF16Acc && acc == ElemType::F16,
+        acc == ElemType::F16,
         math == Math::Tf32Tensor,
     )
 }
