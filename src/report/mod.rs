@@ -1,8 +1,9 @@
-//! Exporters: data -> markdown, JSON, CSV or SVG bytes (pure; one exporter per file behind one trait, for runs here and for comparisons in `compare/`).
+//! Exporters: data -> markdown, HTML, JSON, CSV or SVG bytes (pure; one exporter per file behind one trait, for runs here and for comparisons in `compare/`).
 
 pub mod csv;
 mod exporter;
 pub mod frame;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
@@ -26,6 +27,9 @@ pub enum Format {
     Frame,
     /// The roofline of the jobs that declare flops (`roofline.svg`).
     Roofline,
+    /// The markdown report as one self-contained page (`report.html`): sortable tables, the
+    /// charts inline, nothing fetched.
+    Html,
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
@@ -36,5 +40,6 @@ pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
         Format::Svg => Box::new(svg::Svg),
         Format::Frame => Box::new(frame::Results),
         Format::Roofline => Box::new(roofline::Roofline),
+        Format::Html => Box::new(html::Html),
     }
 }

@@ -17,6 +17,7 @@ pub fn render_reports(dir: &Path) -> anyhow::Result<()> {
         .then_some(report::Format::Roofline);
     for format in [
         report::Format::Md,
+        report::Format::Html,
         report::Format::Csv,
         report::Format::Svg,
         report::Format::Frame,
