@@ -1,12 +1,13 @@
 //! The integration tests, built as one binary (one link of the heavy dependencies instead of one per file): a module per subject, and `common` for what they share.
 //!
 //! `cargo test --release` runs them all but the ignored ones, which need what a machine with only
-//! Rust lacks: `slurm` (Slurm's packages; `.ci/run` installs them and runs it) and `toolkit` (a
-//! CUDA toolkit). Run one module with a filter: `cargo test --release --test integration mock::`.
+//! Rust lacks: `slurm` (Slurm's packages) and `browser` (Chromium and chromedriver; `.ci/run`
+//! installs both and runs them) and `toolkit` (a CUDA toolkit). Run one module with a filter: `cargo test --release --test integration mock::`.
 
 mod common;
 
 mod architecture;
+mod browser;
 mod check;
 mod cli;
 mod command_line_bounds;
@@ -34,3 +35,4 @@ mod suites;
 mod symlinks;
 mod tensor_metrics;
 mod toolkit;
+mod webdriver;

@@ -1,4 +1,4 @@
-//! Names from stored files in every output format, read back with a parser: a run whose variant, group-free label and GPU names hold `|`, `<&>`, a spreadsheet formula, control characters and U+FFFE still gives well-formed SVG and JUnit XML (quick-xml), a CSV whose rows all have the header's width and no formula cell (csv), and markdown tables whose rows all have their header's columns.
+//! Names from stored files in every output format, read back with a parser: a run whose variant, group-free label and GPU names hold `|`, `<&>`, a spreadsheet formula, control characters and U+FFFE still gives well-formed SVG and JUnit XML (quick-xml), a CSV whose rows all have the header's width and no formula cell (csv), markdown tables whose rows all have their header's columns, and an HTML report in which markup stays text (one script, the charts' images only, no link out).
 
 use std::fs;
 use std::path::Path;
@@ -10,14 +10,23 @@ use crate::common::{gpu_lab_in, h200_run, stdout};
 /// What an edited or old run.json / results.jsonl may hold where a name goes.
 const HOSTILE: &str = "=1+2|x<&>\u{7}\u{fffe}\r\nz";
 
+/// Markup where a name goes: it must stay text in the HTML report (and in a browser, run no script).
+pub const MARKUP: &str = "</script><img src=x onerror=\"window.pwned=1\"><b>b</b> [a](javascript:alert(1)) ![i](http://127.0.0.1:9/i.png)";
+
 /// The committed H200 run copied to `runs/hostile` with every job's variant and label, and the
 /// GPU's name, made `HOSTILE`.
 fn hostile_run(dir: &Path) -> String {
+    hostile_run_named(dir, HOSTILE)
+}
+
+/// The committed H200 run copied to `runs/hostile` with every job's variant and label, and the
+/// GPU's name, made `name` (followed by the variant's own name, which keeps them apart).
+pub fn hostile_run_named(dir: &Path, name: &str) -> String {
     let dst = dir.join("runs/hostile");
     fs::create_dir_all(&dst).unwrap();
     let mut info: Value =
         serde_json::from_str(&fs::read_to_string(h200_run().join("run.json")).unwrap()).unwrap();
-    info["device"]["name"] = HOSTILE.into();
+    info["device"]["name"] = name.into();
     fs::write(dst.join("run.json"), info.to_string()).unwrap();
     let body: String = fs::read_to_string(h200_run().join("results.jsonl"))
         .unwrap()
@@ -25,7 +34,7 @@ fn hostile_run(dir: &Path) -> String {
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap();
             if v["kind"] == "job" {
-                let variant = format!("{HOSTILE}{}", v["variant"].as_str().unwrap());
+                let variant = format!("{name}{}", v["variant"].as_str().unwrap());
                 v["label"] = variant.clone().into();
                 v["variant"] = variant.into();
             }
@@ -158,4 +167,43 @@ fn hostile_stored_names_keep_every_markdown_table_row_at_its_headers_width() {
         }
         assert!(rows > 10, "{rows} table rows");
     }
+}
+
+#[test]
+fn hostile_stored_names_stay_text_in_the_html_report() {
+    for name in [HOSTILE, MARKUP] {
+        let d = tempfile::tempdir().unwrap();
+        let run = hostile_run_named(d.path(), name);
+        let html = output(d.path(), &["report", &run, "--format", "html"]);
+        assert_eq!(html.matches("<script").count(), 1, "{name:?}: one script");
+        let figures = html.matches("<figure").count();
+        assert!(figures >= 1, "{name:?}: no chart");
+        assert_eq!(
+            html.matches("<img").count(),
+            figures,
+            "{name:?}: an image other than the charts"
+        );
+        assert_eq!(
+            html.matches("href=\"").count(),
+            html.matches("href=\"#chart-").count() + 1,
+            "{name:?}: a link other than to a chart (and the icon's data: URL)"
+        );
+        assert!(
+            !html.contains(['\u{7}', '\u{fffe}']),
+            "{name:?}: characters HTML calls errors"
+        );
+        let rows = html.matches("<tr>").count();
+        assert!(rows > 10, "{name:?}: {rows} table rows");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let run = hostile_run_named(d.path(), MARKUP);
+    let html = output(d.path(), &["report", &run, "--format", "html"]);
+    assert!(
+        html.contains("&lt;/script&gt;&lt;img src=x onerror=\"window.pwned=1\"&gt;"),
+        "the markup is not shown as escaped text"
+    );
+    assert!(
+        !html.contains("javascript:alert(1)\""),
+        "a javascript: link"
+    );
 }

@@ -43,7 +43,10 @@ mod tests {
     #[test]
     fn the_policy_allows_the_pages_own_script_and_style_and_nothing_from_the_network() {
         let csp = content_security_policy();
-        assert!(csp.starts_with("default-src 'none'; img-src data:;"), "{csp}");
+        assert!(
+            csp.starts_with("default-src 'none'; img-src data:;"),
+            "{csp}"
+        );
         assert!(!csp.contains("unsafe") && !csp.contains("http"), "{csp}");
         let page = page("t <b>", "<p>x</p>\n");
         assert!(page.contains(&format!("<script>{SCRIPT}</script>")));

@@ -1,0 +1,212 @@
+//! The HTML report in a real headless Chromium (ignored by a plain `cargo test`; `.ci/run` installs Debian's chromium and chromium-driver and runs it): every page loads with no console error, a table sorts on a click (numbers numerically, n/a last, both ways), every chart the markdown links is drawn, the page cannot fetch, and a stored name made of markup stays text.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{gpu_lab_in, mock_host_program_run_in, mock_run_in, repo, stdout};
+use crate::output_formats::{MARKUP, hostile_run_named};
+use crate::webdriver::Browser;
+
+/// The committed example and the committed report.md it was made from.
+const EXAMPLE: &str = "examples/html/shared-memory-h100.html";
+const EXAMPLE_MARKDOWN: &str =
+    "reports/cold-all-h100/runs/20261123T074227Z-shared-memory-h100-80gb-hbm3/report.md";
+
+/// The charts a markdown report links (`[…](….svg)`), each once.
+fn linked_charts(markdown: &str) -> usize {
+    let mut charts = BTreeSet::new();
+    for part in markdown.split("](").skip(1) {
+        if let Some((target, _)) = part.split_once(')')
+            && target.ends_with(".svg")
+        {
+            charts.insert(target.to_string());
+        }
+    }
+    charts.len()
+}
+
+/// The page's state once loaded: what the checks below read.
+const PAGE_STATE: &str = r#"
+var figures = Array.from(document.querySelectorAll('figure.chart'));
+return {
+  ready: document.readyState,
+  title: document.title,
+  scripts: document.scripts.length,
+  figures: figures.length,
+  drawn: figures.filter(function (f) {
+    var img = f.querySelector('img');
+    return img && img.complete && img.naturalWidth > 0 && img.src.indexOf('data:image/svg+xml;base64,') === 0;
+  }).length,
+  images: document.images.length,
+  sortable: document.querySelectorAll('table.sortable').length,
+  pwned: typeof window.pwned !== 'undefined',
+  text: document.body.textContent
+};"#;
+
+/// Marks the first sortable column of times or rates for the click; its index, or null.
+const PICK_COLUMN: &str = r#"
+var tables = document.querySelectorAll('table.sortable');
+for (var t = 0; t < tables.length; t++) {
+  var headers = tables[t].tHead.rows[0].cells;
+  for (var c = 0; c < headers.length; c++) {
+    if (/^(median ms|GB\/s)/.test(headers[c].textContent.trim()) && tables[t].tBodies[0].rows.length > 2) {
+      headers[c].querySelector('button').setAttribute('data-under-test', '');
+      tables[t].setAttribute('data-column-under-test', c);
+      return c;
+    }
+  }
+}
+return null;"#;
+
+const READ_COLUMN: &str = r#"
+var table = document.querySelector('[data-column-under-test]');
+var c = Number(table.getAttribute('data-column-under-test'));
+return Array.from(table.tBodies[0].rows, function (r) { return r.cells[c] ? r.cells[c].textContent.trim() : ''; });"#;
+
+/// A cell's leading number; None for n/a, `–` or empty.
+fn leading_number(cell: &str) -> Option<f64> {
+    let digits: String = cell
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    digits.parse().ok()
+}
+
+/// The column as numbers: sorted one way (`ascending` or not), its missing cells all at the end.
+fn assert_sorted(cells: &[String], ascending: bool, page: &str) {
+    let keys: Vec<Option<f64>> = cells.iter().map(|c| leading_number(c)).collect();
+    let numbers: Vec<f64> = keys.iter().map_while(|k| *k).collect();
+    assert!(
+        keys[numbers.len()..].iter().all(Option::is_none),
+        "{page}: a missing value before a number: {cells:?}"
+    );
+    let in_order = numbers.windows(2).all(|w| {
+        if ascending {
+            w[0] <= w[1]
+        } else {
+            w[0] >= w[1]
+        }
+    });
+    assert!(
+        in_order,
+        "{page}: not sorted {}: {cells:?}",
+        if ascending { "up" } else { "down" }
+    );
+}
+
+/// Loads `page`, checks it, sorts a table by two clicks and tries a fetch; the page's text.
+fn check_page(browser: &Browser, page: &Path, charts: usize) -> String {
+    let name = page.display().to_string();
+    browser.open(&format!("file://{}", page.display()));
+    let state = browser.run(PAGE_STATE);
+    assert_eq!(state["ready"], "complete", "{name}");
+    assert!(
+        state["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("gpu-lab report"),
+        "{name}: {}",
+        state["title"]
+    );
+    assert!(charts >= 1, "{name}: the markdown links no chart");
+    assert_eq!(state["figures"], charts, "{name}: one figure per chart");
+    assert_eq!(state["drawn"], charts, "{name}: every chart drawn");
+    assert_eq!(state["images"], charts, "{name}: no image but the charts");
+    assert_eq!(state["scripts"], 1, "{name}: the page's own script only");
+    assert!(state["sortable"].as_u64().unwrap() >= 1, "{name}");
+    assert_eq!(state["pwned"], false, "{name}: a stored name ran script");
+
+    let column = browser.run(PICK_COLUMN);
+    assert!(column.is_number(), "{name}: no column of times to sort");
+    browser.click("[data-under-test]");
+    let up: Vec<String> = serde_json::from_value(browser.run(READ_COLUMN)).unwrap();
+    assert_sorted(&up, true, &name);
+    browser.click("[data-under-test]");
+    let down: Vec<String> = serde_json::from_value(browser.run(READ_COLUMN)).unwrap();
+    assert_sorted(&down, false, &name);
+    let distinct: BTreeSet<&String> = up.iter().filter(|c| leading_number(c).is_some()).collect();
+    assert!(distinct.len() >= 2, "{name}: nothing to sort: {up:?}");
+    assert_ne!(up, down, "{name}: the second click did not reverse");
+
+    let errors: Vec<(String, String)> = browser
+        .console()
+        .into_iter()
+        .filter(|(level, _)| level == "SEVERE")
+        .collect();
+    assert!(errors.is_empty(), "{name}: console errors: {errors:?}");
+
+    // chromedriver answers at this URL, so only the page's policy can stop the fetch.
+    let fetch = browser.run(&format!(
+        "return fetch('{}').then(function () {{ return 'fetched'; }}, function (e) {{ return 'blocked: ' + e; }});",
+        browser.driver_url()
+    ));
+    assert!(
+        fetch.as_str().unwrap().starts_with("blocked"),
+        "{name}: the page fetched from the network: {fetch}"
+    );
+    let refusals = browser.console();
+    assert!(
+        refusals
+            .iter()
+            .any(|(_, m)| m.contains("Content Security Policy")),
+        "{name}: the fetch was not refused by the page's policy: {refusals:?}"
+    );
+    state["text"].as_str().unwrap().to_string()
+}
+
+/// `report.html` of a run directory and how many charts its report.md links.
+fn written_page(run: &Path) -> (PathBuf, usize) {
+    let markdown = fs::read_to_string(run.join("report.md")).unwrap();
+    (run.join("report.html"), linked_charts(&markdown))
+}
+
+#[test]
+#[ignore = "needs Chromium and chromedriver (Debian's chromium, chromium-driver); .ci/run runs it"]
+fn the_html_report_loads_sorts_and_draws_every_chart_in_chromium() {
+    let d = tempfile::tempdir().unwrap();
+    let mut pages = vec![
+        // Timelines, written at the end of a run beside report.md.
+        written_page(&mock_host_program_run_in(d.path())),
+        // The roofline.
+        written_page(&mock_run_in(d.path(), ["--suite", "matmul"])),
+        (
+            repo().join(EXAMPLE),
+            linked_charts(&fs::read_to_string(repo().join(EXAMPLE_MARKDOWN)).unwrap()),
+        ),
+    ];
+    // Markup in every stored name, by `gpu-lab report RUN --format html`.
+    let hostile = hostile_run_named(d.path(), MARKUP);
+    let html = stdout(
+        &gpu_lab_in(d.path())
+            .args(["report", &hostile, "--format", "html"])
+            .assert()
+            .success(),
+    );
+    let markdown = stdout(&gpu_lab_in(d.path()).args(["report", &hostile]).assert());
+    fs::write(d.path().join("hostile.html"), html).unwrap();
+    pages.push((d.path().join("hostile.html"), linked_charts(&markdown)));
+
+    let browser = Browser::start(&d.path().join("chromium-profile"));
+    let mut texts: Vec<String> = pages
+        .iter()
+        .map(|(page, charts)| check_page(&browser, page, *charts))
+        .collect();
+    let hostile_text = texts.pop().unwrap();
+    assert!(
+        hostile_text.contains("</script><img src=x onerror="),
+        "the stored markup is not shown as text"
+    );
+    let roofline: Value = charts_named(&browser, &pages[1].0);
+    assert_eq!(roofline, true, "the matmul page draws its roofline");
+}
+
+/// Whether the page at `page` has a figure captioned `roofline.svg`.
+fn charts_named(browser: &Browser, page: &Path) -> Value {
+    browser.open(&format!("file://{}", page.display()));
+    browser.run(
+        "return Array.from(document.querySelectorAll('figcaption')).some(function (c) { return c.textContent === 'roofline.svg'; });",
+    )
+}
