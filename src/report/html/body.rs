@@ -227,3 +227,79 @@ fn printable(text: &str) -> String {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(file: &str) -> Chart {
+        Chart {
+            file: file.into(),
+            svg: format!("<svg><text>{file}</text></svg>"),
+        }
+    }
+
+    #[test]
+    fn a_linked_chart_is_drawn_once_after_the_block_that_first_links_it() {
+        let md = "# gpu-lab report: s\n\nSee [chart.svg](chart.svg) and again [here](chart.svg).\n\n| a | t |\n|---|---|\n| x | [svg](timelines/x.svg) |\n| y | 2 |\n\nAfter.\n";
+        let charts = [chart("chart.svg"), chart("timelines/x.svg")];
+        let b = body(md, &charts);
+        assert_eq!(b.title, "gpu-lab report: s");
+        assert_eq!(b.html.matches("<figure").count(), 2, "{}", b.html);
+        assert_eq!(b.html.matches("href=\"#chart-1\"").count(), 2);
+        let first = b.html.find("id=\"chart-1\"").unwrap();
+        assert!(
+            b.html.find("and again").unwrap() < first && first < b.html.find("<table").unwrap()
+        );
+        let second = b.html.find("id=\"chart-2\"").unwrap();
+        assert!(
+            b.html.find("</table>").unwrap() < second && second < b.html.find("After.").unwrap()
+        );
+        let encoded = base64::engine::general_purpose::STANDARD.encode(charts[1].svg.as_bytes());
+        assert!(
+            b.html
+                .contains(&format!("src=\"data:image/svg+xml;base64,{encoded}\""))
+        );
+        assert!(!b.html.contains("Other charts"));
+    }
+
+    #[test]
+    fn a_chart_no_block_links_is_drawn_at_the_end() {
+        let b = body("# r\n\ntext\n", &[chart("roofline.svg")]);
+        let other = b.html.find("Other charts").unwrap();
+        assert!(other < b.html.find("id=\"chart-1\"").unwrap(), "{}", b.html);
+    }
+
+    #[test]
+    fn markup_links_and_images_from_names_stay_text() {
+        let md = "# t\n\n<script>alert(1)</script>\n\nA </script><img src=x onerror=alert(1)> [a](javascript:alert(1)) ![i](http://h/i.png) `<b>`\n\n| a | b |\n|:--|--:|\n| <i>x</i> | \u{7}\u{fffe} |\n";
+        let html = body(md, &[]).html;
+        for tag in ["<script", "<img", "<i>", "<b>", "href", "style="] {
+            assert!(!html.contains(tag), "{tag} in {html}");
+        }
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "{html}"
+        );
+        assert!(html.contains("a (javascript:alert(1))"), "{html}");
+        assert!(html.contains("i (http://h/i.png)"), "{html}");
+        assert!(html.contains("<code>&lt;b&gt;</code>"), "{html}");
+        assert!(html.contains("<td>\u{fffd}\u{fffd}</td>"), "{html}");
+        assert!(
+            html.contains("<thead>") && html.contains("<tbody>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn escape_covers_attribute_and_text_characters() {
+        assert_eq!(
+            escape("a<b>&\"c'\u{1}"),
+            "a&lt;b&gt;&amp;&quot;c&#39;\u{fffd}"
+        );
+    }
+}
