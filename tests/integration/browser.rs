@@ -97,6 +97,19 @@ fn assert_sorted(cells: &[String], ascending: bool, page: &str) {
     );
 }
 
+/// The browser console since the last look holds no error.
+fn assert_no_console_error(browser: &Browser, page: &str, while_doing: &str) {
+    let errors: Vec<(String, String)> = browser
+        .console()
+        .into_iter()
+        .filter(|(level, _)| level == "SEVERE")
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{page}: console errors while {while_doing}: {errors:?}"
+    );
+}
+
 /// Loads `page`, checks it, sorts a table by two clicks and tries a fetch; the page's text.
 fn check_page(browser: &Browser, page: &Path, charts: usize) -> String {
     let name = page.display().to_string();
@@ -116,7 +129,11 @@ fn check_page(browser: &Browser, page: &Path, charts: usize) -> String {
     assert_eq!(state["drawn"], charts, "{name}: every chart drawn");
     assert_eq!(state["images"], charts, "{name}: no image but the charts");
     assert_eq!(state["scripts"], 1, "{name}: the page's own script only");
-    assert!(state["sortable"].as_u64().unwrap() >= 1, "{name}");
+    assert_no_console_error(browser, &name, "loading");
+    assert!(
+        state["sortable"].as_u64().unwrap() >= 1,
+        "{name}: no sortable table (did the page's script run?)"
+    );
     assert_eq!(state["pwned"], false, "{name}: a stored name ran script");
 
     let column = browser.run(PICK_COLUMN);
@@ -131,12 +148,7 @@ fn check_page(browser: &Browser, page: &Path, charts: usize) -> String {
     assert!(distinct.len() >= 2, "{name}: nothing to sort: {up:?}");
     assert_ne!(up, down, "{name}: the second click did not reverse");
 
-    let errors: Vec<(String, String)> = browser
-        .console()
-        .into_iter()
-        .filter(|(level, _)| level == "SEVERE")
-        .collect();
-    assert!(errors.is_empty(), "{name}: console errors: {errors:?}");
+    assert_no_console_error(browser, &name, "sorting");
 
     // chromedriver answers at this URL, so only the page's policy can stop the fetch.
     let fetch = browser.run(&format!(
