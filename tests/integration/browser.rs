@@ -46,33 +46,68 @@ return {
   text: document.body.textContent
 };"#;
 
-/// Marks the first sortable column of times or rates for the click; its index, or null.
+/// Marks the first sortable column (of a table of three rows or more) that `test(header, cells)`
+/// accepts for the clicks, as `MARK`; its index, or null.
 const PICK_COLUMN: &str = r#"
+var test = TEST;
 var tables = document.querySelectorAll('table.sortable');
 for (var t = 0; t < tables.length; t++) {
   var headers = tables[t].tHead.rows[0].cells;
-  for (var c = 0; c < headers.length; c++) {
-    if (/^(median ms|GB\/s)/.test(headers[c].textContent.trim()) && tables[t].tBodies[0].rows.length > 2) {
-      headers[c].querySelector('button').setAttribute('data-under-test', '');
-      tables[t].setAttribute('data-column-under-test', c);
+  var rows = tables[t].tBodies[0].rows;
+  for (var c = 0; c < headers.length && rows.length > 2; c++) {
+    var cells = Array.from(rows, function (r) { return r.cells[c] ? r.cells[c].textContent.trim() : ''; });
+    if (test(headers[c].textContent.trim(), cells)) {
+      headers[c].querySelector('button').setAttribute('data-click-MARK', '');
+      tables[t].setAttribute('data-column-MARK', c);
       return c;
     }
   }
 }
 return null;"#;
 
+/// A column of times or rates.
+const TIMES: &str = "function (header) { return /^(median ms|GB\\/s)/.test(header); }";
+/// A column with missing values (`n/a`, `–`, empty) and two different numbers.
+const MIXED: &str = "function (header, cells) { return cells.some(function (c) { return /^(n\\/a|–|)$/.test(c); }) && new Set(cells.filter(function (c) { return /^[0-9]/.test(c); })).size > 1; }";
+
 const READ_COLUMN: &str = r#"
-var table = document.querySelector('[data-column-under-test]');
-var c = Number(table.getAttribute('data-column-under-test'));
+var table = document.querySelector('[data-column-MARK]');
+var c = Number(table.getAttribute('data-column-MARK'));
 return Array.from(table.tBodies[0].rows, function (r) { return r.cells[c] ? r.cells[c].textContent.trim() : ''; });"#;
 
-/// A cell's leading number; None for n/a, `–` or empty.
+/// Sorts the column `test` picks by two real clicks on its header and checks it went up, then
+/// down, missing values last; false where the page has no such column.
+fn sort_twice(browser: &Browser, page: &str, mark: &str, test: &str) -> bool {
+    let pick = PICK_COLUMN.replace("MARK", mark).replace("TEST", test);
+    if browser.run(&pick).is_null() {
+        return false;
+    }
+    let read = READ_COLUMN.replace("MARK", mark);
+    let click = format!("[data-click-{mark}]");
+    browser.click(&click);
+    let up: Vec<String> = serde_json::from_value(browser.run(&read)).unwrap();
+    assert_sorted(&up, true, page);
+    browser.click(&click);
+    let down: Vec<String> = serde_json::from_value(browser.run(&read)).unwrap();
+    assert_sorted(&down, false, page);
+    let distinct: BTreeSet<&String> = up.iter().filter(|c| leading_number(c).is_some()).collect();
+    assert!(distinct.len() >= 2, "{page}: nothing to sort: {up:?}");
+    assert_ne!(up, down, "{page}: the second click did not reverse");
+    true
+}
+
+/// A cell's leading number (`17.2 T` in TFLOP/s as 17200 GFLOP/s); None for n/a, `–` or empty.
 fn leading_number(cell: &str) -> Option<f64> {
     let digits: String = cell
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.')
         .collect();
-    digits.parse().ok()
+    let scale = if cell[digits.len()..].trim() == "T" {
+        1e3
+    } else {
+        1.0
+    };
+    digits.parse::<f64>().ok().map(|n| n * scale)
 }
 
 /// The column as numbers: sorted one way (`ascending` or not), its missing cells all at the end.
@@ -110,8 +145,10 @@ fn assert_no_console_error(browser: &Browser, page: &str, while_doing: &str) {
     );
 }
 
-/// Loads `page`, checks it, sorts a table by two clicks and tries a fetch; the page's text.
-fn check_page(browser: &Browser, page: &Path, charts: usize) -> String {
+/// Loads `page`, checks it, sorts a column of times and (where there is one) a column with
+/// missing values by two clicks each, and tries a fetch; the page's text and whether it had a
+/// column with missing values.
+fn check_page(browser: &Browser, page: &Path, charts: usize) -> (String, bool) {
     let name = page.display().to_string();
     browser.open(&format!("file://{}", page.display()));
     let state = browser.run(PAGE_STATE);
@@ -136,17 +173,11 @@ fn check_page(browser: &Browser, page: &Path, charts: usize) -> String {
     );
     assert_eq!(state["pwned"], false, "{name}: a stored name ran script");
 
-    let column = browser.run(PICK_COLUMN);
-    assert!(column.is_number(), "{name}: no column of times to sort");
-    browser.click("[data-under-test]");
-    let up: Vec<String> = serde_json::from_value(browser.run(READ_COLUMN)).unwrap();
-    assert_sorted(&up, true, &name);
-    browser.click("[data-under-test]");
-    let down: Vec<String> = serde_json::from_value(browser.run(READ_COLUMN)).unwrap();
-    assert_sorted(&down, false, &name);
-    let distinct: BTreeSet<&String> = up.iter().filter(|c| leading_number(c).is_some()).collect();
-    assert!(distinct.len() >= 2, "{name}: nothing to sort: {up:?}");
-    assert_ne!(up, down, "{name}: the second click did not reverse");
+    assert!(
+        sort_twice(browser, &name, "times", TIMES),
+        "{name}: no column of times to sort"
+    );
+    let sorted_missing = sort_twice(browser, &name, "mixed", MIXED);
 
     assert_no_console_error(browser, &name, "sorting");
 
@@ -166,7 +197,7 @@ fn check_page(browser: &Browser, page: &Path, charts: usize) -> String {
             .any(|(_, m)| m.contains("Content Security Policy")),
         "{name}: the fetch was not refused by the page's policy: {refusals:?}"
     );
-    state["text"].as_str().unwrap().to_string()
+    (state["text"].as_str().unwrap().to_string(), sorted_missing)
 }
 
 /// `report.html` of a run directory and how many charts its report.md links.
@@ -202,11 +233,15 @@ fn the_html_report_loads_sorts_and_draws_every_chart_in_chromium() {
     pages.push((d.path().join("hostile.html"), linked_charts(&markdown)));
 
     let browser = Browser::start(&d.path().join("chromium-profile"));
-    let mut texts: Vec<String> = pages
+    let mut checked: Vec<(String, bool)> = pages
         .iter()
         .map(|(page, charts)| check_page(&browser, page, *charts))
         .collect();
-    let hostile_text = texts.pop().unwrap();
+    assert!(
+        checked.iter().any(|(_, sorted_missing)| *sorted_missing),
+        "no page had a column with missing values to sort"
+    );
+    let (hostile_text, _) = checked.pop().unwrap();
     assert!(
         hostile_text.contains("</script><img src=x onerror="),
         "the stored markup is not shown as text"
