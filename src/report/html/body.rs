@@ -29,9 +29,9 @@ struct Walk<'c> {
     /// Charts linked inside the current top-level block, drawn when it ends (a figure cannot go
     /// inside a table cell or a paragraph).
     due: Vec<usize>,
-    /// The destination of a link or image that is not a chart: it is written as text after the
-    /// link's own text (a page that fetches nothing links nowhere).
-    outside: Option<String>,
+    /// Per open link or image: the destination of one that is not a chart, written as text after
+    /// its own text (a page that fetches nothing links nowhere); None for a link to a chart.
+    links: Vec<Option<String>>,
     depth: usize,
     title: Option<String>,
     in_first_heading: bool,
@@ -49,7 +49,7 @@ pub(super) fn body(markdown: &str, charts: &[Chart]) -> Body {
             })
             .collect(),
         due: Vec::new(),
-        outside: None,
+        links: Vec::new(),
         depth: 0,
         title: None,
         in_first_heading: false,
@@ -111,6 +111,7 @@ impl<'c> Walk<'c> {
                         if !self.charts[i].drawn && !self.due.contains(&i) {
                             self.due.push(i);
                         }
+                        self.links.push(None);
                         Some(Tag::Link {
                             link_type: LinkType::Inline,
                             dest_url: format!("#{}", self.charts[i].id).into(),
@@ -119,7 +120,7 @@ impl<'c> Walk<'c> {
                         })
                     }
                     None => {
-                        self.outside = Some(dest_url.to_string());
+                        self.links.push(Some(dest_url.to_string()));
                         None
                     }
                 }
@@ -150,7 +151,7 @@ impl<'c> Walk<'c> {
 
     fn end<'a>(&mut self, end: TagEnd, out: &mut Vec<Event<'a>>) {
         match end {
-            TagEnd::Link | TagEnd::Image => match self.outside.take() {
+            TagEnd::Link | TagEnd::Image => match self.links.pop().flatten() {
                 Some(dest) if !dest.is_empty() => {
                     out.push(Event::Text(printable(&format!(" ({dest})")).into()))
                 }
@@ -272,7 +273,7 @@ mod tests {
 
     #[test]
     fn markup_links_and_images_from_names_stay_text() {
-        let md = "# t\n\n<script>alert(1)</script>\n\nA </script><img src=x onerror=alert(1)> [a](javascript:alert(1)) ![i](http://h/i.png) `<b>`\n\n| a | b |\n|:--|--:|\n| <i>x</i> | \u{7}\u{fffe} |\n";
+        let md = "# t\n\n<script>alert(1)</script>\n\nA </script><img src=x onerror=alert(1)> [a](javascript:alert(1)) ![i](http://h/i.png) `<b>` [![n](http://h/n.png)](chart.svg) [![m](chart.svg)](http://h)\n\n| a | b |\n|:--|--:|\n| <i>x</i> | \u{7}\u{fffe} |\n";
         let html = body(md, &[]).html;
         for tag in ["<script", "<img", "<i>", "<b>", "href", "style="] {
             assert!(!html.contains(tag), "{tag} in {html}");
