@@ -329,6 +329,21 @@ pub enum Command {
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
         profiled_runs: u32,
     },
+    /// Child process: collect counters in process through CUPTI, each job replayed once per pass.
+    #[command(name = "__cupti", hide = true)]
+    CuptiPass {
+        #[arg(long)]
+        specs: PathBuf,
+        /// A JSON list of the raw counter names to collect.
+        #[arg(long)]
+        counters: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        child: ChildArgs,
+        #[arg(long)]
+        seed: u64,
+    },
     /// Child process: measure the copy bounds for a byte count.
     #[command(name = "__bounds", hide = true)]
     Bounds {

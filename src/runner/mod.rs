@@ -12,6 +12,7 @@ mod builtin;
 mod checking;
 mod cublas;
 mod cublaslt;
+mod cupti_pass;
 mod device;
 mod device_link;
 mod energy;
@@ -36,6 +37,7 @@ mod timing_rules;
 
 pub use bounds::run_bounds;
 pub use cublas::run_cublas;
+pub use cupti_pass::run_cupti_pass;
 pub use cublaslt::run_gemm_bound;
 pub use device::Gpu;
 pub use error::RunError;
