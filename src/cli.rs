@@ -270,6 +270,10 @@ pub enum Command {
         /// (faster, but a set's replay and a first launch read kernels up to 6% and 14% long).
         #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
         duration_runs: u32,
+        /// Who collects the counters: `cupti` in the job's own process (a pass it cannot collect,
+        /// as one of ncu's own launch statistics, goes to ncu, and the report says why), or `ncu`.
+        #[arg(long, value_enum, default_value_t = crate::profiler::ProfilerChoice::Cupti)]
+        profiler: crate::profiler::ProfilerChoice,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
     #[command(after_help = NCU_HELP)]

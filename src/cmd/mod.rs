@@ -89,6 +89,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             metrics,
             clock_control,
             duration_runs,
+            profiler,
         } => {
             let names = set.into_iter().chain(metrics).collect();
             run::run(
@@ -98,6 +99,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
                     names,
                     clock_control,
                     duration_runs,
+                    profiler,
                 }),
                 &mock,
                 command_line,

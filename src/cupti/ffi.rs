@@ -63,6 +63,8 @@ macro_rules! params {
 }
 
 params!(ProfilerInitialize, pPriv {});
+/// `CUpti_Profiler_DeInitialize_Params` has the same two fields.
+pub type ProfilerDeInitialize = ProfilerInitialize;
 params!(DeviceGetChipName, pChipName {
     deviceIndex: usize,
     pChipName: *const c_char,
@@ -195,8 +197,7 @@ pub struct Api {
     pub range_decode_data: Entry<RangeDecodeData>,
     pub range_get_counter_data_info: Entry<RangeGetCounterDataInfo>,
     pub range_get_range_info: Entry<RangeGetRangeInfo>,
-    /// Kept loaded for as long as the entry points are used.
-    _lib: libloading::Library,
+    pub profiler_deinitialize: Entry<ProfilerDeInitialize>,
 }
 
 impl Api {
@@ -236,7 +237,13 @@ impl Api {
             range_decode_data: sym!("cuptiRangeProfilerDecodeData"),
             range_get_counter_data_info: sym!("cuptiRangeProfilerGetCounterDataInfo"),
             range_get_range_info: sym!("cuptiRangeProfilerCounterDataGetRangeInfo"),
-            _lib: lib,
+            profiler_deinitialize: sym!("cuptiProfilerDeInitialize"),
+        })
+        .inspect(|_| {
+            // Never unloaded: CUPTI keeps threads and exit handlers inside the library, and a
+            // dlclose before the process ends took the child down with SIGSEGV at exit (H200,
+            // 2026-11-25), after its results were written.
+            std::mem::forget(lib);
         })
     }
 }

@@ -357,8 +357,11 @@ impl Drop for Session<'_> {
     fn drop(&mut self) {
         let mut done = ffi::HostDeinitialize::new();
         done.pHostObject = self.host;
-        // SAFETY: the host object made in `open`, freed once.
+        // SAFETY: the host object made in `open`, freed once; then the profiler that `open`
+        // initialised, as CUPTI's samples end.
         unsafe { (self.api.host_deinitialize)(&mut done) };
+        let mut deinit = ffi::ProfilerDeInitialize::new();
+        unsafe { (self.api.profiler_deinitialize)(&mut deinit) };
     }
 }
 
