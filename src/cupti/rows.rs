@@ -103,10 +103,7 @@ pub fn job_rows(
         .collect()
 }
 
-fn range_values(
-    counters: &[String],
-    range: &RangeValues,
-) -> Result<BTreeMap<String, f64>, String> {
+fn range_values(counters: &[String], range: &RangeValues) -> Result<BTreeMap<String, f64>, String> {
     if range.values.len() != counters.len() {
         return Err(format!(
             "range `{}` has {} values for {} counters",
@@ -115,5 +112,9 @@ fn range_values(
             counters.len()
         ));
     }
-    Ok(counters.iter().cloned().zip(range.values.iter().copied()).collect())
+    Ok(counters
+        .iter()
+        .cloned()
+        .zip(range.values.iter().copied())
+        .collect())
 }

@@ -295,7 +295,9 @@ impl ChildExecutor {
         };
         let Some(ncu) = &self.ncu else {
             return failed(match cupti_said {
-                Some(why) => format!("CUPTI could not profile this pass ({why}) and there is no ncu to fall back on\n  fix: install Nsight Compute, or profile counters CUPTI can collect"),
+                Some(why) => format!(
+                    "CUPTI could not profile this pass ({why}) and there is no ncu to fall back on\n  fix: install Nsight Compute, or profile counters CUPTI can collect"
+                ),
                 None => "no ncu: this run was started without profiling".into(),
             });
         };

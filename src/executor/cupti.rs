@@ -51,7 +51,10 @@ fn run(
     log: &Path,
     jobs: usize,
 ) -> Result<CuptiPass, String> {
-    debug_assert_eq!(cmd.get_args().next().and_then(|a| a.to_str()), Some(protocol::CUPTI_PASS));
+    debug_assert_eq!(
+        cmd.get_args().next().and_then(|a| a.to_str()),
+        Some(protocol::CUPTI_PASS)
+    );
     cmd.arg("--specs")
         .arg(specs)
         .arg("--counters")
@@ -63,9 +66,13 @@ fn run(
     let timeout = ctx
         .timeout
         .saturating_mul(u32::try_from(jobs + 1).unwrap_or(u32::MAX));
-    process::run(&mut cmd, &process::Output::Log(log.to_path_buf()), Some(timeout))
-        .and_then(|f| f.success())
-        .map_err(|e| format!("the CUPTI pass failed: {e} (log: {})", log.display()))?;
+    process::run(
+        &mut cmd,
+        &process::Output::Log(log.to_path_buf()),
+        Some(timeout),
+    )
+    .and_then(|f| f.success())
+    .map_err(|e| format!("the CUPTI pass failed: {e} (log: {})", log.display()))?;
     process::read_result(out).map_err(|e| format!("the CUPTI pass's result: {e}"))
 }
 
@@ -110,16 +117,19 @@ mod tests {
 
     /// The two jobs of the captured pass: one `smem_tile` launch each.
     fn jobs() -> Vec<JobSpec> {
-        ["row_write_col_read @ NX=8192,NY=8192", "row_write_col_read_pad @ NX=8192,NY=8192"]
-            .iter()
-            .map(|id| {
-                let mut j = job(id, 1);
-                j.launches[0].kernel = "smem_tile".into();
-                j.launches[0].grid = [256, 256, 1];
-                j.launches[0].block = [32, 32, 1];
-                j
-            })
-            .collect()
+        [
+            "row_write_col_read @ NX=8192,NY=8192",
+            "row_write_col_read_pad @ NX=8192,NY=8192",
+        ]
+        .iter()
+        .map(|id| {
+            let mut j = job(id, 1);
+            j.launches[0].kernel = "smem_tile".into();
+            j.launches[0].grid = [256, 256, 1];
+            j.launches[0].block = [32, 32, 1];
+            j
+        })
+        .collect()
     }
 
     fn shared_set() -> Vec<MetricDef> {
@@ -210,7 +220,10 @@ mod tests {
         two.launches.push(two.launches[0].clone());
         let c = pass.jobs[0].collected.as_ref().unwrap();
         let e = job_rows(&two, &pass.counters, c, &pass.chip).unwrap_err();
-        assert!(e.contains("CUPTI saw 1 kernels where the job launches 2"), "{e}");
+        assert!(
+            e.contains("CUPTI saw 1 kernels where the job launches 2"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -220,7 +233,10 @@ mod tests {
             "dram__bytes_read.sum".to_string(),
         ])
         .unwrap();
-        assert!(own.starts_with("launch__registers_per_thread is ncu's own"), "{own}");
+        assert!(
+            own.starts_with("launch__registers_per_thread is ncu's own"),
+            "{own}"
+        );
         assert_eq!(why_not_cupti(&["dram__bytes_read.sum".to_string()]), None);
         assert!(by_ncu_because(&own).starts_with("ncu, since CUPTI could not: "));
     }

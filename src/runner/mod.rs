@@ -37,8 +37,8 @@ mod timing_rules;
 
 pub use bounds::run_bounds;
 pub use cublas::run_cublas;
-pub use cupti_pass::run_cupti_pass;
 pub use cublaslt::run_gemm_bound;
+pub use cupti_pass::run_cupti_pass;
 pub use device::Gpu;
 pub use error::RunError;
 pub use job::run_job;
