@@ -6,7 +6,7 @@ use std::time::Instant;
 use cudarc::driver::sys::CUcontext;
 use serde::{Deserialize, Serialize};
 
-use super::CuptiError;
+use super::error::CuptiError;
 use super::ffi::{self, Api, Params};
 
 /// The counters of one collection, as C strings CUPTI can read (kept alive with their pointers).

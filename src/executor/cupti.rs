@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use super::child::protocol;
 use super::contract::RunContext;
 use crate::cupti::rows::{CuptiPass, job_rows, why_not_cupti};
 use crate::metrics::{self, MetricDef};
@@ -18,7 +17,8 @@ pub const CUPTI_DURATION: &str = "CUPTI: gpu__time_duration in the metric set's 
 /// What `profiler` says of records CUPTI made.
 pub const BY_CUPTI: &str = "cupti";
 
-/// Records of the pass from CUPTI, or the reason it must go to ncu instead.
+/// Records of the pass from CUPTI, or the reason it must go to ncu instead; `child` is the
+/// `__cupti` child's command, its pass's arguments still to come.
 pub fn profile(
     child: std::process::Command,
     ctx: &RunContext,
@@ -51,10 +51,6 @@ fn run(
     log: &Path,
     jobs: usize,
 ) -> Result<CuptiPass, String> {
-    debug_assert_eq!(
-        cmd.get_args().next().and_then(|a| a.to_str()),
-        Some(protocol::CUPTI_PASS)
-    );
     cmd.arg("--specs")
         .arg(specs)
         .arg("--counters")
