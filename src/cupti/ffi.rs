@@ -252,18 +252,37 @@ impl Api {
 mod tests {
     use super::*;
 
-    /// The sizes CUPTI 13's headers give (`*_STRUCT_SIZE` on x86-64): a wrong one is refused by
-    /// CUPTI as CUPTI_ERROR_INVALID_PARAMETER, or worse, read past.
+    /// Every `*_STRUCT_SIZE` of CUPTI 13's headers on x86-64, as a C++ program compiled against
+    /// the headers copied off the H200 (CUDA 13.0, 2026-11-25) printed them: a wrong one is
+    /// refused by CUPTI as CUPTI_ERROR_INVALID_PARAMETER, or worse, read past.
     #[test]
     fn struct_sizes_match_the_headers() {
-        assert_eq!(ProfilerInitialize::SIZE_FN(), 16);
-        assert_eq!(DeviceGetChipName::SIZE_FN(), 32);
-        assert_eq!(HostInitialize::SIZE_FN(), 48);
-        assert_eq!(HostEvaluateToGpuValues::SIZE_FN(), 72);
-        assert_eq!(RangeStop::SIZE_FN(), 41);
-        assert_eq!(RangeSetConfig::SIZE_FN(), 90);
-        assert_eq!(RangeGetCounterDataSize::SIZE_FN(), 64);
-        assert_eq!(RangeGetRangeInfo::SIZE_FN(), 56);
+        let sizes = [
+            (ProfilerInitialize::SIZE_FN(), 16),
+            (DeviceGetChipName::SIZE_FN(), 32),
+            (GetCounterAvailability::SIZE_FN(), 40),
+            (HostInitialize::SIZE_FN(), 48),
+            (HostDeinitialize::SIZE_FN(), 24),
+            (HostConfigAddMetrics::SIZE_FN(), 40),
+            (HostGetConfigImageSize::SIZE_FN(), 32),
+            (HostGetConfigImage::SIZE_FN(), 40),
+            (HostGetNumOfPasses::SIZE_FN(), 40),
+            (HostEvaluateToGpuValues::SIZE_FN(), 72),
+            (RangeEnable::SIZE_FN(), 32),
+            (RangeDisable::SIZE_FN(), 24),
+            (RangeStart::SIZE_FN(), 24),
+            (RangeStop::SIZE_FN(), 41),
+            (RangeSetConfig::SIZE_FN(), 90),
+            (RangeGetCounterDataSize::SIZE_FN(), 64),
+            (RangeCounterDataImageInitialize::SIZE_FN(), 40),
+            (RangeDecodeData::SIZE_FN(), 32),
+            (RangeGetCounterDataInfo::SIZE_FN(), 40),
+            (RangeGetRangeInfo::SIZE_FN(), 56),
+            (ProfilerDeInitialize::SIZE_FN(), 16),
+        ];
+        for (i, (ours, headers)) in sizes.iter().enumerate() {
+            assert_eq!(ours, headers, "struct {i} of the list");
+        }
     }
 
     #[test]
