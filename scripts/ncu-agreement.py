@@ -54,7 +54,7 @@ print(f"cold event median / ncu gpu__time_duration (summed over a job's kernels)
 print(f"{len(rows) + sum(left_out.values())} jobs with both; left out as not the same quantity: host programs (transfers, streams: "
       f"the program's time against its kernels') {left_out['host']}, suites whose kernels launch kernels (dynamic-parallelism) {left_out['nested']}, "
       f"jobs timed on one GPU and profiled on another (--gpus) {left_out['cards']}, "
-      f"jobs whose duration is the metric set's reading (its own session failed, or --duration-runs 0) {left_out['fallback']}")
+      f"jobs whose duration is the metric set's reading (its own session failed, --duration-runs 0, or CUPTI's replay under --profiler cupti) {left_out['fallback']}")
 for single, title in ((True, "one launch a job"), (False, "several launches a job (each profiled cold by ncu, only the first cold when timed)")):
     part = [r for r in rows if r[5] == single]
     print(f"== {title}: {len(part)} jobs")

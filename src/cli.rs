@@ -270,6 +270,10 @@ pub enum Command {
         /// (faster, but a set's replay and a first launch read kernels up to 6% and 14% long).
         #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
         duration_runs: u32,
+        /// Who collects the counters: `cupti` in the job's own process (a pass it cannot collect,
+        /// as one of ncu's own launch statistics, goes to ncu, and the report says why), or `ncu`.
+        #[arg(long, value_enum, default_value_t = crate::profiler::ProfilerChoice::Cupti)]
+        profiler: crate::profiler::ProfilerChoice,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
     #[command(after_help = NCU_HELP)]
@@ -328,6 +332,21 @@ pub enum Command {
         /// With N > 0: run each job once unprofiled, then N times inside cuProfilerStart/Stop (as `--duration-runs`, at most 100).
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
         profiled_runs: u32,
+    },
+    /// Child process: collect counters in process through CUPTI, each job replayed once per pass.
+    #[command(name = "__cupti", hide = true)]
+    CuptiPass {
+        #[arg(long)]
+        specs: PathBuf,
+        /// A JSON list of the raw counter names to collect.
+        #[arg(long)]
+        counters: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+        #[command(flatten)]
+        child: ChildArgs,
+        #[arg(long)]
+        seed: u64,
     },
     /// Child process: measure the copy bounds for a byte count.
     #[command(name = "__bounds", hide = true)]

@@ -23,6 +23,7 @@ pub mod cli;
 pub mod cmd;
 pub mod compare;
 pub mod config;
+pub mod cupti;
 pub mod cxx;
 pub mod device;
 pub mod executor;

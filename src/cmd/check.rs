@@ -68,6 +68,9 @@ fn run_suite(
             names: known,
             clock_control: ClockControl::from_policy(&base.info.clock_policy),
             duration_runs: DURATION_RUNS,
+            // CUPTI's counters are ncu's (the same Perfworks names); a pass it cannot collect
+            // goes to ncu.
+            profiler: crate::profiler::ProfilerChoice::default(),
         })
     } else {
         None

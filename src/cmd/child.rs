@@ -43,6 +43,23 @@ pub fn profile_pass(
     Ok(exit::OK)
 }
 
+/// Collects the counters named in `counters` (a JSON list) for every job, in process.
+pub fn cupti_pass(
+    specs: &Path,
+    counters: &Path,
+    out: &Path,
+    child: &ChildArgs,
+    seed: u64,
+) -> anyhow::Result<i32> {
+    let specs: Vec<JobSpec> = read_json(specs)?;
+    let counters: Vec<String> = read_json(counters)?;
+    write_json(
+        out,
+        &runner::run_cupti_pass(&open(child)?, &specs, seed, &counters)?,
+    )?;
+    Ok(exit::OK)
+}
+
 pub fn bounds(
     bytes: u64,
     out: &Path,

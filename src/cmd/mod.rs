@@ -32,6 +32,13 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             seed,
             profiled_runs,
         } => return child::profile_pass(&specs, &child, seed, profiled_runs),
+        Command::CuptiPass {
+            specs,
+            counters,
+            out,
+            child,
+            seed,
+        } => return child::cupti_pass(&specs, &counters, &out, &child, seed),
         Command::Bounds {
             bytes,
             out,
@@ -82,6 +89,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             metrics,
             clock_control,
             duration_runs,
+            profiler,
         } => {
             let names = set.into_iter().chain(metrics).collect();
             run::run(
@@ -91,6 +99,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
                     names,
                     clock_control,
                     duration_runs,
+                    profiler,
                 }),
                 &mock,
                 command_line,
@@ -104,6 +113,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         Command::Import(args) => import::import(&config, &args),
         Command::Job { .. }
         | Command::ProfilePass { .. }
+        | Command::CuptiPass { .. }
         | Command::Bounds { .. }
         | Command::ComputeBound { .. }
         | Command::Roofs { .. } => unreachable!("children are served above"),

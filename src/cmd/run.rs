@@ -37,7 +37,7 @@ impl Mock {
 pub fn executor(
     config: &Config,
     gpu: u32,
-    profile: bool,
+    profile: Option<profiler::ProfilerChoice>,
     mock: &Mock,
 ) -> anyhow::Result<Box<dyn Executor>> {
     if mock.on {
@@ -55,10 +55,16 @@ pub fn executor(
         }));
     }
     let children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
-    if !profile {
+    let Some(choice) = profile else {
         return Ok(Box::new(children));
+    };
+    let children = children.with_profiler(choice);
+    match (choice, profiler::find(&config.ncu)) {
+        (_, Ok(ncu)) => Ok(Box::new(children.with_ncu(ncu))),
+        // CUPTI needs no ncu; without one, a pass CUPTI cannot collect says so.
+        (profiler::ProfilerChoice::Cupti, Err(_)) => Ok(Box::new(children)),
+        (profiler::ProfilerChoice::Ncu, Err(e)) => Err(e.into()),
     }
-    Ok(Box::new(children.with_ncu(profiler::find(&config.ncu)?)))
 }
 
 /// The GPUs a run uses: `--gpus` (all of the host's, or those named), else `--gpu`.
@@ -171,7 +177,7 @@ pub fn run_with(
     let gpus = selected_gpus(args, mock)?;
     let executors = gpus
         .iter()
-        .map(|&g| executor(config, g, profile.is_some(), mock))
+        .map(|&g| executor(config, g, profile.as_ref().map(|p| p.profiler), mock))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let models: Vec<String> = executors
         .iter()

@@ -190,6 +190,7 @@ mod tests {
             not_applicable: Default::default(),
             gpu: None,
             duration_from: None,
+            profiler: None,
         }
     }
 

@@ -9,7 +9,7 @@ use crate::device::{self, NvmlSession};
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
-use crate::profiler::{self, Ncu, pass};
+use crate::profiler::{self, Ncu, ProfilerChoice, pass};
 use crate::records::{
     BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, Math, ProfileRecord, RoofRecord, Snapshot,
 };
@@ -20,6 +20,7 @@ use crate::suite::JobSpec;
 pub mod protocol {
     pub const JOB: &str = "__job";
     pub const PROFILE_PASS: &str = "__profile";
+    pub const CUPTI_PASS: &str = "__cupti";
     pub const BOUNDS: &str = "__bounds";
     pub const COMPUTE_BOUND: &str = "__compute_bound";
     pub const ROOFS: &str = "__roofs";
@@ -31,6 +32,7 @@ pub struct ChildExecutor {
     gpu: u32,
     cache_dir: Option<PathBuf>,
     ncu: Option<Ncu>,
+    profiler: ProfilerChoice,
     nvml: NvmlSession,
 }
 
@@ -47,6 +49,7 @@ impl ChildExecutor {
             gpu,
             cache_dir,
             ncu: None,
+            profiler: ProfilerChoice::Ncu,
             nvml: NvmlSession::open(),
         })
     }
@@ -57,6 +60,11 @@ impl ChildExecutor {
             ncu: Some(ncu),
             ..self
         }
+    }
+
+    /// Profiles with this profiler (CUPTI falls back to ncu, where there is one, pass by pass).
+    pub fn with_profiler(self, profiler: ProfilerChoice) -> ChildExecutor {
+        ChildExecutor { profiler, ..self }
     }
 
     fn child(&self, subcommand: &str) -> Command {
@@ -253,13 +261,45 @@ impl Executor for ChildExecutor {
     }
 
     fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
+        let cupti_said = match self.profiler {
+            ProfilerChoice::Cupti => {
+                match super::cupti::profile(self.child(protocol::CUPTI_PASS), ctx, tag, jobs) {
+                    Ok(records) => return records,
+                    Err(why) => Some(why),
+                }
+            }
+            ProfilerChoice::Ncu => None,
+        };
+        let mut records = self.profile_with_ncu(ctx, tag, jobs, cupti_said.as_deref());
+        if let Some(why) = &cupti_said {
+            for r in &mut records {
+                r.profiler = Some(super::cupti::by_ncu_because(why));
+            }
+        }
+        records
+    }
+}
+
+impl ChildExecutor {
+    fn profile_with_ncu(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        jobs: &[&JobSpec],
+        cupti_said: Option<&str>,
+    ) -> Vec<ProfileRecord> {
         let failed = |why: String| {
             jobs.iter()
                 .map(|j| ProfileRecord::failed(j.id(), why.clone(), None))
                 .collect()
         };
         let Some(ncu) = &self.ncu else {
-            return failed("no ncu: this run was started without profiling".into());
+            return failed(match cupti_said {
+                Some(why) => format!(
+                    "CUPTI could not profile this pass ({why}) and there is no ncu to fall back on\n  fix: install Nsight Compute, or profile counters CUPTI can collect"
+                ),
+                None => "no ncu: this run was started without profiling".into(),
+            });
         };
         let specs = ctx.work.join(format!("{tag}.specs.json"));
         if let Err(e) = write_json(&specs, &jobs) {

@@ -6,6 +6,7 @@
 
 pub mod child;
 pub mod contract;
+pub mod cupti;
 pub mod mock;
 
 pub use child::ChildExecutor;

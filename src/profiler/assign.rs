@@ -139,6 +139,7 @@ pub fn profile_record(
         gpu: None,
         not_applicable,
         duration_from: None,
+        profiler: None,
     }
 }
 

@@ -40,6 +40,15 @@ impl ClockControl {
     }
 }
 
+/// Which profiler collects a run's counters: CUPTI in the job's own process (the default; a pass
+/// it cannot collect goes to ncu, and its records say why), or ncu for every pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ProfilerChoice {
+    #[default]
+    Cupti,
+    Ncu,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProfilerError {
     #[error(

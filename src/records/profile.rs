@@ -27,6 +27,10 @@ pub struct ProfileRecord {
     /// `keep_metric_set_durations`); absent in runs made before the duration had a session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_from: Option<String>,
+    /// Which profiler collected the counters (`cupti`, or `ncu` with why CUPTI did not);
+    /// absent in runs made before CUPTI, which were all ncu's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiler: Option<String>,
 }
 
 /// How many runs of a job the duration's own session profiles unless told otherwise; its duration
@@ -74,6 +78,7 @@ impl ProfileRecord {
             not_applicable: BTreeMap::new(),
             gpu: None,
             duration_from: None,
+            profiler: None,
         }
     }
 }

@@ -29,6 +29,8 @@ pub struct ProfileRequest {
     /// Profiled runs a job's duration is the median of, in a session of its own; 0: none, the
     /// duration is the metric set's reading.
     pub duration_runs: u32,
+    /// CUPTI in process, or ncu (`--profiler`).
+    pub profiler: crate::profiler::ProfilerChoice,
 }
 
 /// How every suite of one command runs.

@@ -311,6 +311,7 @@ mod tests {
             not_applicable: Default::default(),
             gpu: None,
             duration_from: None,
+            profiler: None,
         };
         assert!(!profile_failed(&record));
         record.missing.push("dram__bytes".into());

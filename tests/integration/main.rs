@@ -12,6 +12,7 @@ mod check;
 mod cli;
 mod command_line_bounds;
 mod compiler_inputs;
+mod cupti;
 mod cxx;
 mod file_graph;
 mod hardening;

@@ -27,6 +27,7 @@ fn settings(out: &Path, profile: bool) -> RunSettings {
             names: vec![],
             clock_control: ClockControl::None,
             duration_runs: crate::records::DURATION_RUNS,
+            profiler: crate::profiler::ProfilerChoice::Ncu,
         }),
         command_line: "test".into(),
         build: Default::default(),
@@ -346,6 +347,7 @@ fn two_models_side_by_side(watch: &Watch, suites: &[Suite], profile: bool) {
         names: vec![],
         clock_control: ClockControl::None,
         duration_runs: crate::records::DURATION_RUNS,
+        profiler: crate::profiler::ProfilerChoice::Ncu,
     };
     let plans = plan(
         suites,

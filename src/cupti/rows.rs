@@ -1,0 +1,120 @@
+//! What the in-process pass reports, and the rules around it (pure): which counters CUPTI can collect, and each job's ranges turned into the per-launch rows ncu's pass gives, so that the same mapping and formulas evaluate both.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::session::{Collection, RangeValues};
+use crate::parse::KernelRow;
+use crate::suite::JobSpec;
+
+/// What the `__cupti` child writes: the configuration's facts and one entry per job, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CuptiPass {
+    pub chip: String,
+    /// The counters collected, in the order of every range's values.
+    pub counters: Vec<String>,
+    /// Passes the configuration needs (Profiler Host API).
+    pub passes: usize,
+    pub jobs: Vec<CuptiJob>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CuptiJob {
+    pub job_id: String,
+    /// The job's ranges (one a kernel) and what the collection cost, or why it failed.
+    pub collected: Result<Collection, String>,
+}
+
+/// Counters that only ncu computes (launch statistics, device attributes, ncu's own figures and
+/// its occupancy section): the Profiler Host API has no metric of these names.
+pub fn ncu_only(counter: &str) -> bool {
+    ["launch__", "device__", "profiler__", "pmsampling:"]
+        .iter()
+        .any(|p| counter.starts_with(p))
+        || counter == "sm__maximum_warps_per_active_cycle_pct"
+}
+
+/// Why a set of counters must go to ncu instead, or None where CUPTI can collect them all.
+pub fn why_not_cupti(counters: &[String]) -> Option<String> {
+    let own: Vec<&str> = counters
+        .iter()
+        .map(String::as_str)
+        .filter(|c| ncu_only(c))
+        .collect();
+    (!own.is_empty()).then(|| {
+        format!(
+            "{} {} ncu's own (launch statistics or occupancy), which CUPTI does not compute",
+            own.join(", "),
+            if own.len() == 1 { "is" } else { "are" }
+        )
+    })
+}
+
+/// One job's ranges as the rows ncu would have given: one per launch, in launch order, its
+/// values keyed by counter name, with the passes in `profiler__replayer_passes` as ncu does. A
+/// range count other than the job's launches is an error, not a shifted guess.
+pub fn job_rows(
+    job: &JobSpec,
+    counters: &[String],
+    collection: &Collection,
+    chip: &str,
+) -> Result<Vec<KernelRow>, String> {
+    if collection.dropped_ranges > 0 {
+        return Err(format!(
+            "CUPTI dropped {} ranges (more kernels than the job declares launches)",
+            collection.dropped_ranges
+        ));
+    }
+    if collection.ranges.len() != job.launches.len() {
+        return Err(format!(
+            "CUPTI saw {} kernels where the job launches {}",
+            collection.ranges.len(),
+            job.launches.len()
+        ));
+    }
+    let dims = |d: &[u32; 3]| format!("({}, {}, {})", d[0], d[1], d[2]);
+    collection
+        .ranges
+        .iter()
+        .zip(&job.launches)
+        .enumerate()
+        .map(|(i, (range, launch))| {
+            let values = range_values(counters, range)?;
+            let mut values: BTreeMap<String, f64> = values;
+            values.insert(
+                "profiler__replayer_passes".to_string(),
+                collection.passes as f64,
+            );
+            Ok(KernelRow {
+                id: i as u64,
+                process_id: String::new(),
+                // The range's name is the kernel's symbol; the launch's name is what the job
+                // calls it, and what the mapping to jobs compares.
+                kernel_name: launch.kernel.clone(),
+                block_size: dims(&launch.block),
+                grid_size: dims(&launch.grid),
+                device: chip.to_string(),
+                cc: String::new(),
+                values,
+                text: BTreeMap::from([("cupti__range_name".to_string(), range.name.clone())]),
+            })
+        })
+        .collect()
+}
+
+fn range_values(counters: &[String], range: &RangeValues) -> Result<BTreeMap<String, f64>, String> {
+    if range.values.len() != counters.len() {
+        return Err(format!(
+            "range `{}` has {} values for {} counters",
+            range.name,
+            range.values.len(),
+            counters.len()
+        ));
+    }
+    Ok(counters
+        .iter()
+        .cloned()
+        .zip(range.values.iter().copied())
+        .collect())
+}

@@ -1,0 +1,239 @@
+//! A pass profiled in process: the `__cupti` child collects each job's counters through CUPTI, and the same kernel mapping and formulas as ncu's pass make its records; where CUPTI cannot, the pass goes to ncu and its records say why.
+
+use std::path::Path;
+
+use super::contract::RunContext;
+use crate::cupti::rows::{CuptiPass, job_rows, why_not_cupti};
+use crate::metrics::{self, MetricDef};
+use crate::process;
+use crate::profiler::assign::profile_record;
+use crate::records::ProfileRecord;
+use crate::store::write_json;
+use crate::suite::JobSpec;
+
+/// What `duration_from` says of a duration CUPTI collected.
+pub const CUPTI_DURATION: &str = "CUPTI: gpu__time_duration in the metric set's own replay (L2 flushed and inputs put back before each pass)";
+
+/// What `profiler` says of records CUPTI made.
+pub const BY_CUPTI: &str = "cupti";
+
+/// Records of the pass from CUPTI, or the reason it must go to ncu instead; `child` is the
+/// `__cupti` child's command, its pass's arguments still to come.
+pub fn profile(
+    child: std::process::Command,
+    ctx: &RunContext,
+    tag: &str,
+    jobs: &[&JobSpec],
+) -> Result<Vec<ProfileRecord>, String> {
+    let counters = metrics::counters_needed(ctx.metrics);
+    if let Some(why) = why_not_cupti(&counters) {
+        return Err(why);
+    }
+    let (specs, list, out, log) = (
+        ctx.work.join(format!("{tag}.cupti-specs.json")),
+        ctx.work.join(format!("{tag}.cupti-counters.json")),
+        ctx.dir.join(format!("{tag}.cupti.json")),
+        ctx.dir.join(format!("{tag}.cupti.log")),
+    );
+    write_json(&specs, &jobs)
+        .and_then(|_| write_json(&list, &counters))
+        .map_err(|e| format!("{e:#}"))?;
+    let pass = run(child, ctx, &specs, &list, &out, &log, jobs.len())?;
+    Ok(records(&pass, jobs, ctx.metrics))
+}
+
+fn run(
+    mut cmd: std::process::Command,
+    ctx: &RunContext,
+    specs: &Path,
+    counters: &Path,
+    out: &Path,
+    log: &Path,
+    jobs: usize,
+) -> Result<CuptiPass, String> {
+    cmd.arg("--specs")
+        .arg(specs)
+        .arg("--counters")
+        .arg(counters)
+        .arg("--out")
+        .arg(out)
+        .args(["--seed", &ctx.seed.to_string()]);
+    // Each job runs once per pass: allow a job's time per job, as ncu's pass does.
+    let timeout = ctx
+        .timeout
+        .saturating_mul(u32::try_from(jobs + 1).unwrap_or(u32::MAX));
+    process::run(
+        &mut cmd,
+        &process::Output::Log(log.to_path_buf()),
+        Some(timeout),
+    )
+    .and_then(|f| f.success())
+    .map_err(|e| format!("the CUPTI pass failed: {e} (log: {})", log.display()))?;
+    process::read_result(out).map_err(|e| format!("the CUPTI pass's result: {e}"))
+}
+
+/// Each job's record from its collection, by the same formulas as ncu's rows.
+pub fn records(pass: &CuptiPass, jobs: &[&JobSpec], defs: &[MetricDef]) -> Vec<ProfileRecord> {
+    jobs.iter()
+        .map(|job| {
+            let entry = pass.jobs.iter().find(|j| j.job_id == job.id());
+            let rows = match entry.map(|e| &e.collected) {
+                None => Err("the CUPTI pass has no entry for this job".to_string()),
+                Some(Err(why)) => Err(format!("CUPTI: {why}")),
+                Some(Ok(c)) => job_rows(job, &pass.counters, c, &pass.chip),
+            };
+            let mut record = match rows {
+                Ok(rows) => profile_record(job, defs, &rows, None),
+                Err(why) => ProfileRecord::failed(job.id(), why, None),
+            };
+            if record.metrics.contains_key(metrics::DURATION_METRIC) {
+                record.duration_from = Some(CUPTI_DURATION.to_string());
+            }
+            record.profiler = Some(BY_CUPTI.to_string());
+            record
+        })
+        .collect()
+}
+
+/// What `profiler` says of records ncu made in CUPTI's place.
+pub fn by_ncu_because(why: &str) -> String {
+    format!("ncu, since CUPTI could not: {why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cupti::rows::CuptiPass;
+    use crate::metrics::Catalog;
+    use crate::parse::parse_ncu_csv;
+    use crate::profiler::assign::{assign_kernels, tests::job};
+
+    const CUPTI: &str = include_str!("../../tests/fixtures/cupti/shared-memory-h200.cupti.json");
+    const NCU: &str = include_str!("../../tests/fixtures/cupti/shared-memory-h200.ncu.csv");
+
+    /// The two jobs of the captured pass: one `smem_tile` launch each.
+    fn jobs() -> Vec<JobSpec> {
+        [
+            "row_write_col_read @ NX=8192,NY=8192",
+            "row_write_col_read_pad @ NX=8192,NY=8192",
+        ]
+        .iter()
+        .map(|id| {
+            let mut j = job(id, 1);
+            j.launches[0].kernel = "smem_tile".into();
+            j.launches[0].grid = [256, 256, 1];
+            j.launches[0].block = [32, 32, 1];
+            j
+        })
+        .collect()
+    }
+
+    fn shared_set() -> Vec<MetricDef> {
+        let names = [
+            "shared_load_transactions_per_request",
+            "shared_store_transactions_per_request",
+            "shared_efficiency",
+            "shared_bank_conflicts",
+            "dram_read_throughput",
+            "dram_write_throughput",
+            "duration",
+        ];
+        Catalog::builtin()
+            .unwrap()
+            .resolve(&names.map(String::from))
+            .unwrap()
+    }
+
+    #[test]
+    fn captured_counters_make_every_metric_of_the_set_as_ncu_does() {
+        let pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
+        let (jobs, defs) = (jobs(), shared_set());
+        let refs: Vec<&JobSpec> = jobs.iter().collect();
+        let cupti = records(&pass, &refs, &defs);
+        let ncu_rows = parse_ncu_csv(NCU).unwrap().kernels;
+        let ncu: Vec<ProfileRecord> = assign_kernels(&refs, &ncu_rows)
+            .into_iter()
+            .map(|(j, rows)| profile_record(j, &defs, &rows.unwrap(), None))
+            .collect();
+        for (c, n) in cupti.iter().zip(&ncu) {
+            assert_eq!(c.error, None, "{c:?}");
+            assert_eq!(c.profiler.as_deref(), Some(BY_CUPTI));
+            assert_eq!(c.duration_from.as_deref(), Some(CUPTI_DURATION));
+            assert_eq!(c.passes, Some(2.0));
+            assert_eq!(c.kernels, vec!["smem_tile".to_string()]);
+            for def in &defs {
+                let (cv, nv) = (c.metrics[&def.name].unwrap(), n.metrics[&def.name].unwrap());
+                // Two runs 18 s apart: bank conflicts and DRAM rates move a little from run to
+                // run; anything past 6% would be a wrong counter, not noise.
+                assert!(
+                    (cv / nv - 1.0).abs() < 0.06,
+                    "{} {}: CUPTI {cv} ncu {nv}",
+                    c.job_id,
+                    def.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn counted_instructions_equal_ncus_exactly() {
+        let pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
+        let jobs = jobs();
+        let ncu_rows = parse_ncu_csv(NCU).unwrap().kernels;
+        for (j, entry) in pass.jobs.iter().enumerate() {
+            let collection = entry.collected.as_ref().unwrap();
+            let rows = job_rows(&jobs[j], &pass.counters, collection, &pass.chip).unwrap();
+            for counter in [
+                "smsp__inst_executed_op_shared_ld.sum",
+                "smsp__inst_executed_op_shared_st.sum",
+                "smsp__sass_inst_executed_op_shared.sum",
+            ] {
+                assert_eq!(
+                    rows[0].values[counter], ncu_rows[j].values[counter],
+                    "{counter}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_job_cupti_failed_gets_the_reason_and_no_numbers() {
+        let mut pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
+        pass.jobs[1].collected = Err("cuptiRangeProfilerStart failed".into());
+        let jobs = jobs();
+        let refs: Vec<&JobSpec> = jobs.iter().collect();
+        let r = records(&pass, &refs, &shared_set());
+        assert_eq!(r[0].error, None);
+        let e = r[1].error.as_deref().unwrap();
+        assert!(e.contains("CUPTI: cuptiRangeProfilerStart failed"), "{e}");
+        assert!(r[1].metrics.is_empty());
+    }
+
+    #[test]
+    fn a_range_count_other_than_the_launches_is_an_error() {
+        let pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
+        let mut two = jobs().remove(0);
+        two.launches.push(two.launches[0].clone());
+        let c = pass.jobs[0].collected.as_ref().unwrap();
+        let e = job_rows(&two, &pass.counters, c, &pass.chip).unwrap_err();
+        assert!(
+            e.contains("CUPTI saw 1 kernels where the job launches 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn ncus_own_counters_send_the_pass_to_ncu_with_the_names() {
+        let own = why_not_cupti(&[
+            "launch__registers_per_thread".to_string(),
+            "dram__bytes_read.sum".to_string(),
+        ])
+        .unwrap();
+        assert!(
+            own.starts_with("launch__registers_per_thread is ncu's own"),
+            "{own}"
+        );
+        assert_eq!(why_not_cupti(&["dram__bytes_read.sum".to_string()]), None);
+        assert!(by_ncu_because(&own).starts_with("ncu, since CUPTI could not: "));
+    }
+}
