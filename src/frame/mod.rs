@@ -245,7 +245,7 @@ mod tests {
 
     fn committed(name: &str) -> RunData {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("reports/runs")
+            .join("tests/fixtures/runs")
             .join(name);
         let text = std::fs::read_to_string(dir.join("run.json")).unwrap();
         let info = serde_json::from_str(&text).unwrap();

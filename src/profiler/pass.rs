@@ -30,7 +30,7 @@ pub struct Pass<'a> {
     pub timeout: Duration,
     /// When given and `defs` has `duration`, that metric comes from a second session of its own,
     /// `NAME-duration`: under a metric set's replay, and on a process's first launch, ncu reads
-    /// kernels up to 6% and 14% longer than alone and warm (reports/gap-probe-h200), where the
+    /// kernels up to 6% and 14% longer than alone and warm (gap-probe-h200), where the
     /// event time is neither.
     pub duration: Option<DurationSession>,
 }

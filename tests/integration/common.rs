@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The committed H200 run of the transpose suite, relative to the repository root.
-pub const H200_RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
+pub const H200_RUN: &str = "tests/fixtures/runs/20261122T044759Z-transpose-h200";
 
 /// The repository root (the package directory).
 pub fn repo() -> &'static Path {

@@ -204,7 +204,7 @@ fn serde_words_become_the_manifests_own() {
 fn a_compute_run_of_many_jobs_is_judged_in_linear_time() {
     // 40 000 compute jobs: with the FP32 peak recomputed per job (a scan of every job), the report
     // took minutes; once per group, about a second.
-    let run = repo().join("reports/runs/20261122T171826Z-matmul-h200");
+    let run = repo().join("tests/fixtures/runs/20261122T171826Z-matmul-h200");
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(run.join("run.json"), d.path().join("run.json")).unwrap();
     let mut body = String::new();

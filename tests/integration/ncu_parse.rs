@@ -205,7 +205,7 @@ fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
 #[test]
 fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
     let text = std::fs::read_to_string(
-        repo().join("reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"),
+        repo().join("tests/fixtures/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"),
     )
     .unwrap();
     let rows: Vec<_> = parse_ncu_csv(&text)
