@@ -204,10 +204,11 @@ fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
 /// `50`, `25`, `12.50`, `12.50`, whole values first. Each launch must count, with its own value.
 #[test]
 fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
-    let text = std::fs::read_to_string(
-        repo().join("tests/fixtures/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"),
-    )
-    .unwrap();
+    let text =
+        std::fs::read_to_string(repo().join(
+            "tests/fixtures/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv",
+        ))
+        .unwrap();
     let rows: Vec<_> = parse_ncu_csv(&text)
         .unwrap()
         .kernels

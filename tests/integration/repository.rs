@@ -96,7 +96,11 @@ fn every_relative_link_in_the_markdown_resolves_and_every_linked_run_re_renders(
             }
         }
     }
-    assert!(broken.is_empty(), "links to nothing:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "links to nothing:\n{}",
+        broken.join("\n")
+    );
     // README.md and docs/results.md link a run of every built-in suite.
     assert!(runs.len() >= 24, "{} linked runs", runs.len());
     for run in &runs {
@@ -114,7 +118,11 @@ fn examples_hold_a_cold_re_renderable_run_of_every_built_in_suite_on_each_gpu() 
             continue;
         }
         suites += 1;
-        let suite = kernel_dir.file_name().unwrap().to_string_lossy().to_string();
+        let suite = kernel_dir
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         // Every suite has its H100 run; the Hopper-only suites have no H200 run yet.
         assert!(
             examples.join(&suite).join("h100/run.json").is_file(),
@@ -142,7 +150,10 @@ fn examples_hold_a_cold_re_renderable_run_of_every_built_in_suite_on_each_gpu() 
                 device.is_some_and(|name| name.to_lowercase().contains(gpu)),
                 "{suite}/{gpu}: measured on {device:?}"
             );
-            assert!(run.join("report.md").is_file(), "{suite}/{gpu}: no report.md");
+            assert!(
+                run.join("report.md").is_file(),
+                "{suite}/{gpu}: no report.md"
+            );
         }
     }
     assert!(suites >= 24, "{suites} suites in kernels/");
