@@ -24,6 +24,7 @@ mod names;
 mod ncu_parse;
 mod output_formats;
 mod properties;
+mod quoted_figures;
 mod provenance;
 mod report;
 mod shards;
