@@ -87,21 +87,28 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
             .map(|(g, c)| 100.0 * g / c),
         "speedup" => median(other()?).zip(median(j)).map(|(o, m)| o / m),
         "pct_of_job" => j.gbs().zip(other()?.gbs()).map(|(a, b)| 100.0 * a / b),
-        "metric" => {
+        "metric" | "metric_giga" => {
             let name = f.metric.as_deref().ok_or(format!("{at}: needs `metric`"))?;
+            let scale = if field == "metric" { 1.0 } else { 1e-9 };
             run.profiles
                 .get(id)
                 .and_then(|p| p.metrics.get(name).copied().flatten())
+                .map(|v| v * scale)
         }
         other => return Err(format!("{at}: unknown field `{other}`")),
     };
     got.ok_or_else(|| format!("{at}: the run has no `{field}` for `{id}`"))
 }
 
-/// `v` printed as `quoted` is: the same number of decimals.
+/// `v` printed as `quoted` is: the same number of decimals, thousands separators left out of both.
 fn printed_like(v: f64, quoted: &str) -> String {
     let decimals = quoted.split_once('.').map_or(0, |(_, d)| d.len());
     format!("{v:.decimals$}")
+}
+
+fn same_figure(v: f64, quoted: &str) -> bool {
+    let plain = quoted.replace(',', "");
+    printed_like(v, &plain) == plain
 }
 
 #[test]
@@ -138,7 +145,7 @@ fn every_quoted_figure_is_its_runs_value_at_the_quoted_rounding() {
             gpu_lab::store::load_run(&dir).unwrap().0
         });
         match value(f, run) {
-            Ok(v) if printed_like(v, &f.quoted) == f.quoted => {}
+            Ok(v) if same_figure(v, &f.quoted) => {}
             Ok(v) => wrong.push(format!(
                 "{}: `{}` quotes {} where {} gives {} ({} of `{}`)",
                 f.file,
@@ -160,4 +167,5 @@ fn a_figure_is_compared_at_the_rounding_it_is_printed_with() {
     assert_eq!(printed_like(93.96, "94"), "94");
     assert_eq!(printed_like(1.914, "1.91"), "1.91");
     assert_ne!(printed_like(127.2, "120.5"), "120.5");
+    assert!(same_figure(7_077_924.0, "7,077,924") && !same_figure(7_077_925.0, "7,077,924"));
 }
