@@ -448,11 +448,17 @@ fn ordinary_loads_mixed_with_cp_async_read_n_a_with_the_reason_never_zero() {
     let c = Catalog::builtin().unwrap();
     let sgemm_like = values(&[
         ("smsp__sass_data_bytes_mem_global_op_ld.sum", 2_048.0),
-        ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", 16_777_216.0),
+        (
+            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+            16_777_216.0,
+        ),
         ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", 16.0),
         ("smsp__inst_executed_op_ldgsts.sum", 1_048_576.0),
         ("smsp__inst_executed_op_tma_ld.sum", 0.0),
-        ("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct", 100.0),
+        (
+            "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+            100.0,
+        ),
     ]);
     for name in ["gld_efficiency", "gld_transactions_per_request"] {
         let def = &c.metrics[name];

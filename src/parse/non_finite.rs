@@ -96,7 +96,10 @@ mod tests {
                 row("(64, 1, 1)", &[("dram__bytes_read.sum", 1.0)]),
                 row(
                     "(64, 1, 1)",
-                    &[("dram__bytes_read.sum", 1.0), ("gpu__time_duration.sum", bad)],
+                    &[
+                        ("dram__bytes_read.sum", 1.0),
+                        ("gpu__time_duration.sum", bad),
+                    ],
                 ),
             ];
             let err = refuse_non_finite(&kernels).unwrap_err();

@@ -243,7 +243,12 @@ fn import_refuses_nan_counters_of_a_launch_that_ran_as_an_environment_failure() 
     let file = dir.path().join("nan.csv");
     std::fs::write(&file, ran).unwrap();
     let out = crate::common::gpu_lab()
-        .args(["import", file.to_str().unwrap(), "--metrics", "gld_efficiency"])
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "--metrics",
+            "gld_efficiency",
+        ])
         .assert()
         .code(gpu_lab::exit::ERROR)
         .get_output()
@@ -255,5 +260,9 @@ fn import_refuses_nan_counters_of_a_launch_that_ran_as_an_environment_failure() 
             && err.contains("fix: update Nsight Compute"),
         "{err}"
     );
-    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

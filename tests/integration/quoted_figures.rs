@@ -64,10 +64,17 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         "jobs_unchecked" => return Ok(all().filter(|j| j.correctness.is_none()).count() as f64),
         _ => {}
     }
-    let id = f.job.as_deref().ok_or(format!("{at}: `{field}` needs a job"))?;
+    let id = f
+        .job
+        .as_deref()
+        .ok_or(format!("{at}: `{field}` needs a job"))?;
     let j = job(run, id, &at)?;
     let other = || -> Result<&JobRecord, String> {
-        job(run, f.other.as_deref().ok_or(format!("{at}: needs `other`"))?, &at)
+        job(
+            run,
+            f.other.as_deref().ok_or(format!("{at}: needs `other`"))?,
+            &at,
+        )
     };
     let copy = || run.bound_of(j).and_then(|b| b.copy_gbs());
     let got = match field {
@@ -80,7 +87,10 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         "copy_gbs" => copy(),
         "memcpy_gbs" => run.bound_of(j).and_then(|b| b.memcpy_gbs()),
         "copy_kernel_gbs" => run.bound_of(j).and_then(|b| b.kernel_gbs()),
-        "cublas_tflops" => run.compute_bound_gflops(j).and_then(|(_, g)| g).map(|g| g / 1e3),
+        "cublas_tflops" => run
+            .compute_bound_gflops(j)
+            .and_then(|(_, g)| g)
+            .map(|g| g / 1e3),
         "pct_of_cublas" => j
             .gflops()
             .zip(run.compute_bound_gflops(j).and_then(|(_, g)| g))
@@ -131,7 +141,10 @@ fn every_quoted_figure_is_its_runs_value_at_the_quoted_rounding() {
             continue;
         }
         if !f.text.contains(&f.quoted) {
-            wrong.push(format!("{}: `{}` is not inside `{}`", f.file, f.quoted, f.text));
+            wrong.push(format!(
+                "{}: `{}` is not inside `{}`",
+                f.file, f.quoted, f.text
+            ));
             continue;
         }
         let run = runs.entry(&f.run).or_insert_with(|| {
