@@ -202,6 +202,10 @@ fn session(
         Ok(parsed) => parsed,
         Err(e) => return failed(format!("{e}; see {}", log.display()), report_name),
     };
+    // NaN counters of launches that ran: the environment failed, and no value may come of them.
+    if let Err(e) = parsed.refuse_non_finite() {
+        return failed(e.to_string(), report_name);
+    }
     records(jobs, defs, &parsed.kernels, report_name, trouble)
 }
 

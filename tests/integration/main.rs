@@ -25,6 +25,7 @@ mod ncu_parse;
 mod output_formats;
 mod properties;
 mod provenance;
+mod quoted_figures;
 mod report;
 mod repository;
 mod shards;
