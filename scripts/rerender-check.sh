@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Re-renders every committed run (examples/reports and the test fixtures) with two
 # gpu-lab binaries, in every report format, and lists each run whose output, error text or exit
-# code differs. A refactor that changes no behaviour leaves none.
+# code differs. A refactor that changes no behaviour leaves none. Both binaries must read
+# results.jsonl.gz (the committed runs store their results gzipped; gpu-lab does since issue 34).
 # Usage: scripts/rerender-check.sh OLD_BINARY NEW_BINARY   (from the repository root)
 set -euo pipefail
 old=$(realpath "$1") new=$(realpath "$2")

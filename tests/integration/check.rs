@@ -39,8 +39,7 @@ impl Lab {
         let dst = self.path(&format!("runs/{name}"));
         fs::create_dir_all(&dst).unwrap();
         fs::copy(src.join("run.json"), dst.join("run.json")).unwrap();
-        let body: String = fs::read_to_string(src.join("results.jsonl"))
-            .unwrap()
+        let body: String = crate::common::results_text(&src)
             .lines()
             .map(|l| {
                 let mut v: Value = serde_json::from_str(l).unwrap();

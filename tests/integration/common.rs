@@ -18,6 +18,12 @@ pub fn h200_run() -> PathBuf {
     repo().join(H200_RUN)
 }
 
+/// The text of a run directory's results, `results.jsonl` or (as the committed runs store it)
+/// `results.jsonl.gz`, read as gpu-lab reads it.
+pub fn results_text(run: &Path) -> String {
+    String::from_utf8(gpu_lab::store::read_results(run).unwrap().1).unwrap()
+}
+
 /// `tests/fixtures`: real ncu and nvidia-smi output and the fixture suites.
 pub fn fixtures() -> PathBuf {
     repo().join("tests/fixtures")

@@ -383,7 +383,7 @@ fn fake_ncu(dir: &std::path::Path) -> std::path::PathBuf {
 echo "$@" >> {dir}/ncu-args
 case "$1" in
   --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.1.0 (stand-in)";;
-  --query-metrics) cat {root}/tests/fixtures/ncu-h200/query-metrics.txt;;
+  --query-metrics) gzip -dc {root}/tests/fixtures/ncu-h200/query-metrics.txt.gz;;
   --import) cat {root}/tests/fixtures/h200/transpose-raw-8192x8192.csv;;
   *) while [ $# -gt 0 ]; do case "$1" in --export) shift; rep="$1";; /bin/sh) break;; esac; shift; done
      echo "==PROF== Connected to process 1 (stand-in)"

@@ -150,7 +150,8 @@ fn every_quoted_figure_is_its_runs_value_at_the_quoted_rounding() {
         let run = runs.entry(&f.run).or_insert_with(|| {
             let dir = root.join(&f.run);
             assert!(
-                Path::new(&dir).join("results.jsonl").is_file(),
+                Path::new(&dir).join("results.jsonl").is_file()
+                    || Path::new(&dir).join("results.jsonl.gz").is_file(),
                 "{}: {} has no results.jsonl",
                 f.file,
                 f.run

@@ -20,7 +20,7 @@ fn truncated_results_keep_every_complete_record() {
     let src = h200_run();
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
-    let body = std::fs::read_to_string(src.join("results.jsonl")).unwrap();
+    let body = crate::common::results_text(&src);
     // A run killed mid-write: the last line is cut in half.
     let cut = &body[..body.len() - 200];
     std::fs::write(d.path().join("results.jsonl"), cut).unwrap();
@@ -148,7 +148,7 @@ fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
     let src = h200_run();
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
-    let mut body = std::fs::read(src.join("results.jsonl")).unwrap();
+    let mut body = crate::common::results_text(&src).into_bytes();
     let lines = body.iter().filter(|&&b| b == b'\n').count();
     // A line cut inside "…" (E2 80 A6): its first byte only, then the next record.
     body.extend_from_slice(b"{\"kind\":\"job\",\"error\":\"cut \xE2\n");
@@ -408,7 +408,7 @@ fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
     let dir = repo().join("tests/fixtures/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    let lines = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let lines = crate::common::results_text(&dir);
     let profiles: Vec<gpu_lab::records::ProfileRecord> = lines
         .lines()
         .filter_map(|l| match serde_json::from_str(l).unwrap() {

@@ -154,6 +154,11 @@ fn examples_hold_a_cold_re_renderable_run_of_every_built_in_suite_on_each_gpu() 
                 run.join("report.md").is_file(),
                 "{suite}/{gpu}: no report.md"
             );
+            // Stored gzipped to keep the tracked tree under issue 34's 10 MB.
+            assert!(
+                run.join("results.jsonl.gz").is_file() && !run.join("results.jsonl").exists(),
+                "{suite}/{gpu}: results must be stored as results.jsonl.gz (gzip -9 -n)"
+            );
         }
     }
     assert!(suites >= 24, "{suites} suites in kernels/");
