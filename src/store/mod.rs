@@ -175,9 +175,8 @@ pub fn read_results(dir: &Path) -> anyhow::Result<(PathBuf, Vec<u8>)> {
     if results.ends_with(RESULTS_GZ) {
         let text = gunzip(&body, FileKind::RESULTS.max_bytes).with_context(|| {
             format!(
-                "{} is not a readable gzip file ({})\n  fix: restore it, or replace it with the uncompressed results.jsonl",
-                results.display(),
-                FileKind::RESULTS.what
+                "{} is not a readable gzip file of a run's results\n  fix: restore it, or replace it with the uncompressed results.jsonl",
+                results.display()
             )
         })?;
         return Ok((results, text));
