@@ -1,21 +1,15 @@
 #!/usr/bin/env bash
-# Re-renders every committed run (in the tree and inside the committed run tarballs) with two
+# Re-renders every committed run (examples/reports and the test fixtures) with two
 # gpu-lab binaries, in every report format, and lists each run whose output, error text or exit
-# code differs. A refactor that changes no behaviour leaves none.
+# code differs. A refactor that changes no behaviour leaves none. Both binaries must read
+# results.jsonl.gz (the committed runs store their results gzipped; gpu-lab does since issue 34).
 # Usage: scripts/rerender-check.sh OLD_BINARY NEW_BINARY   (from the repository root)
 set -euo pipefail
 old=$(realpath "$1") new=$(realpath "$2")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 runs=()
-while IFS= read -r -d '' f; do runs+=("$(dirname "$f")"); done < <(git ls-files -z 'reports/**/run.json')
-i=0
-while IFS= read -r -d '' tarball; do
-  i=$((i + 1))
-  mkdir -p "$work/tar$i"
-  tar -C "$work/tar$i" -xzf "$tarball"
-done < <(git ls-files -z 'reports/**.tar.gz')
-while IFS= read -r -d '' f; do runs+=("$(dirname "$f")"); done < <(find "$work" -name run.json -print0)
+while IFS= read -r -d '' f; do runs+=("$(dirname "$f")"); done < <(git ls-files -z 'examples/reports/**/run.json' 'tests/fixtures/runs/**/run.json')
 differ=0 checked=0
 for run in "${runs[@]}"; do
   for format in md json csv svg frame; do

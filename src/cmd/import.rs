@@ -25,7 +25,10 @@ pub fn read_kernels(table: &CsvTable, defs: &[MetricDef]) -> anyhow::Result<NcuO
         })
         .collect();
     wanted.insert(DEVICE_NAME);
-    Ok(table.kernels(&|name| wanted.contains(name))?)
+    let out = table.kernels(&|name| wanted.contains(name))?;
+    // A NaN counter of a launch that ran is an environment failure (exit 1), never a value.
+    out.refuse_non_finite()?;
+    Ok(out)
 }
 
 /// Prints the table to stdout and what could not be shown to stderr; returns the exit code.

@@ -22,7 +22,9 @@ pub fn report(run: &Path, format: Format, write: bool) -> anyhow::Result<i32> {
             "{} was not rewritten: {} record(s) of the run could not be read (see the warnings above)\n  fix: repair or remove those lines of {}, then run `gpu-lab report {} --write` again",
             target.display(),
             warnings.len(),
-            run.join(store::RESULTS).display(),
+            store::read_results(run)
+                .map_or_else(|_| run.join(store::RESULTS), |(path, _)| path)
+                .display(),
             run.display()
         );
     }

@@ -12,7 +12,7 @@ use crate::records::{Fingerprint, JobStatus};
 /// median moved by up to 6.05% (warm pairs: 4.9%); docs/ci.md has the data of ten pairs.
 pub const DEFAULT_NOISE_THRESHOLD_PCT: f64 = 7.0;
 /// Default absolute floor, microseconds: kernels of 5–8 µs drifted by up to 0.78 µs (14%) between
-/// back-to-back runs (reports/regression-demo-h100, docs/ci.md).
+/// back-to-back runs (regression-demo-h100, docs/ci.md).
 pub const DEFAULT_NOISE_FLOOR_US: f64 = 1.0;
 
 #[derive(Debug, Clone, Serialize)]

@@ -245,7 +245,7 @@ mod tests {
     fn committed_profiles(run: &str) -> BTreeMap<String, ProfileRecord> {
         crate::store::load_run(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("reports/runs")
+                .join("tests/fixtures/runs")
                 .join(run),
         )
         .unwrap()

@@ -10,7 +10,7 @@ use crate::records::{JobStatus, RunData};
 fn committed(name: &str) -> RunData {
     crate::store::load_run(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("reports/runs")
+            .join("tests/fixtures/runs")
             .join(name),
     )
     .unwrap()
@@ -314,7 +314,7 @@ fn verdict_reports_put_regressions_first_and_compare_shows_no_verdicts() {
 fn demo(name: &str) -> RunData {
     crate::store::load_run(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("reports/regression-demo-h100/runs")
+            .join("tests/fixtures/runs")
             .join(name),
     )
     .unwrap()

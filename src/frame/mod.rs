@@ -245,16 +245,9 @@ mod tests {
 
     fn committed(name: &str) -> RunData {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("reports/runs")
+            .join("tests/fixtures/runs")
             .join(name);
-        let text = std::fs::read_to_string(dir.join("run.json")).unwrap();
-        let info = serde_json::from_str(&text).unwrap();
-        let records = std::fs::read_to_string(dir.join("results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        RunData::from_records(info, records)
+        crate::store::load_run(&dir).unwrap().0
     }
 
     const H200: &str = "20261122T044759Z-transpose-h200";

@@ -12,6 +12,7 @@ use std::io::Cursor;
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
+pub mod non_finite;
 pub mod query_metrics;
 
 /// One profiled kernel launch.

@@ -250,11 +250,14 @@ mod tests {
     use super::*;
 
     fn h200() -> DeviceMetrics {
-        let text = std::fs::read_to_string(concat!(
+        // Stored gzipped (1 MB plain).
+        let gz = std::fs::File::open(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/ncu-h200/query-metrics.txt"
+            "/tests/fixtures/ncu-h200/query-metrics.txt.gz"
         ))
         .unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(gz), &mut text).unwrap();
         let mut blocks = parse_query_metrics(&text).unwrap();
         assert_eq!(blocks.len(), 1);
         blocks.remove(0)

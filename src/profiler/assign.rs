@@ -284,7 +284,7 @@ pub(crate) mod tests {
     fn a_jobs_launches_mixing_whole_and_fractional_values_all_count() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"
+            "/tests/fixtures/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"
         ))
         .unwrap();
         let rows: Vec<KernelRow> = crate::parse::parse_ncu_csv(&text)

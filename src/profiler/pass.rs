@@ -30,7 +30,7 @@ pub struct Pass<'a> {
     pub timeout: Duration,
     /// When given and `defs` has `duration`, that metric comes from a second session of its own,
     /// `NAME-duration`: under a metric set's replay, and on a process's first launch, ncu reads
-    /// kernels up to 6% and 14% longer than alone and warm (reports/gap-probe-h200), where the
+    /// kernels up to 6% and 14% longer than alone and warm (gap-probe-h200), where the
     /// event time is neither.
     pub duration: Option<DurationSession>,
 }
@@ -202,6 +202,10 @@ fn session(
         Ok(parsed) => parsed,
         Err(e) => return failed(format!("{e}; see {}", log.display()), report_name),
     };
+    // NaN counters of launches that ran: the environment failed, and no value may come of them.
+    if let Err(e) = parsed.refuse_non_finite() {
+        return failed(e.to_string(), report_name);
+    }
     records(jobs, defs, &parsed.kernels, report_name, trouble)
 }
 

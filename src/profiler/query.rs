@@ -152,13 +152,24 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    const H200_LIST: &str = include_str!("../../tests/fixtures/ncu-h200/query-metrics.txt");
+    /// `ncu --query-metrics` of an H200, stored gzipped (1 MB plain).
+    const H200_LIST_GZ: &[u8] =
+        include_bytes!("../../tests/fixtures/ncu-h200/query-metrics.txt.gz");
+
+    fn h200_list() -> String {
+        use std::io::Read;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(H200_LIST_GZ)
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    }
 
     /// A stand-in `ncu --query-metrics` that gives the H200's captured list and counts its calls.
     fn h200_query(calls: &Cell<u32>) -> Result<(String, String), ListError> {
         calls.set(calls.get() + 1);
         Ok((
-            H200_LIST.to_string(),
+            h200_list(),
             "==WARNING== a message on stderr, not a metric".to_string(),
         ))
     }

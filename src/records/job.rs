@@ -357,7 +357,7 @@ mod tests {
         };
         let gemm = BoundSpec::cublas(shape, ElemType::F32);
         assert_eq!(gemm.name(), "cuBLAS SGEMM");
-        // The key a committed compute record carries (reports/cxx-h100).
+        // The key a committed compute record carries (cxx-h100).
         assert_eq!(
             gemm.key().as_deref(),
             Some("cuBLAS SGEMM 4096x4096x4096 alpha 0.5 beta 3")

@@ -185,7 +185,7 @@ mod tests {
 
     #[test]
     fn the_fma_rate_names_the_lanes_per_sm_and_the_fp32_peak() {
-        // The FMA line of a committed H100 run (reports/cxx-h100): 132 SMs at 1980 MHz.
+        // The FMA line of a committed H100 run (cxx-h100): 132 SMs at 1980 MHz.
         let fma = FmaRate {
             flops: 17716740096.0,
             summary: summarize(&[0.27847999334335327]).unwrap(),

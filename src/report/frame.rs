@@ -7,7 +7,7 @@ use polars::prelude::DataFrame;
 use super::exporter::Exporter;
 use super::markdown::table;
 use crate::frame;
-use crate::records::RunData;
+use crate::records::{CacheState, RunData};
 
 pub struct Results;
 
@@ -41,6 +41,31 @@ fn cell(df: &DataFrame, column: &str, row: usize) -> String {
     }
 }
 
+fn cache_word(cache: CacheState) -> &'static str {
+    match cache {
+        CacheState::Cold => "L2 cold",
+        CacheState::Warm => "**L2 warm**",
+    }
+}
+
+/// What the L2 was when the runs were timed: "cold" only where every run was.
+fn cache_line(runs: &[&RunData]) -> String {
+    let warm = runs
+        .iter()
+        .filter(|r| r.info.timing.cache == CacheState::Warm)
+        .count();
+    if warm == 0 {
+        format!("Every run: {}.", CacheState::Cold.describe())
+    } else if warm == runs.len() {
+        format!("Every run: {}.", CacheState::Warm.describe())
+    } else {
+        format!(
+            "**Mixed L2 states**: {warm} of {} runs were timed L2 warm (their median columns say so), the others cold; warm medians include what L2 kept between launches, so a time ratio between a warm and a cold run is not the code's change.",
+            runs.len()
+        )
+    }
+}
+
 /// `runs` side by side (`frame::side_by_side`), with a line per run saying what it is.
 pub fn side_by_side_markdown(
     frame: &DataFrame,
@@ -64,12 +89,14 @@ pub fn side_by_side_markdown(
         };
         let _ = writeln!(
             out,
-            "{}. `{label}`: {} on {gpu}, {}{mock}",
+            "{}. `{label}`: {} on {gpu}, {}, {}{mock}",
             i + 1,
             run.info.suite,
-            run.info.started
+            run.info.started,
+            cache_word(run.info.timing.cache)
         );
     }
+    let _ = writeln!(out, "\n{}", cache_line(runs));
     let mut rows = vec![vec![
         "run".to_string(),
         "jobs".into(),
@@ -93,8 +120,12 @@ pub fn side_by_side_markdown(
     }
     let _ = writeln!(out, "\n{}\n", table(rows));
     let mut head = vec!["job".to_string()];
-    for i in 1..=labels.len() {
-        head.push(format!("median ms {i}"));
+    for (i, run) in (1..=labels.len()).zip(runs) {
+        // Every warm timing says so where it is shown: a column of warm medians is named warm.
+        head.push(match run.info.timing.cache {
+            CacheState::Cold => format!("median ms {i}"),
+            CacheState::Warm => format!("median ms {i} (L2 warm)"),
+        });
         head.push(format!("% of copy {i}"));
         if i > 1 {
             head.push(format!("time {i}/1"));
@@ -121,4 +152,28 @@ pub fn side_by_side_markdown(
     let _ = writeln!(out, "{}\n", table(rows));
     out.push_str("Legend: median time per run of the variant; % of copy = over the copy bound measured in that run; time i/1 = median of run i over run 1 (below 1: faster). Side by side only: `gpu-lab check` gives verdicts.\n");
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cache: CacheState) -> RunData {
+        let mut r = RunData::default();
+        r.info.timing.cache = cache;
+        r
+    }
+
+    #[test]
+    fn cold_is_said_only_where_every_run_is_cold_and_warm_runs_are_named() {
+        let (cold, warm) = (run(CacheState::Cold), run(CacheState::Warm));
+        assert!(cache_line(&[&cold, &cold]).starts_with("Every run: L2 cold"));
+        assert!(cache_line(&[&warm]).starts_with("Every run: L2 warm"));
+        let mixed = cache_line(&[&cold, &warm]);
+        assert!(
+            mixed.contains("1 of 2 runs were timed L2 warm") && !mixed.contains("Every run"),
+            "{mixed}"
+        );
+        assert_eq!(cache_word(CacheState::Warm), "**L2 warm**");
+    }
 }

@@ -17,7 +17,7 @@ use crate::suite::{BufferSpec, JobSpec};
 /// With `profiled_runs` > 0, each job first runs once unprofiled, then that many times between
 /// cuProfilerStart and cuProfilerStop (for ncu's `--profile-from-start off`), its buffers reset
 /// before each: a process's first launch of a kernel reads up to 14% long under ncu
-/// (reports/gap-probe-h200), while every timed sample follows warm-up launches. Within one job
+/// (gap-probe-h200), while every timed sample follows warm-up launches. Within one job
 /// the buffers are kept, as the timed samples keep them: the profiled runs find managed pages
 /// where the job's own earlier runs left them, as every sample after the first does.
 pub fn run_profile_pass(

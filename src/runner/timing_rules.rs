@@ -35,7 +35,7 @@ fn clock_settled(readings: &[u32]) -> bool {
 /// Below this per-run time a cold sample is a CUDA graph of many (eviction, event, run, event)
 /// in a row, each run read between its event nodes. Timed one launch at a time between events, a cold kernel reads
 /// 1 to 8 µs more than ncu's `gpu__time_duration` whatever its length (the launch and the events;
-/// 92 transpose jobs on an H100, reports/cold-h100, 2026-11-22): 3% of 0.25 ms is 7.5 µs, so
+/// 92 transpose jobs on an H100, cold-h100, 2026-11-22): 3% of 0.25 ms is 7.5 µs, so
 /// shorter kernels are timed in graphs.
 pub const GRAPH_BELOW_MS: f64 = 0.25;
 

@@ -28,7 +28,7 @@ use super::suite_run::{SuiteRun, now};
 ///
 /// On one GPU every job of every suite is timed before the first ncu pass: jobs timed right after
 /// a profile pass drifted by up to 6% against a run without ncu, while the group timed before any
-/// pass agreed within 0.4% (transpose, H100: reports/noise-h100 against reports/rounds-h100,
+/// pass agreed within 0.4% (transpose, H100: noise-h100 against rounds-h100,
 /// docs/design-notes.md). On several GPUs one lane at a time runs the pass of a group already
 /// timed while the others time (ncu could not use a second GPU anyway). Timing tasks are (suite,
 /// group, round, job), in that order, so rounds interleave the variants (A B C A B C …) and drift

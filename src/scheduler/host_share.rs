@@ -51,7 +51,7 @@ impl HostShare {
     /// Claims the host for one lane alone, unless another lane has; `Busy::wait_alone` then waits
     /// for the others' work in hand to end. A host-link job is timed with every other GPU of the
     /// host idle: beside another GPU's job its copies shared the host's memory and links and
-    /// moved by up to 36% (transfers, streams on two H200s, reports/gpus-h200x2/suite-all), while
+    /// moved by up to 36% (transfers, streams on two H200s, gpus-h200x2/suite-all), while
     /// device-only jobs timed side by side agreed with a one-GPU run to 0.78% at p90.
     pub(super) fn try_exclusive(&self) -> Option<Busy<'_>> {
         let mut c = self.count();

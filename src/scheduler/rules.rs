@@ -88,7 +88,7 @@ impl Queue {
     /// Whether the lane tries a ready pass before the next timing task. On one GPU every job is
     /// timed before the first pass: jobs timed right after a profile pass drifted by up to 6%
     /// against a run without ncu, while the group timed before any pass agreed within 0.4%
-    /// (transpose, H100: reports/noise-h100 against reports/rounds-h100, docs/design-notes.md).
+    /// (transpose, H100: noise-h100 against rounds-h100, docs/design-notes.md).
     /// On several GPUs a pass runs beside the other GPUs' timing, unless the next task needs the
     /// host alone: a pass started now would hold it up.
     pub fn pass_first(&self) -> bool {

@@ -247,7 +247,7 @@ mod tests {
     fn committed() -> RunData {
         store::load_run(
             &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("reports/runs/20261122T044759Z-transpose-h200"),
+                .join("tests/fixtures/runs/20261122T044759Z-transpose-h200"),
         )
         .unwrap()
         .0

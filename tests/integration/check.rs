@@ -12,7 +12,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::{H200_RUN as RUN, gpu_lab_in, kernels_dir, repo, stdout};
-const H100_RUN: &str = "reports/runs/20261122T042230Z-transpose-h100-80gb-hbm3";
+const H100_RUN: &str = "tests/fixtures/runs/20261122T042230Z-transpose-h100-80gb-hbm3";
 const SLOWED: &str = "smem_pad_32 @ NX=8192,NY=8192";
 
 /// A scratch directory holding `runs/` and `baselines/`; commands run inside it.
@@ -39,8 +39,7 @@ impl Lab {
         let dst = self.path(&format!("runs/{name}"));
         fs::create_dir_all(&dst).unwrap();
         fs::copy(src.join("run.json"), dst.join("run.json")).unwrap();
-        let body: String = fs::read_to_string(src.join("results.jsonl"))
-            .unwrap()
+        let body: String = crate::common::results_text(&src)
             .lines()
             .map(|l| {
                 let mut v: Value = serde_json::from_str(l).unwrap();
@@ -465,7 +464,7 @@ fn a_run_killed_halfway_fails_the_gate() {
 fn incorrect_jobs_are_stored_as_recorded_and_never_timed_against() {
     let lab = Lab::new();
     let faults = lab.copy_run(
-        "reports/runs/20261122T044733Z-faults-h200",
+        "tests/fixtures/runs/20261122T044733Z-faults-h200",
         "faults",
         |_| {},
     );

@@ -91,7 +91,7 @@ fn report_rerenders_the_committed_gpu_run_without_a_gpu() {
 #[test]
 fn report_of_a_missing_run_says_what_is_wrong() {
     gpu_lab()
-        .args(["report", "reports/runs/no-such-run"])
+        .args(["report", "tests/fixtures/runs/no-such-run"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("is not a gpu-lab run directory"));
@@ -215,7 +215,7 @@ fn the_frame_of_a_run_and_of_several_runs() {
         "{header:?}"
     );
     assert_eq!(r.records().count(), 92);
-    let h100 = "reports/runs/20261122T042230Z-transpose-h100-80gb-hbm3";
+    let h100 = "tests/fixtures/runs/20261122T042230Z-transpose-h100-80gb-hbm3";
     let three = String::from_utf8(
         gpu_lab()
             .args(["compare", RUN, h100, RUN])

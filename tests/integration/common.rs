@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The committed H200 run of the transpose suite, relative to the repository root.
-pub const H200_RUN: &str = "reports/runs/20261122T044759Z-transpose-h200";
+pub const H200_RUN: &str = "tests/fixtures/runs/20261122T044759Z-transpose-h200";
 
 /// The repository root (the package directory).
 pub fn repo() -> &'static Path {
@@ -16,6 +16,12 @@ pub fn repo() -> &'static Path {
 /// The committed H200 run of the transpose suite, as an absolute path.
 pub fn h200_run() -> PathBuf {
     repo().join(H200_RUN)
+}
+
+/// The text of a run directory's results, `results.jsonl` or (as the committed runs store it)
+/// `results.jsonl.gz`, read as gpu-lab reads it.
+pub fn results_text(run: &Path) -> String {
+    String::from_utf8(gpu_lab::store::read_results(run).unwrap().1).unwrap()
 }
 
 /// `tests/fixtures`: real ncu and nvidia-smi output and the fixture suites.

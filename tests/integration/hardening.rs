@@ -129,8 +129,7 @@ fn a_baseline_without_jobs_cannot_pass_the_gate() {
 fn a_zero_median_or_negative_bytes_render_as_not_measured_never_inf_or_nan() {
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(repo().join(RUN).join("run.json"), d.path().join("run.json")).unwrap();
-    let body: String = std::fs::read_to_string(repo().join(RUN).join("results.jsonl"))
-        .unwrap()
+    let body: String = crate::common::results_text(&repo().join(RUN))
         .lines()
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap();
@@ -204,15 +203,12 @@ fn serde_words_become_the_manifests_own() {
 fn a_compute_run_of_many_jobs_is_judged_in_linear_time() {
     // 40 000 compute jobs: with the FP32 peak recomputed per job (a scan of every job), the report
     // took minutes; once per group, about a second.
-    let run = repo().join("reports/runs/20261122T171826Z-matmul-h200");
+    let run = repo().join("tests/fixtures/runs/20261122T171826Z-matmul-h200");
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(run.join("run.json"), d.path().join("run.json")).unwrap();
     let mut body = String::new();
     let mut jobs = Vec::new();
-    for l in std::fs::read_to_string(run.join("results.jsonl"))
-        .unwrap()
-        .lines()
-    {
+    for l in crate::common::results_text(&run).lines() {
         let v: Value = serde_json::from_str(l).unwrap();
         if v["kind"] == "job" {
             jobs.push(v)

@@ -34,7 +34,7 @@ fn real_exports() -> Vec<String> {
             }
         }
     }
-    for run in std::fs::read_dir(format!("{ROOT}/reports/runs")).unwrap() {
+    for run in std::fs::read_dir(format!("{ROOT}/tests/fixtures/runs")).unwrap() {
         for e in std::fs::read_dir(run.unwrap().path()).unwrap() {
             let p = e.unwrap().path();
             let name = p.file_name().unwrap().to_string_lossy().to_string();
@@ -70,7 +70,7 @@ fn every_real_export_imports() {
 fn launches_mixing_whole_and_fractional_values_all_count() {
     let out = stdout_of(&[
         "import",
-        "reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv",
+        "tests/fixtures/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv",
         "--metrics",
         "gld_efficiency_ncu",
     ]);
@@ -383,7 +383,7 @@ fn fake_ncu(dir: &std::path::Path) -> std::path::PathBuf {
 echo "$@" >> {dir}/ncu-args
 case "$1" in
   --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.1.0 (stand-in)";;
-  --query-metrics) cat {root}/tests/fixtures/ncu-h200/query-metrics.txt;;
+  --query-metrics) gzip -dc {root}/tests/fixtures/ncu-h200/query-metrics.txt.gz;;
   --import) cat {root}/tests/fixtures/h200/transpose-raw-8192x8192.csv;;
   *) while [ $# -gt 0 ]; do case "$1" in --export) shift; rep="$1";; /bin/sh) break;; esac; shift; done
      echo "==PROF== Connected to process 1 (stand-in)"

@@ -204,10 +204,11 @@ fn the_compiled_evaluator_agrees_with_evaluate_on_real_launches() {
 /// `50`, `25`, `12.50`, `12.50`, whole values first. Each launch must count, with its own value.
 #[test]
 fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
-    let text = std::fs::read_to_string(
-        repo().join("reports/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv"),
-    )
-    .unwrap();
+    let text =
+        std::fs::read_to_string(repo().join(
+            "tests/fixtures/runs/20261122T054022Z-global-memory-h100-80gb-hbm3/profile-0.csv",
+        ))
+        .unwrap();
     let rows: Vec<_> = parse_ncu_csv(&text)
         .unwrap()
         .kernels
@@ -225,4 +226,44 @@ fn launches_mixing_whole_and_fractional_counters_all_evaluate() {
     for r in &rows {
         assert_eq!(evaluate(def, &r.values), e.evaluate(&r.values));
     }
+}
+
+/// Issue 32: an ncu that returns NaN counters for a launch that ran (a GPU newer than it knows) is
+/// an environment failure: `import` stops with exit 1 and the fix, and shows no value.
+#[test]
+fn import_refuses_nan_counters_of_a_launch_that_ran_as_an_environment_failure() {
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/derived/h200-raw-nvtx-template-nan-two-processes.csv"
+    ))
+    .unwrap();
+    // The faulted launch's NaN counters, with the grid of a launch that ran.
+    assert!(fixture.contains("\"(0, 0, 0)\""));
+    let ran = fixture.replacen("\"(0, 0, 0)\"", "\"(64, 256, 1)\"", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("nan.csv");
+    std::fs::write(&file, ran).unwrap();
+    let out = crate::common::gpu_lab()
+        .args([
+            "import",
+            file.to_str().unwrap(),
+            "--metrics",
+            "gld_efficiency",
+        ])
+        .assert()
+        .code(gpu_lab::exit::ERROR)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NaN or infinite for kernel `copy_row`")
+            && err.contains("environment failure")
+            && err.contains("fix: update Nsight Compute"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }

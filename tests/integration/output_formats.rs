@@ -28,8 +28,7 @@ pub fn hostile_run_named(dir: &Path, name: &str) -> String {
         serde_json::from_str(&fs::read_to_string(h200_run().join("run.json")).unwrap()).unwrap();
     info["device"]["name"] = name.into();
     fs::write(dst.join("run.json"), info.to_string()).unwrap();
-    let body: String = fs::read_to_string(h200_run().join("results.jsonl"))
-        .unwrap()
+    let body: String = crate::common::results_text(&h200_run())
         .lines()
         .map(|l| {
             let mut v: Value = serde_json::from_str(l).unwrap();

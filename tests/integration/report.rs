@@ -20,7 +20,7 @@ fn truncated_results_keep_every_complete_record() {
     let src = h200_run();
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
-    let body = std::fs::read_to_string(src.join("results.jsonl")).unwrap();
+    let body = crate::common::results_text(&src);
     // A run killed mid-write: the last line is cut in half.
     let cut = &body[..body.len() - 200];
     std::fs::write(d.path().join("results.jsonl"), cut).unwrap();
@@ -51,7 +51,7 @@ fn svg_chart_has_a_bar_per_correct_job_and_a_copy_line_per_group() {
 /// the roofline, all from the run's own records (no GPU).
 #[test]
 fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
-    let dir = repo().join("reports/runs/20261122T173408Z-matmul-h100-80gb-hbm3");
+    let dir = repo().join("tests/fixtures/runs/20261122T173408Z-matmul-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
@@ -113,7 +113,7 @@ fn runs_without_flops_keep_the_bandwidth_report() {
 /// Unchecked variants are shown but never ranked: the speedup reference is the first verified one.
 #[test]
 fn unchecked_variants_are_never_ranked_nor_the_reference() {
-    let dir = repo().join("reports/runs/20261122T054102Z-warp-divergence-h100-80gb-hbm3");
+    let dir = repo().join("tests/fixtures/runs/20261122T054102Z-warp-divergence-h100-80gb-hbm3");
     let (run, _) = gpu_lab::store::load_run(&dir).unwrap();
     let md = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
         .render(&run)
@@ -148,7 +148,7 @@ fn a_cut_multibyte_character_costs_its_line_only_and_write_refuses() {
     let src = h200_run();
     let d = tempfile::tempdir().unwrap();
     std::fs::copy(src.join("run.json"), d.path().join("run.json")).unwrap();
-    let mut body = std::fs::read(src.join("results.jsonl")).unwrap();
+    let mut body = crate::common::results_text(&src).into_bytes();
     let lines = body.iter().filter(|&&b| b == b'\n').count();
     // A line cut inside "…" (E2 80 A6): its first byte only, then the next record.
     body.extend_from_slice(b"{\"kind\":\"job\",\"error\":\"cut \xE2\n");
@@ -405,10 +405,10 @@ fn occupancy_records_get_a_table_beside_the_time() {
 #[test]
 fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
     use gpu_lab::records::DURATION_RUNS;
-    let dir = repo().join("reports/cold-all-h100/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
+    let dir = repo().join("tests/fixtures/runs/20261123T074227Z-reduction-h100-80gb-hbm3");
     let (run, warnings) = gpu_lab::store::load_run(&dir).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
-    let lines = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let lines = crate::common::results_text(&dir);
     let profiles: Vec<gpu_lab::records::ProfileRecord> = lines
         .lines()
         .filter_map(|l| match serde_json::from_str(l).unwrap() {

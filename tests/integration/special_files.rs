@@ -67,9 +67,12 @@ fn refused(cmd: &mut Command, path: &Path, special: Special) {
 fn copied_run(dir: &Path, name: &str) -> PathBuf {
     let to = dir.join(name);
     std::fs::create_dir_all(&to).unwrap();
-    for f in ["run.json", "results.jsonl"] {
-        std::fs::copy(h200_run().join(f), to.join(f)).unwrap();
-    }
+    std::fs::copy(h200_run().join("run.json"), to.join("run.json")).unwrap();
+    std::fs::write(
+        to.join("results.jsonl"),
+        crate::common::results_text(&h200_run()),
+    )
+    .unwrap();
     to
 }
 

@@ -672,10 +672,8 @@ fn the_occupancy_suite_sweeps_every_limit_and_checks_every_job() {
 fn the_scan_suite_adds_a_large_size_and_one_launch_lookbacks_without_losing_a_measured_job() {
     let s = suite::load(&kernels_dir().join("scan/suite.toml")).unwrap();
     // Every job of the committed H100 run is still there, by id (their variants are unchanged).
-    let run = kernels_dir()
-        .join("../reports/seeds-h100/runs/20261122T193345Z-scan-h100-80gb-hbm3/results.jsonl");
-    let measured: Vec<String> = std::fs::read_to_string(run)
-        .unwrap()
+    let run = kernels_dir().join("../tests/fixtures/runs/20261122T193345Z-scan-h100-80gb-hbm3");
+    let measured: Vec<String> = crate::common::results_text(&run)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["kind"] == "job")

@@ -1,0 +1,185 @@
+//! Every figure the docs quote from a run, recomputed from that run's `results.jsonl` through gpu-lab's own record parsing (`docs/quoted-figures.toml`): prose that drifts from its data fails here.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gpu_lab::records::{JobRecord, RunData};
+use serde::Deserialize;
+
+use crate::common::repo;
+
+/// One figure as a document prints it, and where its value comes from.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Figure {
+    /// The document, from the repository root.
+    file: String,
+    /// A piece of the document's text that holds the figure (to find it, and to keep it in context).
+    text: String,
+    /// The figure as printed, inside `text`; its decimals are the rounding it is compared at.
+    quoted: String,
+    /// The run directory, from the repository root.
+    run: String,
+    /// The job id (`variant[PARAMS] @ group`); the run-wide fields need none.
+    #[serde(default)]
+    job: Option<String>,
+    /// What is recomputed: see `value`.
+    field: String,
+    /// The other job of a `speedup` (its median over this job's) or a `pct_of_job`.
+    #[serde(default)]
+    other: Option<String>,
+    /// The metric of a `metric` field.
+    #[serde(default)]
+    metric: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Figures {
+    figure: Vec<Figure>,
+}
+
+fn job<'a>(run: &'a RunData, id: &str, where_: &str) -> Result<&'a JobRecord, String> {
+    run.jobs
+        .iter()
+        .find(|j| j.id() == id)
+        .ok_or_else(|| format!("{where_}: no job `{id}` in the run"))
+}
+
+fn median(j: &JobRecord) -> Option<f64> {
+    j.summary.map(|s| s.median)
+}
+
+/// The figure's value, recomputed from its run.
+fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
+    let at = format!("{} `{}`", f.file, f.quoted);
+    let all = || run.jobs.iter();
+    let field = f.field.as_str();
+    match field {
+        "jobs" => return Ok(all().count() as f64),
+        "jobs_correct" => {
+            return Ok(all()
+                .filter(|j| j.correctness.as_ref().is_some_and(|c| c.passed))
+                .count() as f64);
+        }
+        "jobs_unchecked" => return Ok(all().filter(|j| j.correctness.is_none()).count() as f64),
+        _ => {}
+    }
+    let id = f
+        .job
+        .as_deref()
+        .ok_or(format!("{at}: `{field}` needs a job"))?;
+    let j = job(run, id, &at)?;
+    let other = || -> Result<&JobRecord, String> {
+        job(
+            run,
+            f.other.as_deref().ok_or(format!("{at}: needs `other`"))?,
+            &at,
+        )
+    };
+    let copy = || run.bound_of(j).and_then(|b| b.copy_gbs());
+    let got = match field {
+        "median_ms" => median(j),
+        "median_us" => median(j).map(|m| m * 1e3),
+        "gbs" => j.gbs(),
+        "gflops" => j.gflops(),
+        "tflops" => j.gflops().map(|g| g / 1e3),
+        "pct_of_copy" => j.gbs().zip(copy()).map(|(g, c)| 100.0 * g / c),
+        "copy_gbs" => copy(),
+        "memcpy_gbs" => run.bound_of(j).and_then(|b| b.memcpy_gbs()),
+        "copy_kernel_gbs" => run.bound_of(j).and_then(|b| b.kernel_gbs()),
+        "cublas_tflops" => run
+            .compute_bound_gflops(j)
+            .and_then(|(_, g)| g)
+            .map(|g| g / 1e3),
+        "pct_of_cublas" => j
+            .gflops()
+            .zip(run.compute_bound_gflops(j).and_then(|(_, g)| g))
+            .map(|(g, c)| 100.0 * g / c),
+        "speedup" => median(other()?).zip(median(j)).map(|(o, m)| o / m),
+        "pct_of_job" => j.gbs().zip(other()?.gbs()).map(|(a, b)| 100.0 * a / b),
+        "metric" | "metric_giga" => {
+            let name = f.metric.as_deref().ok_or(format!("{at}: needs `metric`"))?;
+            let scale = if field == "metric" { 1.0 } else { 1e-9 };
+            run.profiles
+                .get(id)
+                .and_then(|p| p.metrics.get(name).copied().flatten())
+                .map(|v| v * scale)
+        }
+        other => return Err(format!("{at}: unknown field `{other}`")),
+    };
+    got.ok_or_else(|| format!("{at}: the run has no `{field}` for `{id}`"))
+}
+
+/// `v` printed as `quoted` is: the same number of decimals, thousands separators left out of both.
+fn printed_like(v: f64, quoted: &str) -> String {
+    let decimals = quoted.split_once('.').map_or(0, |(_, d)| d.len());
+    format!("{v:.decimals$}")
+}
+
+fn same_figure(v: f64, quoted: &str) -> bool {
+    let plain = quoted.replace(',', "");
+    printed_like(v, &plain) == plain
+}
+
+#[test]
+fn every_quoted_figure_is_its_runs_value_at_the_quoted_rounding() {
+    let root = repo();
+    let text = std::fs::read_to_string(root.join("docs/quoted-figures.toml")).unwrap();
+    let figures: Figures = toml::from_str(&text).unwrap();
+    assert!(!figures.figure.is_empty());
+    let mut runs: BTreeMap<&str, RunData> = BTreeMap::new();
+    let mut docs: BTreeMap<&str, String> = BTreeMap::new();
+    let mut wrong = Vec::new();
+    for f in &figures.figure {
+        let doc = docs
+            .entry(&f.file)
+            .or_insert_with(|| std::fs::read_to_string(root.join(&f.file)).unwrap());
+        // Markdown wraps lines: the text is looked for with its spaces and line breaks as one.
+        let flat = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !flat.contains(&f.text) {
+            wrong.push(format!("{}: the text `{}` is not there", f.file, f.text));
+            continue;
+        }
+        if !f.text.contains(&f.quoted) {
+            wrong.push(format!(
+                "{}: `{}` is not inside `{}`",
+                f.file, f.quoted, f.text
+            ));
+            continue;
+        }
+        let run = runs.entry(&f.run).or_insert_with(|| {
+            let dir = root.join(&f.run);
+            assert!(
+                Path::new(&dir).join("results.jsonl").is_file()
+                    || Path::new(&dir).join("results.jsonl.gz").is_file(),
+                "{}: {} has no results.jsonl",
+                f.file,
+                f.run
+            );
+            gpu_lab::store::load_run(&dir).unwrap().0
+        });
+        match value(f, run) {
+            Ok(v) if same_figure(v, &f.quoted) => {}
+            Ok(v) => wrong.push(format!(
+                "{}: `{}` quotes {} where {} gives {} ({} of `{}`)",
+                f.file,
+                f.text,
+                f.quoted,
+                f.run,
+                printed_like(v, &f.quoted),
+                f.field,
+                f.job.as_deref().unwrap_or("the run")
+            )),
+            Err(e) => wrong.push(e),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_figure_is_compared_at_the_rounding_it_is_printed_with() {
+    assert_eq!(printed_like(93.96, "94"), "94");
+    assert_eq!(printed_like(1.914, "1.91"), "1.91");
+    assert_ne!(printed_like(127.2, "120.5"), "120.5");
+    assert!(same_figure(7_077_924.0, "7,077,924") && !same_figure(7_077_925.0, "7,077,924"));
+}
