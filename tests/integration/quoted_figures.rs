@@ -12,13 +12,15 @@ use crate::common::repo;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Figure {
-    /// The document, from the repository root.
+    /// The document, from the repository root (its `[[doc]]`'s).
+    #[serde(default)]
     file: String,
     /// A piece of the document's text that holds the figure (to find it, and to keep it in context).
     text: String,
     /// The figure as printed, inside `text`; its decimals are the rounding it is compared at.
     quoted: String,
-    /// The run directory, from the repository root.
+    /// The run directory, from the repository root (its `[[doc]]`'s).
+    #[serde(default)]
     run: String,
     /// The job id (`variant[PARAMS] @ group`); the run-wide fields need none.
     #[serde(default)]
@@ -33,9 +35,35 @@ struct Figure {
     metric: Option<String>,
 }
 
+/// The figures one document quotes from one run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Doc {
+    file: String,
+    run: String,
+    figure: Vec<Figure>,
+}
+
 #[derive(Debug, Deserialize)]
 struct Figures {
-    figure: Vec<Figure>,
+    doc: Vec<Doc>,
+}
+
+impl Figures {
+    /// Every figure with its document and run filled in.
+    fn flattened(self) -> Vec<Figure> {
+        self.doc
+            .into_iter()
+            .flat_map(|d| {
+                let (file, run) = (d.file, d.run);
+                d.figure.into_iter().map(move |f| Figure {
+                    file: file.clone(),
+                    run: run.clone(),
+                    ..f
+                })
+            })
+            .collect()
+    }
 }
 
 fn job<'a>(run: &'a RunData, id: &str, where_: &str) -> Result<&'a JobRecord, String> {
@@ -125,12 +153,12 @@ fn same_figure(v: f64, quoted: &str) -> bool {
 fn every_quoted_figure_is_its_runs_value_at_the_quoted_rounding() {
     let root = repo();
     let text = std::fs::read_to_string(root.join("docs/quoted-figures.toml")).unwrap();
-    let figures: Figures = toml::from_str(&text).unwrap();
-    assert!(!figures.figure.is_empty());
+    let figures = toml::from_str::<Figures>(&text).unwrap().flattened();
+    assert!(!figures.is_empty());
     let mut runs: BTreeMap<&str, RunData> = BTreeMap::new();
     let mut docs: BTreeMap<&str, String> = BTreeMap::new();
     let mut wrong = Vec::new();
-    for f in &figures.figure {
+    for f in &figures {
         let doc = docs
             .entry(&f.file)
             .or_insert_with(|| std::fs::read_to_string(root.join(&f.file)).unwrap());
