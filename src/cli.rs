@@ -17,9 +17,12 @@ use crate::profiler::ClockControl;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// No progress bar; only errors and the final path.
+    /// No progress bar and no summary table; only errors and the final path.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Colour in the summary tables: `auto` when stderr is a terminal and NO_COLOR is unset.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     /// Extra metric definitions (TOML, format in docs/metrics.md); they add to or override the built-ins.
     #[arg(long, global = true)]
     pub metrics_file: Vec<PathBuf>,
@@ -209,6 +212,14 @@ fn noise_threshold(s: &str) -> Result<f64, String> {
 /// `--noise-floor-us`: 0 to an hour in microseconds.
 fn noise_floor_us(s: &str) -> Result<f64, String> {
     bounded(s, 0.0, 3.6e9)
+}
+
+/// `--color`: whether the summary tables are coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Subcommand)]

@@ -29,6 +29,9 @@ pub struct Config {
     /// The catalog, read on first use: commands that need no metric definitions do not fail on a bad file.
     catalog: OnceLock<Catalog>,
     pub quiet: bool,
+    /// Colour in what is printed for a person (the summary tables of `run` and `profile`):
+    /// decided in `cmd/` from `--color`, `NO_COLOR` and whether stderr is a terminal.
+    pub colour: bool,
 }
 
 /// The environment variables gpu-lab reads, by name.
@@ -99,6 +102,7 @@ impl Config {
             metrics_files: metrics_files.to_vec(),
             catalog: OnceLock::new(),
             quiet,
+            colour: false,
         })
     }
 

@@ -54,7 +54,8 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         } => return child::roofs(&math, &out, &child, &timing),
         _ => {}
     }
-    let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
+    let mut config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
+    config.colour = run::wants_colour(cli.color);
     let mock = run::Mock {
         on: cli.mock_gpu,
         slowdown: cli.mock_slow.into_iter().collect(),

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{GpuSelection, SuiteArgs};
+use crate::cli::{ColorChoice, GpuSelection, SuiteArgs};
 use crate::config::Config;
 use crate::executor::{ChildExecutor, Executor, MockExecutor};
 use crate::exit;
@@ -139,7 +139,23 @@ pub fn plan(
     Ok(exit::OK)
 }
 
-/// Runs the suites and prints each run directory; returns the exit code.
+/// Colour in the summary tables: `--color always`, or `auto` where stderr (where they go) is a
+/// terminal and `NO_COLOR` is unset or empty (no-color.org).
+pub fn wants_colour(choice: ColorChoice) -> bool {
+    use std::io::IsTerminal;
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stderr().is_terminal()
+        }
+    }
+}
+
+/// Runs the suites and prints each run directory on stdout (for scripts: `dir=$(gpu-lab run …)`),
+/// and unless `--quiet`, its summary tables on stderr, where the progress bar was; returns the
+/// exit code.
 pub fn run(
     config: &Config,
     args: &SuiteArgs,
@@ -148,8 +164,20 @@ pub fn run(
     command_line: String,
 ) -> anyhow::Result<i32> {
     run_with(config, args, profile, mock, command_line, &mut |dir| {
-        println!("{}", dir.display())
+        println!("{}", dir.display());
+        if !config.quiet {
+            print_summary(dir, config.colour);
+        }
     })
+}
+
+/// The run's summary tables on stderr; a run that cannot be read back is named, not fatal (its
+/// results are on disk and the report says the rest).
+fn print_summary(dir: &Path, colour: bool) {
+    match crate::store::load_run(dir) {
+        Ok((data, _)) => eprint!("\n{}", crate::report::terminal::render(&data, colour)),
+        Err(e) => eprintln!("warning: no summary of {}: {e:#}", dir.display()),
+    }
 }
 
 /// As `run`, handing each finished run directory to `finished`. The GPUs of one model share
