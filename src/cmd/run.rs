@@ -114,7 +114,7 @@ pub fn plan(
     suite_dirs: &[PathBuf],
     shards: usize,
 ) -> anyhow::Result<i32> {
-    let suites = suite::load_named(names, &config.suite_search(suite_dirs))?;
+    let suites = suite::load_named(names, &config.suite_search(suite_dirs)?)?;
     let plans = scheduler::plan(&suites, variants, None, config.catalog()?)?;
     let jobs: Vec<&crate::suite::JobSpec> = plans.iter().flat_map(|p| p.jobs.iter()).collect();
     let assigned = scheduler::shard_of(&jobs, shards);
@@ -191,7 +191,7 @@ pub fn run_with(
     command_line: String,
     finished: &mut (dyn FnMut(&Path) + Send),
 ) -> anyhow::Result<i32> {
-    let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
+    let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir)?)?;
     // Planned once, before any GPU starts (a typo in a variant name fails here); each model's
     // GPUs then screen their own copy of the plans against what their ncu can collect.
     let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
