@@ -288,6 +288,14 @@ pub enum Command {
     /// Read an .ncu-rep or an ncu CSV export and print named metrics per kernel (a CSV needs no GPU and no ncu).
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
+    /// Shell completions for gpu-lab, from its command-line definition, on stdout (docs/install.md).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// gpu-lab's man page (roff), from its command-line definition, on stdout:
+    /// `gpu-lab man > ~/.local/share/man/man1/gpu-lab.1` (docs/install.md).
+    Man,
     /// Re-render a stored run (no GPU needed).
     Report {
         run: PathBuf,

@@ -6,6 +6,7 @@ pub mod child;
 pub mod compare;
 pub mod import;
 pub mod info;
+pub mod install;
 pub mod merge;
 pub mod ncu;
 pub mod provenance;
@@ -52,6 +53,8 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             child,
             timing,
         } => return child::roofs(&math, &out, &child, &timing),
+        Command::Completions { shell } => return install::completions(shell),
+        Command::Man => return install::man(),
         _ => {}
     }
     let mut config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
@@ -107,6 +110,8 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         | Command::ProfilePass { .. }
         | Command::Bounds { .. }
         | Command::ComputeBound { .. }
-        | Command::Roofs { .. } => unreachable!("children are served above"),
+        | Command::Roofs { .. }
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("children, completions and man are served above"),
     }
 }
