@@ -13,7 +13,8 @@ pub fn completions(shell: clap_complete::Shell) -> anyhow::Result<i32> {
     let mut cmd = Cli::command();
     let mut out = io::stdout().lock();
     clap_complete::generate(shell, &mut cmd, "gpu-lab", &mut out);
-    out.flush().context("writing the completion script to stdout")?;
+    out.flush()
+        .context("writing the completion script to stdout")?;
     Ok(exit::OK)
 }
 

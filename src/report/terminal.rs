@@ -9,7 +9,9 @@ use super::markdown::{is_compute, pct, reference, speedup, status_cell, timing_c
 use crate::metrics::{self, MetricDef};
 use crate::records::{Impossible, JobRecord, JobStatus, RunData};
 
-/// ANSI styles of a row: the fastest correct variant, a wrong one, one that failed or timed out.
+/// ANSI styles of a row: the header, the fastest correct variant, a wrong one, one that failed
+/// or timed out.
+const BOLD: &str = "\x1b[1m";
 const GREEN_BOLD: &str = "\x1b[1;32m";
 const RED_BOLD: &str = "\x1b[1;31m";
 const YELLOW: &str = "\x1b[33m";
@@ -58,6 +60,7 @@ fn key_metric(run: &RunData) -> Option<&MetricDef> {
 #[derive(Clone, Copy, PartialEq)]
 enum Tone {
     Plain,
+    Header,
     Best,
     Bad,
     Warn,
@@ -200,11 +203,12 @@ fn colour_rows(table: &str, tones: &[Tone], colour: bool) -> String {
     for (i, line) in table.lines().enumerate() {
         // Line 1 is the header; rows start at line 3.
         let tone = match i {
-            1 => Some(Tone::Plain),
+            1 => Some(Tone::Header),
             i if i >= 3 => tones.get(i - 2).copied(),
             _ => None,
         };
         let style = match tone {
+            Some(Tone::Header) => BOLD,
             Some(Tone::Best) => GREEN_BOLD,
             Some(Tone::Bad) => RED_BOLD,
             Some(Tone::Warn) => YELLOW,
@@ -236,6 +240,7 @@ mod tests {
         let out = colour_rows(table, &tones, true);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "top");
+        assert_eq!(lines[1], format!("{BOLD}head{RESET}"));
         assert_eq!(lines[3], format!("{GREEN_BOLD}row1{RESET}"));
         assert_eq!(lines[4], format!("{RED_BOLD}row2{RESET}"));
         assert_eq!(lines[5], "bottom");

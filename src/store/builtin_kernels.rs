@@ -102,7 +102,10 @@ mod tests {
     #[test]
     fn every_built_in_suite_is_embedded_with_its_files() {
         let names = builtin_suite_names();
-        assert!(names.contains(&"reduction") && names.contains(&"matmul"), "{names:?}");
+        assert!(
+            names.contains(&"reduction") && names.contains(&"matmul"),
+            "{names:?}"
+        );
         let on_disk = fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels"))
             .unwrap()
             .flatten()

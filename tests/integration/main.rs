@@ -33,4 +33,5 @@ mod steps;
 mod suites;
 mod symlinks;
 mod tensor_metrics;
+mod terminal;
 mod toolkit;
