@@ -17,9 +17,12 @@ use crate::profiler::ClockControl;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// No progress bar; only errors and the final path.
+    /// No progress bar and no summary table; only errors and the final path.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Colour in the summary tables: `auto` when stderr is a terminal and NO_COLOR is unset.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     /// Extra metric definitions (TOML, format in docs/metrics.md); they add to or override the built-ins.
     #[arg(long, global = true)]
     pub metrics_file: Vec<PathBuf>,
@@ -211,6 +214,14 @@ fn noise_floor_us(s: &str) -> Result<f64, String> {
     bounded(s, 0.0, 3.6e9)
 }
 
+/// `--color`: whether the summary tables are coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// GPUs seen by CUDA and NVML: name, UUID, CC, memory, bus width, clocks, peak bandwidth; ncu and counter access.
@@ -281,6 +292,14 @@ pub enum Command {
     /// Read an .ncu-rep or an ncu CSV export and print named metrics per kernel (a CSV needs no GPU and no ncu).
     #[command(after_help = IMPORT_HELP)]
     Import(ImportArgs),
+    /// Shell completions for gpu-lab, from its command-line definition, on stdout (docs/install.md).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// gpu-lab's man page (roff), from its command-line definition, on stdout:
+    /// `gpu-lab man > ~/.local/share/man/man1/gpu-lab.1` (docs/install.md).
+    Man,
     /// Re-render a stored run (no GPU needed).
     Report {
         run: PathBuf,

@@ -29,6 +29,9 @@ pub struct Config {
     /// The catalog, read on first use: commands that need no metric definitions do not fail on a bad file.
     catalog: OnceLock<Catalog>,
     pub quiet: bool,
+    /// Colour in what is printed for a person (the summary tables of `run` and `profile`):
+    /// decided in `cmd/` from `--color`, `NO_COLOR` and whether stderr is a terminal.
+    pub colour: bool,
 }
 
 /// The environment variables gpu-lab reads, by name.
@@ -99,6 +102,7 @@ impl Config {
             metrics_files: metrics_files.to_vec(),
             catalog: OnceLock::new(),
             quiet,
+            colour: false,
         })
     }
 
@@ -111,9 +115,27 @@ impl Config {
         Ok(self.catalog.get_or_init(|| built))
     }
 
-    /// The command's `--suite-dir`s first (a user suite may replace a built-in of the same name), then the configured ones.
-    pub fn suite_search(&self, extra: &[PathBuf]) -> Vec<PathBuf> {
-        extra.iter().chain(&self.suite_dirs).cloned().collect()
+    /// The command's `--suite-dir`s first (a user suite may replace a built-in of the same name),
+    /// then the configured ones, then, where those lack a built-in suite (an installed binary),
+    /// the copy of the built-in suites in the cache (`store::builtin_kernels`).
+    pub fn suite_search(&self, extra: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+        let mut dirs: Vec<PathBuf> = extra.iter().chain(&self.suite_dirs).cloned().collect();
+        let found = crate::suite::discover(&dirs);
+        let builtin = crate::store::builtin_kernels::builtin_suite_names();
+        if builtin.iter().all(|name| found.contains_key(*name)) {
+            return Ok(dirs);
+        }
+        let cache = self.cache_dir.as_deref().context(
+            "the built-in suites are copied into the cache directory, and there is none (no GPU_LAB_CACHE, XDG_CACHE_HOME or HOME)\n  fix: set GPU_LAB_CACHE=DIR, or GPU_LAB_KERNELS to a directory of suites",
+        )?;
+        let copy = crate::store::builtin_kernels::materialise(cache).with_context(|| {
+            format!(
+                "copying the built-in suites into {}\n  fix: make that directory writable, or set GPU_LAB_CACHE=DIR",
+                cache.display()
+            )
+        })?;
+        dirs.push(copy);
+        Ok(dirs)
     }
 }
 
@@ -149,7 +171,8 @@ mod tests {
         };
         let c = Config::new(&env, &[], false).unwrap();
         assert_eq!(
-            c.suite_search(&[PathBuf::from("mine")]),
+            // Run where ./kernels holds every built-in suite (the package root): no copy added.
+            c.suite_search(&[PathBuf::from("mine")]).unwrap(),
             [
                 PathBuf::from("mine"),
                 "/suites".into(),

@@ -271,7 +271,7 @@ pub fn list(
             }
         }
         ListWhat::Suites | ListWhat::Variants => {
-            let dirs = config.suite_search(suite_dirs);
+            let dirs = config.suite_search(suite_dirs)?;
             let mut found = suite::discover(&dirs);
             if let Some(missing) = only.iter().find(|n| !found.contains_key(*n)) {
                 anyhow::bail!(

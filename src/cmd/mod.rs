@@ -6,6 +6,7 @@ pub mod child;
 pub mod compare;
 pub mod import;
 pub mod info;
+pub mod install;
 pub mod merge;
 pub mod ncu;
 pub mod provenance;
@@ -59,9 +60,12 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             child,
             timing,
         } => return child::roofs(&math, &out, &child, &timing),
+        Command::Completions { shell } => return install::completions(shell),
+        Command::Man => return install::man(),
         _ => {}
     }
-    let config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
+    let mut config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
+    config.colour = run::wants_colour(cli.color);
     let mock = run::Mock {
         on: cli.mock_gpu,
         slowdown: cli.mock_slow.into_iter().collect(),
@@ -116,6 +120,8 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         | Command::CuptiPass { .. }
         | Command::Bounds { .. }
         | Command::ComputeBound { .. }
-        | Command::Roofs { .. } => unreachable!("children are served above"),
+        | Command::Roofs { .. }
+        | Command::Completions { .. }
+        | Command::Man => unreachable!("children, completions and man are served above"),
     }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{GpuSelection, SuiteArgs};
+use crate::cli::{ColorChoice, GpuSelection, SuiteArgs};
 use crate::config::Config;
 use crate::executor::{ChildExecutor, Executor, MockExecutor};
 use crate::exit;
@@ -120,7 +120,7 @@ pub fn plan(
     suite_dirs: &[PathBuf],
     shards: usize,
 ) -> anyhow::Result<i32> {
-    let suites = suite::load_named(names, &config.suite_search(suite_dirs))?;
+    let suites = suite::load_named(names, &config.suite_search(suite_dirs)?)?;
     let plans = scheduler::plan(&suites, variants, None, config.catalog()?)?;
     let jobs: Vec<&crate::suite::JobSpec> = plans.iter().flat_map(|p| p.jobs.iter()).collect();
     let assigned = scheduler::shard_of(&jobs, shards);
@@ -145,7 +145,23 @@ pub fn plan(
     Ok(exit::OK)
 }
 
-/// Runs the suites and prints each run directory; returns the exit code.
+/// Colour in the summary tables: `--color always`, or `auto` where stderr (where they go) is a
+/// terminal and `NO_COLOR` is unset or empty (no-color.org).
+pub fn wants_colour(choice: ColorChoice) -> bool {
+    use std::io::IsTerminal;
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stderr().is_terminal()
+        }
+    }
+}
+
+/// Runs the suites and prints each run directory on stdout (for scripts: `dir=$(gpu-lab run …)`),
+/// and unless `--quiet`, its summary tables on stderr, where the progress bar was; returns the
+/// exit code.
 pub fn run(
     config: &Config,
     args: &SuiteArgs,
@@ -154,8 +170,20 @@ pub fn run(
     command_line: String,
 ) -> anyhow::Result<i32> {
     run_with(config, args, profile, mock, command_line, &mut |dir| {
-        println!("{}", dir.display())
+        println!("{}", dir.display());
+        if !config.quiet {
+            print_summary(dir, config.colour);
+        }
     })
+}
+
+/// The run's summary tables on stderr; a run that cannot be read back is named, not fatal (its
+/// results are on disk and the report says the rest).
+fn print_summary(dir: &Path, colour: bool) {
+    match crate::store::load_run(dir) {
+        Ok((data, _)) => eprint!("\n{}", crate::report::terminal::render(&data, colour)),
+        Err(e) => eprintln!("warning: no summary of {}: {e:#}", dir.display()),
+    }
 }
 
 /// As `run`, handing each finished run directory to `finished`. The GPUs of one model share
@@ -169,7 +197,7 @@ pub fn run_with(
     command_line: String,
     finished: &mut (dyn FnMut(&Path) + Send),
 ) -> anyhow::Result<i32> {
-    let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir))?;
+    let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir)?)?;
     // Planned once, before any GPU starts (a typo in a variant name fails here); each model's
     // GPUs then screen their own copy of the plans against what their ncu can collect.
     let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;

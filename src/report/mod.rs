@@ -10,6 +10,7 @@ pub mod nvprof;
 pub mod roofline;
 pub mod runs_svg;
 pub mod svg;
+pub mod terminal;
 pub mod timeline;
 
 pub use exporter::Exporter;

@@ -37,5 +37,6 @@ mod steps;
 mod suites;
 mod symlinks;
 mod tensor_metrics;
+mod terminal;
 mod toolkit;
 mod webdriver;

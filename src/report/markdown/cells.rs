@@ -33,7 +33,7 @@ pub(crate) fn cell_text(text: &str) -> String {
     out
 }
 
-pub(super) fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
+pub(crate) fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
     match j.status {
         JobStatus::Ok if imp.contains_key(j.id()) => "**IMPOSSIBLE**".into(),
         JobStatus::Ok if j.correctness.is_none() => "not checked".into(),
@@ -46,7 +46,7 @@ pub(super) fn status_cell(imp: &Impossible, j: &JobRecord) -> String {
 
 /// How much faster `j` is than `first`: by time for the same work, by GB/s where the two move
 /// different amounts of bytes (a strided read of 1/32 of the data is not 32× faster).
-fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
+pub(crate) fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
     let ratio = match (
         first.work.flops,
         j.work.flops,
@@ -62,7 +62,7 @@ fn speedup(first: &JobRecord, j: &JobRecord) -> Option<f64> {
     ratio.filter(|r| r.is_finite() && *r > 0.0)
 }
 
-pub(super) fn pct(a: Option<f64>, b: Option<f64>) -> String {
+pub(crate) fn pct(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.0}%", 100.0 * a / b),
         _ => "–".into(),
@@ -70,7 +70,7 @@ pub(super) fn pct(a: Option<f64>, b: Option<f64>) -> String {
 }
 
 /// The speedup reference of a table: its first ranked job with a timing.
-pub(super) fn reference<'a>(
+pub(crate) fn reference<'a>(
     run: &RunData,
     imp: &Impossible,
     jobs: &[&'a JobRecord],
@@ -82,7 +82,7 @@ pub(super) fn reference<'a>(
 
 /// `median [95% CI]` in ms, and where the suite declares how much the job varies between runs
 /// (its `noise_threshold`), that too: a one-round run's interval does not cover it.
-pub(super) fn timing_cell(j: &JobRecord) -> String {
+pub(crate) fn timing_cell(j: &JobRecord) -> String {
     let between_runs = j
         .own_noise_threshold()
         .map(|t| format!(", ±{}% between runs", (t * 1000.0).round() / 10.0))

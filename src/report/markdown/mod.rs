@@ -20,7 +20,7 @@ use super::exporter::Exporter;
 use crate::metrics::MetricDef;
 use crate::records::{Impossible, JobRecord, RunData};
 pub use cells::is_compute;
-pub(crate) use cells::table;
+pub(crate) use cells::{pct, reference, speedup, status_cell, table, timing_cell};
 
 pub struct Markdown;
 
