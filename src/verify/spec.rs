@@ -7,8 +7,9 @@ use super::correctness::Correctness;
 use super::data::HostData;
 use super::elem::ElemType;
 use super::reference::{
-    Keep, MathFn, MatmulTypes, RowOp, RowwiseCheck, check_add, check_compact, check_copy_mapped, check_function,
-    check_histogram, check_matmul, check_rowwise, check_scan, check_sort, check_sum, check_transpose,
+    Keep, MathFn, MatmulTypes, RowOp, RowwiseCheck, check_add, check_compact, check_copy_mapped,
+    check_function, check_histogram, check_matmul, check_rowwise, check_scan, check_sort,
+    check_sum, check_transpose,
 };
 use super::shape::{CopyMap, MatmulShape};
 

@@ -81,7 +81,12 @@ impl CheckSite<'_> {
     }
 
     /// An optional whole-number expression of the check, with its default.
-    pub(crate) fn number(&self, e: &Option<String>, what: &str, default: u64) -> Result<u64, SuiteError> {
+    pub(crate) fn number(
+        &self,
+        e: &Option<String>,
+        what: &str,
+        default: u64,
+    ) -> Result<u64, SuiteError> {
         let (ctx, v) = (self.ctx, self.v);
         let Some(e) = e else { return Ok(default) };
         expr::eval_count(e, self.env).map_err(|err| {

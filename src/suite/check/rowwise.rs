@@ -24,11 +24,25 @@ impl CheckSite<'_> {
         let scalar = if softmax {
             self.rowwise_scalar(&c.scale, "scale", 1.0)?
         } else {
-            let eps = c.eps.as_ref().ok_or_else(|| ctx.err(ctx.check_key(v, "eps"), format!("variant `{}`: a {op} check needs `eps`", v.name), "add eps = \"0.00001\" (what the kernel adds to the variance)"))?;
+            let eps = c.eps.as_ref().ok_or_else(|| {
+                ctx.err(
+                    ctx.check_key(v, "eps"),
+                    format!("variant `{}`: a {op} check needs `eps`", v.name),
+                    "add eps = \"0.00001\" (what the kernel adds to the variance)",
+                )
+            })?;
             self.rowwise_scalar(&Some(eps.clone()), "eps", 0.0)?
         };
         if (softmax && scalar <= 0.0) || (!softmax && scalar < 0.0) {
-            return Err(ctx.err(ctx.check_key(v, if softmax { "scale" } else { "eps" }), format!("variant `{}`: a {op} check's {} is {scalar}", v.name, if softmax { "scale" } else { "eps" }), "give a scale > 0 (softmax) or an eps >= 0 (the norms)"));
+            return Err(ctx.err(
+                ctx.check_key(v, if softmax { "scale" } else { "eps" }),
+                format!(
+                    "variant `{}`: a {op} check's {} is {scalar}",
+                    v.name,
+                    if softmax { "scale" } else { "eps" }
+                ),
+                "give a scale > 0 (softmax) or an eps >= 0 (the norms)",
+            ));
         }
         let gamma = match (&c.gamma, softmax) {
             (Some(_), true) => return Err(self.not_for(op, "gamma")),
@@ -69,7 +83,12 @@ impl CheckSite<'_> {
     }
 
     /// A scalar expression of the check (scale, eps), with its default.
-    fn rowwise_scalar(&self, e: &Option<String>, what: &str, default: f64) -> Result<f64, SuiteError> {
+    fn rowwise_scalar(
+        &self,
+        e: &Option<String>,
+        what: &str,
+        default: f64,
+    ) -> Result<f64, SuiteError> {
         let (ctx, v) = (self.ctx, self.v);
         let Some(e) = e else { return Ok(default) };
         expr::eval(e, self.env).map_err(|err| {
@@ -82,7 +101,13 @@ impl CheckSite<'_> {
     }
 
     /// A per-column buffer (gamma, beta): the input's type, at least `cols` long.
-    fn per_column(&self, name: Option<&String>, role: &str, input: usize, cols: u64) -> Result<Option<usize>, SuiteError> {
+    fn per_column(
+        &self,
+        name: Option<&String>,
+        role: &str,
+        input: usize,
+        cols: u64,
+    ) -> Result<Option<usize>, SuiteError> {
         let (ctx, v, buffers) = (self.ctx, self.v, self.buffers);
         let Some(name) = name else { return Ok(None) };
         let i = self.buffer_index(Some(name), role)?;

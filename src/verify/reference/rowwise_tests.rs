@@ -29,13 +29,25 @@ enum Bug {
 }
 
 /// An f32 kernel's output, rounded to `out` (sequential f32 sums: the worst order for rounding).
-fn simulate(op: RowOp, x: &[f32], g: &[f32], b: &[f32], cols: usize, out: ElemType, bug: Bug) -> HostData {
+fn simulate(
+    op: RowOp,
+    x: &[f32],
+    g: &[f32],
+    b: &[f32],
+    cols: usize,
+    out: ElemType,
+    bug: Bug,
+) -> HostData {
     let mut y = vec![f64::NAN; x.len()];
     for (r, (row, yr)) in x.chunks(cols).zip(y.chunks_mut(cols)).enumerate() {
         if bug == Bug::RowUnwritten && r == 1 {
             continue;
         }
-        let stats_len = if bug == Bug::DroppedChunk { cols - cols / 8 } else { cols };
+        let stats_len = if bug == Bug::DroppedChunk {
+            cols - cols / 8
+        } else {
+            cols
+        };
         let stats = &row[..stats_len];
         let n = stats_len as f32;
         let gamma = |j: usize| if bug == Bug::NoGamma { 1.0 } else { g[j] };
@@ -101,15 +113,29 @@ fn inputs(len: usize, seed: u64, elem: ElemType, scale: f32, shift: f32) -> (Hos
     let HostData::W4(w) = HostData::init(ElemType::F32, len, Init::Random, seed) else {
         panic!("f32 data is 4-byte words")
     };
-    let f: Vec<f32> = w.iter().map(|&b| f32::from_bits(b) * scale + shift).collect();
-    let exact = HostData::W4(f.iter().map(|v| v.to_bits()).collect()).converted(ElemType::F32, elem);
+    let f: Vec<f32> = w
+        .iter()
+        .map(|&b| f32::from_bits(b) * scale + shift)
+        .collect();
+    let exact =
+        HostData::W4(f.iter().map(|v| v.to_bits()).collect()).converted(ElemType::F32, elem);
     // The kernel reads the input's own (possibly bf16-rounded) values.
-    let read = (0..len).map(|i| value(elem, exact.word(i)) as f32).collect();
+    let read = (0..len)
+        .map(|i| value(elem, exact.word(i)) as f32)
+        .collect();
     (exact, read)
 }
 
 /// Runs `op` over a rows x cols input (in `elem`, out in `out`) through a simulated kernel with `bug`.
-fn run(op: RowOp, rows: usize, cols: usize, elem: ElemType, out: ElemType, bug: Bug, range: (f32, f32)) -> Correctness {
+fn run(
+    op: RowOp,
+    rows: usize,
+    cols: usize,
+    elem: ElemType,
+    out: ElemType,
+    bug: Bug,
+    range: (f32, f32),
+) -> Correctness {
     let (x, xf) = inputs(rows * cols, 3, elem, range.0, range.1);
     let (g, gf) = inputs(cols, 4, elem, 1.0, 0.0);
     let (b, bf) = inputs(cols, 5, elem, 1.0, 0.0);
@@ -156,7 +182,15 @@ fn correct_f32_kernels_pass_in_f32_and_bf16_at_short_and_long_rows() {
 fn softmax_of_large_values_passes_with_the_max_and_overflows_without_it() {
     let op = RowOp::Softmax { scale: 1.0 };
     // Inputs in [60, 100): exp(100) is past f32's largest value.
-    let ok = run(op, 4, 1024, ElemType::F32, ElemType::F32, Bug::None, (20.0, 80.0));
+    let ok = run(
+        op,
+        4,
+        1024,
+        ElemType::F32,
+        ElemType::F32,
+        Bug::None,
+        (20.0, 80.0),
+    );
     assert!(ok.passed, "{ok:?}");
     for bug in [Bug::NoMax, Bug::HalfMax] {
         let o = run(op, 4, 1024, ElemType::F32, ElemType::F32, bug, (20.0, 80.0));
@@ -164,8 +198,30 @@ fn softmax_of_large_values_passes_with_the_max_and_overflows_without_it() {
     }
     // A larger scale (attention's temperature) overflows without the max at inputs in [-1, 1).
     let hot = RowOp::Softmax { scale: 100.0 };
-    assert!(run(hot, 4, 1024, ElemType::F32, ElemType::F32, Bug::None, (1.0, 0.0)).passed);
-    assert!(!run(hot, 4, 1024, ElemType::F32, ElemType::F32, Bug::NoMax, (1.0, 0.0)).passed);
+    assert!(
+        run(
+            hot,
+            4,
+            1024,
+            ElemType::F32,
+            ElemType::F32,
+            Bug::None,
+            (1.0, 0.0)
+        )
+        .passed
+    );
+    assert!(
+        !run(
+            hot,
+            4,
+            1024,
+            ElemType::F32,
+            ElemType::F32,
+            Bug::NoMax,
+            (1.0, 0.0)
+        )
+        .passed
+    );
 }
 
 #[test]
