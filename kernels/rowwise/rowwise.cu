@@ -129,6 +129,21 @@ template <int RT> __device__ __forceinline__ int lane_of() {
   return threadIdx.x;
 }
 
+// The resident rows' cluster exchange: each block publishes one pair of block statistics in
+// distributed shared memory and reads every block's pair, behind a single cluster barrier. The
+// barrier that keeps a block's shared memory alive until the others have read it is split:
+// arrive here, wait at the kernel's end (cluster_exit_wait), so it hides behind the writes.
+template <int CL>
+__device__ __forceinline__ void exchange_pairs(float2 mine, float2* slot, float2 (&all)[CL]) {
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) *slot = mine;
+  cluster.sync();
+#pragma unroll
+  for (int r = 0; r < CL; ++r) all[r] = *cluster.map_shared_rank(slot, r);
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_exit_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
 // ---------------------------------------------------------------------------------------------
 // The teaching rungs: scalar loads, every pass re-reads the row from global memory.
 
@@ -217,37 +232,70 @@ __device__ __forceinline__ uint4 transform(const uint4& in, Stats st, float k, c
   return out;
 }
 
-// The row held in registers: each thread's VPT vectors, read once.
+// The row held in registers: each thread's VPT vectors, read once. The block's statistics
+// first (over its slice); with CL > 1 the blocks then combine one pair each (exchange_pairs):
+// softmax's (max, sum of exp) rescaled to the common max, layernorm's (mean, squared
+// deviations) by Chan's parallel formula, rmsnorm's sums of squares.
 template <typename T, int OP, int RT, int VPT, int CL>
 __device__ __forceinline__ Stats resident_stats(const uint4 (&v)[VPT], int lane, int nvec, int cols, float arg,
-                                                float* red, float* slots) {
+                                                float* red, float2* pair) {
   using P = Pack<T>;
 // Every value this thread holds, as `x`, in `body`.
-#define RW_EACH(body)                                 \
-  _Pragma("unroll") for (int i = 0; i < VPT; ++i)     \
-    if (i * RT + lane < nvec)                         \
+#define RW_EACH(body)                                    \
+  _Pragma("unroll") for (int i = 0; i < VPT; ++i)        \
+    if (i * RT + lane < nvec)                            \
       _Pragma("unroll") for (int e = 0; e < P::N; ++e) { \
-        const float x = P::get(v[i], e);              \
-        body;                                         \
+        const float x = P::get(v[i], e);                 \
+        body;                                            \
       }
+  float2 all[CL];
   if constexpr (OP == SOFTMAX) {
     const float k = arg * LOG2E;
     float m = RW_NEG_INF, d = 0.f;
     RW_EACH(m = fmaxf(m, x));
-    m = group_reduce<true, RT, CL>(m, red, &slots[0]);
+    m = group_reduce<true, RT, 1>(m, red, nullptr);
     RW_EACH(d += ex2((x - m) * k));
-    return {m, 1.f / group_reduce<false, RT, CL>(d, red, &slots[1])};
+    d = group_reduce<false, RT, 1>(d, red, nullptr);
+    if constexpr (CL > 1) {
+      exchange_pairs<CL>(make_float2(m, d), pair, all);
+      m = all[0].x;
+#pragma unroll
+      for (int r = 1; r < CL; ++r) m = fmaxf(m, all[r].x);
+      d = 0.f;
+#pragma unroll
+      for (int r = 0; r < CL; ++r) d += all[r].y * ex2((all[r].x - m) * k);
+    }
+    return {m, 1.f / d};
   } else if constexpr (OP == LAYERNORM) {
     // Two reductions over registers: the exact two-pass variance at no extra memory traffic.
+    const float n = (float)(nvec * P::N);  // the block's slice
     float s = 0.f, q = 0.f;
     RW_EACH(s += x);
-    const float mean = group_reduce<false, RT, CL>(s, red, &slots[0]) / cols;
+    float mean = group_reduce<false, RT, 1>(s, red, nullptr) / n;
     RW_EACH(q += (x - mean) * (x - mean));
-    return {mean, rsqrtf(group_reduce<false, RT, CL>(q, red, &slots[1]) / cols + arg)};
+    q = group_reduce<false, RT, 1>(q, red, nullptr);
+    if constexpr (CL > 1) {
+      exchange_pairs<CL>(make_float2(mean, q), pair, all);
+      mean = 0.f;
+#pragma unroll
+      for (int r = 0; r < CL; ++r) mean += all[r].x;
+      mean /= CL;
+      q = 0.f;
+#pragma unroll
+      for (int r = 0; r < CL; ++r) q += all[r].y + n * (all[r].x - mean) * (all[r].x - mean);
+    }
+    return {mean, rsqrtf(q / cols + arg)};
   } else {
     float q = 0.f;
     RW_EACH(q += x * x);
-    return {0.f, rsqrtf(group_reduce<false, RT, CL>(q, red, &slots[0]) / cols + arg)};
+    q = group_reduce<false, RT, 1>(q, red, nullptr);
+    if constexpr (CL > 1) {
+      exchange_pairs<CL>(make_float2(q, 0.f), pair, all);
+      q = 0.f;
+#pragma unroll
+      for (int r = 0; r < CL; ++r) q += all[r].x;
+    }
+    return {0.f, rsqrtf(q / cols + arg)};
   }
 #undef RW_EACH
 }
@@ -310,6 +358,7 @@ __device__ __forceinline__ void vec_body(const T* __restrict__ x, T* __restrict_
   using P = Pack<T>;
   __shared__ float red[32];
   __shared__ float slots[2];
+  __shared__ float2 pair;
   if (cols % (CL * P::N) != 0) __trap();  // the contract: see the top of the file
   const int row = row_of<RT, CL>();
   const int lane = lane_of<RT>();
@@ -327,19 +376,21 @@ __device__ __forceinline__ void vec_body(const T* __restrict__ x, T* __restrict_
 #pragma unroll
     for (int i = 0; i < VPT; ++i)
       if (i * RT + lane < nvec) v[i] = xv[i * RT + lane];
-    const Stats st = resident_stats<T, OP, RT, VPT, CL>(v, lane, nvec, cols, arg, red, slots);
+    const Stats st = resident_stats<T, OP, RT, VPT, CL>(v, lane, nvec, cols, arg, red, &pair);
 #pragma unroll
     for (int i = 0; i < VPT; ++i) {
       const int j = i * RT + lane;
       if (j < nvec) yv[j] = transform<T, OP>(v[i], st, k, g, b, col0 + j * P::N);
     }
+    // No block may exit (releasing its shared memory) before every block has read its pair.
+    if constexpr (CL > 1) cluster_exit_wait();
   } else {
     const float first = to_f(x[(size_t)row * cols]);
     const Stats st = streamed_stats<T, OP, RT, CL>(xv, first, lane, nvec, cols, arg, red, slots);
     for (int j = lane; j < nvec; j += RT) yv[j] = transform<T, OP>(xv[j], st, k, g, b, col0 + j * P::N);
+    // No block may exit (releasing its shared memory) while another block of its cluster reads it.
+    if constexpr (CL > 1) cg::this_cluster().sync();
   }
-  // No block may exit (releasing its shared memory) while another block of its cluster reads it.
-  if constexpr (CL > 1) cg::this_cluster().sync();
 }
 
 // ---------------------------------------------------------------------------------------------
