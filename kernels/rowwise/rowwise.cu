@@ -133,15 +133,14 @@ template <int RT> __device__ __forceinline__ int lane_of() {
 // distributed shared memory and reads every block's pair, behind a single cluster barrier. The
 // barrier that keeps a block's shared memory alive until the others have read it is split:
 // arrive here, wait at the kernel's end (cluster_exit_wait), so it hides behind the writes.
-template <int CL>
-__device__ __forceinline__ void exchange_pairs(float2 mine, float2* slot, float2 (&all)[CL]) {
-  cg::cluster_group cluster = cg::this_cluster();
+// publish_pair writes this block's pair and waits for every block's; pair_of(slot, r) reads block
+// r's (read each as often as needed: no array of CL pairs in registers); done_reading arrives.
+__device__ __forceinline__ void publish_pair(float2 mine, float2* slot) {
   if (threadIdx.x == 0) *slot = mine;
-  cluster.sync();
-#pragma unroll
-  for (int r = 0; r < CL; ++r) all[r] = *cluster.map_shared_rank(slot, r);
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  cg::this_cluster().sync();
 }
+__device__ __forceinline__ float2 pair_of(float2* slot, int r) { return *cg::this_cluster().map_shared_rank(slot, r); }
+__device__ __forceinline__ void done_reading() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
 __device__ __forceinline__ void cluster_exit_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
 // ---------------------------------------------------------------------------------------------
@@ -233,7 +232,7 @@ __device__ __forceinline__ uint4 transform(const uint4& in, Stats st, float k, c
 }
 
 // The row held in registers: each thread's VPT vectors, read once. The block's statistics
-// first (over its slice); with CL > 1 the blocks then combine one pair each (exchange_pairs):
+// first (over its slice); with CL > 1 the blocks then combine one pair each (publish_pair, pair_of, done_reading):
 // softmax's (max, sum of exp) rescaled to the common max, layernorm's (mean, squared
 // deviations) by Chan's parallel formula, rmsnorm's sums of squares.
 template <typename T, int OP, int RT, int VPT, int CL>
@@ -248,7 +247,6 @@ __device__ __forceinline__ Stats resident_stats(const uint4 (&v)[VPT], int lane,
         const float x = P::get(v[i], e);                 \
         body;                                            \
       }
-  float2 all[CL];
   if constexpr (OP == SOFTMAX) {
     const float k = arg * LOG2E;
     float m = RW_NEG_INF, d = 0.f;
@@ -257,13 +255,15 @@ __device__ __forceinline__ Stats resident_stats(const uint4 (&v)[VPT], int lane,
     RW_EACH(d += ex2((x - m) * k));
     d = group_reduce<false, RT, 1>(d, red, nullptr);
     if constexpr (CL > 1) {
-      exchange_pairs<CL>(make_float2(m, d), pair, all);
-      m = all[0].x;
-#pragma unroll
-      for (int r = 1; r < CL; ++r) m = fmaxf(m, all[r].x);
+      publish_pair(make_float2(m, d), pair);
+      m = RW_NEG_INF;
+      for (int r = 0; r < CL; ++r) m = fmaxf(m, pair_of(pair, r).x);
       d = 0.f;
-#pragma unroll
-      for (int r = 0; r < CL; ++r) d += all[r].y * ex2((all[r].x - m) * k);
+      for (int r = 0; r < CL; ++r) {
+        const float2 p = pair_of(pair, r);
+        d += p.y * ex2((p.x - m) * k);
+      }
+      done_reading();
     }
     return {m, 1.f / d};
   } else if constexpr (OP == LAYERNORM) {
@@ -275,14 +275,16 @@ __device__ __forceinline__ Stats resident_stats(const uint4 (&v)[VPT], int lane,
     RW_EACH(q += (x - mean) * (x - mean));
     q = group_reduce<false, RT, 1>(q, red, nullptr);
     if constexpr (CL > 1) {
-      exchange_pairs<CL>(make_float2(mean, q), pair, all);
+      publish_pair(make_float2(mean, q), pair);
       mean = 0.f;
-#pragma unroll
-      for (int r = 0; r < CL; ++r) mean += all[r].x;
+      for (int r = 0; r < CL; ++r) mean += pair_of(pair, r).x;
       mean /= CL;
       q = 0.f;
-#pragma unroll
-      for (int r = 0; r < CL; ++r) q += all[r].y + n * (all[r].x - mean) * (all[r].x - mean);
+      for (int r = 0; r < CL; ++r) {
+        const float2 p = pair_of(pair, r);
+        q += p.y + n * (p.x - mean) * (p.x - mean);
+      }
+      done_reading();
     }
     return {mean, rsqrtf(q / cols + arg)};
   } else {
@@ -290,10 +292,10 @@ __device__ __forceinline__ Stats resident_stats(const uint4 (&v)[VPT], int lane,
     RW_EACH(q += x * x);
     q = group_reduce<false, RT, 1>(q, red, nullptr);
     if constexpr (CL > 1) {
-      exchange_pairs<CL>(make_float2(q, 0.f), pair, all);
+      publish_pair(make_float2(q, 0.f), pair);
       q = 0.f;
-#pragma unroll
-      for (int r = 0; r < CL; ++r) q += all[r].x;
+      for (int r = 0; r < CL; ++r) q += pair_of(pair, r).x;
+      done_reading();
     }
     return {0.f, rsqrtf(q / cols + arg)};
   }
@@ -395,6 +397,7 @@ __device__ __forceinline__ void vec_body(const T* __restrict__ x, T* __restrict_
 
 // ---------------------------------------------------------------------------------------------
 // The kernels the suite launches. Blocks: 256 threads for RT = 1 and RT = 32, RT threads else.
+// With 16-block clusters the vec kernels ask for 4 blocks an SM (at most 64 registers a thread).
 
 template <typename T, int RT, bool ONLINE>
 __global__ void __launch_bounds__(RT <= 32 ? 256 : RT) softmax_rowwise_scalar(const T* __restrict__ x, T* __restrict__ y, int rows, int cols, float scale) {
@@ -412,16 +415,16 @@ __global__ void __launch_bounds__(RT <= 32 ? 256 : RT) rmsnorm_rowwise_scalar(co
 }
 
 template <typename T, int RT, int VPT, int CL>
-__global__ void __launch_bounds__(RT <= 32 ? 256 : RT) softmax_vec(const T* __restrict__ x, T* __restrict__ y, int rows, int cols, float scale) {
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, CL >= 16 ? 4 : 1) softmax_vec(const T* __restrict__ x, T* __restrict__ y, int rows, int cols, float scale) {
   vec_body<T, SOFTMAX, RT, VPT, CL>(x, y, nullptr, nullptr, rows, cols, scale);
 }
 template <typename T, int RT, int VPT, int CL>
-__global__ void __launch_bounds__(RT <= 32 ? 256 : RT) layernorm_vec(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma,
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, CL >= 16 ? 4 : 1) layernorm_vec(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma,
                                             const T* __restrict__ beta, int rows, int cols, float eps) {
   vec_body<T, LAYERNORM, RT, VPT, CL>(x, y, gamma, beta, rows, cols, eps);
 }
 template <typename T, int RT, int VPT, int CL>
-__global__ void __launch_bounds__(RT <= 32 ? 256 : RT) rmsnorm_vec(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma, int rows,
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, CL >= 16 ? 4 : 1) rmsnorm_vec(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma, int rows,
                                           int cols, float eps) {
   vec_body<T, RMSNORM, RT, VPT, CL>(x, y, gamma, nullptr, rows, cols, eps);
 }

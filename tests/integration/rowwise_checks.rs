@@ -160,7 +160,7 @@ fn row_wise_check_mistakes_are_named_with_their_fix() {
 #[test]
 fn the_rowwise_suite_checks_every_job_with_its_op_in_f32_and_bf16() {
     let s = suite::load(&kernels_dir().join("rowwise/suite.toml")).unwrap();
-    assert_eq!(s.jobs.len(), 28 * 3);
+    assert_eq!(s.jobs.len(), 34 * 3);
     for j in &s.jobs {
         let (op, spec) = match &j.correctness {
             CorrectnessSpec::Softmax(r) => ("softmax", r),
