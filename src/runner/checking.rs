@@ -81,6 +81,9 @@ pub(super) fn verify(
         | CorrectnessSpec::Histogram { output, .. }
         | CorrectnessSpec::Function { output, .. }
         | CorrectnessSpec::Add { output, .. } => against_inputs(gpu, spec, loaded, bufs, *output)?,
+        CorrectnessSpec::Softmax(r)
+        | CorrectnessSpec::Layernorm(r)
+        | CorrectnessSpec::Rmsnorm(r) => against_inputs(gpu, spec, loaded, bufs, r.output)?,
     };
     Ok(Some(outcome))
 }

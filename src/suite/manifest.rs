@@ -182,7 +182,7 @@ impl ToleranceDecl {
 #[serde(deny_unknown_fields)]
 pub struct CorrectnessDecl {
     /// Built-in CPU reference: `copy`, `transpose`, `sum`, `matmul`, `scan`, `compact`, `sort`,
-    /// `histogram`, `function`, `add`, or `none`. Kept as written: it is parsed into a
+    /// `histogram`, `function`, `add`, `softmax`, `layernorm`, `rmsnorm`, or `none`. Kept as written: it is parsed into a
     /// `CheckOp` where the check is resolved, so an unknown op is reported with its line.
     pub op: Option<String>,
     /// Instead of a built-in op: the output must equal this variant's output on the same input.
@@ -190,6 +190,7 @@ pub struct CorrectnessDecl {
     pub input: Option<String>,
     pub output: Option<String>,
     /// For `transpose`: the input's rows and columns (expressions); the output is cols x rows.
+    /// For `softmax`, `layernorm` and `rmsnorm`: the matrix's rows and columns (row-major).
     pub rows: Option<String>,
     pub cols: Option<String>,
     /// For `copy`: `out[output_offset + i] == in[input_offset + i * input_stride]` (expressions; 0, 1, 0 by default).
@@ -207,7 +208,15 @@ pub struct CorrectnessDecl {
     pub n: Option<String>,
     pub k: Option<String>,
     pub alpha: Option<String>,
+    /// For `matmul`: the scalar beta (an expression). For `layernorm`: the buffer of the
+    /// per-column shift beta (optional).
     pub beta: Option<String>,
+    /// For `layernorm` and `rmsnorm`: the buffer of the per-column scale gamma (optional).
+    pub gamma: Option<String>,
+    /// For `layernorm` and `rmsnorm`: the epsilon added to the variance (an expression).
+    pub eps: Option<String>,
+    /// For `softmax`: y = softmax(scale * x) (an expression, > 0; 1 when absent).
+    pub scale: Option<String>,
     #[serde(default)]
     pub trans_a: bool,
     #[serde(default)]

@@ -32,7 +32,7 @@ mod sweep;
 mod validate;
 
 pub use crate::records::BoundSpec;
-pub use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init, MatmulShape};
+pub use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init, MatmulShape, RowwiseSpec};
 pub use check::CheckOp;
 pub use files::MAX_FILE_BYTES;
 pub use job::*;

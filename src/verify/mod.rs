@@ -18,9 +18,9 @@ pub use correctness::Correctness;
 pub use data::HostData;
 pub use elem::{ElemType, Init};
 pub use reference::{
-    Keep, MathFn, MatmulTypes, check_add, check_compact, check_copy, check_copy_mapped,
-    check_function, check_histogram, check_matmul, check_same, check_scan, check_sort, check_sum,
-    check_transpose,
+    Keep, MathFn, MatmulTypes, RowOp, RowwiseCheck, check_add, check_compact, check_copy,
+    check_copy_mapped, check_function, check_histogram, check_matmul, check_rowwise, check_same,
+    check_scan, check_sort, check_sum, check_transpose,
 };
 pub use shape::{CopyMap, MatmulShape};
-pub use spec::CorrectnessSpec;
+pub use spec::{CorrectnessSpec, RowwiseSpec};

@@ -7,8 +7,9 @@ use super::correctness::Correctness;
 use super::data::HostData;
 use super::elem::ElemType;
 use super::reference::{
-    Keep, MathFn, MatmulTypes, check_add, check_compact, check_copy_mapped, check_function,
-    check_histogram, check_matmul, check_scan, check_sort, check_sum, check_transpose,
+    Keep, MathFn, MatmulTypes, RowOp, RowwiseCheck, check_add, check_compact, check_copy_mapped,
+    check_function, check_histogram, check_matmul, check_rowwise, check_scan, check_sort,
+    check_sum, check_transpose,
 };
 use super::shape::{CopyMap, MatmulShape};
 
@@ -101,6 +102,29 @@ pub enum CorrectnessSpec {
         output: usize,
         tolerance: f64,
     },
+    /// `output = softmax(scalar * input)` along each of `rows` rows of `cols` (`scalar`: the scale).
+    Softmax(RowwiseSpec),
+    /// `output = (input - mean) / sqrt(var + scalar) * gamma + beta` along each row (`scalar`: eps).
+    Layernorm(RowwiseSpec),
+    /// `output = input / sqrt(mean(input^2) + scalar) * gamma` along each row (`scalar`: eps).
+    Rmsnorm(RowwiseSpec),
+}
+
+/// A row-wise check: a rows x cols row-major input and output of one type, the op's scalar, the
+/// optional per-column gamma and beta buffers, and a tolerance (None: the f32 error model).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RowwiseSpec {
+    pub input: usize,
+    pub output: usize,
+    pub rows: u64,
+    pub cols: u64,
+    pub scalar: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamma: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
 }
 
 impl CorrectnessSpec {
@@ -118,6 +142,12 @@ impl CorrectnessSpec {
             CorrectnessSpec::Matmul { a, b, .. } | CorrectnessSpec::Add { a, b, .. } => {
                 vec![*a, *b]
             }
+            CorrectnessSpec::Softmax(r)
+            | CorrectnessSpec::Layernorm(r)
+            | CorrectnessSpec::Rmsnorm(r) => [Some(r.input), r.gamma, r.beta]
+                .into_iter()
+                .flatten()
+                .collect(),
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => Vec::new(),
         }
     }
@@ -135,6 +165,18 @@ impl CorrectnessSpec {
         output: &HostData,
     ) -> Option<Correctness> {
         let input = |i: usize| initial.get(i).copied().flatten();
+        let rowwise = |op: RowOp, r: &RowwiseSpec| -> Option<Correctness> {
+            let check = RowwiseCheck {
+                op,
+                rows: r.rows as usize,
+                cols: r.cols as usize,
+                input: input(r.input)?,
+                gamma: r.gamma.map(input).map(|g| g.ok_or(())).transpose().ok()?,
+                beta: r.beta.map(input).map(|b| b.ok_or(())).transpose().ok()?,
+                tolerance: r.tolerance,
+            };
+            Some(check_rowwise(input_elem, elem, &check, output))
+        };
         Some(match self {
             CorrectnessSpec::Copy { input: i, map, .. } => {
                 check_copy_mapped(elem, input(*i)?, output, *map)
@@ -212,6 +254,9 @@ impl CorrectnessSpec {
             CorrectnessSpec::Add {
                 a, b, tolerance, ..
             } => check_add(input_elem, input(*a)?, input(*b)?, elem, output, *tolerance),
+            CorrectnessSpec::Softmax(r) => rowwise(RowOp::Softmax { scale: r.scalar }, r)?,
+            CorrectnessSpec::Layernorm(r) => rowwise(RowOp::Layernorm { eps: r.scalar }, r)?,
+            CorrectnessSpec::Rmsnorm(r) => rowwise(RowOp::Rmsnorm { eps: r.scalar }, r)?,
             CorrectnessSpec::None | CorrectnessSpec::SameAs { .. } => return None,
         })
     }

@@ -30,6 +30,7 @@ mod provenance;
 mod quoted_figures;
 mod report;
 mod repository;
+mod rowwise_checks;
 mod shards;
 mod slurm;
 mod special_files;

@@ -38,6 +38,9 @@ impl CheckSite<'_> {
             CheckOp::Histogram => self.histogram(),
             CheckOp::Function => self.function(),
             CheckOp::Add => self.add(),
+            CheckOp::Softmax => self.rowwise(CheckOp::Softmax),
+            CheckOp::Layernorm => self.rowwise(CheckOp::Layernorm),
+            CheckOp::Rmsnorm => self.rowwise(CheckOp::Rmsnorm),
         }
     }
 
@@ -78,7 +81,12 @@ impl CheckSite<'_> {
     }
 
     /// An optional whole-number expression of the check, with its default.
-    fn number(&self, e: &Option<String>, what: &str, default: u64) -> Result<u64, SuiteError> {
+    pub(crate) fn number(
+        &self,
+        e: &Option<String>,
+        what: &str,
+        default: u64,
+    ) -> Result<u64, SuiteError> {
         let (ctx, v) = (self.ctx, self.v);
         let Some(e) = e else { return Ok(default) };
         expr::eval_count(e, self.env).map_err(|err| {
@@ -91,7 +99,7 @@ impl CheckSite<'_> {
     }
 
     /// A whole-number expression an `op` check cannot do without.
-    fn required(
+    pub(crate) fn required(
         &self,
         op: CheckOp,
         e: &Option<String>,

@@ -3,6 +3,7 @@
 
 mod builtin;
 mod op;
+mod rowwise;
 
 pub use op::CheckOp;
 

@@ -18,14 +18,17 @@ pub enum CheckOp {
     Histogram,
     Function,
     Add,
+    Softmax,
+    Layernorm,
+    Rmsnorm,
 }
 
 /// What an unknown op's error suggests: every op, and `same_as`.
-pub const CHECK_OP_FIX: &str = "use op = \"copy\", \"transpose\", \"sum\", \"matmul\", \"scan\", \"compact\", \"sort\", \"histogram\", \"function\", \"add\" or \"none\", or same_as = \"variant\"";
+pub const CHECK_OP_FIX: &str = "use op = \"copy\", \"transpose\", \"sum\", \"matmul\", \"scan\", \"compact\", \"sort\", \"histogram\", \"function\", \"add\", \"softmax\", \"layernorm\", \"rmsnorm\" or \"none\", or same_as = \"variant\"";
 
 impl CheckOp {
     /// Every op, in the order the manifest format lists them.
-    pub const ALL: [CheckOp; 11] = [
+    pub const ALL: [CheckOp; 14] = [
         CheckOp::Copy,
         CheckOp::Transpose,
         CheckOp::Sum,
@@ -36,6 +39,9 @@ impl CheckOp {
         CheckOp::Histogram,
         CheckOp::Function,
         CheckOp::Add,
+        CheckOp::Softmax,
+        CheckOp::Layernorm,
+        CheckOp::Rmsnorm,
         CheckOp::None,
     ];
 
@@ -53,6 +59,9 @@ impl CheckOp {
             CheckOp::Histogram => "histogram",
             CheckOp::Function => "function",
             CheckOp::Add => "add",
+            CheckOp::Softmax => "softmax",
+            CheckOp::Layernorm => "layernorm",
+            CheckOp::Rmsnorm => "rmsnorm",
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! One file per family of checks: `copy` (copies, transposes), `same` (against a reference
 //! variant's output), `reduce` (sums, scans), `rearrange` (compaction, sort, histogram),
-//! `elementwise` (adds, math functions), `matmul` (GEMM, GEMV) with `matmul_model` (the default
+//! `elementwise` (adds, math functions), `rowwise` (softmax, layernorm, rmsnorm), `matmul` (GEMM, GEMV) with `matmul_model` (the default
 //! tolerance of narrow-type products) and `matmul_kernels` (simulated GPU kernels it is tested on); `tally` is what they share.
 
 mod copy;
@@ -13,6 +13,7 @@ mod matmul_kernels;
 mod matmul_model;
 mod rearrange;
 mod reduce;
+mod rowwise;
 mod same;
 mod tally;
 
@@ -22,4 +23,5 @@ pub use matmul::{MATMUL_SAMPLE, check_matmul};
 pub use matmul_model::{MATMUL_CONTRACTS, MatmulTypes, rounded_adds};
 pub use rearrange::{Keep, check_compact, check_histogram, check_sort};
 pub use reduce::{check_scan, check_sum};
+pub use rowwise::{RowOp, RowwiseCheck, check_rowwise};
 pub use same::check_same;
