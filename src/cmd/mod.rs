@@ -4,6 +4,7 @@ pub mod baseline;
 pub mod check;
 pub mod child;
 pub mod compare;
+pub mod history;
 pub mod import;
 pub mod info;
 pub mod merge;
@@ -69,7 +70,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             suite,
         } => info::list(&config, what, &suite_dir, &suite),
         Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
-        Command::Merge { runs, out } => merge::merge(&runs, &out),
+        Command::Merge { runs, out } => merge::merge(&config, &runs, out.as_deref()),
         Command::Plan {
             suite,
             variant,
@@ -97,7 +98,8 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             )
         }
         Command::Report { run, format, write } => report::report(&run, format, write),
-        Command::Baseline { action } => baseline::baseline(action),
+        Command::Baseline { action } => baseline::baseline(&config, action),
+        Command::History(args) => history::history(&config, &args),
         Command::Check(args) => check::check(&config, &args, &mock, command_line),
         Command::Compare { runs, format } => compare::compare(&config, &runs, format),
         Command::Ncu(args) => ncu::ncu(&config, &args),

@@ -1,8 +1,11 @@
 //! Exporters: data -> markdown, JSON, CSV or SVG bytes (pure; one exporter per file behind one trait, for runs here and for comparisons in `compare/`).
 
+pub mod bmf;
 pub mod csv;
 mod exporter;
 pub mod frame;
+pub mod github_benchmark;
+pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
@@ -26,6 +29,12 @@ pub enum Format {
     Frame,
     /// The roofline of the jobs that declare flops (`roofline.svg`).
     Roofline,
+    /// Bencher Metric Format JSON (`bencher run --adapter json`): latency in ns, GB/s, GFLOP/s.
+    Bmf,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON: each job's median time.
+    GithubBenchmark,
+    /// github-action-benchmark's `customBiggerIsBetter` JSON: each job's GB/s and GFLOP/s.
+    GithubBenchmarkBigger,
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
@@ -36,5 +45,12 @@ pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
         Format::Svg => Box::new(svg::Svg),
         Format::Frame => Box::new(frame::Results),
         Format::Roofline => Box::new(roofline::Roofline),
+        Format::Bmf => Box::new(bmf::Bmf),
+        Format::GithubBenchmark => Box::new(github_benchmark::GithubBenchmark(
+            github_benchmark::Direction::SmallerIsBetter,
+        )),
+        Format::GithubBenchmarkBigger => Box::new(github_benchmark::GithubBenchmark(
+            github_benchmark::Direction::BiggerIsBetter,
+        )),
     }
 }

@@ -2,6 +2,7 @@
 
 mod atomic;
 pub mod baseline;
+pub mod history;
 mod regular;
 
 pub use regular::{FileKind, ReadError, read_regular, read_regular_text};

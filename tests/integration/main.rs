@@ -14,6 +14,7 @@ mod compiler_inputs;
 mod cxx;
 mod file_graph;
 mod hardening;
+mod history;
 mod hopper_bounds;
 mod host_program;
 mod import;
