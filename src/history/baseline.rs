@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{HistoryRow, Measure};
+use super::row::{HistoryRow, Measure};
 use crate::records::{JobKey, JobRecord, JobStatus, RunData};
 
 /// The baseline made of `runs` (ids, oldest first) of `rows`, shaped like `new` (the run judged):

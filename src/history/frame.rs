@@ -7,7 +7,7 @@ use std::io::Cursor;
 
 use polars::prelude::*;
 
-use super::{HistoryRow, Measure};
+use super::row::{HistoryRow, Measure};
 
 /// The columns of a history file, in order.
 pub const COLUMNS: [&str; 22] = [

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{HistoryRow, Measure};
+use super::row::{HistoryRow, Measure};
 
 /// One run's value of one job.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +53,7 @@ impl Trend {
 pub struct Trends {
     pub suite: String,
     pub fingerprint: String,
-    /// [`super::EnvFingerprint::describe`] of the runs.
+    /// [`super::row::EnvFingerprint::describe`] of the runs.
     pub environment: String,
     pub mock: bool,
     pub measure: Measure,
@@ -138,7 +138,7 @@ pub fn trends(rows: &[HistoryRow], sel: &Selection) -> Trends {
         suite: first.map(|r| r.suite.clone()).unwrap_or_default(),
         fingerprint: sel.fingerprint.to_string(),
         environment: first
-            .map(|r| super::EnvFingerprint::of_row(r).describe())
+            .map(|r| super::row::EnvFingerprint::of_row(r).describe())
             .unwrap_or_default(),
         mock: first.is_some_and(|r| r.mock),
         measure: sel.measure,
@@ -167,7 +167,7 @@ pub fn fingerprints(rows: &[HistoryRow]) -> Vec<(String, String, usize)> {
             (
                 String::new(),
                 Vec::new(),
-                super::EnvFingerprint::of_row(r).describe(),
+                super::row::EnvFingerprint::of_row(r).describe(),
             )
         });
         if r.started > e.0 {

@@ -1,7 +1,7 @@
 //! The trends as markdown: per group and job, one row per run with its date, commit, median, interval and change against the first run shown.
 
 use super::super::Exporter;
-use super::sig4;
+use super::digits::sig4;
 use crate::history::Trends;
 use crate::report::markdown::table;
 

@@ -3,7 +3,7 @@
 use plotters::prelude::*;
 
 use super::super::Exporter;
-use super::sig4;
+use super::digits::sig4;
 use crate::history::{Trend, Trends};
 
 const LABEL_W: i32 = 300;
