@@ -36,7 +36,7 @@ pub fn append_jsonl<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     f.sync_data()
 }
 
-/// `reports/runs/<UTC timestamp>-<suite>-<gpu>`; a suffix keeps two runs in one second apart.
+/// `ROOT/<UTC timestamp>-<suite>-<gpu>` (ROOT: `--out`, else the data directory's `runs/`); a suffix keeps two runs in one second apart.
 pub fn new_run_dir(root: &Path, suite: &str, gpu: &str) -> io::Result<PathBuf> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let slug: String = gpu
