@@ -197,7 +197,7 @@ fn a_torn_history_file_costs_only_itself() {
         .code(0);
     let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
     assert!(err.contains("skipped an unreadable history file"), "{err}");
-    assert!(stdout(&out).contains("1 runs"), "{}", stdout(&out));
+    assert!(stdout(&out).contains(". 1 run;"), "{}", stdout(&out));
 }
 
 #[test]

@@ -21,10 +21,11 @@ impl Exporter<Trends> for Markdown {
         };
         out.push_str(&format!("# History of `{}`{mock}\n\n", t.suite));
         out.push_str(&format!(
-            "Environment fingerprint `{}`: {}. {} runs; {} in {} (smaller is better: {}).\n\n",
+            "Environment fingerprint `{}`: {}. {} run{}; {} in {} (smaller is better: {}).\n\n",
             t.fingerprint,
             t.environment,
             t.runs.len(),
+            if t.runs.len() == 1 { "" } else { "s" },
             t.measure.name(),
             t.measure.unit(),
             if t.measure.smaller_is_better() {
