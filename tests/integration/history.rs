@@ -324,3 +324,41 @@ fn the_github_benchmark_exports_have_the_documented_shape() {
         assert_eq!(unique.len(), names.len(), "names are unique: {names:?}");
     }
 }
+
+/// The committed GPU-made example (examples/history, an H200): its Parquet history, read back by
+/// this build, renders the committed table byte for byte, and its exports parse as their tools'
+/// formats.
+#[test]
+fn the_committed_gpu_history_renders_as_committed() {
+    let example = crate::common::repo().join("examples/history");
+    let md = stdout(
+        &crate::common::gpu_lab()
+            .env("GPU_LAB_DATA", example.join("data"))
+            .args(["history", "--suite", "shared-memory"])
+            .assert()
+            .code(0),
+    );
+    assert_eq!(
+        md,
+        std::fs::read_to_string(example.join("history.md")).unwrap()
+    );
+    assert!(md.contains("NVIDIA H200") && md.contains("3 runs"), "{md}");
+    let bmf: Value =
+        serde_json::from_str(&std::fs::read_to_string(example.join("bmf.json")).unwrap()).unwrap();
+    assert!(
+        bmf.as_object()
+            .unwrap()
+            .values()
+            .all(|m| m["latency"]["value"].is_number())
+    );
+    for file in ["github-benchmark.json", "github-benchmark-bigger.json"] {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(example.join(file)).unwrap()).unwrap();
+        assert!(
+            v.as_array()
+                .unwrap()
+                .iter()
+                .all(|e| e["value"].is_number() && e["name"].is_string())
+        );
+    }
+}
