@@ -135,9 +135,10 @@ pub struct SuiteArgs {
     /// different models each run every job, one run directory per model.
     #[arg(long, conflicts_with = "gpu", value_parser = gpu_selection)]
     pub gpus: Option<GpuSelection>,
-    /// Root directory for run directories.
-    #[arg(long, default_value = "reports/runs")]
-    pub out: PathBuf,
+    /// Root directory for run directories (default: the data directory's `runs/`:
+    /// $GPU_LAB_DATA/runs, else $XDG_DATA_HOME/gpu-lab/runs, else ~/.local/share/gpu-lab/runs).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
     /// Seconds before a job's child process is killed as hung.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
@@ -257,9 +258,9 @@ pub enum Command {
         /// Every shard run directory of the plan.
         #[arg(required = true)]
         runs: Vec<PathBuf>,
-        /// Root directory for the merged run directory.
-        #[arg(long, default_value = "reports/runs")]
-        out: PathBuf,
+        /// Root directory for the merged run directory (default: the data directory's `runs/`, as for `run`).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Check and time every variant (no ncu).
     Run(SuiteArgs),
@@ -316,6 +317,10 @@ pub enum Command {
     },
     /// Judge a run against a baseline, job by job: exit 0 when nothing regressed, 3 when something did.
     Check(CheckArgs),
+    /// The trend of each job of a suite over the runs in the history (one environment
+    /// fingerprint): median and interval per run, as a table, a chart or CSV.
+    #[command(after_help = HISTORY_HELP)]
+    History(HistoryArgs),
     /// Stored runs side by side, also across GPUs, without verdicts.
     #[command(
         after_help = "Two runs: every job's change with its interval, clocks, counters and correctness (md or json). More runs: one table of medians and % of copy per run, from the runs' polars frame. --format csv: the frame of every run (one row per job of each run; schema in docs/frame.md), for polars or pandas."
@@ -430,9 +435,9 @@ pub enum BaselineAction {
         /// The run directory to store (default: the newest under --runs).
         #[arg(long)]
         from: Option<PathBuf>,
-        /// Where to look for the newest run when --from is not given.
-        #[arg(long, default_value = "reports/runs")]
-        runs: PathBuf,
+        /// Where to look for the newest run when --from is not given (default: the data directory's `runs/`, as for `run`).
+        #[arg(long)]
+        runs: Option<PathBuf>,
         /// Replace an existing baseline of that name.
         #[arg(long)]
         force: bool,
@@ -467,7 +472,8 @@ pub enum BaselineAction {
     override_usage = "gpu-lab check --baseline NAME (--from RUN | --suite S [run options]) [OPTIONS]"
 )]
 pub struct CheckArgs {
-    /// Baseline name (`DIR/NAME.json`) or a path to a baseline file.
+    /// Baseline name (`DIR/NAME.json`), a path to a baseline file, or `last:K`: the last K runs
+    /// of the same suite and environment fingerprint in the history (their medians pooled).
     #[arg(long)]
     pub baseline: String,
     /// Directory of stored baselines.
@@ -514,6 +520,56 @@ file (raw ncu names, or the details page's display names such as `Duration`) are
 
 Exit codes: 0 the table was printed; 1 error (unreadable file, ncu missing for an .ncu-rep, no
 requested metric computable); 2 usage; 4 the table was printed but some kernels faulted (nan values).";
+
+pub const HISTORY_HELP: &str =
+    "Every run, profile, check --suite and merge appends its correct jobs to the history
+(DATA/history/<suite>/<fingerprint>/<run>.parquet, DATA as for --out). Runs compare when their
+fingerprint matches: GPU model, driver, CUDA, L2 state, clock policy, mock or not; the gpu-lab
+commit is not part of it (each row carries it: the trend over commits is the point).
+Without --fingerprint: that of the suite's newest run; the others are listed on stderr.";
+
+/// `gpu-lab history`.
+#[derive(Debug, Args, Clone)]
+pub struct HistoryArgs {
+    /// The suite whose history to show.
+    #[arg(long, short)]
+    pub suite: String,
+    /// Only these variants (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub variant: Vec<String>,
+    /// Only runs started on or after this UTC date (`2026-11-25`) or time (`2026-11-25T10:00:00Z`).
+    #[arg(long, value_parser = since_date)]
+    pub since: Option<String>,
+    /// The environment fingerprint (16 hex digits, as the outputs print it); default: the newest run's.
+    #[arg(long)]
+    pub fingerprint: Option<String>,
+    /// What to follow: time_ms, gb_per_s or gflop_per_s.
+    #[arg(long, default_value = "time_ms", value_parser = measure)]
+    pub measure: crate::history::Measure,
+    #[arg(long, value_enum, default_value_t = crate::report::history::Format::Md)]
+    pub format: crate::report::history::Format,
+}
+
+fn measure(s: &str) -> Result<crate::history::Measure, String> {
+    crate::history::Measure::parse(s)
+        .ok_or_else(|| format!("`{s}` is not a measure: write time_ms, gb_per_s or gflop_per_s"))
+}
+
+/// `--since`: a date or an RFC 3339 time, kept as text that compares with a run's start time.
+fn since_date(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() {
+        return Ok(s.to_string());
+    }
+    match chrono::DateTime::parse_from_rfc3339(s) {
+        Ok(t) => Ok(t
+            .with_timezone(&chrono::Utc)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        Err(_) => Err(format!(
+            "`{s}` is not a date: write YYYY-MM-DD (UTC) or an RFC 3339 time such as 2026-11-25T10:00:00Z"
+        )),
+    }
+}
 
 /// Which metrics to show and how.
 #[derive(Debug, Args, Clone)]

@@ -18,6 +18,9 @@ pub struct Config {
     pub suite_dirs: Vec<PathBuf>,
     /// `GPU_LAB_CACHE`, else `$XDG_CACHE_HOME/gpu-lab`, else `~/.cache/gpu-lab`: compiled PTX and ncu's metric lists.
     pub cache_dir: Option<PathBuf>,
+    /// `GPU_LAB_DATA`, else `$XDG_DATA_HOME/gpu-lab`, else `~/.local/share/gpu-lab`: where runs
+    /// (`runs/`) and their history (`history/`) go, outside any checkout. `None`: none is set.
+    pub data_dir: Option<PathBuf>,
     pub ncu: NcuSearch,
     /// The `PATH` directories, for programs named without a `/`.
     pub path_dirs: Vec<PathBuf>,
@@ -87,9 +90,22 @@ impl Config {
         let path_dirs: Vec<PathBuf> = var("PATH")
             .map(|p| std::env::split_paths(&p).collect())
             .unwrap_or_default();
+        // The XDG base directory spec: a relative XDG_DATA_HOME is invalid and ignored.
+        let absolute = |v: OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+        let data_dir = var("GPU_LAB_DATA").map(PathBuf::from).or_else(|| {
+            var("XDG_DATA_HOME")
+                .and_then(absolute)
+                .map(|d| d.join("gpu-lab"))
+                .or_else(|| {
+                    var("HOME")
+                        .and_then(absolute)
+                        .map(|h| h.join(".local").join("share").join("gpu-lab"))
+                })
+        });
         Ok(Config {
             suite_dirs,
             cache_dir,
+            data_dir,
             ncu: NcuSearch {
                 explicit: var("NCU").map(PathBuf::from),
                 path_dirs: path_dirs.clone(),
@@ -115,6 +131,27 @@ impl Config {
         Ok(self.catalog.get_or_init(|| built))
     }
 
+    /// Where run directories go: `--out` where given, else `runs/` of the data directory.
+    pub fn runs_dir(&self, out: Option<&Path>) -> anyhow::Result<PathBuf> {
+        match (out, &self.data_dir) {
+            (Some(out), _) => Ok(out.to_path_buf()),
+            (None, Some(data)) => Ok(data.join("runs")),
+            (None, None) => anyhow::bail!(
+                "{NO_DATA_DIR}\n  fix: pass --out DIR, or set GPU_LAB_DATA=DIR (runs go to DIR/runs, the history to DIR/history)"
+            ),
+        }
+    }
+
+    /// Where the history of runs is kept: `history/` of the data directory.
+    pub fn history_dir(&self) -> anyhow::Result<PathBuf> {
+        match &self.data_dir {
+            Some(data) => Ok(data.join("history")),
+            None => anyhow::bail!(
+                "{NO_DATA_DIR}\n  fix: set GPU_LAB_DATA=DIR (the history is kept in DIR/history)"
+            ),
+        }
+    }
+
     /// The command's `--suite-dir`s first (a user suite may replace a built-in of the same name),
     /// then the configured ones, then, where those lack a built-in suite (an installed binary),
     /// the copy of the built-in suites in the cache (`store::builtin_kernels`).
@@ -138,6 +175,8 @@ impl Config {
         Ok(dirs)
     }
 }
+
+const NO_DATA_DIR: &str = "no data directory for gpu-lab's runs and history: none of GPU_LAB_DATA, XDG_DATA_HOME (absolute) and HOME (absolute) is set";
 
 /// The built-in metric definitions plus the user's files.
 fn catalog(user_files: &[PathBuf]) -> anyhow::Result<Catalog> {
@@ -181,11 +220,66 @@ mod tests {
             ]
         );
         assert_eq!(c.cache_dir, Some(PathBuf::from("/xdg/gpu-lab")));
+        // No XDG_DATA_HOME: the data directory under HOME; --out wins for runs.
+        assert_eq!(
+            c.runs_dir(None).unwrap(),
+            PathBuf::from("/home/u/.local/share/gpu-lab/runs")
+        );
+        assert_eq!(
+            c.runs_dir(Some(Path::new("mine"))).unwrap(),
+            PathBuf::from("mine")
+        );
+        assert_eq!(
+            c.history_dir().unwrap(),
+            PathBuf::from("/home/u/.local/share/gpu-lab/history")
+        );
         assert_eq!(c.ncu.explicit, None, "an empty NCU is unset");
         assert_eq!(c.path_dirs, [PathBuf::from("/a"), "/b".into()]);
         // A bad metrics file fails the commands that read metric definitions, and only them.
         let bad = Config::new(&env, &[PathBuf::from("/no/such.toml")], false).unwrap();
         assert!(format!("{:#}", bad.catalog().unwrap_err()).contains("--metrics-file"));
         assert!(c.catalog().unwrap().metrics.contains_key("gld_efficiency"));
+    }
+
+    fn data_dir_of(vars: &[(&str, &str)]) -> Config {
+        let vars: Vec<(String, OsString)> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        let lookup = move |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let env = Environment {
+            var: &lookup,
+            exe: Some(PathBuf::from("/bin/gpu-lab")),
+            temp_dir: PathBuf::from("/tmp"),
+        };
+        Config::new(&env, &[], false).unwrap()
+    }
+
+    #[test]
+    fn the_data_directory_is_gpu_lab_data_then_xdg_then_home_and_never_guessed() {
+        let all = [
+            ("GPU_LAB_DATA", "/data"),
+            ("XDG_DATA_HOME", "/xdg"),
+            ("HOME", "/home/u"),
+        ];
+        assert_eq!(data_dir_of(&all).data_dir, Some(PathBuf::from("/data")));
+        assert_eq!(
+            data_dir_of(&all[1..]).data_dir,
+            Some(PathBuf::from("/xdg/gpu-lab"))
+        );
+        // A relative XDG_DATA_HOME is ignored, as the XDG spec says.
+        assert_eq!(
+            data_dir_of(&[("XDG_DATA_HOME", "rel"), ("HOME", "/home/u")]).data_dir,
+            Some(PathBuf::from("/home/u/.local/share/gpu-lab"))
+        );
+        let none = data_dir_of(&[("HOME", "")]);
+        assert_eq!(none.data_dir, None);
+        let e = format!("{:#}", none.runs_dir(None).unwrap_err());
+        assert!(e.contains("GPU_LAB_DATA") && e.contains("--out"), "{e}");
+        assert!(none.history_dir().is_err());
+        assert_eq!(
+            none.runs_dir(Some(Path::new("/r"))).unwrap(),
+            PathBuf::from("/r")
+        );
     }
 }

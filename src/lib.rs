@@ -9,12 +9,13 @@
 //!          │                                                                    │         and ncu over a pass ─> profiler/ ─> parse/ ─> metrics/
 //!          │                                                                    └─ mock: stand-ins, no GPU (says MOCK)
 //!          │                            records (what a run holds) ─> store/ (after every job) ─> report/ (markdown, csv, json, svg)
-//!          ├─ check/compare: store/ ─> compare/ (verdicts) ─> exit code
+//!          │                            every finished run ─> history (rows, pure) ─> store/history.rs (one Parquet file per run)
+//!          ├─ check/compare: store/ ─> compare/ (verdicts) ─> exit code; history: store/history.rs ─> history ─> report/history
 //!          └─ ncu/import: profiler/ ─> parse/ ─> metrics/ ─> report/nvprof
 //! ```
 //!
 //! Pure modules (no GPU, disk, process or environment): `records`, `verify`, `parse`, `metrics`,
-//! `expr`, `stats`, `compare`, `report`, `frame`, `occupancy`. Only `cmd/` reads `cli`; only `cmd/` and
+//! `expr`, `stats`, `compare`, `report`, `frame`, `occupancy`, `history`. Only `cmd/` reads `cli`; only `cmd/` and
 //! `config` read the environment; `src/` has no import cycle, between modules or files
 //! (tests/integration/architecture.rs checks each of these).
 
@@ -30,6 +31,7 @@ pub mod executor;
 pub mod exit;
 pub mod expr;
 pub mod frame;
+pub mod history;
 pub mod metrics;
 pub mod occupancy;
 pub mod parse;

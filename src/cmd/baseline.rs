@@ -11,7 +11,7 @@ use crate::store::baseline::{self, Baseline};
 
 use super::check::load_run;
 
-pub fn baseline(action: BaselineAction) -> anyhow::Result<i32> {
+pub fn baseline(config: &crate::config::Config, action: BaselineAction) -> anyhow::Result<i32> {
     match action {
         BaselineAction::Save {
             name,
@@ -20,7 +20,14 @@ pub fn baseline(action: BaselineAction) -> anyhow::Result<i32> {
             force,
             allow_mock,
             dir,
-        } => save(&name, from, &runs, force, allow_mock, &dir),
+        } => {
+            // The runs directory is needed (and must be known) only without --from.
+            let runs = match from {
+                Some(_) => PathBuf::new(),
+                None => config.runs_dir(runs.as_deref())?,
+            };
+            save(&name, from, &runs, force, allow_mock, &dir)
+        }
         BaselineAction::List { dir } => list(&dir),
         BaselineAction::Export {
             name,

@@ -135,6 +135,15 @@ pub fn render(c: &Comparison, format: compare::Format) -> anyhow::Result<(String
     Ok((e.render(c)?, e.file_name()))
 }
 
+/// What a run is judged against: the baseline run, where it came from (for messages), its
+/// label in the verdicts and the name its verdicts are saved under beside the run.
+struct Against {
+    base: RunData,
+    origin: PathBuf,
+    label: String,
+    name: String,
+}
+
 /// `gpu-lab check`: the run (stored, or the suite run now) judged against the baseline; exit 3 on a regression.
 pub fn check(
     config: &Config,
@@ -142,11 +151,76 @@ pub fn check(
     mock: &Mock,
     command_line: String,
 ) -> anyhow::Result<i32> {
+    if let Some(k) = super::history::last_k(&args.baseline)? {
+        return check_last(config, args, k, mock, command_line);
+    }
     let path = baseline::resolve(&args.baseline_dir, &args.baseline);
     let stored = baseline::load(&path)?;
     let base = stored.to_run();
     let run_dir = run_to_check(config, args, &path, &base, mock, command_line)?;
+    let against = Against {
+        base,
+        origin: path,
+        label: format!("baseline {} (from {})", stored.name, stored.source_run),
+        name: stored.name,
+    };
+    judge(config, args, &against, &run_dir)
+}
+
+/// `check --baseline last:K`: the run (stored, or the suite run now and appended to the
+/// history) judged against the last K runs of its suite and fingerprint in the history.
+fn check_last(
+    config: &Config,
+    args: &CheckArgs,
+    k: usize,
+    mock: &Mock,
+    command_line: String,
+) -> anyhow::Result<i32> {
+    let run_dir = match (&args.from, &args.run) {
+        (Some(from), _) => from.clone(),
+        (None, Some(suite)) => {
+            if suite.suite.len() != 1 {
+                bail!(
+                    "--baseline last:K judges one suite; `--suite {}` names {}\n  fix: pass one suite",
+                    suite.suite.join(","),
+                    suite.suite.len()
+                );
+            }
+            let mut dirs = Vec::new();
+            run::run_with(config, suite, None, mock, command_line, &mut |d| {
+                dirs.push(d.to_path_buf())
+            })?;
+            let dir = dirs
+                .pop()
+                .context("the suite ran no job (are the --variant names right?)")?;
+            eprintln!("run: {}", dir.display());
+            dir
+        }
+        (None, None) => bail!(
+            "nothing to check\n  fix: pass --from RUN (a stored run) or --suite S (run it now)"
+        ),
+    };
     let new = load_run(&run_dir)?;
+    let (base, label) = super::history::last_runs_baseline(config, k, &run_dir, &new)?;
+    let against = Against {
+        base,
+        origin: config.history_dir()?,
+        label,
+        name: format!("last-{k}"),
+    };
+    judge(config, args, &against, &run_dir)
+}
+
+/// The run in `run_dir` judged against `against`: the verdicts printed and saved beside the
+/// run; exit 3 on a regression or an unfinished run.
+fn judge(
+    config: &Config,
+    args: &CheckArgs,
+    against: &Against,
+    run_dir: &Path,
+) -> anyhow::Result<i32> {
+    let (path, base) = (&against.origin, &against.base);
+    let new = load_run(run_dir)?;
     let unfinished = new.info.finished.is_none();
     if unfinished {
         eprintln!(
@@ -154,18 +228,17 @@ pub fn check(
             run_dir.display()
         );
     }
-    refuse_incomparable(args, &path, &base, &run_dir, &new)?;
-    let other = compare::other_gpu(&base, &new);
+    refuse_incomparable(args, path, base, run_dir, &new)?;
+    let other = compare::other_gpu(base, &new);
     if let Some(models) = other.clone()
         && !args.allow_other_gpu
     {
-        return Err(other_gpu_error(&path, models));
+        return Err(other_gpu_error(path, models));
     }
-    let defs = definitions(config, &base, &new)?;
-    let label = format!("baseline {} (from {})", stored.name, stored.source_run);
+    let defs = definitions(config, base, &new)?;
     let c = compare::compare(
-        &base,
-        &label,
+        base,
+        &against.label,
         &new,
         &run_dir.display().to_string(),
         &defs,
@@ -174,7 +247,7 @@ pub fn check(
     );
     let (text, ext) = render(&c, args.format)?;
     print!("{text}");
-    let beside = run_dir.join(format!("check-{}.{ext}", stored.name));
+    let beside = run_dir.join(format!("check-{}.{ext}", against.name));
     match store::write_atomic(&beside, text.as_bytes()) {
         Ok(()) if !config.quiet => eprintln!("verdicts saved: {}", beside.display()),
         Ok(()) => {}

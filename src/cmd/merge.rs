@@ -10,7 +10,12 @@ use crate::scheduler;
 use crate::store;
 
 /// Joins `runs` (every shard of one plan) into a new run under `out`; prints its directory.
-pub fn merge(runs: &[PathBuf], out: &Path) -> anyhow::Result<i32> {
+pub fn merge(
+    config: &crate::config::Config,
+    runs: &[PathBuf],
+    out: Option<&Path>,
+) -> anyhow::Result<i32> {
+    let out = &config.runs_dir(out)?;
     let infos: Vec<(String, RunInfo)> = runs
         .iter()
         .map(|dir| Ok((dir.display().to_string(), store::load_info(dir)?)))
@@ -107,6 +112,7 @@ pub fn merge(runs: &[PathBuf], out: &Path) -> anyhow::Result<i32> {
     info.finished = finished;
     store::save_info(&dir, &info)?;
     scheduler::render_reports(&dir)?;
+    super::history::append_run(config, &dir);
     println!("{}", dir.display());
     Ok(exit::OK)
 }

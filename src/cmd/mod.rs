@@ -4,6 +4,7 @@ pub mod baseline;
 pub mod check;
 pub mod child;
 pub mod compare;
+pub mod history;
 pub mod import;
 pub mod info;
 pub mod install;
@@ -80,7 +81,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             suite,
         } => info::list(&config, what, &suite_dir, &suite),
         Command::Run(args) => run::run(&config, &args, None, &mock, command_line),
-        Command::Merge { runs, out } => merge::merge(&runs, &out),
+        Command::Merge { runs, out } => merge::merge(&config, &runs, out.as_deref()),
         Command::Plan {
             suite,
             variant,
@@ -109,10 +110,22 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
                 command_line,
             )
         }
-        Command::Report { run, format, write } => report::report(&run, format, write),
-        Command::Baseline { action } => baseline::baseline(action),
-        Command::Check(args) => check::check(&config, &args, &mock, command_line),
-        Command::Compare { runs, format } => compare::compare(&config, &runs, format),
+        Command::Report { run, format, write } => {
+            report::report(&resolve_run(&config, &run)?, format, write)
+        }
+        Command::Baseline { action } => baseline::baseline(&config, action),
+        Command::History(args) => history::history(&config, &args),
+        Command::Check(mut args) => {
+            args.from = args.from.map(|f| resolve_run(&config, &f)).transpose()?;
+            check::check(&config, &args, &mock, command_line)
+        }
+        Command::Compare { runs, format } => {
+            let runs = runs
+                .iter()
+                .map(|r| resolve_run(&config, r))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            compare::compare(&config, &runs, format)
+        }
         Command::Ncu(args) => ncu::ncu(&config, &args),
         Command::Import(args) => import::import(&config, &args),
         Command::Job { .. }
@@ -124,4 +137,17 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         | Command::Completions { .. }
         | Command::Man => unreachable!("children, completions and man are served above"),
     }
+}
+
+/// A run directory as the command line names it: a path, or `last` (where no such path exists)
+/// for the newest run of the data directory's `runs/`.
+fn resolve_run(config: &Config, run: &std::path::Path) -> anyhow::Result<std::path::PathBuf> {
+    if run != std::path::Path::new("last") || run.exists() {
+        return Ok(run.to_path_buf());
+    }
+    let newest = crate::store::baseline::newest_run(&config.runs_dir(None)?)?;
+    if !config.quiet {
+        eprintln!("last: {}", newest.display());
+    }
+    Ok(newest)
 }

@@ -90,9 +90,9 @@ pub fn settings(
     args: &SuiteArgs,
     profile: Option<ProfileRequest>,
     command_line: String,
-) -> RunSettings {
-    RunSettings {
-        out: args.out.clone(),
+) -> anyhow::Result<RunSettings> {
+    Ok(RunSettings {
+        out: config.runs_dir(args.out.as_deref())?,
         timing: TimingConfig {
             max_seconds: args.max_seconds,
             target_rel_ci: args.noise / 100.0,
@@ -109,7 +109,7 @@ pub fn settings(
         build: super::provenance::this_build(),
         quiet: config.quiet,
         shard: None,
-    }
+    })
 }
 
 /// Prints how the suites' jobs split into `shards`: what `run --shard I/N` will run.
@@ -198,6 +198,8 @@ pub fn run_with(
     finished: &mut (dyn FnMut(&Path) + Send),
 ) -> anyhow::Result<i32> {
     let suites = suite::load_named(&args.suite, &config.suite_search(&args.suite_dir)?)?;
+    // Where the runs go, known before any GPU starts: no data directory fails here.
+    config.runs_dir(args.out.as_deref())?;
     // Planned once, before any GPU starts (a typo in a variant name fails here); each model's
     // GPUs then screen their own copy of the plans against what their ncu can collect.
     let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
@@ -222,9 +224,10 @@ pub fn run_with(
         scheduler::screen(&mut plans, lanes[0])?;
         let settings = RunSettings {
             shard: shard.clone(),
-            ..settings(config, args, profile.clone(), command_line.clone())
+            ..settings(config, args, profile.clone(), command_line.clone())?
         };
         scheduler::run_sharing(&lanes, &plans, &settings, &host, &mut |dir| {
+            super::history::append_run(config, dir);
             (finished.lock().unwrap_or_else(|e| e.into_inner()))(dir)
         })
     };

@@ -1,9 +1,12 @@
 //! Exporters: data -> markdown, HTML, JSON, CSV or SVG bytes (pure; one exporter per file behind one trait, for runs here and for comparisons in `compare/`).
 
+pub mod bmf;
 pub mod csv;
 mod exporter;
 pub mod frame;
 pub mod html;
+pub mod github_benchmark;
+pub mod history;
 pub mod json;
 pub mod markdown;
 pub mod nvprof;
@@ -31,6 +34,12 @@ pub enum Format {
     /// The markdown report as one self-contained page (`report.html`): sortable tables, the
     /// charts inline, nothing fetched.
     Html,
+    /// Bencher Metric Format JSON (`bencher run --adapter json`): latency in ns, GB/s, GFLOP/s.
+    Bmf,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON: each job's median time.
+    GithubBenchmark,
+    /// github-action-benchmark's `customBiggerIsBetter` JSON: each job's GB/s and GFLOP/s.
+    GithubBenchmarkBigger,
 }
 
 pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
@@ -42,5 +51,12 @@ pub fn exporter(format: Format) -> Box<dyn Exporter<RunData>> {
         Format::Frame => Box::new(frame::Results),
         Format::Roofline => Box::new(roofline::Roofline),
         Format::Html => Box::new(html::Html),
+        Format::Bmf => Box::new(bmf::Bmf),
+        Format::GithubBenchmark => Box::new(github_benchmark::GithubBenchmark(
+            github_benchmark::Direction::SmallerIsBetter,
+        )),
+        Format::GithubBenchmarkBigger => Box::new(github_benchmark::GithubBenchmark(
+            github_benchmark::Direction::BiggerIsBetter,
+        )),
     }
 }

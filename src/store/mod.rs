@@ -3,6 +3,7 @@
 mod atomic;
 pub mod baseline;
 pub mod builtin_kernels;
+pub mod history;
 mod regular;
 
 pub use regular::{FileKind, ReadError, read_regular, read_regular_text};
@@ -36,7 +37,7 @@ pub fn append_jsonl<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
     f.sync_data()
 }
 
-/// `reports/runs/<UTC timestamp>-<suite>-<gpu>`; a suffix keeps two runs in one second apart.
+/// `ROOT/<UTC timestamp>-<suite>-<gpu>` (ROOT: `--out`, else the data directory's `runs/`); a suffix keeps two runs in one second apart.
 pub fn new_run_dir(root: &Path, suite: &str, gpu: &str) -> io::Result<PathBuf> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let slug: String = gpu

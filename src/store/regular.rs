@@ -52,6 +52,11 @@ impl FileKind {
         what: "an ncu CSV export",
         max_bytes: 2 << 30,
     };
+    /// One run's rows in the history (Parquet): a run of 1000 jobs at 300 samples is about 3 MB.
+    pub const HISTORY: FileKind = FileKind {
+        what: "a history file (Parquet)",
+        max_bytes: 1 << 30,
+    };
     /// A `--metrics-file` of metric definitions (the built-in catalog is under 100 KB).
     pub const METRIC_DEFINITIONS: FileKind = FileKind {
         what: "metric definitions",

@@ -39,10 +39,18 @@ pub fn kernels_dir() -> PathBuf {
     repo().join("kernels")
 }
 
-/// The gpu-lab binary of this build, run in `dir`.
+/// The gpu-lab binary of this build, run in `dir`, its data directory (runs without --out, the
+/// history) outside the checkout: `dir/data` in a scratch directory, a directory of this test
+/// process under the system's temporary directory when `dir` is the repository.
 pub fn gpu_lab_in(dir: &Path) -> Command {
     let mut c = Command::cargo_bin("gpu-lab").unwrap();
     c.current_dir(dir);
+    let data = if dir == repo() {
+        std::env::temp_dir().join(format!("gpu-lab-test-data-{}", std::process::id()))
+    } else {
+        dir.join("data")
+    };
+    c.env("GPU_LAB_DATA", data);
     c
 }
 

@@ -16,6 +16,7 @@ mod cupti;
 mod cxx;
 mod file_graph;
 mod hardening;
+mod history;
 mod hopper_bounds;
 mod host_program;
 mod import;

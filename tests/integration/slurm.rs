@@ -209,6 +209,7 @@ fn the_fleet_document_runs_as_written_on_a_one_node_slurm() {
         .env("GPU_LAB_MOCK_GPU", "1")
         .env("GPU_LAB_KERNELS", root.join("kernels"))
         .env("GPU_LAB_CACHE", d.path().join("cache"))
+        .env("GPU_LAB_DATA", d.path().join("data"))
         .output()
         .unwrap();
     assert!(
