@@ -198,6 +198,7 @@ pub(super) fn run_job(
             record.status = if passed(&o.correctness)
                 && passed(&o.correctness_after)
                 && passed(&o.correctness_during)
+                && o.timed_checks.as_ref().is_none_or(|t| t.passed())
             {
                 JobStatus::Ok
             } else {
@@ -212,6 +213,7 @@ pub(super) fn run_job(
             record.timing_method = o.timing_method;
             record.correctness_during = o.correctness_during;
             record.verified_during = o.verified_during;
+            record.timed_checks = o.timed_checks;
             record.excluded_samples = o.excluded_samples;
             record.warmup_ms = o.warmup_ms;
             record.sample_clock_mhz = o.sample_clock_mhz;

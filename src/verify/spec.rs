@@ -104,6 +104,24 @@ pub enum CorrectnessSpec {
 }
 
 impl CorrectnessSpec {
+    /// The buffer a check compares (None: no check).
+    pub fn output(&self) -> Option<usize> {
+        match self {
+            CorrectnessSpec::None => None,
+            CorrectnessSpec::SameAs { output, .. }
+            | CorrectnessSpec::Copy { output, .. }
+            | CorrectnessSpec::Transpose { output, .. }
+            | CorrectnessSpec::Sum { output, .. }
+            | CorrectnessSpec::Matmul { output, .. }
+            | CorrectnessSpec::Scan { output, .. }
+            | CorrectnessSpec::Compact { output, .. }
+            | CorrectnessSpec::Sort { output, .. }
+            | CorrectnessSpec::Histogram { output, .. }
+            | CorrectnessSpec::Function { output, .. }
+            | CorrectnessSpec::Add { output, .. } => Some(*output),
+        }
+    }
+
     /// The buffers a built-in reference reads the expected values from (they must start with data).
     pub fn inputs(&self) -> Vec<usize> {
         match self {
