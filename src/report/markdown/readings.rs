@@ -191,3 +191,56 @@ fn timed_retry_reading(j: &JobRecord) -> Option<String> {
         t.tries()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::TimedChecks;
+    use crate::verify::Correctness;
+
+    fn right() -> Correctness {
+        Correctness {
+            passed: true,
+            checked: 4,
+            mismatches: 0,
+            unwritten: 0,
+            rel_error: 0.0,
+            first_mismatch: None,
+            max_error: None,
+            elem: None,
+            max_ulp: None,
+        }
+    }
+
+    #[test]
+    fn a_job_caught_by_its_verified_timed_runs_says_so_with_the_reason() {
+        let job = JobRecord {
+            label: "fingerprint_quarter".into(),
+            status: JobStatus::Wrong,
+            correctness: Some(right()),
+            correctness_after: Some(right()),
+            timed_checks: Some(TimedChecks {
+                runs: Vec::new(),
+                wrong: Some("timed run 2 of try 1 (…) is wrong".into()),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            wrong_reading(&job).unwrap(),
+            "- `fingerprint_quarter` was right before timing; its verified timed runs are not: timed run 2 of try 1 (…) is wrong"
+        );
+        let honest = JobRecord {
+            label: "tiled".into(),
+            timed_checks: Some(TimedChecks::default()),
+            ..Default::default()
+        };
+        let old = JobRecord::default();
+        let said = timed_checks_reading(&[&job, &honest, &old]).unwrap();
+        assert!(
+            said.starts_with("- Timed launches verified in 2 of 3 jobs: after the samples, three consecutive runs"),
+            "{said}"
+        );
+        assert!(said.ends_with("(inputs and outputs as timed; inputs as timed, outputs poisoned; inputs never seen before, outputs left from the last run)"), "{said}");
+        assert_eq!(timed_checks_reading(&[&old]), None);
+    }
+}
