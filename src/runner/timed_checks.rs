@@ -104,16 +104,26 @@ impl JobChecks<'_> {
         attempt: u32,
     ) -> Result<Vec<VerifiedRun>, RunError> {
         let (gpu, spec) = (self.gpu, self.spec);
-        // The buffers' initial data is that of the inputs the variant last ran on.
+        // The buffers' initial data is that of the inputs the variant last ran on. The unseen
+        // inputs are drawn first: drawing them between runs would leave the GPU idle (its clock
+        // lowered) before the third run only.
         let seen = self.seen_seed(attempt);
+        let unseen = unseen_seed(self.seed, attempt);
+        let seen_initial = self.bufs.reseed_keeping(spec, unseen);
+        let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);
         let mut timed = Vec::new();
         self.bufs.reset_where(gpu, spec, starts_with_data)?;
         timed.push(self.timed_run(time_one, output)?);
         self.bufs.reset(gpu, spec)?;
         timed.push(self.timed_run(time_one, output)?);
-        let unseen = unseen_seed(self.seed, attempt);
-        let seen_initial = self.bufs.reseed_keeping(spec, unseen);
-        self.bufs.reset_where(gpu, spec, starts_with_data)?;
+        let seen_initial = std::mem::replace(&mut self.bufs.initial, unseen_initial);
+        // A check whose output must start poisoned (a compaction: nothing past the kept elements)
+        // cannot be given another input's output.
+        if spec.correctness.output_must_start_poisoned() {
+            self.bufs.reset(gpu, spec)?;
+        } else {
+            self.bufs.reset_where(gpu, spec, starts_with_data)?;
+        }
         timed.push(self.timed_run(time_one, output)?);
         // Checks: the first two against the seen inputs, the third against the unseen ones.
         let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);

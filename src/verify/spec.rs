@@ -122,6 +122,12 @@ impl CorrectnessSpec {
         }
     }
 
+    /// Whether the checked output must start poisoned for a correct kernel to pass (a compaction
+    /// leaves everything past its kept elements as it found it, and the check wants poison there).
+    pub fn output_must_start_poisoned(&self) -> bool {
+        matches!(self, CorrectnessSpec::Compact { .. })
+    }
+
     /// The buffers a built-in reference reads the expected values from (they must start with data).
     pub fn inputs(&self) -> Vec<usize> {
         match self {
