@@ -135,7 +135,7 @@ fn time_variant(
         Some(p) => {
             let program = HostProgram::new(gpu, p)?;
             let (timed, timeline) =
-                program::time_program(gpu, cfg, &program, &spec.launches, checks)?;
+                program::time_program(gpu, cfg, &program, checks.loaded, spec, checks)?;
             (timed, Some(timeline))
         }
         None => {

@@ -8,8 +8,7 @@ use super::error::{Doing, RunError};
 use super::events::{Events, check, elapsed_ms, record, wait};
 use super::launching::launch;
 use super::loading::Loaded;
-use super::sampling::{SamplingClock, warm_up};
-use super::timed_checks::{JobChecks, SampleChecks};
+use super::sampling::{CheckedBuffers, SamplingClock, warm_up};
 use super::timing_rules::{Timed, program_method, stop_sampling};
 use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig, kept_by_clock};
 use crate::suite::{Action, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
@@ -279,10 +278,11 @@ pub(super) fn time_program(
     gpu: &Gpu,
     cfg: &TimingConfig,
     program: &HostProgram,
-    launches: &[LaunchSpec],
-    checks: &mut JobChecks,
+    loaded: &Loaded,
+    spec: &crate::suite::JobSpec,
+    checks: &mut dyn CheckedBuffers,
 ) -> Result<(Timed, Timeline), RunError> {
-    let (spec, loaded) = (checks.spec, checks.loaded);
+    let launches = &spec.launches;
     let flush = match cfg.cache {
         CacheState::Warm => None,
         CacheState::Cold => Some(gpu.flush()?),
@@ -318,7 +318,7 @@ pub(super) fn time_program(
             .collect::<Result<Vec<_>, _>>()?;
         Ok((total, steps))
     };
-    let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || sample(checks.bufs).map(|_| ()))?;
+    let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || sample(checks.buffers()).map(|_| ()))?;
     let (mut samples, mut per_step, mut clocks): (
         Vec<f64>,
         Vec<StepSpans>,
@@ -326,7 +326,7 @@ pub(super) fn time_program(
     ) = (Vec::new(), Vec::new(), Vec::new());
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
-        let (total, steps) = sample(checks.bufs)?;
+        let (total, steps) = sample(checks.buffers())?;
         samples.push(total);
         per_step.push(steps);
         clocks.push(gpu.clock());

@@ -5,35 +5,12 @@ use super::checking::{compare, expected_output, verify};
 use super::device::Gpu;
 use super::error::RunError;
 use super::loading::Loaded;
+use super::sampling::{CheckedBuffers, SampleChecks, TimeOne};
 use crate::records::{
     CompileInfo, TRIES, TimedChecks, TimedSetup, VerifiedRun, another_try, timed_wrong,
 };
 use crate::suite::{BufferSpec, JobSpec};
 use crate::verify::{Correctness, HostData, Init};
-
-/// One run of the variant timed exactly as a sample's run is (the L2 flushed first where the
-/// samples' were, the same launch path, between events), on the buffers it is given; its ms.
-pub(super) type TimeOne<'t> = dyn FnMut(&mut Buffers) -> Result<f64, RunError> + 't;
-
-/// What a timing loop asks of the job it times.
-pub(super) trait SampleChecks {
-    /// `--verify-every K`: a verified launch between samples (inputs restored after it).
-    fn between_samples(&mut self) -> Result<(), RunError>;
-    /// After the last sample: the verified timed runs, each timed by `time_one`.
-    fn after_samples(&mut self, time_one: &mut TimeOne) -> Result<(), RunError>;
-}
-
-/// What is timed without a check (the bounds, the roofs).
-pub(super) struct NoChecks;
-
-impl SampleChecks for NoChecks {
-    fn between_samples(&mut self) -> Result<(), RunError> {
-        Ok(())
-    }
-    fn after_samples(&mut self, _: &mut TimeOne) -> Result<(), RunError> {
-        Ok(())
-    }
-}
 
 /// A job's checks during and right after timing, and what they found.
 pub(super) struct JobChecks<'a> {
@@ -90,6 +67,12 @@ impl SampleChecks for JobChecks<'_> {
         let wrong = timed_wrong(&runs);
         self.timed = Some(TimedChecks { runs, wrong });
         Ok(())
+    }
+}
+
+impl CheckedBuffers for JobChecks<'_> {
+    fn buffers(&mut self) -> &mut Buffers {
+        self.bufs
     }
 }
 

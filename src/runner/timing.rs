@@ -7,8 +7,7 @@ use cudarc::driver::CudaStream;
 use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::graph_timing::{GraphError, time_graphs};
-use super::sampling::{SamplingClock, warm_up};
-use super::timed_checks::{NoChecks, SampleChecks};
+use super::sampling::{NoChecks, SampleChecks, SamplingClock, warm_up};
 use super::timing_rules::{
     Capture, SamplingPlan, Timed, calibration_runs, graph_capture_failed, per_run_ms,
     runs_per_sample, sampling_plan, stop_sampling,

@@ -329,7 +329,10 @@ mod status_tests {
         let cheat = outcome([true, false, true]);
         assert_eq!(status_of(&cheat), JobStatus::Wrong);
         let why = cheat.timed_checks.unwrap().wrong.unwrap();
-        assert!(why.starts_with("timed run 2 of try 1 (inputs as timed, outputs poisoned"), "{why}");
+        assert!(
+            why.starts_with("timed run 2 of try 1 (inputs as timed, outputs poisoned"),
+            "{why}"
+        );
         // Jobs made before verified timed runs existed (none recorded) keep their status.
         let old = JobOutcome {
             timed_checks: None,
