@@ -18,15 +18,21 @@ pub enum TimedSetup {
     /// other inputs): a kernel that copies back a result it stashed, or that rewrites only part of
     /// an output unless it finds poison there, is wrong or slower.
     UnseenInputs,
+    /// The third run's inputs again, uploaded again as before it, outputs as it left them: a
+    /// stash is fast here, and an honest kernel as fast as on its first sight of them (the same
+    /// host work before both), so a slow third run that the GPU's state explains is not taken
+    /// for a stash.
+    SeenAgain,
 }
 
 impl TimedSetup {
-    /// The three runs of one try, in the order they run (consecutive launches of the variant: a
-    /// kernel right only every other or every third launch is wrong on one of them).
-    pub const TRY: [TimedSetup; 3] = [
+    /// The four runs of one try, in the order they run (consecutive launches of the variant: a
+    /// kernel right only every other, third or fourth launch is wrong on one of them).
+    pub const TRY: [TimedSetup; 4] = [
         TimedSetup::AsTimed,
         TimedSetup::OutputsPoisoned,
         TimedSetup::UnseenInputs,
+        TimedSetup::SeenAgain,
     ];
 
     /// In words, for reports and WRONG reasons.
@@ -35,6 +41,7 @@ impl TimedSetup {
             TimedSetup::AsTimed => "inputs and outputs as timed",
             TimedSetup::OutputsPoisoned => "inputs as timed, outputs poisoned",
             TimedSetup::UnseenInputs => "inputs never seen before, outputs left from the last run",
+            TimedSetup::SeenAgain => "the inputs of the run before again, outputs as it left them",
         }
     }
 }
@@ -88,14 +95,17 @@ fn run_of(runs: &[VerifiedRun], attempt: u32, setup: TimedSetup) -> Option<&Veri
 }
 
 /// Whether try `attempt`'s run on unseen inputs was slower than its runs on seen ones (see
-/// `SLOWER_FACTOR`), and by how much (unseen ms, seen ms).
+/// `SLOWER_FACTOR`): than the faster of the first two, and than the same inputs seen again right
+/// after; and by how much (unseen ms, seen ms).
 fn unseen_slower(runs: &[VerifiedRun], attempt: u32) -> Option<(f64, f64)> {
     let unseen = run_of(runs, attempt, TimedSetup::UnseenInputs)?.ms;
+    let slower = |seen: f64| unseen > seen * SLOWER_FACTOR + SLOWER_MARGIN_MS;
     let seen = [TimedSetup::AsTimed, TimedSetup::OutputsPoisoned]
         .iter()
         .filter_map(|&s| run_of(runs, attempt, s).map(|r| r.ms))
         .fold(f64::INFINITY, f64::min);
-    (seen.is_finite() && unseen > seen * SLOWER_FACTOR + SLOWER_MARGIN_MS).then_some((unseen, seen))
+    let again = run_of(runs, attempt, TimedSetup::SeenAgain).map(|r| r.ms);
+    (seen.is_finite() && slower(seen) && again.is_none_or(slower)).then_some((unseen, seen))
 }
 
 /// Whether another try is due after the runs so far: every check passed and every try's run on
@@ -172,8 +182,11 @@ mod tests {
         }
     }
 
-    /// One try's three runs: their times and whether each check passed.
+    /// One try's first three runs (their times and whether each check passed), and the fourth
+    /// (the unseen inputs again) right, at the first's time.
     fn attempt(attempt: u32, ms: [f64; 3], passed: [bool; 3]) -> Vec<VerifiedRun> {
+        let ms = [ms[0], ms[1], ms[2], ms[0]];
+        let passed = [passed[0], passed[1], passed[2], true];
         TimedSetup::TRY
             .iter()
             .zip(ms)
@@ -265,6 +278,18 @@ mod tests {
         let short = attempt(1, [0.010, 0.010, 0.0201], [true; 3]);
         assert!(unseen_slower(&short, 1).is_some());
         assert_eq!(unseen_slower(&[], 1), None);
+    }
+
+    #[test]
+    fn a_third_run_as_slow_as_the_fourth_on_the_same_inputs_is_not_a_stash() {
+        // An honest kernel whose third and fourth runs both follow a GPU left idle longer.
+        let mut runs = attempt(1, [0.020, 0.021, 0.035], [true; 3]);
+        runs[3].ms = 0.034;
+        assert_eq!(unseen_slower(&runs, 1), None);
+        assert!(!another_try(&runs));
+        // A stash is fast on the fourth run (the inputs it has just seen).
+        runs[3].ms = 0.020;
+        assert_eq!(unseen_slower(&runs, 1), Some((0.035, 0.020)));
     }
 
     #[test]

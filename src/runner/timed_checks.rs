@@ -1,4 +1,4 @@
-//! The checks a timing loop makes: a verification between samples (`--verify-every K`), and after the samples the verified timed runs (issue 32): tries of three consecutive runs, each timed as a sample's run is and set up against one family of cheats, their outputs checked. The rules that judge them are `records::verified`.
+//! The checks a timing loop makes: a verification between samples (`--verify-every K`), and after the samples the verified timed runs (issue 32): tries of four consecutive runs, each timed as a sample's run is and set up against one family of cheats, their outputs checked. The rules that judge them are `records::verified`.
 
 use super::buffers::Buffers;
 use super::checking::{compare, expected_output, verify};
@@ -77,9 +77,9 @@ impl CheckedBuffers for JobChecks<'_> {
 }
 
 impl JobChecks<'_> {
-    /// Try `attempt`: three consecutive timed runs (as timed; outputs poisoned; unseen inputs),
-    /// their outputs downloaded, then checked (the host work after the three, so that no run
-    /// waits behind a long check on a GPU left idle).
+    /// Try `attempt`: four consecutive timed runs (as timed; outputs poisoned; unseen inputs;
+    /// those again), their outputs downloaded, then checked (the host work after the four, so
+    /// that no run waits behind a long check on a GPU left idle).
     fn one_try(
         &mut self,
         time_one: &mut TimeOne,
@@ -108,7 +108,9 @@ impl JobChecks<'_> {
             self.bufs.reset_where(gpu, spec, starts_with_data)?;
         }
         timed.push(self.timed_run(time_one, output)?);
-        // Checks: the first two against the seen inputs, the third against the unseen ones.
+        self.bufs.reset_where(gpu, spec, starts_with_data)?;
+        timed.push(self.timed_run(time_one, output)?);
+        // Checks: the first two against the seen inputs, the last two against the unseen ones.
         let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);
         let mut checks = self.compare_all(&timed[..2])?;
         self.bufs.initial = unseen_initial;
@@ -120,10 +122,9 @@ impl JobChecks<'_> {
                 attempt,
                 setup,
                 ms,
-                seed: if setup == TimedSetup::UnseenInputs {
-                    unseen
-                } else {
-                    seen
+                seed: match setup {
+                    TimedSetup::UnseenInputs | TimedSetup::SeenAgain => unseen,
+                    TimedSetup::AsTimed | TimedSetup::OutputsPoisoned => seen,
                 },
                 check,
             });

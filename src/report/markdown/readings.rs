@@ -171,7 +171,7 @@ fn timed_checks_reading(jobs: &[&JobRecord]) -> Option<String> {
     (verified > 0).then(|| {
         let setups: Vec<&str> = TimedSetup::TRY.iter().map(|s| s.words()).collect();
         format!(
-            "- Timed launches verified in {verified} of {} jobs: after the samples, three consecutive runs each timed as a sample's run is and its output checked ({})",
+            "- Timed launches verified in {verified} of {} jobs: after the samples, four consecutive runs each timed as a sample's run is and its output checked ({})",
             jobs.len(),
             setups.join("; ")
         )
@@ -237,10 +237,12 @@ mod tests {
         let old = JobRecord::default();
         let said = timed_checks_reading(&[&job, &honest, &old]).unwrap();
         assert!(
-            said.starts_with("- Timed launches verified in 2 of 3 jobs: after the samples, three consecutive runs"),
+            said.starts_with(
+                "- Timed launches verified in 2 of 3 jobs: after the samples, four consecutive runs"
+            ),
             "{said}"
         );
-        assert!(said.ends_with("(inputs and outputs as timed; inputs as timed, outputs poisoned; inputs never seen before, outputs left from the last run)"), "{said}");
+        assert!(said.ends_with("(inputs and outputs as timed; inputs as timed, outputs poisoned; inputs never seen before, outputs left from the last run; the inputs of the run before again, outputs as it left them)"), "{said}");
         assert_eq!(timed_checks_reading(&[&old]), None);
     }
 }
