@@ -230,6 +230,8 @@ impl Executor for MockExecutor {
             timing_method: "MOCK: nothing was timed".into(),
             correctness_during: None,
             verified_during: 0,
+            // Nothing ran: no timed run was verified.
+            timed_checks: None,
             excluded_samples: Vec::new(),
             warmup_ms: 0.0,
             sample_clock_mhz: None,

@@ -234,6 +234,9 @@ pub struct JobRecord {
     pub correctness_during: Option<Correctness>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub verified_during: u32,
+    /// The verified timed runs after the samples, and why they make the job WRONG where they do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_checks: Option<super::verified::TimedChecks>,
     /// Samples left out of the median (throttled, or below the clock floor), with their clocks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_samples: Vec<ExcludedSample>,

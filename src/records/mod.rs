@@ -5,7 +5,7 @@
 //!
 //! The stored format: `run_info` (`run.json`), `job`, `bounds` and `profile` (the lines of
 //! `results.jsonl`), `run_data` (a line, and the run its lines make), `environment`, `outcome`,
-//! `timeline` and `fingerprint`. The rules that judge a run, pure and tested without files:
+//! `timeline`, `fingerprint` and `verified` (the verified timed runs). The rules that judge a run, pure and tested without files:
 //! `judge` (bounds, roofline, impossible throughput, ranking), `roofs` (the roof of each math),
 //! `throughput` (GB/s, GFLOP/s, FP32 peak), `rounds` (how rounds combine) and `merge` (which shards merge).
 
@@ -27,6 +27,7 @@ mod run_data;
 mod run_info;
 mod throughput;
 mod timeline;
+mod verified;
 
 pub use bounds::{
     BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, RoofRecord, RoofSource,
@@ -56,3 +57,7 @@ pub use run_data::{Record, RunData, groups_in_order};
 pub use run_info::{BuildInfo, RunInfo, ShardInfo, plan_hash, plan_job_key};
 pub use throughput::per_second_g;
 pub use timeline::{Overlap, StepInfo, StepKind, StepTime, Timeline, busy_ms, without_chunk};
+pub use verified::{
+    SLOWER_FACTOR, SLOWER_MARGIN_MS, TRIES, TimedChecks, TimedSetup, VerifiedRun, another_try,
+    timed_wrong,
+};

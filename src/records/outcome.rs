@@ -114,6 +114,10 @@ pub struct JobOutcome {
     /// How many verifications were made between timed samples.
     #[serde(default)]
     pub verified_during: u32,
+    /// The verified timed runs after the samples (issue 32): each timed as a sample's run is, its
+    /// output checked (None: the job has no check, or nothing ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_checks: Option<super::verified::TimedChecks>,
     /// Samples left out of `samples_ms`: taken while the GPU throttled or below the clock floor.
     #[serde(default)]
     pub excluded_samples: Vec<ExcludedSample>,

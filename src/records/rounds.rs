@@ -69,6 +69,12 @@ impl JobRecord {
                     m.correctness_during = round.correctness_during.clone();
                 }
                 m.verified_during += round.verified_during;
+                // The verified timed runs of a round that found the job wrong are the ones to show.
+                if round.timed_checks.as_ref().is_some_and(|t| !t.passed())
+                    || m.timed_checks.is_none()
+                {
+                    m.timed_checks = round.timed_checks.clone();
+                }
                 m.excluded_samples
                     .extend(round.excluded_samples.iter().cloned());
                 for (reason, n) in &round.sample_clock_events {

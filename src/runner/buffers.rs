@@ -101,6 +101,13 @@ impl Buffers {
         }
     }
 
+    /// `reseed` to `seed`, handing back the initial data it replaces (kept for a check made later).
+    pub(super) fn reseed_keeping(&mut self, spec: &JobSpec, seed: u64) -> Vec<Option<HostData>> {
+        let kept = std::mem::replace(&mut self.initial, vec![None; spec.buffers.len()]);
+        self.reseed(spec, seed);
+        kept
+    }
+
     /// Puts every buffer back to its initial state (inputs re-uploaded, outputs poisoned again).
     pub(super) fn reset(&mut self, gpu: &Gpu, spec: &JobSpec) -> Result<(), RunError> {
         self.reset_where(gpu, spec, |_| true)

@@ -37,55 +37,95 @@ pub(super) fn verify(
     bufs: &mut Buffers,
     compile: &mut Vec<CompileInfo>,
 ) -> Result<Option<Correctness>, RunError> {
-    let elem_of = |i: usize| spec.buffers[i].elem;
-    let outcome = match &spec.correctness {
-        CorrectnessSpec::None => return Ok(None),
+    let (Some(output), Some(expected)) = (
+        spec.correctness.output(),
+        expected_output(gpu, spec, bufs, compile)?,
+    ) else {
+        return Ok(None);
+    };
+    // Run once on fresh buffers, compare the output with the expectation.
+    bufs.reset(gpu, spec)?;
+    run_checked(
+        gpu,
+        loaded,
+        &spec.launches,
+        spec.steps.as_ref(),
+        &spec.buffers,
+        bufs,
+        "the variant",
+    )?;
+    let got = bufs.download(gpu, spec, output)?;
+    let outcome = compare(spec, &expected, &bufs.initial, &got);
+    bufs.recycle(output, got);
+    if let Expected::Reference { buffer, data } = expected {
+        bufs.recycle(buffer, data);
+    }
+    outcome.map(Some)
+}
+
+/// What a variant's checked output is compared with.
+pub(super) enum Expected {
+    /// `same_as`: the reference variant's output (downloaded from `buffer`).
+    Reference { buffer: usize, data: HostData },
+    /// A built-in reference, computed from the initial data of the check's inputs.
+    Inputs,
+}
+
+/// The expectation for the buffers' current initial data (None: no check). For `same_as`, the
+/// reference variant runs once on fresh buffers; the buffers are left as it left them.
+pub(super) fn expected_output(
+    gpu: &Gpu,
+    spec: &JobSpec,
+    bufs: &mut Buffers,
+    compile: &mut Vec<CompileInfo>,
+) -> Result<Option<Expected>, RunError> {
+    Ok(match &spec.correctness {
+        CorrectnessSpec::None => None,
         CorrectnessSpec::SameAs {
             output,
             reference_output,
-            tolerance,
+            ..
         } => {
-            let expected_buffer = reference_output.unwrap_or(*output);
-            let expected = run_reference(gpu, spec, bufs, compile, expected_buffer)?;
-            bufs.reset(gpu, spec)?;
-            run_checked(
-                gpu,
-                loaded,
-                &spec.launches,
-                spec.steps.as_ref(),
-                &spec.buffers,
-                bufs,
-                "the variant",
-            )?;
-            let got = bufs.download(gpu, spec, *output)?;
-            let outcome = check_same(
-                elem_of(expected_buffer),
-                &expected,
-                elem_of(*output),
-                &got,
-                *tolerance,
-            );
-            bufs.recycle(expected_buffer, expected);
-            bufs.recycle(*output, got);
-            outcome
+            let buffer = reference_output.unwrap_or(*output);
+            let data = run_reference(gpu, spec, bufs, compile, buffer)?;
+            Some(Expected::Reference { buffer, data })
         }
-        // The built-in references: run the variant once on fresh buffers, compare one output with
-        // what the buffers started as.
-        CorrectnessSpec::Copy { output, .. }
-        | CorrectnessSpec::Transpose { output, .. }
-        | CorrectnessSpec::Sum { output, .. }
-        | CorrectnessSpec::Matmul { output, .. }
-        | CorrectnessSpec::Scan { output, .. }
-        | CorrectnessSpec::Compact { output, .. }
-        | CorrectnessSpec::Sort { output, .. }
-        | CorrectnessSpec::Histogram { output, .. }
-        | CorrectnessSpec::Function { output, .. }
-        | CorrectnessSpec::Add { output, .. } => against_inputs(gpu, spec, loaded, bufs, *output)?,
-        CorrectnessSpec::Softmax(r)
-        | CorrectnessSpec::Layernorm(r)
-        | CorrectnessSpec::Rmsnorm(r) => against_inputs(gpu, spec, loaded, bufs, r.output)?,
-    };
-    Ok(Some(outcome))
+        _ => Some(Expected::Inputs),
+    })
+}
+
+/// Compares `got` (the checked output after a run) with `expected`; `initial`: the data the
+/// buffers started that run from.
+pub(super) fn compare(
+    spec: &JobSpec,
+    expected: &Expected,
+    initial: &[Option<HostData>],
+    got: &HostData,
+) -> Result<Correctness, RunError> {
+    let elem_of = |i: usize| spec.buffers[i].elem;
+    let output = spec
+        .correctness
+        .output()
+        .ok_or_else(|| RunError::Invalid("a comparison without a check".into()))?;
+    let elem = elem_of(output);
+    match (expected, &spec.correctness) {
+        (Expected::Reference { buffer, data }, CorrectnessSpec::SameAs { tolerance, .. }) => {
+            Ok(check_same(elem_of(*buffer), data, elem, got, *tolerance))
+        }
+        (Expected::Inputs, c) => {
+            let input_elem = c.inputs().first().map_or(elem, |&i| elem_of(i));
+            let initial: Vec<Option<&HostData>> = initial.iter().map(Option::as_ref).collect();
+            c.against_inputs(elem, input_elem, &initial, got)
+                .ok_or_else(|| {
+                    RunError::Invalid(
+                        "a check input is not initialised with random or iota data".into(),
+                    )
+                })
+        }
+        _ => Err(RunError::Invalid(
+            "a reference variant's output for a built-in check".into(),
+        )),
+    }
 }
 
 /// The `same_as` check's expectation: the job's reference variant loaded, run once on fresh
@@ -120,40 +160,4 @@ fn run_reference(
         &format!("reference variant `{}`", r.variant),
     )?;
     bufs.download(gpu, spec, expected_buffer)
-}
-
-/// A built-in reference's check: the variant run once on fresh buffers, its `output` compared
-/// with what the buffers started as.
-fn against_inputs(
-    gpu: &Gpu,
-    spec: &JobSpec,
-    loaded: &Loaded,
-    bufs: &mut Buffers,
-    output: usize,
-) -> Result<Correctness, RunError> {
-    let elem_of = |i: usize| spec.buffers[i].elem;
-    bufs.reset(gpu, spec)?;
-    run_checked(
-        gpu,
-        loaded,
-        &spec.launches,
-        spec.steps.as_ref(),
-        &spec.buffers,
-        bufs,
-        "the variant",
-    )?;
-    let (elem, got) = (elem_of(output), bufs.download(gpu, spec, output)?);
-    let input_elem = spec
-        .correctness
-        .inputs()
-        .first()
-        .map_or(elem, |&i| elem_of(i));
-    let initial: Vec<Option<&HostData>> = bufs.initial.iter().map(Option::as_ref).collect();
-    let outcome = spec
-        .correctness
-        .against_inputs(elem, input_elem, &initial, &got);
-    bufs.recycle(output, got);
-    outcome.ok_or_else(|| {
-        RunError::Invalid("a check input is not initialised with random or iota data".into())
-    })
 }

@@ -9,13 +9,13 @@ use super::launch_occupancy::{occupancy_of, refuse_unrunnable_clusters};
 use super::launching::launch_all;
 use super::loading::{Loaded, load};
 use super::program::{self, HostProgram};
+use super::timed_checks::JobChecks;
 use super::timing::time_runs;
 use super::timing_rules::{Capture, Timed, clock_range};
 use crate::records::{
     EnergyRecord, JobOutcome, Timeline, TimingConfig, sample_clock_events, split_by_clock,
 };
 use crate::suite::JobSpec;
-use crate::verify::Correctness;
 
 /// Runs one job: check first, then time. A wrong variant is still timed (the report shows it, never ranks it).
 pub fn run_job(
@@ -44,23 +44,21 @@ pub fn run_job(
     let mut bufs = Buffers::new(gpu, spec, seed)?;
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
-    // `--verify-every K`: between timed samples, a launch amid them (same module state, inputs
-    // restored) is verified; the first wrong one is kept.
-    let (mut during, mut verified_during) = (None::<Correctness>, 0u32);
-    let verify_during = correctness.is_some();
-    let mut check_during = |bufs: &mut Buffers| -> Result<(), RunError> {
-        if !verify_during {
-            return Ok(());
-        }
-        if let Some(c) = verify(gpu, spec, &loaded, bufs, &mut compile)? {
-            verified_during += 1;
-            if during.as_ref().is_none_or(|d| d.passed) {
-                during = Some(c);
-            }
-        }
-        bufs.reset(gpu, spec)
+    // `--verify-every K` between samples; after them, the verified timed runs (issue 32).
+    let mut checks = JobChecks {
+        gpu,
+        spec,
+        loaded: &loaded,
+        bufs: &mut bufs,
+        compile: &mut compile,
+        seed,
+        during: None,
+        verified_during: 0,
+        timed: None,
     };
-    let (timed, timeline) = time_variant(gpu, cfg, spec, &loaded, &mut bufs, &mut check_during)?;
+    let (timed, timeline) = time_variant(gpu, cfg, spec, &mut checks)?;
+    let (during, verified_during, timed_checks) =
+        (checks.during, checks.verified_during, checks.timed);
     let energy = cfg
         .energy
         .then(|| energy_of(gpu, spec, &loaded, &bufs, &timed))
@@ -94,6 +92,7 @@ pub fn run_job(
         timing_method: timed.method,
         correctness_during: during,
         verified_during,
+        timed_checks,
         occupancy,
         occupancy_error,
         timeline,
@@ -124,33 +123,23 @@ fn energy_of(
     })
 }
 
-/// Times the variant: its host program (with the timeline of its steps), or its launches.
-/// `check_during` runs between samples (`--verify-every`).
+/// Times the variant: its host program (with the timeline of its steps), or its launches;
+/// `checks` are made between the samples and after them.
 fn time_variant(
     gpu: &Gpu,
     cfg: &TimingConfig,
     spec: &JobSpec,
-    loaded: &Loaded,
-    bufs: &mut Buffers,
-    check_during: &mut impl FnMut(&mut Buffers) -> Result<(), RunError>,
+    checks: &mut JobChecks,
 ) -> Result<(Timed, Option<Timeline>), RunError> {
     Ok(match &spec.steps {
         Some(p) => {
             let program = HostProgram::new(gpu, p)?;
-            let (timed, timeline) = program::time_program(
-                gpu,
-                cfg,
-                &program,
-                loaded,
-                &spec.launches,
-                spec,
-                bufs,
-                check_during,
-            )?;
+            let (timed, timeline) =
+                program::time_program(gpu, cfg, &program, checks.loaded, spec, checks)?;
             (timed, Some(timeline))
         }
         None => {
-            let pointers = bufs.pointers.clone();
+            let (loaded, pointers) = (checks.loaded, checks.bufs.pointers.clone());
             // Kernels that launch kernels are timed with events: device-side launches inside a graph are
             // recent in the driver (CUDA 12.x, with known issues), and a graph that captured but ran its
             // children wrongly would fail the job instead of falling back.
@@ -165,7 +154,7 @@ fn time_variant(
                     cfg,
                     capture,
                     |stream| launch_all(stream, loaded, &spec.launches, &pointers),
-                    &mut || check_during(bufs),
+                    checks,
                 )?,
                 None,
             )

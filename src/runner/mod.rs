@@ -2,7 +2,7 @@
 //!
 //! By stage: `device` opens the GPU; `loading` (with `device_link`) compiles and loads a variant;
 //! `buffers` and `memory` hold its data (`tensor_maps` encodes the views of it TMA kernels take); `launching` and `program` issue its launches or its
-//! host program; `checking` compares its output; `timing` (with `graph_timing`, `sampling`,
+//! host program; `checking` compares its output (`timed_checks`: the checks made between samples and the verified timed runs after them); `timing` (with `graph_timing`, `sampling`,
 //! `l2_flush` and the pure `timing_rules`) times it; `job` and `profile_pass` put those together;
 //! `bounds` and `cublas` measure what a variant is compared with.
 
@@ -32,6 +32,7 @@ mod program;
 mod roofs;
 mod sampling;
 mod tensor_maps;
+mod timed_checks;
 mod timing;
 mod timing_rules;
 
@@ -44,5 +45,4 @@ pub use error::RunError;
 pub use job::run_job;
 pub use profile_pass::run_profile_pass;
 pub use roofs::{ROOF_GEMM_SIZE, run_roofs};
-pub use timing::time_runs;
 pub use timing_rules::{Capture, GRAPH_BELOW_MS, Timed};

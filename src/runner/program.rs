@@ -8,7 +8,7 @@ use super::error::{Doing, RunError};
 use super::events::{Events, check, elapsed_ms, record, wait};
 use super::launching::launch;
 use super::loading::Loaded;
-use super::sampling::{SamplingClock, warm_up};
+use super::sampling::{CheckedBuffers, SamplingClock, warm_up};
 use super::timing_rules::{Timed, program_method, stop_sampling};
 use crate::records::{CacheState, ClockSample, StepInfo, Timeline, TimingConfig, kept_by_clock};
 use crate::suite::{Action, BufferSpec, LaunchSpec, Location, Memory, StepProgram, SyncTarget};
@@ -273,17 +273,16 @@ fn starts_on_host(b: &BufferSpec) -> bool {
 /// events on the NULL stream that every stream joins (managed buffers written back from the host
 /// and, cold, the L2 flushed before each, outside the timed region). Returns the samples and the
 /// timeline of the sample nearest their median, with each step's median duration.
-#[allow(clippy::too_many_arguments)]
+/// After the samples, the verified timed runs `checks` makes are each one such sample (issue 32).
 pub(super) fn time_program(
     gpu: &Gpu,
     cfg: &TimingConfig,
     program: &HostProgram,
     loaded: &Loaded,
-    launches: &[LaunchSpec],
     spec: &crate::suite::JobSpec,
-    bufs: &mut Buffers,
-    check_every: &mut impl FnMut(&mut Buffers) -> Result<(), RunError>,
+    checks: &mut dyn CheckedBuffers,
 ) -> Result<(Timed, Timeline), RunError> {
+    let launches = &spec.launches;
     let flush = match cfg.cache {
         CacheState::Warm => None,
         CacheState::Cold => Some(gpu.flush()?),
@@ -319,7 +318,7 @@ pub(super) fn time_program(
             .collect::<Result<Vec<_>, _>>()?;
         Ok((total, steps))
     };
-    let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || sample(bufs).map(|_| ()))?;
+    let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || sample(checks.buffers()).map(|_| ()))?;
     let (mut samples, mut per_step, mut clocks): (
         Vec<f64>,
         Vec<StepSpans>,
@@ -327,15 +326,16 @@ pub(super) fn time_program(
     ) = (Vec::new(), Vec::new(), Vec::new());
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
-        let (total, steps) = sample(bufs)?;
+        let (total, steps) = sample(checks.buffers())?;
         samples.push(total);
         per_step.push(steps);
         clocks.push(gpu.clock());
-        clock.verify_every(cfg, samples.len(), &mut || check_every(bufs))?;
+        clock.verify_every(cfg, samples.len(), &mut || checks.between_samples())?;
         if let Some(why) = stop_sampling(cfg, &samples, clock.seconds()) {
             break why;
         }
     };
+    checks.after_samples(&mut |bufs| sample(bufs).map(|(total, _)| total))?;
     // The timeline is drawn from the samples the median keeps.
     let keep = kept_by_clock(&clocks, samples.len());
     let (kept_totals, kept_steps): (Vec<f64>, Vec<StepSpans>) = samples

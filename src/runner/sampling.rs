@@ -1,7 +1,8 @@
-//! What every timing loop shares: the warm-up before the samples (until the SM clock is steady), and the sampling clock that keeps the checks between samples out of the time cap.
+//! What every timing loop shares: the warm-up before the samples (until the SM clock is steady), the sampling clock that keeps the checks between samples out of the time cap, and what a loop asks of the job it times (`SampleChecks`, made by `timed_checks`).
 
 use std::time::Instant;
 
+use super::buffers::Buffers;
 use super::device::Gpu;
 use super::error::RunError;
 use super::timing_rules::{keep_settling, verify_due, warming_up};
@@ -61,6 +62,35 @@ impl SamplingClock {
             check()?;
             self.paused += t.elapsed();
         }
+        Ok(())
+    }
+}
+
+/// One run of the variant timed exactly as a sample's run is (the L2 flushed first where the
+/// samples' were, the same launch path, between events), on the buffers it is given; its ms.
+pub(super) type TimeOne<'t> = dyn FnMut(&mut Buffers) -> Result<f64, RunError> + 't;
+
+/// What a timing loop asks of the job it times.
+pub(super) trait SampleChecks {
+    /// `--verify-every K`: a verified launch between samples (inputs restored after it).
+    fn between_samples(&mut self) -> Result<(), RunError>;
+    /// After the last sample: the verified timed runs, each timed by `time_one`.
+    fn after_samples(&mut self, time_one: &mut TimeOne) -> Result<(), RunError>;
+}
+
+/// What a timing loop that runs on a job's buffers (a host program) asks of the job too.
+pub(super) trait CheckedBuffers: SampleChecks {
+    fn buffers(&mut self) -> &mut Buffers;
+}
+
+/// What is timed without a check (the bounds, the roofs).
+pub(super) struct NoChecks;
+
+impl SampleChecks for NoChecks {
+    fn between_samples(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+    fn after_samples(&mut self, _: &mut TimeOne) -> Result<(), RunError> {
         Ok(())
     }
 }

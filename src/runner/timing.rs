@@ -7,7 +7,7 @@ use cudarc::driver::CudaStream;
 use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::graph_timing::{GraphError, time_graphs};
-use super::sampling::{SamplingClock, warm_up};
+use super::sampling::{NoChecks, SampleChecks, SamplingClock, warm_up};
 use super::timing_rules::{
     Capture, SamplingPlan, Timed, calibration_runs, graph_capture_failed, per_run_ms,
     runs_per_sample, sampling_plan, stop_sampling,
@@ -15,27 +15,57 @@ use super::timing_rules::{
 use crate::records::{CacheState, TimingConfig};
 
 /// Times `run` (one run of the variant, on the stream it is given) with CUDA events until the
-/// stopping rule is met.
-pub fn time_runs(
+/// stopping rule is met; then the verified timed runs `checks` makes, each one run between the
+/// same events after the same L2 flush as a cold sample's (issue 32).
+pub(super) fn time_runs(
     gpu: &Gpu,
     cfg: &TimingConfig,
     capture: Capture,
     mut run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
-    check: &mut impl FnMut() -> Result<(), RunError>,
+    checks: &mut dyn SampleChecks,
 ) -> Result<Timed, RunError> {
     let stream = gpu.stream.clone();
-    // cudarc's default event flags disable timing; events that time need CU_EVENT_DEFAULT.
-    let event = || {
-        gpu.ctx
-            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .doing("creating a CUDA event")
-    };
-    let (start, stop) = (event()?, event()?);
     // Cold: a buffer of twice the L2 is read before every sample, outside the timed region.
     let flush = match cfg.cache {
         CacheState::Warm => None,
         CacheState::Cold => Some(gpu.flush()?),
     };
+    let timed = sample_runs(gpu, cfg, capture, &mut run, flush, &mut || {
+        checks.between_samples()
+    })?;
+    let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
+    checks.after_samples(&mut |_| {
+        if let Some(f) = flush {
+            f.evict(&stream)?;
+        }
+        start.record(&stream).doing("recording an event")?;
+        run(&stream)?;
+        stop.record(&stream).doing("recording an event")?;
+        stop.synchronize().doing("timing a verified run")?;
+        Ok(start.elapsed_ms(&stop).doing("reading event time")? as f64)
+    })?;
+    Ok(timed)
+}
+
+/// An event that times (cudarc's default event flags disable timing; these need CU_EVENT_DEFAULT).
+fn timing_event(gpu: &Gpu) -> Result<cudarc::driver::CudaEvent, RunError> {
+    gpu.ctx
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+        .doing("creating a CUDA event")
+}
+
+/// The warm-up, the calibration and the samples of `time_runs` (`check` between samples).
+fn sample_runs(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    capture: Capture,
+    run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
+    flush: Option<&super::l2_flush::Flush>,
+    check: &mut impl FnMut() -> Result<(), RunError>,
+) -> Result<Timed, RunError> {
+    let stream = gpu.stream.clone();
+    let event = || timing_event(gpu);
+    let (start, stop) = (event()?, event()?);
     // Warm-up: module load, first-touch and clocks ramping stay out of the samples; it goes on
     // until the SM clock is steady (without NVML, for the set time only).
     let (warmup_runs, warmup_ms) = warm_up(gpu, cfg, || {
@@ -58,8 +88,8 @@ pub fn time_runs(
         in_graph,
         mut method,
     } = sampling_plan(flush.is_some(), capture, per_run);
-    if let (Some(f), true) = (&flush, in_graph) {
-        match time_graphs(gpu, cfg, f, per_run, &mut run, check) {
+    if let (Some(f), true) = (flush, in_graph) {
+        match time_graphs(gpu, cfg, f, per_run, run, check) {
             Ok(timed) => {
                 return Ok(Timed {
                     warmup_runs,
@@ -79,7 +109,7 @@ pub fn time_runs(
     let mut clocks = Vec::new();
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
-        if let Some(f) = &flush {
+        if let Some(f) = flush {
             f.evict(&stream)?;
         }
         start.record(&stream).doing("recording an event")?;
@@ -115,5 +145,5 @@ pub(super) fn time_runs_plain(
     capture: Capture,
     run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
 ) -> Result<Timed, RunError> {
-    time_runs(gpu, cfg, capture, run, &mut || Ok(()))
+    time_runs(gpu, cfg, capture, run, &mut NoChecks)
 }

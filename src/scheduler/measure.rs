@@ -7,8 +7,8 @@ use anyhow::bail;
 
 use crate::executor::{Executor, Failure, RunContext};
 use crate::records::{
-    BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, JobRecord, JobStatus,
-    Math, RoofRecord, RoofSource,
+    BoundSpec, BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, JobOutcome, JobRecord,
+    JobStatus, Math, RoofRecord, RoofSource,
 };
 use crate::stats;
 use crate::store::{self, FileKind, read_regular};
@@ -193,16 +193,7 @@ pub(super) fn run_job(
     };
     match outcome {
         Ok(o) => {
-            let passed =
-                |c: &Option<crate::verify::Correctness>| c.as_ref().is_none_or(|c| c.passed);
-            record.status = if passed(&o.correctness)
-                && passed(&o.correctness_after)
-                && passed(&o.correctness_during)
-            {
-                JobStatus::Ok
-            } else {
-                JobStatus::Wrong
-            };
+            record.status = status_of(&o);
             record.summary = stats::summarize(&o.samples_ms);
             record.correctness = o.correctness;
             record.correctness_after = o.correctness_after;
@@ -212,6 +203,7 @@ pub(super) fn run_job(
             record.timing_method = o.timing_method;
             record.correctness_during = o.correctness_during;
             record.verified_during = o.verified_during;
+            record.timed_checks = o.timed_checks;
             record.excluded_samples = o.excluded_samples;
             record.warmup_ms = o.warmup_ms;
             record.sample_clock_mhz = o.sample_clock_mhz;
@@ -253,4 +245,99 @@ pub(super) fn run_job(
     }
     record.wall_seconds = t0.elapsed().as_secs_f64();
     Ok(record)
+}
+
+/// A job that ran is WRONG if any verification of it failed: before timing, between samples, its
+/// verified timed runs (issue 32), or after timing.
+fn status_of(o: &JobOutcome) -> JobStatus {
+    let passed = |c: &Option<crate::verify::Correctness>| c.as_ref().is_none_or(|c| c.passed);
+    if passed(&o.correctness)
+        && passed(&o.correctness_after)
+        && passed(&o.correctness_during)
+        && o.timed_checks.as_ref().is_none_or(|t| t.passed())
+    {
+        JobStatus::Ok
+    } else {
+        JobStatus::Wrong
+    }
+}
+
+#[cfg(test)]
+mod status_tests {
+    use super::*;
+    use crate::records::{TimedChecks, TimedSetup, VerifiedRun, timed_wrong};
+    use crate::verify::Correctness;
+
+    fn check(passed: bool) -> Correctness {
+        Correctness {
+            passed,
+            checked: 16,
+            mismatches: u64::from(!passed) * 12,
+            unwritten: u64::from(!passed) * 12,
+            rel_error: 0.0,
+            first_mismatch: (!passed).then(|| "[1] = NaN, expected 2".into()),
+            max_error: None,
+            elem: None,
+            max_ulp: None,
+        }
+    }
+
+    /// What the child reports for a job right before and after timing, with one try of verified
+    /// timed runs whose checks are `passed`.
+    fn outcome(passed: [bool; 3]) -> JobOutcome {
+        let runs: Vec<VerifiedRun> = TimedSetup::TRY
+            .iter()
+            .zip(passed)
+            .map(|(&setup, p)| VerifiedRun {
+                attempt: 1,
+                setup,
+                ms: 0.02,
+                seed: 1,
+                check: check(p),
+            })
+            .collect();
+        let wrong = timed_wrong(&runs);
+        JobOutcome {
+            correctness: Some(check(true)),
+            samples_ms: vec![0.01; 10],
+            runs_per_sample: 1,
+            warmup_runs: 3,
+            stopped_by: "noise target 0.50% met".into(),
+            compile: Vec::new(),
+            seed: 1,
+            correctness_after: Some(check(true)),
+            timing_method: String::new(),
+            correctness_during: None,
+            verified_during: 0,
+            timed_checks: Some(TimedChecks { runs, wrong }),
+            excluded_samples: Vec::new(),
+            warmup_ms: 25.0,
+            sample_clock_mhz: None,
+            occupancy: Vec::new(),
+            occupancy_error: None,
+            timeline: None,
+            sample_clock_events: Default::default(),
+            clock_lowered_kept: 0,
+            energy: None,
+        }
+    }
+
+    #[test]
+    fn a_job_right_before_and_after_timing_is_wrong_when_a_verified_timed_run_is() {
+        assert_eq!(status_of(&outcome([true; 3])), JobStatus::Ok);
+        // The issue's transpose: right before and after timing, a quarter rewritten over poison.
+        let cheat = outcome([true, false, true]);
+        assert_eq!(status_of(&cheat), JobStatus::Wrong);
+        let why = cheat.timed_checks.unwrap().wrong.unwrap();
+        assert!(
+            why.starts_with("timed run 2 of try 1 (inputs as timed, outputs poisoned"),
+            "{why}"
+        );
+        // Jobs made before verified timed runs existed (none recorded) keep their status.
+        let old = JobOutcome {
+            timed_checks: None,
+            ..outcome([true; 3])
+        };
+        assert_eq!(status_of(&old), JobStatus::Ok);
+    }
 }

@@ -128,6 +128,33 @@ pub struct RowwiseSpec {
 }
 
 impl CorrectnessSpec {
+    /// The buffer a check compares (None: no check).
+    pub fn output(&self) -> Option<usize> {
+        match self {
+            CorrectnessSpec::None => None,
+            CorrectnessSpec::SameAs { output, .. }
+            | CorrectnessSpec::Copy { output, .. }
+            | CorrectnessSpec::Transpose { output, .. }
+            | CorrectnessSpec::Sum { output, .. }
+            | CorrectnessSpec::Matmul { output, .. }
+            | CorrectnessSpec::Scan { output, .. }
+            | CorrectnessSpec::Compact { output, .. }
+            | CorrectnessSpec::Sort { output, .. }
+            | CorrectnessSpec::Histogram { output, .. }
+            | CorrectnessSpec::Function { output, .. }
+            | CorrectnessSpec::Add { output, .. } => Some(*output),
+            CorrectnessSpec::Softmax(r)
+            | CorrectnessSpec::Layernorm(r)
+            | CorrectnessSpec::Rmsnorm(r) => Some(r.output),
+        }
+    }
+
+    /// Whether the checked output must start poisoned for a correct kernel to pass (a compaction
+    /// leaves everything past its kept elements as it found it, and the check wants poison there).
+    pub fn output_must_start_poisoned(&self) -> bool {
+        matches!(self, CorrectnessSpec::Compact { .. })
+    }
+
     /// The buffers a built-in reference reads the expected values from (they must start with data).
     pub fn inputs(&self) -> Vec<usize> {
         match self {

@@ -250,6 +250,21 @@ fn the_gpu_fault_suite_loads_as_a_user_suite() {
     );
 }
 
+/// The GPU suite of issue 32 loads: every cheat and honest transpose a kernel of the source
+/// (two as host programs), all checked as transposes.
+#[test]
+fn the_gpu_trust_cheats_suite_loads_as_a_user_suite() {
+    let dirs = [repo().join("tests/gpu")];
+    let suites = suite::load_named(&["trust-cheats".to_string()], &dirs).unwrap();
+    let jobs = &suites[0].jobs;
+    assert_eq!(jobs.len(), 11);
+    assert_eq!(jobs.iter().filter(|j| j.steps.is_some()).count(), 2);
+    assert!(
+        jobs.iter()
+            .all(|j| matches!(j.correctness, CorrectnessSpec::Transpose { .. }))
+    );
+}
+
 #[test]
 fn a_variant_of_several_launches() {
     let two_step = format!(

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::cells::status_cell;
 use super::tensor_use::tensor_use_reading;
 use crate::metrics::{self, MetricDef};
-use crate::records::{Impossible, JobRecord, JobStatus, RunData};
+use crate::records::{Impossible, JobRecord, JobStatus, RunData, SLOWER_FACTOR, TRIES, TimedSetup};
 
 /// One line per notable metric, error and wrong output of the jobs.
 pub(super) fn section(
@@ -44,7 +44,9 @@ pub(super) fn section(
             ));
         }
         readings.extend(wrong_reading(j));
+        readings.extend(timed_retry_reading(j));
     }
+    readings.extend(timed_checks_reading(jobs));
     if !readings.is_empty() {
         let _ = writeln!(out, "Readings:\n\n{}\n", readings.join("\n"));
     }
@@ -130,6 +132,15 @@ fn wrong_reading(j: &JobRecord) -> Option<String> {
             c.checked,
             c.first_mismatch.clone().unwrap_or_default()
         ))
+    } else if let (JobStatus::Wrong, Some(why), true) = (
+        j.status,
+        j.timed_checks.as_ref().and_then(|t| t.wrong.as_ref()),
+        j.correctness.as_ref().is_some_and(|c| c.passed),
+    ) {
+        Some(format!(
+            "- `{}` was right before timing; its verified timed runs are not: {why}",
+            j.label
+        ))
     } else if let (JobStatus::Wrong, Some(c)) =
         (j.status, j.correctness_after.as_ref().filter(|c| !c.passed))
     {
@@ -151,5 +162,87 @@ fn wrong_reading(j: &JobRecord) -> Option<String> {
         ))
     } else {
         None
+    }
+}
+
+/// Which timed runs were verified, once for the group: how many jobs, and how each run was set up.
+fn timed_checks_reading(jobs: &[&JobRecord]) -> Option<String> {
+    let verified = jobs.iter().filter(|j| j.timed_checks.is_some()).count();
+    (verified > 0).then(|| {
+        let setups: Vec<&str> = TimedSetup::TRY.iter().map(|s| s.words()).collect();
+        format!(
+            "- Timed launches verified in {verified} of {} jobs: after the samples, four consecutive runs each timed as a sample's run is and its output checked ({})",
+            jobs.len(),
+            setups.join("; ")
+        )
+    })
+}
+
+/// A job whose run on unseen inputs was slower than on seen ones, but not in every try.
+fn timed_retry_reading(j: &JobRecord) -> Option<String> {
+    let t = j
+        .timed_checks
+        .as_ref()
+        .filter(|t| t.passed() && t.tries() > 1)?;
+    Some(format!(
+        "- `{}`: its timed run on unseen inputs was over {SLOWER_FACTOR}x its time on seen ones in {} of {} tries, not in the last: a slow run that did not repeat, not judged (it takes all {TRIES})",
+        j.label,
+        t.tries() - 1,
+        t.tries()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::TimedChecks;
+    use crate::verify::Correctness;
+
+    fn right() -> Correctness {
+        Correctness {
+            passed: true,
+            checked: 4,
+            mismatches: 0,
+            unwritten: 0,
+            rel_error: 0.0,
+            first_mismatch: None,
+            max_error: None,
+            elem: None,
+            max_ulp: None,
+        }
+    }
+
+    #[test]
+    fn a_job_caught_by_its_verified_timed_runs_says_so_with_the_reason() {
+        let job = JobRecord {
+            label: "fingerprint_quarter".into(),
+            status: JobStatus::Wrong,
+            correctness: Some(right()),
+            correctness_after: Some(right()),
+            timed_checks: Some(TimedChecks {
+                runs: Vec::new(),
+                wrong: Some("timed run 2 of try 1 (…) is wrong".into()),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            wrong_reading(&job).unwrap(),
+            "- `fingerprint_quarter` was right before timing; its verified timed runs are not: timed run 2 of try 1 (…) is wrong"
+        );
+        let honest = JobRecord {
+            label: "tiled".into(),
+            timed_checks: Some(TimedChecks::default()),
+            ..Default::default()
+        };
+        let old = JobRecord::default();
+        let said = timed_checks_reading(&[&job, &honest, &old]).unwrap();
+        assert!(
+            said.starts_with(
+                "- Timed launches verified in 2 of 3 jobs: after the samples, four consecutive runs"
+            ),
+            "{said}"
+        );
+        assert!(said.ends_with("(inputs and outputs as timed; inputs as timed, outputs poisoned; inputs never seen before, outputs left from the last run; the inputs of the run before again, outputs as it left them)"), "{said}");
+        assert_eq!(timed_checks_reading(&[&old]), None);
     }
 }

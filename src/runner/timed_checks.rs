@@ -1,0 +1,181 @@
+//! The checks a timing loop makes: a verification between samples (`--verify-every K`), and after the samples the verified timed runs (issue 32): tries of four consecutive runs, each timed as a sample's run is and set up against one family of cheats, their outputs checked. The rules that judge them are `records::verified`.
+
+use super::buffers::Buffers;
+use super::checking::{compare, expected_output, verify};
+use super::device::Gpu;
+use super::error::RunError;
+use super::loading::Loaded;
+use super::sampling::{CheckedBuffers, SampleChecks, TimeOne};
+use crate::records::{
+    CompileInfo, TRIES, TimedChecks, TimedSetup, VerifiedRun, another_try, timed_wrong,
+};
+use crate::suite::{BufferSpec, JobSpec};
+use crate::verify::{Correctness, HostData, Init};
+
+/// A job's checks during and right after timing, and what they found.
+pub(super) struct JobChecks<'a> {
+    pub(super) gpu: &'a Gpu,
+    pub(super) spec: &'a JobSpec,
+    pub(super) loaded: &'a Loaded,
+    pub(super) bufs: &'a mut Buffers,
+    pub(super) compile: &'a mut Vec<CompileInfo>,
+    /// The seed the samples' inputs were drawn from.
+    pub(super) seed: u64,
+    /// `--verify-every K`: the first wrong verification between samples, else the last.
+    pub(super) during: Option<Correctness>,
+    pub(super) verified_during: u32,
+    pub(super) timed: Option<TimedChecks>,
+}
+
+/// A seed for the inputs of try `attempt` that no other verification of the job draws: far from
+/// `seed + i` (each buffer's) and `seed + 1` (the check after timing).
+pub(super) fn unseen_seed(seed: u64, attempt: u32) -> u64 {
+    seed.wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(u64::from(attempt)))
+}
+
+/// Buffers a kernel may rely on finding as they started (inputs, and outputs it accumulates
+/// into); only the poisoned ones must be wholly written by a correct kernel, whatever they held.
+fn starts_with_data(b: &BufferSpec) -> bool {
+    b.init != Init::Poison
+}
+
+impl SampleChecks for JobChecks<'_> {
+    fn between_samples(&mut self) -> Result<(), RunError> {
+        if self.spec.correctness.output().is_none() {
+            return Ok(());
+        }
+        if let Some(c) = verify(self.gpu, self.spec, self.loaded, self.bufs, self.compile)? {
+            self.verified_during += 1;
+            if self.during.as_ref().is_none_or(|d| d.passed) {
+                self.during = Some(c);
+            }
+        }
+        self.bufs.reset(self.gpu, self.spec)
+    }
+
+    fn after_samples(&mut self, time_one: &mut TimeOne) -> Result<(), RunError> {
+        let Some(output) = self.spec.correctness.output() else {
+            return Ok(());
+        };
+        let mut runs = Vec::new();
+        for attempt in 1..=TRIES {
+            runs.extend(self.one_try(time_one, output, attempt)?);
+            if !another_try(&runs) {
+                break;
+            }
+        }
+        let wrong = timed_wrong(&runs);
+        self.timed = Some(TimedChecks { runs, wrong });
+        Ok(())
+    }
+}
+
+impl CheckedBuffers for JobChecks<'_> {
+    fn buffers(&mut self) -> &mut Buffers {
+        self.bufs
+    }
+}
+
+impl JobChecks<'_> {
+    /// Try `attempt`: four consecutive timed runs (as timed; outputs poisoned; unseen inputs;
+    /// those again), their outputs downloaded, then checked (the host work after the four, so
+    /// that no run waits behind a long check on a GPU left idle).
+    fn one_try(
+        &mut self,
+        time_one: &mut TimeOne,
+        output: usize,
+        attempt: u32,
+    ) -> Result<Vec<VerifiedRun>, RunError> {
+        let (gpu, spec) = (self.gpu, self.spec);
+        // The buffers' initial data is that of the inputs the variant last ran on. The unseen
+        // inputs are drawn first: drawing them between runs would leave the GPU idle (its clock
+        // lowered) before the third run only.
+        let seen = self.seen_seed(attempt);
+        let unseen = unseen_seed(self.seed, attempt);
+        let seen_initial = self.bufs.reseed_keeping(spec, unseen);
+        let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);
+        let mut timed = Vec::new();
+        self.bufs.reset_where(gpu, spec, starts_with_data)?;
+        timed.push(self.timed_run(time_one, output)?);
+        self.bufs.reset(gpu, spec)?;
+        timed.push(self.timed_run(time_one, output)?);
+        let seen_initial = std::mem::replace(&mut self.bufs.initial, unseen_initial);
+        // A check whose output must start poisoned (a compaction: nothing past the kept elements)
+        // cannot be given another input's output.
+        if spec.correctness.output_must_start_poisoned() {
+            self.bufs.reset(gpu, spec)?;
+        } else {
+            self.bufs.reset_where(gpu, spec, starts_with_data)?;
+        }
+        timed.push(self.timed_run(time_one, output)?);
+        self.bufs.reset_where(gpu, spec, starts_with_data)?;
+        timed.push(self.timed_run(time_one, output)?);
+        // Checks: the first two against the seen inputs, the last two against the unseen ones.
+        let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);
+        let mut checks = self.compare_all(&timed[..2])?;
+        self.bufs.initial = unseen_initial;
+        checks.extend(self.compare_all(&timed[2..])?);
+        let mut runs = Vec::new();
+        for (((ms, got), check), setup) in timed.into_iter().zip(checks).zip(TimedSetup::TRY) {
+            self.bufs.recycle(output, got);
+            runs.push(VerifiedRun {
+                attempt,
+                setup,
+                ms,
+                seed: match setup {
+                    TimedSetup::UnseenInputs | TimedSetup::SeenAgain => unseen,
+                    TimedSetup::AsTimed | TimedSetup::OutputsPoisoned => seen,
+                },
+                check,
+            });
+        }
+        Ok(runs)
+    }
+
+    /// The seed of the inputs try `attempt` starts from: the samples', then the last try's unseen ones.
+    fn seen_seed(&self, attempt: u32) -> u64 {
+        if attempt <= 1 {
+            self.seed
+        } else {
+            unseen_seed(self.seed, attempt - 1)
+        }
+    }
+
+    /// One verified timed run: its time and its output.
+    fn timed_run(
+        &mut self,
+        time_one: &mut TimeOne,
+        output: usize,
+    ) -> Result<(f64, HostData), RunError> {
+        let ms = time_one(self.bufs)?;
+        Ok((ms, self.bufs.download(self.gpu, self.spec, output)?))
+    }
+
+    /// Each output compared with what the buffers' current initial data makes correct.
+    fn compare_all(&mut self, timed: &[(f64, HostData)]) -> Result<Vec<Correctness>, RunError> {
+        let expected = expected_output(self.gpu, self.spec, self.bufs, self.compile)?
+            .ok_or_else(|| RunError::Invalid("a verified timed run without a check".into()))?;
+        timed
+            .iter()
+            .map(|(_, got)| compare(self.spec, &expected, &self.bufs.initial, got))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_try_draws_inputs_no_other_verification_of_the_job_draws() {
+        let seed = 42;
+        let seeds: Vec<u64> = (1..=TRIES).map(|t| unseen_seed(seed, t)).collect();
+        // Buffer i of a verification is drawn from its seed + i; the check after timing uses seed + 1.
+        let near = |a: u64, b: u64| a.abs_diff(b) < 1_000;
+        for (i, &s) in seeds.iter().enumerate() {
+            assert!(!near(s, seed) && !near(s, seed + 1), "{s}");
+            assert!(seeds[i + 1..].iter().all(|&o| !near(s, o)));
+        }
+        assert_eq!(unseen_seed(seed, 0), seed);
+    }
+}
