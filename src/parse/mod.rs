@@ -13,6 +13,7 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub mod query_metrics;
+pub mod sanitizer;
 
 /// One profiled kernel launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
