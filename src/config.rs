@@ -19,6 +19,8 @@ pub struct Config {
     /// `GPU_LAB_CACHE`, else `$XDG_CACHE_HOME/gpu-lab`, else `~/.cache/gpu-lab`: compiled PTX and ncu's metric lists.
     pub cache_dir: Option<PathBuf>,
     pub ncu: NcuSearch,
+    /// `COMPUTE_SANITIZER`, else `PATH`, else the toolkit's place (`--sanitize`).
+    pub sanitizer: crate::sanitizer::SanitizerSearch,
     /// The `PATH` directories, for programs named without a `/`.
     pub path_dirs: Vec<PathBuf>,
     /// This binary: children are its hidden subcommands.
@@ -89,6 +91,10 @@ impl Config {
             cache_dir,
             ncu: NcuSearch {
                 explicit: var("NCU").map(PathBuf::from),
+                path_dirs: path_dirs.clone(),
+            },
+            sanitizer: crate::sanitizer::SanitizerSearch {
+                explicit: var("COMPUTE_SANITIZER").map(PathBuf::from),
                 path_dirs: path_dirs.clone(),
             },
             path_dirs,

@@ -37,7 +37,7 @@ impl Mock {
 pub fn executor(
     config: &Config,
     gpu: u32,
-    profile: bool,
+    (profile, sanitize): (bool, bool),
     mock: &Mock,
 ) -> anyhow::Result<Box<dyn Executor>> {
     if mock.on {
@@ -54,7 +54,10 @@ pub fn executor(
             model: mock.models.get(gpu as usize).cloned(),
         }));
     }
-    let children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
+    let mut children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
+    if sanitize {
+        children = children.with_sanitizer(crate::sanitizer::find(&config.sanitizer)?);
+    }
     if !profile {
         return Ok(Box::new(children));
     }
@@ -103,6 +106,9 @@ pub fn settings(
         build: super::provenance::this_build(),
         quiet: config.quiet,
         shard: None,
+        sanitize: args.sanitize.clone(),
+        sanitize_only: args.sanitize_only,
+        sanitize_timeout: Duration::from_secs(args.sanitize_timeout),
     }
 }
 
@@ -171,7 +177,14 @@ pub fn run_with(
     let gpus = selected_gpus(args, mock)?;
     let executors = gpus
         .iter()
-        .map(|&g| executor(config, g, profile.is_some(), mock))
+        .map(|&g| {
+            executor(
+                config,
+                g,
+                (profile.is_some(), !args.sanitize.is_empty()),
+                mock,
+            )
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let models: Vec<String> = executors
         .iter()

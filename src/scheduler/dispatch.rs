@@ -58,10 +58,34 @@ pub fn run_sharing(
     }
     let envs: Vec<Environment> = lanes.iter().map(|l| l.environment()).collect();
     let (suites, infos) = open_suites(plans, settings, &envs)?;
-    let shapes: Vec<rules::SuiteShape> = suites.iter().map(SuiteRun::shape).collect();
+    // Sanitized before any timing, on the first GPU: a CI run finds memory errors first.
+    let sanitize_failed = suites
+        .iter()
+        .map(|s| {
+            if settings.sanitize.is_empty() {
+                Ok(false)
+            } else {
+                super::sanitize::sanitize_suite(lanes[0], s, settings)
+            }
+        })
+        .collect::<anyhow::Result<Vec<bool>>>()?;
+    let shapes: Vec<rules::SuiteShape> = suites
+        .iter()
+        .map(|s| rules::SuiteShape {
+            // --sanitize-only: no group to time.
+            group_sizes: if settings.sanitize_only {
+                Vec::new()
+            } else {
+                s.shape().group_sizes
+            },
+            ..s.shape()
+        })
+        .collect();
     let tasks = rules::timing_tasks(&shapes, lanes.len() > 1);
     let bar = progress_bar(settings, &suites, tasks.len());
-    let shared = Mutex::new(Shared::new(&shapes, infos, finished));
+    let mut shared = Shared::new(&shapes, infos, finished);
+    shared.pass_failed = sanitize_failed;
+    let shared = Mutex::new(shared);
     let dispatch = Dispatch {
         suites,
         tasks,
@@ -457,6 +481,10 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
         let mut p = self.lock();
         for (si, sr) in self.suites.iter().enumerate() {
             if !sr.plan.jobs.is_empty() {
+                // --sanitize-only: nothing to time, the sanitizer's records already saved.
+                if self.settings.sanitize_only {
+                    self.finish_if_done(&mut p, si)?;
+                }
                 continue;
             }
             sr.began.get_or_init(|| (Instant::now(), now()));
