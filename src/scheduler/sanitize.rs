@@ -1,5 +1,6 @@
 //! The sanitize stage (`--sanitize`): before any timing, each variant once under each compute-sanitizer tool asked for, at the cheapest job of its sweep; every record saved as it comes.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::executor::Executor;
@@ -12,7 +13,8 @@ use super::shards::expected_cost;
 use super::suite_run::{SuiteRun, now};
 
 /// Why racecheck passes a variant by.
-pub const NO_SHARED_MEMORY: &str = "the variant uses no shared memory (no `__shared__` in its source, no dynamic shared_bytes): racecheck checks shared memory only";
+pub const NO_SHARED_MEMORY: &str =
+    "no shared memory in its kernels (racecheck checks only shared memory)";
 
 /// One job per variant (its label: name and own parameters), the cheapest of its sweep by
 /// expected cost (the smallest group), in the order the variants first appear.
@@ -111,16 +113,20 @@ fn tools(settings: &RunSettings) -> Vec<SanitizerTool> {
     tools
 }
 
-/// Sanitizes one suite's variants on `executor`; returns whether some variant failed (a
-/// finding, or no answer from the tool).
+/// The variants (by label) a tool failed, with what the tool said: their jobs are then recorded
+/// wrong, as a check that failed would make them.
+pub type Failed = BTreeMap<String, String>;
+
+/// Sanitizes one suite's variants on `executor`; returns the variants that failed (a finding,
+/// or no answer from the tool).
 pub(super) fn sanitize_suite(
     executor: &dyn Executor,
     sr: &SuiteRun,
     settings: &RunSettings,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Failed> {
     sr.began.get_or_init(|| (Instant::now(), now()));
     let ctx = sr.ctx(settings.seed);
-    let mut failed = false;
+    let mut failed = Failed::new();
     for (i, job) in chosen_jobs(&sr.plan.jobs).into_iter().enumerate() {
         let source = read_regular_text(&job.program.source_path, FileKind::KERNEL_SOURCE).ok();
         for tool in tools(settings) {
@@ -143,7 +149,13 @@ pub(super) fn sanitize_suite(
                     record.verdict()
                 );
             }
-            failed |= record.fails();
+            if record.fails() {
+                let said = format!("compute-sanitizer {}: {}", tool.as_str(), record.verdict());
+                failed
+                    .entry(job.label())
+                    .and_modify(|s| *s = format!("{s}; {said}"))
+                    .or_insert(said);
+            }
             sr.append(&Record::Sanitize(record))?;
         }
     }
