@@ -317,7 +317,7 @@ impl Executor for ChildExecutor {
         tool: SanitizerTool,
         timeout: Duration,
     ) -> SanitizeRecord {
-        let blank = SanitizeRecord::new(job.id(), &job.key.variant, &job.key.group, tool);
+        let blank = SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool);
         let Some(s) = &self.sanitizer else {
             return blank
                 .failed("no compute-sanitizer: this run was started without --sanitize".into());

@@ -113,7 +113,7 @@ pub trait Executor: Send + Sync {
         tool: SanitizerTool,
         _timeout: Duration,
     ) -> SanitizeRecord {
-        SanitizeRecord::new(job.id(), &job.key.variant, &job.key.group, tool)
+        SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
             .failed("this executor cannot run compute-sanitizer".into())
     }
 }

@@ -257,7 +257,7 @@ impl Executor for MockExecutor {
     ) -> crate::records::SanitizeRecord {
         crate::records::SanitizeRecord {
             mock: true,
-            ..crate::records::SanitizeRecord::new(job.id(), &job.key.variant, &job.key.group, tool)
+            ..crate::records::SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
         }
     }
 

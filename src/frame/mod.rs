@@ -13,7 +13,7 @@ use crate::records::RunData;
 use tables::{bounds, counters, environments, jobs, snapshots, timings};
 
 /// The fixed columns, in order (the metric columns follow).
-pub const COLUMNS: [&str; 38] = [
+pub const COLUMNS: [&str; 39] = [
     "run",
     "job_id",
     "variant",
@@ -21,6 +21,7 @@ pub const COLUMNS: [&str; 38] = [
     "group",
     "status",
     "verified",
+    "sanitized",
     "bytes",
     "flops",
     "launches",

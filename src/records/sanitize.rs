@@ -74,6 +74,7 @@ pub struct Finding {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SanitizeRecord {
     pub job_id: String,
+    /// The variant's label: its name and own parameters (`smem[BLOCK=128]`).
     pub variant: String,
     pub group: String,
     pub tool: SanitizerTool,

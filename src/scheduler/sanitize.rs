@@ -135,7 +135,7 @@ pub(super) fn sanitize_suite(
             {
                 SanitizeRecord {
                     skipped: Some(NO_SHARED_MEMORY.into()),
-                    ..SanitizeRecord::new(job.id(), &job.key.variant, &job.key.group, tool)
+                    ..SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
                 }
             } else {
                 let tag = format!("sanitize-{i}-{}", tool.as_str());

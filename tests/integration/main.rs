@@ -26,6 +26,7 @@ mod output_formats;
 mod properties;
 mod provenance;
 mod report;
+mod sanitize;
 mod shards;
 mod slurm;
 mod special_files;
