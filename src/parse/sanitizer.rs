@@ -42,17 +42,16 @@ pub fn parse_xml(text: &str) -> Result<Vec<Finding>, String> {
                 }
                 path.push(name);
             }
-            Event::Empty(e) => {
-                if path.is_empty() {
-                    check_root(&String::from_utf8_lossy(e.name().as_ref()))?;
-                    root_seen = true;
-                }
+            Event::Empty(e) if path.is_empty() => {
+                check_root(&String::from_utf8_lossy(e.name().as_ref()))?;
+                root_seen = true;
             }
             Event::End(_) => {
-                if path.len() == 2 && path[1] == "record" {
-                    if let Some(fields) = record.take() {
-                        add(&mut findings, finding(&fields));
-                    }
+                if path.len() == 2
+                    && path[1] == "record"
+                    && let Some(fields) = record.take()
+                {
+                    add(&mut findings, finding(&fields));
                 }
                 path.pop();
             }

@@ -407,11 +407,11 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
             record
         };
         // A variant compute-sanitizer failed is wrong, however its checks went.
-        if let Some(said) = self.sanitize_failed[si].get(&record.key.label()) {
-            if record.status == crate::records::JobStatus::Ok {
-                record.status = crate::records::JobStatus::Wrong;
-                record.error = Some(said.clone());
-            }
+        if let Some(said) = self.sanitize_failed[si].get(&record.key.label())
+            && record.status == crate::records::JobStatus::Ok
+        {
+            record.status = crate::records::JobStatus::Wrong;
+            record.error = Some(said.clone());
         }
         sr.append(&Record::Job(record.clone()))?;
         p.so_far[si][gi][ji] = Some(record);

@@ -74,37 +74,6 @@ fn kernel_body<'s>(source: &'s str, kernel: &str) -> Option<&'s str> {
     None
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_kernels_own_body_says_whether_it_uses_shared_memory() {
-        let src = include_str!("../../tests/gpu/sanitize-planted/planted.cu");
-        assert!(
-            !kernel_body(src, "copy_clean")
-                .unwrap()
-                .contains("__shared__")
-        );
-        assert!(
-            !kernel_body(src, "copy_oob_write")
-                .unwrap()
-                .contains("__shared__")
-        );
-        assert!(
-            kernel_body(src, "copy_smem_race")
-                .unwrap()
-                .contains("__shared__")
-        );
-        assert!(
-            kernel_body(src, "ns::copy_divergent_barrier<float>")
-                .unwrap()
-                .contains("__shared__")
-        );
-        assert_eq!(kernel_body(src, "no_such_kernel"), None);
-    }
-}
-
 /// The tools asked for, each once, in their order of cost.
 fn tools(settings: &RunSettings) -> Vec<SanitizerTool> {
     let mut tools = settings.sanitize.clone();
@@ -160,4 +129,35 @@ pub(super) fn sanitize_suite(
         }
     }
     Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernels_own_body_says_whether_it_uses_shared_memory() {
+        let src = include_str!("../../tests/gpu/sanitize-planted/planted.cu");
+        assert!(
+            !kernel_body(src, "copy_clean")
+                .unwrap()
+                .contains("__shared__")
+        );
+        assert!(
+            !kernel_body(src, "copy_oob_write")
+                .unwrap()
+                .contains("__shared__")
+        );
+        assert!(
+            kernel_body(src, "copy_smem_race")
+                .unwrap()
+                .contains("__shared__")
+        );
+        assert!(
+            kernel_body(src, "ns::copy_divergent_barrier<float>")
+                .unwrap()
+                .contains("__shared__")
+        );
+        assert_eq!(kernel_body(src, "no_such_kernel"), None);
+    }
 }
