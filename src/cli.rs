@@ -172,6 +172,18 @@ pub struct SuiteArgs {
     /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<crate::scheduler::Shard>,
+    /// Run each variant once under compute-sanitizer with these tools (memcheck, initcheck,
+    /// synccheck, racecheck; comma-separated), at the cheapest job of its sweep, before timing.
+    /// A finding fails the variant as a wrong result does. racecheck runs only where the
+    /// variant uses shared memory. See docs/sanitize.md.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub sanitize: Vec<crate::records::SanitizerTool>,
+    /// With --sanitize: only sanitize (no timing, no bounds): cheap enough for CI on a GPU runner.
+    #[arg(long, requires = "sanitize")]
+    pub sanitize_only: bool,
+    /// Seconds before one sanitized child is killed (racecheck can take 1000x a launch).
+    #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub sanitize_timeout: u64,
 }
 
 fn parse_shard(text: &str) -> Result<crate::scheduler::Shard, String> {

@@ -22,6 +22,8 @@ pub struct Config {
     /// (`runs/`) and their history (`history/`) go, outside any checkout. `None`: none is set.
     pub data_dir: Option<PathBuf>,
     pub ncu: NcuSearch,
+    /// `COMPUTE_SANITIZER`, else `PATH`, else the toolkit's place (`--sanitize`).
+    pub sanitizer: crate::sanitizer::SanitizerSearch,
     /// The `PATH` directories, for programs named without a `/`.
     pub path_dirs: Vec<PathBuf>,
     /// This binary: children are its hidden subcommands.
@@ -108,6 +110,10 @@ impl Config {
             data_dir,
             ncu: NcuSearch {
                 explicit: var("NCU").map(PathBuf::from),
+                path_dirs: path_dirs.clone(),
+            },
+            sanitizer: crate::sanitizer::SanitizerSearch {
+                explicit: var("COMPUTE_SANITIZER").map(PathBuf::from),
                 path_dirs: path_dirs.clone(),
             },
             path_dirs,

@@ -40,6 +40,7 @@ pub mod profiler;
 pub mod records;
 pub mod report;
 pub mod runner;
+pub mod sanitizer;
 pub mod scheduler;
 pub mod stats;
 pub mod store;

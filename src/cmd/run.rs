@@ -37,7 +37,7 @@ impl Mock {
 pub fn executor(
     config: &Config,
     gpu: u32,
-    profile: Option<profiler::ProfilerChoice>,
+    (profile, sanitize): (Option<profiler::ProfilerChoice>, bool),
     mock: &Mock,
 ) -> anyhow::Result<Box<dyn Executor>> {
     if mock.on {
@@ -54,7 +54,10 @@ pub fn executor(
             model: mock.models.get(gpu as usize).cloned(),
         }));
     }
-    let children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
+    let mut children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
+    if sanitize {
+        children = children.with_sanitizer(crate::sanitizer::find(&config.sanitizer)?);
+    }
     let Some(choice) = profile else {
         return Ok(Box::new(children));
     };
@@ -109,6 +112,9 @@ pub fn settings(
         build: super::provenance::this_build(),
         quiet: config.quiet,
         shard: None,
+        sanitize: args.sanitize.clone(),
+        sanitize_only: args.sanitize_only,
+        sanitize_timeout: Duration::from_secs(args.sanitize_timeout),
     })
 }
 
@@ -207,7 +213,14 @@ pub fn run_with(
     let gpus = selected_gpus(args, mock)?;
     let executors = gpus
         .iter()
-        .map(|&g| executor(config, g, profile.as_ref().map(|p| p.profiler), mock))
+        .map(|&g| {
+            executor(
+                config,
+                g,
+                (profile.as_ref().map(|p| p.profiler), !args.sanitize.is_empty()),
+                mock,
+            )
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let models: Vec<String> = executors
         .iter()

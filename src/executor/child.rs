@@ -3,6 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use super::contract::{Environment, Executor, Failure, RunContext};
 use crate::device::{self, NvmlSession};
@@ -11,8 +12,10 @@ use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
 use crate::profiler::{self, Ncu, ProfilerChoice, pass};
 use crate::records::{
-    BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, Math, ProfileRecord, RoofRecord, Snapshot,
+    BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, Math, ProfileRecord, RoofRecord,
+    SanitizeRecord, SanitizerTool, Snapshot,
 };
+use crate::sanitizer::{self, Sanitizer};
 use crate::store::write_json;
 use crate::suite::JobSpec;
 
@@ -33,6 +36,7 @@ pub struct ChildExecutor {
     cache_dir: Option<PathBuf>,
     ncu: Option<Ncu>,
     profiler: ProfilerChoice,
+    sanitizer: Option<Sanitizer>,
     nvml: NvmlSession,
 }
 
@@ -50,6 +54,7 @@ impl ChildExecutor {
             cache_dir,
             ncu: None,
             profiler: ProfilerChoice::Ncu,
+            sanitizer: None,
             nvml: NvmlSession::open(),
         })
     }
@@ -65,6 +70,14 @@ impl ChildExecutor {
     /// Profiles with this profiler (CUPTI falls back to ncu, where there is one, pass by pass).
     pub fn with_profiler(self, profiler: ProfilerChoice) -> ChildExecutor {
         ChildExecutor { profiler, ..self }
+    }
+
+    /// Sanitizes with this compute-sanitizer.
+    pub fn with_sanitizer(self, sanitizer: Sanitizer) -> ChildExecutor {
+        ChildExecutor {
+            sanitizer: Some(sanitizer),
+            ..self
+        }
     }
 
     fn child(&self, subcommand: &str) -> Command {
@@ -332,6 +345,41 @@ impl ChildExecutor {
                 .saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
             duration,
         })
+    }
+
+    /// The job's launches once (its profile pass, which launches exactly what a checked launch
+    /// does), under compute-sanitizer.
+    fn sanitize(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        job: &JobSpec,
+        tool: SanitizerTool,
+        timeout: Duration,
+    ) -> SanitizeRecord {
+        let blank = SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool);
+        let Some(s) = &self.sanitizer else {
+            return blank
+                .failed("no compute-sanitizer: this run was started without --sanitize".into());
+        };
+        let specs = ctx.work.join(format!("{tag}.specs.json"));
+        if let Err(e) = write_json(&specs, &[job]) {
+            return blank.failed(format!("{e:#}"));
+        }
+        let (xml, log) = (format!("{tag}.xml"), format!("{tag}.log"));
+        let record = sanitizer::sanitize(
+            s,
+            tool,
+            &self.profile_target(&specs, ctx.seed),
+            (&ctx.dir.join(&xml), &ctx.dir.join(&log)),
+            timeout,
+            blank,
+        );
+        SanitizeRecord {
+            report_file: Some(xml),
+            log_file: Some(log),
+            ..record
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use crate::parse::query_metrics::Screened;
 use crate::profiler::ClockControl;
 use crate::records::{
     BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, Math, ProfileRecord,
-    RoofRecord, Snapshot, TimingConfig,
+    RoofRecord, SanitizeRecord, SanitizerTool, Snapshot, TimingConfig,
 };
 use crate::suite::JobSpec;
 
@@ -104,4 +104,16 @@ pub trait Executor: Send + Sync {
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure>;
     /// Profiles jobs that already ran to completion, one record per job.
     fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord>;
+    /// Runs `job` once under compute-sanitizer's `tool`, killed after `timeout`.
+    fn sanitize(
+        &self,
+        _ctx: &RunContext,
+        _tag: &str,
+        job: &JobSpec,
+        tool: SanitizerTool,
+        _timeout: Duration,
+    ) -> SanitizeRecord {
+        SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
+            .failed("this executor cannot run compute-sanitizer".into())
+    }
 }

@@ -248,6 +248,21 @@ impl Executor for MockExecutor {
         })
     }
 
+    /// Nothing is sanitized: a clean record that says MOCK.
+    fn sanitize(
+        &self,
+        _ctx: &RunContext,
+        _tag: &str,
+        job: &JobSpec,
+        tool: crate::records::SanitizerTool,
+        _timeout: std::time::Duration,
+    ) -> crate::records::SanitizeRecord {
+        crate::records::SanitizeRecord {
+            mock: true,
+            ..crate::records::SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
+        }
+    }
+
     fn profile(&self, ctx: &RunContext, _tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
         // Stand-in counters go through the real mapping and formulas, as ncu's rows would.
         let counters = metrics::counters_needed(ctx.metrics);

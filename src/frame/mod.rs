@@ -13,7 +13,7 @@ use crate::records::RunData;
 use tables::{bounds, counters, environments, jobs, snapshots, timings};
 
 /// The fixed columns, in order (the metric columns follow).
-pub const COLUMNS: [&str; 38] = [
+pub const COLUMNS: [&str; 39] = [
     "run",
     "job_id",
     "variant",
@@ -24,6 +24,7 @@ pub const COLUMNS: [&str; 38] = [
     "bytes",
     "flops",
     "launches",
+    "sanitized",
     "median_ms",
     "ci_low_ms",
     "ci_high_ms",

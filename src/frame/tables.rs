@@ -14,6 +14,19 @@ fn status_word(s: JobStatus) -> &'static str {
 }
 
 /// jobs: `run, job_id, variant, params, group, status, verified, bytes, flops, launches`.
+/// compute-sanitizer's verdicts on a job's variant (`memcheck: clean; racecheck: 1 finding (4096
+/// reports)`), `None` where the run sanitized none.
+fn sanitized(run: &RunData, job: &crate::records::JobRecord) -> Option<String> {
+    let label = job.key.label();
+    let said: Vec<String> = run
+        .sanitize
+        .iter()
+        .filter(|s| s.variant == label)
+        .map(|s| format!("{}: {}", s.tool.as_str(), s.verdict()))
+        .collect();
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
 pub(super) fn jobs(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     let all: Vec<(&str, &crate::records::JobRecord)> = runs
         .iter()
@@ -58,6 +71,12 @@ pub(super) fn jobs(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
             "verified".into(),
             all.iter()
                 .map(|(_, j)| j.correctness.as_ref().map(|c| c.passed))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "sanitized".into(),
+            runs.iter()
+                .flat_map(|(_, r)| r.jobs.iter().map(move |j| sanitized(r, j)))
                 .collect::<Vec<_>>(),
         ),
         Column::new(

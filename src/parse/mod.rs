@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod non_finite;
 pub mod query_metrics;
+pub mod sanitizer;
 
 /// One profiled kernel launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! These types are the files of a run directory (`run.json`, `results.jsonl`) and of a baseline;
 //! their serialised field names are a stored format and do not change with Rust names.
 //!
-//! The stored format: `run_info` (`run.json`), `job`, `bounds` and `profile` (the lines of
+//! The stored format: `run_info` (`run.json`), `job`, `bounds`, `profile` and `sanitize` (the lines of
 //! `results.jsonl`), `run_data` (a line, and the run its lines make), `environment`, `outcome`,
 //! `timeline`, `fingerprint` and `verified` (the verified timed runs). The rules that judge a run, pure and tested without files:
 //! `judge` (bounds, roofline, impossible throughput, ranking), `roofs` (the roof of each math),
@@ -25,6 +25,7 @@ mod roofs;
 mod rounds;
 mod run_data;
 mod run_info;
+mod sanitize;
 mod throughput;
 mod timeline;
 mod verified;
@@ -55,6 +56,7 @@ pub use roofs::{Roof, RoofOrigin, giga_unit, rate_text, roof_name};
 pub use rounds::usable_noise_threshold_pct;
 pub use run_data::{Record, RunData, groups_in_order};
 pub use run_info::{BuildInfo, RunInfo, ShardInfo, plan_hash, plan_job_key};
+pub use sanitize::{Finding, SanitizeRecord, SanitizerTool};
 pub use throughput::per_second_g;
 pub use timeline::{Overlap, StepInfo, StepKind, StepTime, Timeline, busy_ms, without_chunk};
 pub use verified::{

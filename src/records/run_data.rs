@@ -9,6 +9,7 @@ use super::bounds::{BoundsRecord, ComputeBoundRecord};
 use super::job::JobRecord;
 use super::profile::ProfileRecord;
 use super::run_info::RunInfo;
+use super::sanitize::SanitizeRecord;
 
 /// One line of `results.jsonl`. Lines are read and written one at a time, so the size of the
 /// largest variant costs nothing worth a box.
@@ -20,6 +21,7 @@ pub enum Record {
     Bounds(BoundsRecord),
     Profile(ProfileRecord),
     Compute(ComputeBoundRecord),
+    Sanitize(SanitizeRecord),
 }
 
 /// A run as read back: the latest record of each kind per job or group wins.
@@ -36,6 +38,9 @@ pub struct RunData {
     pub compute_bounds: BTreeMap<(String, String), ComputeBoundRecord>,
     /// Compute bounds by (group, bound key, GPU UUID).
     pub gpu_compute_bounds: BTreeMap<(String, String, String), ComputeBoundRecord>,
+    /// compute-sanitizer's records, in the order they ran; a later one of the same variant and
+    /// tool replaces the earlier.
+    pub sanitize: Vec<SanitizeRecord>,
 }
 
 impl RunData {
@@ -73,6 +78,11 @@ impl RunData {
                     }
                     run.compute_bounds
                         .insert((c.group.clone(), c.key.clone()), c);
+                }
+                Record::Sanitize(s) => {
+                    run.sanitize
+                        .retain(|old| (&old.variant, old.tool) != (&s.variant, s.tool));
+                    run.sanitize.push(s);
                 }
             }
         }

@@ -58,11 +58,36 @@ pub fn run_sharing(
     }
     let envs: Vec<Environment> = lanes.iter().map(|l| l.environment()).collect();
     let (suites, infos) = open_suites(plans, settings, &envs)?;
-    let shapes: Vec<rules::SuiteShape> = suites.iter().map(SuiteRun::shape).collect();
+    // Sanitized before any timing, on the first GPU: a CI run finds memory errors first.
+    let sanitize_failed = suites
+        .iter()
+        .map(|s| {
+            if settings.sanitize.is_empty() {
+                Ok(Default::default())
+            } else {
+                super::sanitize::sanitize_suite(lanes[0], s, settings)
+            }
+        })
+        .collect::<anyhow::Result<Vec<super::sanitize::Failed>>>()?;
+    let shapes: Vec<rules::SuiteShape> = suites
+        .iter()
+        .map(|s| rules::SuiteShape {
+            // --sanitize-only: no group to time.
+            group_sizes: if settings.sanitize_only {
+                Vec::new()
+            } else {
+                s.shape().group_sizes
+            },
+            ..s.shape()
+        })
+        .collect();
     let tasks = rules::timing_tasks(&shapes, lanes.len() > 1);
     let bar = progress_bar(settings, &suites, tasks.len());
-    let shared = Mutex::new(Shared::new(&shapes, infos, finished));
+    let mut shared = Shared::new(&shapes, infos, finished);
+    shared.pass_failed = sanitize_failed.iter().map(|f| !f.is_empty()).collect();
+    let shared = Mutex::new(shared);
     let dispatch = Dispatch {
+        sanitize_failed,
         suites,
         tasks,
         settings,
@@ -209,6 +234,8 @@ struct Lane<'l> {
 
 /// One dispatch: the suites' runs, the timing tasks in order, and what the lanes share.
 struct Dispatch<'p, 's, 'f> {
+    /// By suite: the variants compute-sanitizer failed (their jobs are recorded wrong).
+    sanitize_failed: Vec<super::sanitize::Failed>,
     suites: Vec<SuiteRun<'p>>,
     tasks: Vec<Task>,
     settings: &'s RunSettings,
@@ -374,11 +401,18 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
         } = task;
         let sr = &self.suites[si];
         let mut p = self.lock();
-        let record = if rounds > 1 {
+        let mut record = if rounds > 1 {
             JobRecord::with_round(p.so_far[si][gi][ji].take(), record)
         } else {
             record
         };
+        // A variant compute-sanitizer failed is wrong, however its checks went.
+        if let Some(said) = self.sanitize_failed[si].get(&record.key.label())
+            && record.status == crate::records::JobStatus::Ok
+        {
+            record.status = crate::records::JobStatus::Wrong;
+            record.error = Some(said.clone());
+        }
         sr.append(&Record::Job(record.clone()))?;
         p.so_far[si][gi][ji] = Some(record);
         p.left[si][gi] -= 1;
@@ -457,6 +491,10 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
         let mut p = self.lock();
         for (si, sr) in self.suites.iter().enumerate() {
             if !sr.plan.jobs.is_empty() {
+                // --sanitize-only: nothing to time, the sanitizer's records already saved.
+                if self.settings.sanitize_only {
+                    self.finish_if_done(&mut p, si)?;
+                }
                 continue;
             }
             sr.began.get_or_init(|| (Instant::now(), now()));

@@ -14,6 +14,7 @@ mod measure;
 mod planning;
 mod reports;
 mod rules;
+mod sanitize;
 mod shards;
 mod suite_run;
 
@@ -21,4 +22,5 @@ pub use dispatch::{run, run_sharing};
 pub use host_share::HostShare;
 pub use planning::{ProfileRequest, RunSettings, SuitePlan, plan, screen};
 pub use reports::{render_reports, write_timelines};
+pub use sanitize::{NO_SHARED_MEMORY, chosen_jobs, uses_shared_memory};
 pub use shards::{MAX_SHARDS, Shard, expected_cost, keep_shard, pools_by_model, shard_of};

@@ -48,6 +48,11 @@ pub struct RunSettings {
     pub quiet: bool,
     /// `--shard I/N`: recorded in each run, for `merge`.
     pub shard: Option<ShardInfo>,
+    /// `--sanitize`: compute-sanitizer's tools, run over each variant once before timing.
+    pub sanitize: Vec<crate::records::SanitizerTool>,
+    /// `--sanitize-only`: no timing at all.
+    pub sanitize_only: bool,
+    pub sanitize_timeout: Duration,
 }
 
 /// Plans every suite before the first one starts: a typo must not stop `--suite all` halfway.

@@ -32,6 +32,7 @@ mod quoted_figures;
 mod report;
 mod repository;
 mod rowwise_checks;
+mod sanitize;
 mod shards;
 mod slurm;
 mod special_files;

@@ -1,4 +1,4 @@
-//! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), energy and clock events (`energy`), occupancy (`occupancy`) and host programs (`host_programs`), then the closing notes and legends (`footer`).
+//! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), energy and clock events (`energy`), occupancy (`occupancy`) and host programs (`host_programs`), the sanitizer's verdicts (`sanitize`), then the closing notes and legends (`footer`).
 
 mod bandwidth;
 mod cells;
@@ -12,6 +12,7 @@ mod readings;
 mod roofs;
 #[cfg(test)]
 mod roofs_tests;
+mod sanitize;
 mod tensor_use;
 
 use std::fmt::Write;
@@ -70,6 +71,7 @@ impl Exporter<RunData> for Markdown {
             group_section(run, &impossible, &g, &metrics, &mut out);
             host_programs::section(run, &impossible, &g, &mut out);
         }
+        sanitize::section(run, &mut out);
         footer::ncu_passes(run, &mut out);
         footer::legends(run, &mut out);
         Ok(out)

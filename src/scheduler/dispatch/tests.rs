@@ -33,6 +33,9 @@ fn settings(out: &Path, profile: bool) -> RunSettings {
         build: Default::default(),
         quiet: true,
         shard: None,
+        sanitize: Vec::new(),
+        sanitize_only: false,
+        sanitize_timeout: Duration::from_secs(5),
     }
 }
 
