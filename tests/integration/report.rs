@@ -419,7 +419,15 @@ fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
     assert_eq!(profiles.len(), run.jobs.len());
     let mut checked = 0;
     for pass in ["profile-0", "profile-1"] {
-        let csv = std::fs::read_to_string(dir.join(format!("{pass}-duration.csv"))).unwrap();
+        // Stored gzipped to keep the tracked tree small.
+        let mut csv = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(
+                std::fs::File::open(dir.join(format!("{pass}-duration.csv.gz"))).unwrap(),
+            ),
+            &mut csv,
+        )
+        .unwrap();
         let rows = gpu_lab::parse::parse_ncu_csv(&csv).unwrap().kernels;
         let mut next = 0;
         for p in profiles
