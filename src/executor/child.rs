@@ -291,6 +291,41 @@ impl Executor for ChildExecutor {
         }
         records
     }
+
+    /// The job's launches once (its profile pass, which launches exactly what a checked launch
+    /// does), under compute-sanitizer.
+    fn sanitize(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        job: &JobSpec,
+        tool: SanitizerTool,
+        timeout: Duration,
+    ) -> SanitizeRecord {
+        let blank = SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool);
+        let Some(s) = &self.sanitizer else {
+            return blank
+                .failed("no compute-sanitizer: this run was started without --sanitize".into());
+        };
+        let specs = ctx.work.join(format!("{tag}.specs.json"));
+        if let Err(e) = write_json(&specs, &[job]) {
+            return blank.failed(format!("{e:#}"));
+        }
+        let (xml, log) = (format!("{tag}.xml"), format!("{tag}.log"));
+        let record = sanitizer::sanitize(
+            s,
+            tool,
+            &self.profile_target(&specs, ctx.seed),
+            (&ctx.dir.join(&xml), &ctx.dir.join(&log)),
+            timeout,
+            blank,
+        );
+        SanitizeRecord {
+            report_file: Some(xml),
+            log_file: Some(log),
+            ..record
+        }
+    }
 }
 
 impl ChildExecutor {
@@ -345,41 +380,6 @@ impl ChildExecutor {
                 .saturating_mul(u32::try_from(jobs.len() + 1).unwrap_or(u32::MAX)),
             duration,
         })
-    }
-
-    /// The job's launches once (its profile pass, which launches exactly what a checked launch
-    /// does), under compute-sanitizer.
-    fn sanitize(
-        &self,
-        ctx: &RunContext,
-        tag: &str,
-        job: &JobSpec,
-        tool: SanitizerTool,
-        timeout: Duration,
-    ) -> SanitizeRecord {
-        let blank = SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool);
-        let Some(s) = &self.sanitizer else {
-            return blank
-                .failed("no compute-sanitizer: this run was started without --sanitize".into());
-        };
-        let specs = ctx.work.join(format!("{tag}.specs.json"));
-        if let Err(e) = write_json(&specs, &[job]) {
-            return blank.failed(format!("{e:#}"));
-        }
-        let (xml, log) = (format!("{tag}.xml"), format!("{tag}.log"));
-        let record = sanitizer::sanitize(
-            s,
-            tool,
-            &self.profile_target(&specs, ctx.seed),
-            (&ctx.dir.join(&xml), &ctx.dir.join(&log)),
-            timeout,
-            blank,
-        );
-        SanitizeRecord {
-            report_file: Some(xml),
-            log_file: Some(log),
-            ..record
-        }
     }
 }
 

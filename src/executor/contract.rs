@@ -104,16 +104,14 @@ pub trait Executor: Send + Sync {
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure>;
     /// Profiles jobs that already ran to completion, one record per job.
     fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord>;
-    /// Runs `job` once under compute-sanitizer's `tool`, killed after `timeout`.
+    /// Runs `job` once under compute-sanitizer's `tool`, killed after `timeout` (no default: an
+    /// executor that forgot it would fail every sanitized job on a GPU, found only there).
     fn sanitize(
         &self,
-        _ctx: &RunContext,
-        _tag: &str,
+        ctx: &RunContext,
+        tag: &str,
         job: &JobSpec,
         tool: SanitizerTool,
-        _timeout: Duration,
-    ) -> SanitizeRecord {
-        SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
-            .failed("this executor cannot run compute-sanitizer".into())
-    }
+        timeout: Duration,
+    ) -> SanitizeRecord;
 }

@@ -81,6 +81,17 @@ impl Executor for Occupied {
             .collect();
         Ok(outcome)
     }
+    fn sanitize(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        job: &JobSpec,
+        tool: crate::records::SanitizerTool,
+        timeout: Duration,
+    ) -> crate::records::SanitizeRecord {
+        MockExecutor::default().sanitize(ctx, tag, job, tool, timeout)
+    }
+
     fn profile(
         &self,
         ctx: &RunContext,
@@ -242,6 +253,17 @@ impl Executor for Watched<'_> {
         w.running.fetch_sub(1, Ordering::SeqCst);
         self.mock.job(ctx, tag, job)
     }
+    fn sanitize(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        job: &JobSpec,
+        tool: crate::records::SanitizerTool,
+        timeout: Duration,
+    ) -> crate::records::SanitizeRecord {
+        MockExecutor::default().sanitize(ctx, tag, job, tool, timeout)
+    }
+
     fn profile(
         &self,
         ctx: &RunContext,
