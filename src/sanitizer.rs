@@ -149,7 +149,10 @@ pub fn sanitize(
         }
     };
     match parse_xml(&text) {
-        Ok(findings) => record.findings = findings,
+        Ok(findings) => {
+            record.findings = findings;
+            record = record.unsupported_as_skipped();
+        }
         Err(why) => return record.failed(format!("{}: {why}", xml.display())),
     }
     // The child failing with nothing found is no answer (it could not build or load the job);

@@ -20,50 +20,8 @@ use crate::scheduler::ProfileRequest;
 
 /// Runs a parsed command line; returns the process exit code (`exit`).
 pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
-    // The children are told everything they need on their own command line.
-    match cli.command {
-        Command::Job {
-            spec,
-            out,
-            child,
-            seed,
-        } => return child::job(&spec, &out, &child, seed),
-        Command::ProfilePass {
-            specs,
-            child,
-            seed,
-            profiled_runs,
-        } => return child::profile_pass(&specs, &child, seed, profiled_runs),
-        Command::CuptiPass {
-            specs,
-            counters,
-            out,
-            child,
-            seed,
-        } => return child::cupti_pass(&specs, &counters, &out, &child, seed),
-        Command::Bounds {
-            bytes,
-            out,
-            child,
-            timing,
-            fma,
-            host_link,
-        } => return child::bounds(bytes, &out, &child, &timing, fma, host_link),
-        Command::ComputeBound {
-            bound,
-            out,
-            child,
-            timing,
-        } => return child::compute_bound(&bound, &out, &child, &timing),
-        Command::Roofs {
-            math,
-            out,
-            child,
-            timing,
-        } => return child::roofs(&math, &out, &child, &timing),
-        Command::Completions { shell } => return install::completions(shell),
-        Command::Man => return install::man(),
-        _ => {}
+    if let Some(code) = without_config(&cli.command) {
+        return code;
     }
     let mut config = Config::new(&Environment::current(), &cli.metrics_file, cli.quiet)?;
     config.colour = run::wants_colour(cli.color);
@@ -137,6 +95,55 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         | Command::Completions { .. }
         | Command::Man => unreachable!("children, completions and man are served above"),
     }
+}
+
+/// The hidden children (told everything they need on their own command line), completions and
+/// the man page: served before any configuration is read.
+fn without_config(command: &Command) -> Option<anyhow::Result<i32>> {
+    Some(match command {
+        Command::Job {
+            spec,
+            out,
+            child,
+            seed,
+        } => child::job(spec, out, child, *seed),
+        Command::ProfilePass {
+            specs,
+            child,
+            seed,
+            profiled_runs,
+        } => child::profile_pass(specs, child, *seed, *profiled_runs),
+        Command::CuptiPass {
+            specs,
+            counters,
+            out,
+            child,
+            seed,
+        } => child::cupti_pass(specs, counters, out, child, *seed),
+        Command::Bounds {
+            bytes,
+            out,
+            child,
+            timing,
+            fma,
+            host_link,
+        } => child::bounds(*bytes, out, child, timing, *fma, *host_link),
+        Command::ComputeBound {
+            bound,
+            out,
+            child,
+            timing,
+        } => child::compute_bound(bound, out, child, timing),
+        Command::Roofs {
+            math,
+            out,
+            child,
+            timing,
+        } => child::roofs(math, out, child, timing),
+        Command::Completions { shell } => install::completions(*shell),
+        Command::Man => install::man(),
+        _ => return None,
+    })
 }
 
 /// A run directory as the command line names it: a path, or `last` (where no such path exists)

@@ -217,7 +217,10 @@ pub fn run_with(
             executor(
                 config,
                 g,
-                (profile.as_ref().map(|p| p.profiler), !args.sanitize.is_empty()),
+                (
+                    profile.as_ref().map(|p| p.profiler),
+                    !args.sanitize.is_empty(),
+                ),
                 mock,
             )
         })

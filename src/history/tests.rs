@@ -7,12 +7,20 @@ use crate::records::{JobStatus, RunData};
 
 pub(crate) fn h200() -> RunData {
     // Read here rather than through `store`, which imports this module.
-    let dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/runs/20261122T044759Z-transpose-h200");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/runs/20261122T044759Z-transpose-h200");
     let info =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-    let records = std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap()
+    // Stored gzipped, as the committed runs are.
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(
+            std::fs::File::open(dir.join("results.jsonl.gz")).unwrap(),
+        ),
+        &mut text,
+    )
+    .unwrap();
+    let records = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())

@@ -129,6 +129,27 @@ impl SanitizeRecord {
         }
     }
 
+    /// The tool's own notices that it cannot check what the variant does ("CUDA Dynamic
+    /// Parallelism is not supported by the selected tool") are no finding about the code: they
+    /// become the record's `skipped` reason, and the count of reports leaves them out.
+    pub fn unsupported_as_skipped(mut self) -> Self {
+        let (unsupported, findings): (Vec<Finding>, Vec<Finding>) = self
+            .findings
+            .into_iter()
+            .partition(|f| f.what.contains("is not supported by the selected tool"));
+        self.findings = findings;
+        if let Some(first) = unsupported.first() {
+            let reports: u64 = unsupported.iter().map(|f| f.reports).sum();
+            self.errors_reported = self.errors_reported.map(|n| n.saturating_sub(reports));
+            self.skipped = Some(format!(
+                "{} says: {}",
+                self.tool.as_str(),
+                first.what.trim_start_matches("Warning: ")
+            ));
+        }
+        self
+    }
+
     /// The tool found something: the variant fails as a wrong result does.
     pub fn found_something(&self) -> bool {
         !self.findings.is_empty() || self.errors_reported.is_some_and(|n| n > 0)
@@ -209,5 +230,29 @@ mod tests {
         let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains(r#""tool":"racecheck""#), "{text}");
         assert_eq!(serde_json::from_str::<SanitizeRecord>(&text).unwrap(), r);
+    }
+
+    #[test]
+    fn a_tool_that_cannot_check_a_feature_skips_instead_of_failing() {
+        let record = SanitizeRecord {
+            findings: vec![Finding {
+                kind: "Sanitizer".into(),
+                what: "Warning: CUDA Dynamic Parallelism is not supported by the selected tool"
+                    .into(),
+                kernel: String::new(),
+                location: None,
+                level: Some("Warning".into()),
+                reports: 1,
+                hazards: None,
+            }],
+            errors_reported: Some(1),
+            ..SanitizeRecord::new("j @ N=1", "j", "N=1", SanitizerTool::Initcheck)
+        }
+        .unsupported_as_skipped();
+        assert!(!record.fails(), "{record:?}");
+        assert_eq!(
+            record.skipped.as_deref(),
+            Some("initcheck says: CUDA Dynamic Parallelism is not supported by the selected tool")
+        );
     }
 }

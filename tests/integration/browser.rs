@@ -12,8 +12,7 @@ use crate::webdriver::Browser;
 
 /// The committed example and the committed report.md it was made from.
 const EXAMPLE: &str = "examples/html/shared-memory-h100.html";
-const EXAMPLE_MARKDOWN: &str =
-    "reports/cold-all-h100/runs/20261123T074227Z-shared-memory-h100-80gb-hbm3/report.md";
+const EXAMPLE_MARKDOWN: &str = "examples/reports/shared-memory/h100/report.md";
 
 /// The charts a markdown report links (`[…](….svg)`), each once.
 fn linked_charts(markdown: &str) -> usize {

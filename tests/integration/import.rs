@@ -44,7 +44,8 @@ fn real_exports() -> Vec<String> {
         }
     }
     files.sort();
-    assert!(files.len() >= 14, "{files:?}");
+    // 12: the reduction run's two duration exports are stored gzipped and read by their own test.
+    assert!(files.len() >= 12, "{files:?}");
     files
 }
 
