@@ -60,7 +60,7 @@ fn a_mock_run_of_host_programs_reports_them_and_draws_their_timelines_marked_moc
     };
     let serial = row("`serial`");
     assert!(
-        serial.contains("| 0%  ") && serial.contains("not checked"),
+        serial.contains("| 0% |") && serial.contains("not checked"),
         "{serial}"
     );
     row("`chunked[CHUNKS=2]`");

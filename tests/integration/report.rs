@@ -75,7 +75,7 @@ fn the_committed_matmul_run_reports_compute_columns_and_a_roofline() {
     assert!((pct - expected).abs() < 1e-9);
     assert!(
         md.contains(&format!(
-            "| `vectorized`                 | {:.4}",
+            "| `vectorized` | {:.4}",
             vec.summary.unwrap().median
         )),
         "{md}"

@@ -1,19 +1,22 @@
 //! The cells and table layout that several sections of the markdown report share: the table itself, a job's timing, correctness and speedup, and its metric values.
 
-use tabled::builder::Builder;
-use tabled::settings::Style;
-
 use crate::metrics::{self, MetricDef};
 use crate::records::{Impossible, JobRecord, JobStatus, RunData};
 
 /// A markdown table of rows of cells, the first row its header; each cell made safe for a table
 /// row (`cell_text`): names from stored files (a GPU name, an old run's variant) may hold anything.
+/// Cells are not padded to their column's width: a renderer aligns them, and padding made the
+/// committed example reports half whitespace (1.27 MB of 2.27 MB, measured 2026-11-26).
 pub(crate) fn table(rows: Vec<Vec<String>>) -> String {
-    let mut b = Builder::default();
-    for r in rows {
-        b.push_record(r.iter().map(|c| cell_text(c)));
+    let mut lines = Vec::with_capacity(rows.len() + 1);
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row.iter().map(|c| cell_text(c)).collect();
+        lines.push(format!("| {} |", cells.join(" | ")));
+        if i == 0 {
+            lines.push(format!("|{}|", vec!["---"; cells.len()].join("|")));
+        }
     }
-    b.build().with(Style::markdown()).to_string()
+    lines.join("\n")
 }
 
 /// A cell's text kept to one table row: an unescaped `|` escaped, a newline, carriage return or
