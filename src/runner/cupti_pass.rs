@@ -45,21 +45,7 @@ pub fn run_cupti_pass(
             &spec.buffers,
             &mut compile,
         )?;
-        // Device buffers of the same declaration are kept from the job before (put back to their
-        // start before each pass); host and managed ones are made afresh, as in the ncu pass.
-        let bufs = match kept.take() {
-            Some((before, bufs))
-                if before.buffers == spec.buffers
-                    && before.tensor_maps == spec.tensor_maps
-                    && spec.buffers.iter().all(|b| b.memory.is_device()) =>
-            {
-                bufs
-            }
-            other => {
-                drop(other);
-                Buffers::new(gpu, spec, seed)?
-            }
-        };
+        let bufs = super::profile_pass::kept_or_new(gpu, kept.take(), spec, seed)?;
         let (_, bufs) = kept.insert((spec, bufs));
         // One unprofiled run first: the module's first launch pays for loading, as in ncu's pass.
         bufs.reset(gpu, spec)?;

@@ -5,8 +5,7 @@ use super::checking::run_checked;
 use super::device::{Gpu, set_pending_launches};
 use super::error::{Doing, RunError};
 use super::loading::load;
-use crate::suite::tensor_map::TensorMapSpec;
-use crate::suite::{BufferSpec, JobSpec};
+use crate::suite::JobSpec;
 
 /// Runs each job's launches once, in order, for `ncu` to profile: no check, no timing, so that
 /// the n-th profiled kernel is the n-th launch listed here. Jobs of one group declare the same
@@ -27,9 +26,7 @@ pub fn run_profile_pass(
     profiled_runs: u32,
 ) -> Result<(), RunError> {
     set_pending_launches(gpu, &specs.iter().collect::<Vec<_>>())?;
-    // The buffers kept from the previous job, with the tensor maps encoded for them: a job that
-    // passes other maps over the same buffers gets buffers (and maps) of its own.
-    let mut kept: Option<(&[BufferSpec], &[TensorMapSpec], Buffers)> = None;
+    let mut kept: Option<(&JobSpec, Buffers)> = None;
     for spec in specs {
         let mut compile = Vec::new();
         let loaded = load(
@@ -40,20 +37,8 @@ pub fn run_profile_pass(
             &spec.buffers,
             &mut compile,
         )?;
-        let bufs = match kept.take() {
-            Some((buffers, maps, bufs))
-                if buffers == spec.buffers.as_slice()
-                    && maps == spec.tensor_maps.as_slice()
-                    && buffers.iter().all(|b| b.memory.is_device()) =>
-            {
-                bufs
-            }
-            other => {
-                drop(other); // the previous group's buffers go before this one's are made
-                Buffers::new(gpu, spec, seed)?
-            }
-        };
-        let (_, _, bufs) = kept.insert((&spec.buffers, &spec.tensor_maps, bufs));
+        let bufs = kept_or_new(gpu, kept.take(), spec, seed)?;
+        let (_, bufs) = kept.insert((spec, bufs));
         bufs.reset(gpu, spec)?;
         run_checked(
             gpu,
@@ -101,4 +86,29 @@ fn profiler_range(gpu: &Gpu, open: bool) -> Result<(), RunError> {
     } else {
         "closing the profiled range (cuProfilerStop)"
     })
+}
+
+/// The buffers for `spec`: those kept from the job before where it declared the same buffers and
+/// tensor maps, all in device memory (the caller puts them back to their start), else new ones.
+/// Host and managed buffers are always made afresh; the previous job's buffers are dropped before
+/// the new ones are made.
+pub(super) fn kept_or_new(
+    gpu: &Gpu,
+    kept: Option<(&JobSpec, Buffers)>,
+    spec: &JobSpec,
+    seed: u64,
+) -> Result<Buffers, RunError> {
+    match kept {
+        Some((before, bufs))
+            if before.buffers == spec.buffers
+                && before.tensor_maps == spec.tensor_maps
+                && spec.buffers.iter().all(|b| b.memory.is_device()) =>
+        {
+            Ok(bufs)
+        }
+        other => {
+            drop(other);
+            Buffers::new(gpu, spec, seed)
+        }
+    }
 }
