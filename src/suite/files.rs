@@ -194,29 +194,50 @@ fn check_one_option(
         ));
     }
     if let Some(f) = pre_include_file(o) {
-        let p = suite_dir.dir.join(f);
-        if suite_dir.outside(&p) {
-            return Err(ctx.err(
-                named_at,
-                format!(
-                    "pre-included file `{f}` (option `{o}`) lies outside the suite's directory {}",
-                    suite_dir.dir.display()
-                ),
-                OUTSIDE_HEADERS,
-            ));
-        }
-        if !p.is_file() {
-            return Err(ctx.err(
-                named_at,
-                format!(
-                    "pre-included file `{f}` (option `{o}`) is not a file ({})",
-                    p.display()
-                ),
-                "name a header relative to suite.toml",
-            ));
-        }
+        confined_entry(
+            ctx,
+            suite_dir,
+            named_at,
+            &format!("pre-included file `{f}` (option `{o}`)"),
+            (f, false, "name a header relative to suite.toml"),
+        )?;
     }
     Ok(())
+}
+
+/// `name` joined to the suite's directory, refused where it lies outside it or is not a directory
+/// (`want_dir`) or a file; `label` says what the manifest named, for the messages.
+fn confined_entry(
+    ctx: &Ctx,
+    suite_dir: &SuiteDir,
+    named_at: Vec<Seg>,
+    label: &str,
+    (name, want_dir, fix): (&str, bool, &str),
+) -> Result<PathBuf, SuiteError> {
+    let p = suite_dir.dir.join(name);
+    if suite_dir.outside(&p) {
+        return Err(ctx.err(
+            named_at,
+            format!(
+                "{label} lies outside the suite's directory {}",
+                suite_dir.dir.display()
+            ),
+            OUTSIDE_HEADERS,
+        ));
+    }
+    let (is_kind, kind) = if want_dir {
+        (p.is_dir(), "a directory")
+    } else {
+        (p.is_file(), "a file")
+    };
+    if !is_kind {
+        return Err(ctx.err(
+            named_at,
+            format!("{label} is not {kind} ({})", p.display()),
+            fix,
+        ));
+    }
+    Ok(p)
 }
 
 /// The include options every source is searched with: the options' `-I` directories made
@@ -247,27 +268,17 @@ pub(crate) fn include_options(
                 .map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))
         }));
     for (d, named_at) in include_dirs {
-        let p = suite_dir.dir.join(d);
-        if suite_dir.outside(&p) {
-            return Err(ctx.err(
-                named_at,
-                format!(
-                    "include directory `{d}` lies outside the suite's directory {}",
-                    suite_dir.dir.display()
-                ),
-                OUTSIDE_HEADERS,
-            ));
-        }
-        if !p.is_dir() {
-            return Err(ctx.err(
-                named_at,
-                format!(
-                    "include directory `{d}` is not a directory ({})",
-                    p.display()
-                ),
+        let p = confined_entry(
+            ctx,
+            suite_dir,
+            named_at,
+            &format!("include directory `{d}`"),
+            (
+                d,
+                true,
                 "name a directory of headers, relative to suite.toml",
-            ));
-        }
+            ),
+        )?;
         include_options.push(format!("-I{}", p.display()));
     }
     Ok(include_options)
