@@ -30,6 +30,16 @@ impl CacheState {
             }
         }
     }
+
+    /// A heading or caption of timed values, marked ` (L2 warm)` in a warm run: a warm time
+    /// includes what L2 kept between launches, and a row or chart read on its own must not pass
+    /// for cold (the run's header is not always in view).
+    pub fn marked(self, heading: &str) -> String {
+        match self {
+            CacheState::Warm => format!("{heading} (L2 warm)"),
+            CacheState::Cold => heading.to_string(),
+        }
+    }
 }
 
 /// When to stop sampling (nvbench's defaults are the model: at least 10 samples, 0.5% noise).

@@ -122,10 +122,7 @@ pub fn side_by_side_markdown(
     let mut head = vec!["job".to_string()];
     for (i, run) in (1..=labels.len()).zip(runs) {
         // Every warm timing says so where it is shown: a column of warm medians is named warm.
-        head.push(match run.info.timing.cache {
-            CacheState::Cold => format!("median ms {i}"),
-            CacheState::Warm => format!("median ms {i} (L2 warm)"),
-        });
+        head.push(run.info.timing.cache.marked(&format!("median ms {i}")));
         head.push(format!("% of copy {i}"));
         if i > 1 {
             head.push(format!("time {i}/1"));

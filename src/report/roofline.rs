@@ -146,10 +146,10 @@ fn draw(
     let integer = by_math && run.jobs.iter().any(|j| j.math().is_integer());
     let mut chart = ChartBuilder::on(area)
         .caption(
-            format!(
+            run.info.timing.cache.marked(&format!(
                 "{} on {} ({}): roofline",
                 run.info.suite, device, run.info.started
-            ),
+            )),
             ("sans-serif", 15),
         )
         .margin(12)

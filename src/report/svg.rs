@@ -26,10 +26,10 @@ fn draw(
         .map(|d| d.name.clone())
         .unwrap_or_else(|| "unknown GPU".into());
     area.draw(&Text::new(
-        format!(
+        run.info.timing.cache.marked(&format!(
             "{} on {} ({}): effective GB/s, copy bound dashed",
             run.info.suite, device, run.info.started
-        ),
+        )),
         (10, 8),
         title,
     ))?;

@@ -76,10 +76,11 @@ fn group_table(
 ) -> String {
     let compute = jobs.iter().any(|j| is_compute(j));
     let ranks = ranks(run, imp, jobs);
+    let median = run.info.timing.cache.marked("median ms [95% CI]");
     let mut head: Vec<String> = [
         "rank",
         "variant",
-        "median ms [95% CI]",
+        &median,
         if compute { "GFLOP/s" } else { "GB/s" },
         if compute { "% of roof" } else { "% of copy" },
         "correct",

@@ -498,3 +498,52 @@ fn durations_of_the_committed_run_are_the_median_of_their_own_sessions_runs() {
     );
     assert!(!md.contains("except"), "{md}");
 }
+
+/// Every heading of timed values and every chart's title in the report of `dir`, in each format
+/// that shows them (markdown, HTML, the bar chart, the roofline where there are flops).
+fn timed_headings(dir: &std::path::Path) -> Vec<String> {
+    use gpu_lab::report::{Format, exporter};
+    let (run, _) = gpu_lab::store::load_run(dir).unwrap();
+    let mut formats = vec![Format::Md, Format::Html, Format::Svg];
+    if run.jobs.iter().any(|j| j.gflops().is_some()) {
+        formats.push(Format::Roofline);
+    }
+    let mut headings = Vec::new();
+    for f in formats {
+        let text = exporter(f).render(&run).unwrap();
+        for line in text.lines() {
+            // Table headers (a markdown row or an HTML <th>), the chart link, the charts' titles.
+            for piece in line.split(['|', '<', '>']) {
+                let piece = piece.trim();
+                if piece.starts_with("median ms")
+                    || piece.starts_with("Chart of every table")
+                    || piece.contains(": effective GB/s")
+                    || piece.contains("): roofline")
+                {
+                    headings.push(piece.to_string());
+                }
+            }
+        }
+    }
+    headings
+}
+
+#[test]
+fn warm_times_say_warm_wherever_they_are_shown_and_cold_ones_say_nothing_more() {
+    for warm in [
+        h200_run(),
+        repo().join("tests/fixtures/runs/20261122T173408Z-matmul-h100-80gb-hbm3"),
+    ] {
+        let headings = timed_headings(&warm);
+        // Median columns of the ladder and occupancy tables, the chart link, the two charts.
+        assert!(headings.len() >= 4, "{} {headings:?}", warm.display());
+        for h in &headings {
+            assert!(h.contains("(L2 warm)"), "{h}");
+        }
+    }
+    for cold in ["matmul", "transfers"] {
+        let headings = timed_headings(&repo().join(format!("examples/reports/{cold}/h100")));
+        assert!(headings.len() >= 4, "{cold} {headings:?}");
+        assert!(headings.iter().all(|h| !h.contains("warm")), "{headings:?}");
+    }
+}

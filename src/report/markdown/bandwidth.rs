@@ -54,9 +54,10 @@ fn ladder(
     peak: Option<f64>,
 ) -> String {
     let first = reference(run, imp, jobs);
+    let median = run.info.timing.cache.marked("median ms [95% CI]");
     let mut head = vec![
         "variant",
-        "median ms [95% CI]",
+        &median,
         "GB/s",
         "% of copy",
         "% of peak",

@@ -150,9 +150,10 @@ fn ladder(
         .map(|(n, _)| n)
         .unwrap_or_else(|| "bound".into());
     let first = reference(run, imp, jobs);
+    let median = run.info.timing.cache.marked("median ms [95% CI]");
     let mut head: Vec<String> = [
         "variant",
-        "median ms [95% CI]",
+        &median,
         judged.rate_header(),
         &judged.roof_header(),
         &format!("% of {bound_name}"),

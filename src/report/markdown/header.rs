@@ -35,7 +35,11 @@ pub(super) fn header(run: &RunData, out: &mut String) {
     build_rows(run, &mut rows);
     timing_rows(i, &mut rows);
     out.push_str(&table(rows));
-    out.push_str("\n\nChart of every table below: [chart.svg](chart.svg).\n\n");
+    let _ = write!(
+        out,
+        "\n\n{}: [chart.svg](chart.svg).\n\n",
+        i.timing.cache.marked("Chart of every table below")
+    );
     if run.jobs.iter().any(is_compute) && run.judges_by_math() {
         out.push_str("Roofline of the jobs that declare flops (a roof for each math they declare, and the copy bound, measured in this run): [roofline.svg](roofline.svg).\n\n");
     } else if run.jobs.iter().any(is_compute) {

@@ -149,7 +149,7 @@ fn steps_table(run: &RunData, j: &JobRecord, t: &Timeline) -> String {
             "kind",
             "count",
             "streams",
-            "median ms (sum)",
+            &run.info.timing.cache.marked("median ms (sum)"),
             "busy ms",
             "GB/s",
             "% of pinned",
@@ -218,7 +218,7 @@ pub(crate) fn section(run: &RunData, imp: &Impossible, group: &str, out: &mut St
     let mut rows = vec![
         [
             "variant",
-            "median ms [95% CI]",
+            &run.info.timing.cache.marked("median ms [95% CI]"),
             "kernel time hidden behind transfers",
             "transfer time hidden behind kernels",
             "transfers % of pinned",

@@ -70,7 +70,7 @@ pub(super) fn section(run: &RunData, imp: &Impossible, jobs: &[&JobRecord], out:
             "predicted occupancy",
             "limiter",
             "achieved occupancy (ncu)",
-            "median ms",
+            &run.info.timing.cache.marked("median ms"),
         ]
         .iter()
         .map(|s| s.to_string())
