@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use gpu_lab::records::{JobRecord, RunData};
+use gpu_lab::records::{HostLinkBounds, JobRecord, RunData};
 use serde::Deserialize;
 
 use crate::common::repo;
@@ -33,6 +33,10 @@ struct Figure {
     /// The metric of a `metric` field.
     #[serde(default)]
     metric: Option<String>,
+    /// The copy of a `host_gbs` field: h2d_pinned, d2h_pinned, bidirectional_pinned (the bytes of
+    /// both ways), h2d_pageable or d2h_pageable, of the job's group's host-link bounds.
+    #[serde(default)]
+    link: Option<String>,
 }
 
 /// The figures one document quotes from one run.
@@ -125,6 +129,16 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
             .map(|(g, c)| 100.0 * g / c),
         "speedup" => median(other()?).zip(median(j)).map(|(o, m)| o / m),
         "pct_of_job" => j.gbs().zip(other()?.gbs()).map(|(a, b)| 100.0 * a / b),
+        "host_gbs" => host_gbs(f, run, j, &at)?,
+        // The host-programs table's "transfers % of pinned" of the job's drawn sample.
+        "transfers_pct_of_pinned" => j.timeline.as_ref().and_then(|t| {
+            let bound = run.bound_of(j);
+            gpu_lab::report::markdown::transfers_pct_of_pinned(
+                t,
+                bound.and_then(|b| b.host.as_ref()),
+                bound.map_or(0, |b| b.bytes),
+            )
+        }),
         "metric" | "metric_giga" => {
             let name = f.metric.as_deref().ok_or(format!("{at}: needs `metric`"))?;
             let scale = if field == "metric" { 1.0 } else { 1e-9 };
@@ -136,6 +150,26 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         other => return Err(format!("{at}: unknown field `{other}`")),
     };
     got.ok_or_else(|| format!("{at}: the run has no `{field}` for `{id}`"))
+}
+
+/// GB/s of one of the host-link copies measured in the same run at the job's group's size.
+fn host_gbs(f: &Figure, run: &RunData, j: &JobRecord, at: &str) -> Result<Option<f64>, String> {
+    let bound = run
+        .bound_of(j)
+        .ok_or(format!("{at}: the job has no bounds"))?;
+    let host = bound
+        .host
+        .as_ref()
+        .ok_or(format!("{at}: no host link measured"))?;
+    let (copy, ways) = match f.link.as_deref() {
+        Some("h2d_pinned") => (&host.h2d_pinned, 1.0),
+        Some("d2h_pinned") => (&host.d2h_pinned, 1.0),
+        Some("bidirectional_pinned") => (&host.bidirectional_pinned, 2.0),
+        Some("h2d_pageable") => (&host.h2d_pageable, 1.0),
+        Some("d2h_pageable") => (&host.d2h_pageable, 1.0),
+        other => return Err(format!("{at}: `host_gbs` needs a `link`, not {other:?}")),
+    };
+    Ok(HostLinkBounds::gbs(bound.bytes, copy, ways))
 }
 
 /// `v` printed as `quoted` is: the same number of decimals, thousands separators left out of both.

@@ -42,7 +42,7 @@ fn mb(bytes: u64) -> String {
 /// bytes take at the bound of their direction over the time some copy of that direction ran
 /// (copies that share the link in one direction at once are as busy as one copy of both). None
 /// when the program copies nothing between host and device, or a direction it copies in has no bound.
-pub(crate) fn transfers_pct_of_pinned(
+pub fn transfers_pct_of_pinned(
     t: &Timeline,
     host: Option<&HostLinkBounds>,
     bound_bytes: u64,
