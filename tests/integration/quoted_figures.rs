@@ -130,7 +130,11 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         "speedup" => median(other()?).zip(median(j)).map(|(o, m)| o / m),
         "pct_of_job" => j.gbs().zip(other()?.gbs()).map(|(a, b)| 100.0 * a / b),
         "host_gbs" => host_gbs(f, run, j, &at)?,
-        // The host-programs table's "transfers % of pinned" of the job's drawn sample.
+        // The host-programs table's overlap columns and "transfers % of pinned", of the job's drawn sample.
+        "kernel_hidden_pct" => j
+            .timeline
+            .as_ref()
+            .and_then(|t| t.overlap().kernel_hidden_pct()),
         "transfers_pct_of_pinned" => j.timeline.as_ref().and_then(|t| {
             let bound = run.bound_of(j);
             gpu_lab::report::markdown::transfers_pct_of_pinned(
