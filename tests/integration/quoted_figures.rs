@@ -130,6 +130,19 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         "speedup" => median(other()?).zip(median(j)).map(|(o, m)| o / m),
         "pct_of_job" => j.gbs().zip(other()?.gbs()).map(|(a, b)| 100.0 * a / b),
         "host_gbs" => host_gbs(f, run, j, &at)?,
+        // The `function` check's largest error in ulp, before timing and after it (another seed).
+        "max_ulp" => j.correctness.as_ref().and_then(|c| c.max_ulp),
+        "max_ulp_after" => j.correctness_after.as_ref().and_then(|c| c.max_ulp),
+        // The first launch's kernel as loaded (the occupancy table's).
+        "registers" => j
+            .occupancy
+            .first()
+            .map(|o| f64::from(o.registers_per_thread)),
+        "local_bytes" => j
+            .occupancy
+            .first()
+            .map(|o| f64::from(o.local_bytes_per_thread)),
+        "predicted_occupancy" => j.occupancy.first().and_then(|o| o.predicted_occupancy_pct),
         // The host-programs table's overlap columns and "transfers % of pinned", of the job's drawn sample.
         "kernel_hidden_pct" => j
             .timeline
