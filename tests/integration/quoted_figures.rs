@@ -133,6 +133,10 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         // The `function` check's largest error in ulp, before timing and after it (another seed).
         "max_ulp" => j.correctness.as_ref().and_then(|c| c.max_ulp),
         "max_ulp_after" => j.correctness_after.as_ref().and_then(|c| c.max_ulp),
+        // A tolerance check's relative L2 error, in its output type's epsilon, and worst element.
+        "rel_error" => j.correctness.as_ref().map(|c| c.rel_error),
+        "error_eps" => j.correctness.as_ref().and_then(|c| c.error_in_eps()),
+        "max_error" => j.correctness.as_ref().and_then(|c| c.max_error),
         // The first launch's kernel as loaded (the occupancy table's).
         "registers" => j
             .occupancy
@@ -189,10 +193,16 @@ fn host_gbs(f: &Figure, run: &RunData, j: &JobRecord, at: &str) -> Result<Option
     Ok(HostLinkBounds::gbs(bound.bytes, copy, ways))
 }
 
-/// `v` printed as `quoted` is: the same number of decimals, thousands separators left out of both.
+/// `v` printed as `quoted` is: the same number of decimals (of the mantissa where it is written
+/// as `2.82e-4`), thousands separators left out of both.
 fn printed_like(v: f64, quoted: &str) -> String {
-    let decimals = quoted.split_once('.').map_or(0, |(_, d)| d.len());
-    format!("{v:.decimals$}")
+    let (mantissa, exponent) = quoted.split_once('e').unwrap_or((quoted, ""));
+    let decimals = mantissa.split_once('.').map_or(0, |(_, d)| d.len());
+    if exponent.is_empty() {
+        format!("{v:.decimals$}")
+    } else {
+        format!("{v:.decimals$e}")
+    }
 }
 
 fn same_figure(v: f64, quoted: &str) -> bool {
@@ -261,4 +271,5 @@ fn a_figure_is_compared_at_the_rounding_it_is_printed_with() {
     assert_eq!(printed_like(1.914, "1.91"), "1.91");
     assert_ne!(printed_like(127.2, "120.5"), "120.5");
     assert!(same_figure(7_077_924.0, "7,077,924") && !same_figure(7_077_925.0, "7,077,924"));
+    assert!(same_figure(2.8239e-4, "2.82e-4") && !same_figure(2.8289e-4, "2.82e-4"));
 }
