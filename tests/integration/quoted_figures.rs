@@ -119,6 +119,13 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         "copy_gbs" => copy(),
         "memcpy_gbs" => run.bound_of(j).and_then(|b| b.memcpy_gbs()),
         "copy_kernel_gbs" => run.bound_of(j).and_then(|b| b.kernel_gbs()),
+        // The group's FP32 peak (SMs x lanes x 2 x clock) and the multiply-add kernel it is read off.
+        "fp32_peak_tflops" => run.fp32_peak(j.group()).map(|(g, _, _)| g / 1e3),
+        "fma_kernel_tflops" => run
+            .bounds
+            .get(j.group())
+            .and_then(|b| b.fma.as_ref())
+            .map(|f| f.gflops() / 1e3),
         "cublas_tflops" => run
             .compute_bound_gflops(j)
             .and_then(|(_, g)| g)
@@ -160,9 +167,13 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
                 bound.map_or(0, |b| b.bytes),
             )
         }),
-        "metric" | "metric_giga" => {
+        "metric" | "metric_mega" | "metric_giga" => {
             let name = f.metric.as_deref().ok_or(format!("{at}: needs `metric`"))?;
-            let scale = if field == "metric" { 1.0 } else { 1e-9 };
+            let scale = match field {
+                "metric_mega" => 1e-6,
+                "metric_giga" => 1e-9,
+                _ => 1.0,
+            };
             run.profiles
                 .get(id)
                 .and_then(|p| p.metrics.get(name).copied().flatten())
