@@ -37,6 +37,10 @@ struct Figure {
     /// both ways), h2d_pageable or d2h_pageable, of the job's group's host-link bounds.
     #[serde(default)]
     link: Option<String>,
+    /// The launch of a job's occupancy table the `registers`, `local_bytes`, `blocks_per_sm` and
+    /// `predicted_occupancy` fields read (0: the first).
+    #[serde(default)]
+    launch: usize,
 }
 
 /// The figures one document quotes from one run.
@@ -144,16 +148,24 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         "rel_error" => j.correctness.as_ref().map(|c| c.rel_error),
         "error_eps" => j.correctness.as_ref().and_then(|c| c.error_in_eps()),
         "max_error" => j.correctness.as_ref().and_then(|c| c.max_error),
-        // The first launch's kernel as loaded (the occupancy table's).
+        // One launch's kernel as loaded (the occupancy table's row).
         "registers" => j
             .occupancy
-            .first()
+            .get(f.launch)
             .map(|o| f64::from(o.registers_per_thread)),
         "local_bytes" => j
             .occupancy
-            .first()
+            .get(f.launch)
             .map(|o| f64::from(o.local_bytes_per_thread)),
-        "predicted_occupancy" => j.occupancy.first().and_then(|o| o.predicted_occupancy_pct),
+        "blocks_per_sm" => j
+            .occupancy
+            .get(f.launch)
+            .and_then(|o| o.active_blocks_per_sm)
+            .map(f64::from),
+        "predicted_occupancy" => j
+            .occupancy
+            .get(f.launch)
+            .and_then(|o| o.predicted_occupancy_pct),
         // The host-programs table's overlap columns and "transfers % of pinned", of the job's drawn sample.
         "kernel_hidden_pct" => j
             .timeline
