@@ -13,7 +13,7 @@ use crate::records::RunData;
 use tables::{bounds, counters, environments, jobs, snapshots, timings};
 
 /// The fixed columns, in order (the metric columns follow).
-pub const COLUMNS: [&str; 39] = [
+pub const COLUMNS: [&str; 40] = [
     "run",
     "job_id",
     "variant",
@@ -45,6 +45,7 @@ pub const COLUMNS: [&str; 39] = [
     "cuda",
     "ncu",
     "clock_policy",
+    "cache",
     "seed",
     "started",
     "peak_gbs",
@@ -328,6 +329,20 @@ mod tests {
         let csv = to_csv(&df).unwrap();
         assert_eq!(csv.lines().count(), 1 + run.jobs.len());
         assert!(csv.starts_with("run,job_id,variant,params,group,status,verified,bytes"));
+    }
+
+    #[test]
+    fn every_row_says_the_l2_state_its_run_was_timed_in() {
+        let warm = committed(H200);
+        let mut cold = warm.clone();
+        cold.info.timing.cache = crate::records::CacheState::Cold;
+        let df = results(&[("warm", &warm), ("cold", &cold)]).unwrap();
+        let runs = df.column("run").unwrap().str().unwrap().clone();
+        let cache = df.column("cache").unwrap().str().unwrap().clone();
+        assert_eq!(df.height(), 2 * warm.jobs.len());
+        for i in 0..df.height() {
+            assert_eq!(cache.get(i), runs.get(i), "row {i}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use polars::prelude::*;
 
-use crate::records::{JobStatus, RunData, format_params};
+use crate::records::{CacheState, JobStatus, RunData, format_params};
 
 fn status_word(s: JobStatus) -> &'static str {
     match s {
@@ -220,7 +220,7 @@ pub(super) fn bounds(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     ])
 }
 
-/// one row per run: `run, suite, gpu, gpu_uuid, driver, ncu, started, peak_gbs, mock, cuda, clock_policy, seed`.
+/// one row per run: `run, suite, gpu, gpu_uuid, driver, ncu, started, peak_gbs, mock, cuda, clock_policy, cache, seed`.
 pub(super) fn environments(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame> {
     let d = |r: &RunData| r.info.device.clone();
     DataFrame::new_infer_height(vec![
@@ -284,6 +284,16 @@ pub(super) fn environments(runs: &[(&str, &RunData)]) -> PolarsResult<DataFrame>
             "clock_policy".into(),
             runs.iter()
                 .map(|(_, r)| r.info.clock_policy.clone())
+                .collect::<Vec<_>>(),
+        ),
+        // Every row says its L2 state, so a warm time copied out of the frame still says warm.
+        Column::new(
+            "cache".into(),
+            runs.iter()
+                .map(|(_, r)| match r.info.timing.cache {
+                    CacheState::Cold => "cold",
+                    CacheState::Warm => "warm",
+                })
                 .collect::<Vec<_>>(),
         ),
         Column::new(
