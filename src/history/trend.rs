@@ -56,6 +56,8 @@ pub struct Trends {
     /// [`super::row::EnvFingerprint::describe`] of the runs.
     pub environment: String,
     pub mock: bool,
+    /// The runs were timed L2 warm (a fingerprint holds one L2 state).
+    pub warm: bool,
     pub measure: Measure,
     /// The runs shown, oldest first.
     pub runs: Vec<String>,
@@ -141,6 +143,7 @@ pub fn trends(rows: &[HistoryRow], sel: &Selection) -> Trends {
             .map(|r| super::row::EnvFingerprint::of_row(r).describe())
             .unwrap_or_default(),
         mock: first.is_some_and(|r| r.mock),
+        warm: first.is_some_and(|r| r.cache == "warm"),
         measure: sel.measure,
         runs,
         trends: by_job,

@@ -3,6 +3,7 @@
 use super::super::Exporter;
 use super::digits::sig4;
 use crate::history::Trends;
+use crate::records::CacheState;
 use crate::report::markdown::table;
 
 pub struct Markdown;
@@ -49,7 +50,7 @@ impl Exporter<Trends> for Markdown {
             let mut rows = vec![vec![
                 "run started (UTC)".to_string(),
                 "commit".into(),
-                format!("median ({unit})"),
+                timed_cache(t).marked(&format!("median ({unit})")),
                 "95% interval".into(),
                 "samples".into(),
                 "change vs first".into(),
@@ -71,6 +72,15 @@ impl Exporter<Trends> for Markdown {
             out.push_str("\n\n");
         }
         Ok(out)
+    }
+}
+
+/// The L2 state the trends' runs were timed in, so a warm history's medians say so.
+fn timed_cache(t: &Trends) -> CacheState {
+    if t.warm {
+        CacheState::Warm
+    } else {
+        CacheState::Cold
     }
 }
 

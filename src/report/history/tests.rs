@@ -25,6 +25,8 @@ fn markdown_shows_each_job_run_by_run_with_its_change() {
     assert!(md.starts_with("# History of `transpose`"), "{md}");
     assert!(md.contains("3 runs"), "{md}");
     assert!(md.contains("| run started (UTC)"), "{md}");
+    // The committed run was timed warm: its medians say so where they are shown.
+    assert!(t.warm && md.contains("| median (ms) (L2 warm) |"), "{md}");
     assert!(md.contains("+10.0%") && md.contains("+20.0%"), "{md}");
     assert_eq!(md.matches("### ").count(), t.trends.len());
     assert!(!md.contains("MOCK"));
