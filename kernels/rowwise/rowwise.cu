@@ -54,7 +54,10 @@ template <typename T> struct Pack;
 template <> struct Pack<float> {
   static constexpr int N = 4;
   __device__ static __forceinline__ float get(const uint4& q, int k) { return __uint_as_float((&q.x)[k]); }
-  __device__ static __forceinline__ void put(uint4& q, int k, float v) { (&q.x)[k] = __float_as_uint(v); }
+  __device__ static __forceinline__ float get_fresh(const uint4& q, int k) { return get(q, k); }
+  __device__ static __forceinline__ uint4 pack(const float (&r)[N]) {
+    return make_uint4(__float_as_uint(r[0]), __float_as_uint(r[1]), __float_as_uint(r[2]), __float_as_uint(r[3]));
+  }
 };
 template <> struct Pack<__nv_bfloat16> {
   static constexpr int N = 8;
@@ -63,10 +66,24 @@ template <> struct Pack<__nv_bfloat16> {
     const unsigned w = (&q.x)[k >> 1];
     return __uint_as_float((k & 1) ? (w & 0xffff0000u) : (w << 16));
   }
-  __device__ static __forceinline__ void put(uint4& q, int k, float v) {
-    const unsigned b = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-    unsigned& w = (&q.x)[k >> 1];
-    w = (k & 1) ? ((w & 0x0000ffffu) | (b << 16)) : ((w & 0xffff0000u) | b);
+  // The same, but opaque to the compiler, so it is recomputed at each use rather than kept:
+  // the persistent rung cannot afford 32 widened values next to two rows of packed ones.
+  __device__ static __forceinline__ float get_fresh(const uint4& q, int k) {
+    const unsigned w = (&q.x)[k >> 1];
+    unsigned r;
+    if (k & 1) asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(r) : "r"(w));
+    else asm volatile("shl.b32 %0, %1, 16;" : "=r"(r) : "r"(w));
+    return __uint_as_float(r);
+  }
+  // Rounded to nearest even, two values an instruction (cvt.rn.bf16x2.f32).
+  __device__ static __forceinline__ uint4 pack(const float (&r)[N]) {
+    uint4 q;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(r[2 * w], r[2 * w + 1]);
+      (&q.x)[w] = *reinterpret_cast<const unsigned*>(&h);
+    }
+    return q;
   }
 };
 
@@ -75,6 +92,23 @@ __device__ __forceinline__ float ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+}
+
+// 16-byte loads as the persistent rung wants them, volatile so the compiler neither moves them
+// out of its row loop (gamma and beta would then sit in registers for the whole kernel) nor
+// past the barriers: the row's vectors read once and kept out of L1 (left to gamma and beta),
+// and gamma's and beta's, read again every row, from L1.
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+__device__ __forceinline__ uint4 load_param(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,23 +246,26 @@ struct Stats {
 };
 
 // The writing pass for one 16-byte vector j of the block's slice (`col`: its first column).
-template <typename T, int OP>
+template <typename T, int OP, bool FRESH = false>
 __device__ __forceinline__ uint4 transform(const uint4& in, Stats st, float k, const T* __restrict__ g,
                                            const T* __restrict__ b, int col) {
   using P = Pack<T>;
-  uint4 out = in, gv = in, bv = in;
-  if constexpr (OP != SOFTMAX) gv = *reinterpret_cast<const uint4*>(g + col);
-  if constexpr (OP == LAYERNORM) bv = *reinterpret_cast<const uint4*>(b + col);
+  uint4 gv = in, bv = in;
+  float r[P::N];
+  const auto param = [](const T* p) {
+    return FRESH ? load_param(reinterpret_cast<const uint4*>(p)) : *reinterpret_cast<const uint4*>(p);
+  };
+  if constexpr (OP != SOFTMAX) gv = param(g + col);
+  if constexpr (OP == LAYERNORM) bv = param(b + col);
 #pragma unroll
   for (int e = 0; e < P::N; ++e) {
-    const float v = P::get(in, e);
-    float r;
-    if constexpr (OP == SOFTMAX) r = ex2((v - st.a) * k) * st.b;
-    else if constexpr (OP == LAYERNORM) r = (v - st.a) * st.b * P::get(gv, e) + P::get(bv, e);
-    else r = v * st.b * P::get(gv, e);
-    P::put(out, e, r);
+    const auto get = [](const uint4& q, int i) { return FRESH ? P::get_fresh(q, i) : P::get(q, i); };
+    const float v = get(in, e);
+    if constexpr (OP == SOFTMAX) r[e] = ex2((v - st.a) * k) * st.b;
+    else if constexpr (OP == LAYERNORM) r[e] = (v - st.a) * st.b * get(gv, e) + get(bv, e);
+    else r[e] = v * st.b * get(gv, e);
   }
-  return out;
+  return P::pack(r);
 }
 
 // The row held in registers: each thread's VPT vectors, read once. The block's statistics
@@ -396,6 +433,157 @@ __device__ __forceinline__ void vec_body(const T* __restrict__ x, T* __restrict_
 }
 
 // ---------------------------------------------------------------------------------------------
+// The persistent cluster rung: a grid of as many clusters as the GPU holds at once (the suite's
+// grid), each cluster walking rows c, c + G, c + 2G, ... (G clusters). A block holds its slice
+// of two rows in registers: while it reduces and writes one row, the loads of its next row are
+// already in flight, so DRAM never waits on a barrier, and no block is launched per row.
+// Statistics are pairs merged across equal-sized parts (a butterfly over a warp, over the
+// block's warps, over the cluster's blocks): one block barrier and one cluster barrier a row.
+
+// Merges the statistics of two norm parts of n values each: layernorm's (mean, squared
+// deviations: Chan's formula), rmsnorm's (sum of squares, -). Commutative bit for bit, so every
+// lane of a butterfly ends with the same pair.
+template <int OP> __device__ __forceinline__ float2 merge_equal(float2 p, float2 q, float n) {
+  if constexpr (OP == LAYERNORM) {
+    const float delta = p.x - q.x;
+    return make_float2(0.5f * (p.x + q.x), (p.y + q.y) + delta * delta * (0.5f * n));
+  } else {
+    return make_float2(p.x + q.x, 0.f);
+  }
+}
+
+// Merges the pairs of WIDTH adjacent lanes (n values behind each lane's pair) into every one of
+// them; returns the count behind the result. Softmax's (max, sum of exp relative to it): the
+// common maximum first, then one exp a lane to rescale its sum to it, then the sums.
+template <int OP, int WIDTH> __device__ __forceinline__ float butterfly(float2& p, float n, float k) {
+  if constexpr (OP == SOFTMAX) {
+    float m = p.x;
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float d = p.y * ex2((p.x - m) * k);
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+    p = make_float2(m, d);
+  } else {
+    float part = n;
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o >>= 1) {
+      const float2 q = make_float2(__shfl_xor_sync(0xffffffffu, p.x, o), __shfl_xor_sync(0xffffffffu, p.y, o));
+      p = merge_equal<OP>(p, q, part);
+      part *= 2.f;
+    }
+  }
+  return n * WIDTH;
+}
+
+// One thread's pair over the VPT vectors it holds.
+template <typename T, int OP, int VPT> __device__ __forceinline__ float2 thread_pair(const uint4 (&v)[VPT], float k) {
+  using P = Pack<T>;
+  float a = OP == SOFTMAX ? RW_NEG_INF : 0.f, c = 0.f;
+#pragma unroll
+  for (int i = 0; i < VPT; ++i)
+#pragma unroll
+    for (int e = 0; e < P::N; ++e) {
+      const float x = P::get_fresh(v[i], e);
+      if constexpr (OP == SOFTMAX) a = fmaxf(a, x);
+      else if constexpr (OP == LAYERNORM) a += x;
+      else a += x * x;
+    }
+  if constexpr (OP == LAYERNORM) a *= 1.f / (VPT * P::N);
+  if constexpr (OP != RMSNORM) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i)
+#pragma unroll
+      for (int e = 0; e < P::N; ++e) {
+        const float x = P::get_fresh(v[i], e);
+        if constexpr (OP == SOFTMAX) c += ex2((x - a) * k);
+        else c += (x - a) * (x - a);
+      }
+  }
+  return make_float2(a, c);
+}
+
+template <int RT, int VPT> __device__ __forceinline__ void load_slice(uint4 (&v)[VPT], const uint4* src, int lane) {
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) v[i] = load_stream(src + i * RT + lane);
+}
+
+// The row's statistics from this block's slice, then the write of the slice. `red`: a pair per
+// warp; `slot`: this block's pair for the cluster, two of them used in turn (`parity`), so a
+// block can publish the next row's pair while a slower block still reads this row's.
+template <typename T, int OP, int RT, int VPT, int CL>
+__device__ __forceinline__ void persistent_row(const uint4 (&v)[VPT], uint4* __restrict__ yv, const T* __restrict__ g,
+                                               const T* __restrict__ b, int col0, int cols, float arg, float2* red,
+                                               float2* slot, int parity) {
+  using P = Pack<T>;
+  constexpr int NW = RT / 32;
+  const float k = OP == SOFTMAX ? arg * LOG2E : 0.f;
+  const int lane = threadIdx.x % 32;
+  float2 p = thread_pair<T, OP, VPT>(v, k);
+  float n = butterfly<OP, 32>(p, (float)(VPT * P::N), k);
+  if (lane == 0) red[threadIdx.x / 32] = p;
+  __syncthreads();
+  p = red[lane % NW];
+  n = butterfly<OP, NW>(p, n, k);
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) slot[parity] = p;
+  // Every block's pair visible; also the block barrier that frees `red` for the next row.
+  cluster.sync();
+  p = *cluster.map_shared_rank(&slot[parity], (int)(lane % CL));
+  butterfly<OP, CL>(p, n, k);
+  Stats st;
+  if constexpr (OP == SOFTMAX) st = {p.x, 1.f / p.y};
+  else if constexpr (OP == LAYERNORM) st = {p.x, rsqrtf(p.y / cols + arg)};
+  else st = {0.f, rsqrtf(p.x / cols + arg)};
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) {
+    const int j = i * RT + threadIdx.x;
+    yv[j] = transform<T, OP, true>(v[i], st, k, g, b, col0 + j * P::N);
+  }
+}
+
+// Contract: cols == CL x RT x VPT x (16 / sizeof(T)) (each block's slice exactly its registers).
+// S register sets of VPT vectors, used in turn: while one row is reduced and written, the loads
+// of the next S - 1 rows are in flight.
+template <typename T, int OP, int RT, int VPT, int CL, int S>
+__device__ __forceinline__ void persistent_body(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ g,
+                                                const T* __restrict__ b, int rows, int cols, float arg) {
+  static_assert(RT >= 64 && RT <= 1024 && (RT & (RT - 1)) == 0, "a power-of-two block");
+  static_assert(CL >= 2 && CL <= 32 && (CL & (CL - 1)) == 0, "a power-of-two cluster");
+  static_assert(S >= 2, "at least one row in flight while another is written");
+  using P = Pack<T>;
+  __shared__ float2 red[RT / 32];
+  __shared__ float2 slot[2];
+  if (cols != CL * RT * VPT * P::N) __trap();  // the contract above
+  const int clusters = gridDim.x / CL;
+  const int col0 = (int)(blockIdx.x % CL) * (cols / CL);
+  const int lane = threadIdx.x;
+  const auto xv = [&](int row) { return reinterpret_cast<const uint4*>(x + (size_t)row * cols + col0); };
+  const auto yv = [&](int row) { return reinterpret_cast<uint4*>(y + (size_t)row * cols + col0); };
+  uint4 v[S][VPT];
+  const int first = blockIdx.x / CL;
+  int parity = 0;
+#pragma unroll
+  for (int s = 0; s + 1 < S; ++s)
+    if (first + s * clusters < rows) load_slice<RT, VPT>(v[s], xv(first + s * clusters), lane);
+  // S rows a turn, unrolled, so every register set keeps its place (no copies that would wait
+  // on loads in flight).
+  for (int base = first; base < rows; base += S * clusters) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      const int row = base + s * clusters;
+      if (row >= rows) break;
+      const int ahead = row + (S - 1) * clusters;
+      if (ahead < rows) load_slice<RT, VPT>(v[(s + S - 1) % S], xv(ahead), lane);
+      persistent_row<T, OP, RT, VPT, CL>(v[s], yv(row), g, b, col0, cols, arg, red, slot, parity);
+      parity ^= 1;
+    }
+  }
+  // No block may exit (releasing its shared memory) while another block of its cluster reads it.
+  cg::this_cluster().sync();
+}
+
+// ---------------------------------------------------------------------------------------------
 // The kernels the suite launches. Blocks: 256 threads for RT = 1 and RT = 32, RT threads else.
 // With 16-block clusters the vec kernels ask for 4 blocks an SM (at most 64 registers a thread).
 
@@ -427,6 +615,27 @@ template <typename T, int RT, int VPT, int CL>
 __global__ void __launch_bounds__(RT <= 32 ? 256 : RT, CL >= 16 ? 4 : 1) rmsnorm_vec(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma, int rows,
                                           int cols, float eps) {
   vec_body<T, RMSNORM, RT, VPT, CL>(x, y, gamma, nullptr, rows, cols, eps);
+}
+
+// The persistent cluster rung where CL > 1 (its grid: the clusters the GPU holds at once, times
+// CL; S register sets, S - 1 rows in flight); with CL = 1 (rows short enough for one block) the
+// vec kernel. MINB: blocks an SM.
+template <typename T, int RT, int VPT, int CL, int MINB, int S>
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) softmax_persistent(const T* __restrict__ x, T* __restrict__ y, int rows, int cols, float scale) {
+  if constexpr (CL > 1) persistent_body<T, SOFTMAX, RT, VPT, CL, S>(x, y, nullptr, nullptr, rows, cols, scale);
+  else vec_body<T, SOFTMAX, RT, VPT, 1>(x, y, nullptr, nullptr, rows, cols, scale);
+}
+template <typename T, int RT, int VPT, int CL, int MINB, int S>
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) layernorm_persistent(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma,
+                                            const T* __restrict__ beta, int rows, int cols, float eps) {
+  if constexpr (CL > 1) persistent_body<T, LAYERNORM, RT, VPT, CL, S>(x, y, gamma, beta, rows, cols, eps);
+  else vec_body<T, LAYERNORM, RT, VPT, 1>(x, y, gamma, beta, rows, cols, eps);
+}
+template <typename T, int RT, int VPT, int CL, int MINB, int S>
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) rmsnorm_persistent(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma, int rows,
+                                          int cols, float eps) {
+  if constexpr (CL > 1) persistent_body<T, RMSNORM, RT, VPT, CL, S>(x, y, gamma, nullptr, rows, cols, eps);
+  else vec_body<T, RMSNORM, RT, VPT, 1>(x, y, gamma, nullptr, rows, cols, eps);
 }
 
 }  // namespace rw
