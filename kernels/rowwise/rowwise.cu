@@ -16,6 +16,11 @@
 //   combine their partial statistics through distributed shared memory, so a row too long for
 //   one block's registers (131072 f32 values are 512 KB; a block has 256 KB of registers) is
 //   still read once.
+// - rw::*_persistent<T, RT, VPT, CL, MINB, S>: with CL > 1 the persistent cluster rung: a grid
+//   of as many clusters as the GPU holds at once walks the rows, each block keeping its slice of
+//   S rows in registers so that the loads of the next S - 1 rows are in flight while one row is
+//   reduced and written; one block barrier and one cluster barrier a row. With CL = 1 the vec
+//   kernel (the suite uses it at the shapes whose rows fit one block).
 //
 // Contract of the vec kernels: cols a multiple of CL x (16 / sizeof(T)) (rows stay 16-byte
 // aligned, every 16-byte vector lies in one block's slice); a call that breaks it traps rather
