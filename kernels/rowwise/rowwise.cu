@@ -16,10 +16,11 @@
 //   combine their partial statistics through distributed shared memory, so a row too long for
 //   one block's registers (131072 f32 values are 512 KB; a block has 256 KB of registers) is
 //   still read once.
-// - rw::*_persistent<T, RT, VPT, CL, MINB, S>: with CL > 1 the persistent cluster rung: a grid
+// - rw::*_persistent<T, RT, VPT, CL, MINB, S, RB>: with CL > 1 the persistent cluster rung: a grid
 //   of as many clusters as the GPU holds at once walks the rows, each block keeping its slice of
 //   S rows in registers so that the loads of the next S - 1 rows are in flight while one row is
-//   reduced and written; one block barrier and one cluster barrier a row. With CL = 1 the vec
+//   reduced and written (RB rows at a time); one block barrier a row and the blocks' statistics
+//   sent into each other's shared memory by st.async (no cluster barrier). With CL = 1 the vec
 //   kernel (the suite uses it at the shapes whose rows fit one block).
 //
 // Contract of the vec kernels: cols a multiple of CL x (16 / sizeof(T)) (rows stay 16-byte
@@ -443,7 +444,8 @@ __device__ __forceinline__ void vec_body(const T* __restrict__ x, T* __restrict_
 // of two rows in registers: while it reduces and writes one row, the loads of its next row are
 // already in flight, so DRAM never waits on a barrier, and no block is launched per row.
 // Statistics are pairs merged across equal-sized parts (a butterfly over a warp, over the
-// block's warps, over the cluster's blocks): one block barrier and one cluster barrier a row.
+// block's warps, over the cluster's blocks): one block barrier a row and, between the blocks,
+// pairs sent by st.async into each other's shared memory (no cluster barrier: see below).
 
 // Merges the statistics of two norm parts of n values each: layernorm's (mean, squared
 // deviations: Chan's formula), rmsnorm's (sum of squares, -). Commutative bit for bit, so every
@@ -513,78 +515,164 @@ template <int RT, int VPT> __device__ __forceinline__ void load_slice(uint4 (&v)
   for (int i = 0; i < VPT; ++i) v[i] = load_stream(src + i * RT + lane);
 }
 
-// The row's statistics from this block's slice, then the write of the slice. `red`: a pair per
-// warp; `slot`: this block's pair for the cluster, two of them used in turn (`parity`), so a
-// block can publish the next row's pair while a slower block still reads this row's.
-template <typename T, int OP, int RT, int VPT, int CL>
-__device__ __forceinline__ void persistent_row(const uint4 (&v)[VPT], uint4* __restrict__ yv, const T* __restrict__ g,
-                                               const T* __restrict__ b, int col0, int cols, float arg, float2* red,
-                                               float2* slot, int parity) {
+// The cluster exchange of the persistent rung, without a cluster barrier: a cluster barrier's
+// arrive has release semantics, which the compiler implements as a GPU-wide memory barrier
+// (MEMBAR.ALL.GPU) that waits for every load in flight, the next rows' prefetch included. So
+// each block sends its pair straight into every block's `inbox` with st.async, whose bytes
+// complete a transaction count on the receiver's mbarrier; a block waits on its own mbarrier.
+// Two inboxes and two mbarriers, used in turn: a block sends the pairs of rows i + 2 into an
+// inbox only after it has received every block's pairs of rows i + 1, which each block sends
+// only after all its threads are past reading rows i's inbox (a block barrier lies between).
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// Stores `v` at `inbox` (a local shared address) in block `rank`, counted on that block's `bar`.
+__device__ __forceinline__ void send_pair(float2 v, unsigned inbox, unsigned long long* bar, unsigned rank) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+                   cluster_addr(inbox, rank)),
+               "f"(v.x), "f"(v.y), "r"(cluster_addr(smem_addr(bar), rank))
+               : "memory");
+}
+
+// Shared memory of the persistent rung: RB rows' pairs per warp (two sets: the block barrier of
+// the next rows separates a set's reads from its next writes), the inboxes and their mbarriers.
+template <int RT, int CL, int RB> struct Exchange {
+  float2 red[2][RB][RT / 32];
+  float2 inbox[2][RB][CL];
+  unsigned long long bar[2];
+};
+
+// RB rows' statistics from this block's slices (register sets set0 .. set0 + RB - 1; rows row0,
+// row0 + stride, ...; those at or past `rows` take part in the exchange and are not written),
+// then their writes. `use`: how many row groups this block has done (picks the buffers and the
+// mbarrier's phase).
+template <typename T, int OP, int RT, int VPT, int CL, int S, int RB>
+__device__ __forceinline__ void persistent_rows(const uint4 (&v)[S][VPT], int set0, int row0, int stride, int rows,
+                                                T* __restrict__ y, const T* __restrict__ g, const T* __restrict__ b,
+                                                int col0, int cols, float arg, Exchange<RT, CL, RB>& ex, int use) {
   using P = Pack<T>;
   constexpr int NW = RT / 32;
   const float k = OP == SOFTMAX ? arg * LOG2E : 0.f;
   const int lane = threadIdx.x % 32;
-  float2 p = thread_pair<T, OP, VPT>(v, k);
-  float n = butterfly<OP, 32>(p, (float)(VPT * P::N), k);
-  if (lane == 0) red[threadIdx.x / 32] = p;
-  __syncthreads();
-  p = red[lane % NW];
-  n = butterfly<OP, NW>(p, n, k);
-  cg::cluster_group cluster = cg::this_cluster();
-  if (threadIdx.x == 0) slot[parity] = p;
-  // Every block's pair visible; also the block barrier that frees `red` for the next row.
-  cluster.sync();
-  p = *cluster.map_shared_rank(&slot[parity], (int)(lane % CL));
-  butterfly<OP, CL>(p, n, k);
-  Stats st;
-  if constexpr (OP == SOFTMAX) st = {p.x, 1.f / p.y};
-  else if constexpr (OP == LAYERNORM) st = {p.x, rsqrtf(p.y / cols + arg)};
-  else st = {0.f, rsqrtf(p.x / cols + arg)};
+  const int buf = use & 1;
+  float2 p[RB];
+  float n = 0.f;
 #pragma unroll
-  for (int i = 0; i < VPT; ++i) {
-    const int j = i * RT + threadIdx.x;
-    yv[j] = transform<T, OP, true>(v[i], st, k, g, b, col0 + j * P::N);
+  for (int r = 0; r < RB; ++r) {
+    p[r] = thread_pair<T, OP, VPT>(v[set0 + r], k);
+    n = butterfly<OP, 32>(p[r], (float)(VPT * P::N), k);
+    if (lane == 0) ex.red[buf][r][threadIdx.x / 32] = p[r];
+  }
+  __syncthreads();
+  float nb = 0.f;
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    p[r] = ex.red[buf][r][lane % NW];
+    nb = butterfly<OP, NW>(p[r], n, k);
+  }
+  if (threadIdx.x < CL) {
+    const unsigned rank = (unsigned)(blockIdx.x % CL);
+    if (threadIdx.x == 0) mbar_expect(&ex.bar[buf], RB * CL * sizeof(float2));
+#pragma unroll
+    for (int r = 0; r < RB; ++r) send_pair(p[r], smem_addr(&ex.inbox[buf][r][rank]), &ex.bar[buf], threadIdx.x);
+  }
+  mbar_wait(&ex.bar[buf], (unsigned)(use >> 1) & 1u);
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    p[r] = ex.inbox[buf][r][lane % CL];
+    butterfly<OP, CL>(p[r], nb, k);
+  }
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    const int row = row0 + r * stride;
+    if (row >= rows) break;
+    Stats st;
+    if constexpr (OP == SOFTMAX) st = {p[r].x, 1.f / p[r].y};
+    else if constexpr (OP == LAYERNORM) st = {p[r].x, rsqrtf(p[r].y / cols + arg)};
+    else st = {0.f, rsqrtf(p[r].x / cols + arg)};
+    uint4* yv = reinterpret_cast<uint4*>(y + (size_t)row * cols + col0);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int j = i * RT + threadIdx.x;
+      yv[j] = transform<T, OP, true>(v[set0 + r][i], st, k, g, b, col0 + j * P::N);
+    }
   }
 }
 
 // Contract: cols == CL x RT x VPT x (16 / sizeof(T)) (each block's slice exactly its registers).
-// S register sets of VPT vectors, used in turn: while one row is reduced and written, the loads
-// of the next S - 1 rows are in flight.
-template <typename T, int OP, int RT, int VPT, int CL, int S>
+// S register sets of VPT vectors, in S / RB groups of RB rows used in turn: while one group is
+// reduced (RB rows behind one block barrier and one exchange) and written, the loads of the next
+// S / RB - 1 groups are in flight.
+template <typename T, int OP, int RT, int VPT, int CL, int S, int RB>
 __device__ __forceinline__ void persistent_body(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ g,
                                                 const T* __restrict__ b, int rows, int cols, float arg) {
   static_assert(RT >= 64 && RT <= 1024 && (RT & (RT - 1)) == 0, "a power-of-two block");
   static_assert(CL >= 2 && CL <= 32 && (CL & (CL - 1)) == 0, "a power-of-two cluster");
-  static_assert(S >= 2, "at least one row in flight while another is written");
+  static_assert(RB >= 1 && S % RB == 0 && S / RB >= 2, "at least one group in flight while another is written");
+  constexpr int NG = S / RB;
   using P = Pack<T>;
-  __shared__ float2 red[RT / 32];
-  __shared__ float2 slot[2];
+  __shared__ Exchange<RT, CL, RB> ex;
   if (cols != CL * RT * VPT * P::N) __trap();  // the contract above
+  if (threadIdx.x == 0) {
+    mbar_init(&ex.bar[0]);
+    mbar_init(&ex.bar[1]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  // Every block's mbarriers initialised before any block sends to them.
+  cg::this_cluster().sync();
   const int clusters = gridDim.x / CL;
   const int col0 = (int)(blockIdx.x % CL) * (cols / CL);
   const int lane = threadIdx.x;
-  const auto xv = [&](int row) { return reinterpret_cast<const uint4*>(x + (size_t)row * cols + col0); };
-  const auto yv = [&](int row) { return reinterpret_cast<uint4*>(y + (size_t)row * cols + col0); };
-  uint4 v[S][VPT];
   const int first = blockIdx.x / CL;
-  int parity = 0;
+  // Group gi of this cluster: rows first + (gi * RB + r) * clusters, r < RB.
+  const auto group_row = [&](int gi) { return first + gi * RB * clusters; };
+  uint4 v[S][VPT];
+  const auto load_group = [&](int set0, int gi) {
 #pragma unroll
-  for (int s = 0; s + 1 < S; ++s)
-    if (first + s * clusters < rows) load_slice<RT, VPT>(v[s], xv(first + s * clusters), lane);
-  // S rows a turn, unrolled, so every register set keeps its place (no copies that would wait
-  // on loads in flight).
-  for (int base = first; base < rows; base += S * clusters) {
+    for (int r = 0; r < RB; ++r) {
+      const int row = group_row(gi) + r * clusters;
+      if (row < rows)
+        load_slice<RT, VPT>(v[set0 + r], reinterpret_cast<const uint4*>(x + (size_t)row * cols + col0), lane);
+    }
+  };
+  int use = 0;
 #pragma unroll
-    for (int s = 0; s < S; ++s) {
-      const int row = base + s * clusters;
-      if (row >= rows) break;
-      const int ahead = row + (S - 1) * clusters;
-      if (ahead < rows) load_slice<RT, VPT>(v[(s + S - 1) % S], xv(ahead), lane);
-      persistent_row<T, OP, RT, VPT, CL>(v[s], yv(row), g, b, col0, cols, arg, red, slot, parity);
-      parity ^= 1;
+  for (int q = 0; q + 1 < NG; ++q) load_group(q * RB, q);
+  // NG groups a turn, unrolled, so every register set keeps its place (no copies that would
+  // wait on loads in flight).
+  for (int base = 0; group_row(base) < rows; base += NG) {
+#pragma unroll
+    for (int q = 0; q < NG; ++q) {
+      const int gi = base + q;
+      if (group_row(gi) >= rows) break;
+      load_group(((q + NG - 1) % NG) * RB, gi + NG - 1);
+      persistent_rows<T, OP, RT, VPT, CL, S, RB>(v, q * RB, group_row(gi), clusters, rows, y, g, b, col0, cols, arg,
+                                                  ex, use);
+      ++use;
     }
   }
-  // No block may exit (releasing its shared memory) while another block of its cluster reads it.
+  // No block exits while a block of its cluster may still send to it (it has received all it
+  // waits for, but keep the rule simple: everyone leaves together).
   cg::this_cluster().sync();
 }
 
@@ -623,23 +711,23 @@ __global__ void __launch_bounds__(RT <= 32 ? 256 : RT, CL >= 16 ? 4 : 1) rmsnorm
 }
 
 // The persistent cluster rung where CL > 1 (its grid: the clusters the GPU holds at once, times
-// CL; S register sets, S - 1 rows in flight); with CL = 1 (rows short enough for one block) the
-// vec kernel. MINB: blocks an SM.
-template <typename T, int RT, int VPT, int CL, int MINB, int S>
+// CL; S register sets, RB rows reduced together); with CL = 1 (rows short enough for one block)
+// the vec kernel. MINB: blocks an SM.
+template <typename T, int RT, int VPT, int CL, int MINB, int S, int RB>
 __global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) softmax_persistent(const T* __restrict__ x, T* __restrict__ y, int rows, int cols, float scale) {
-  if constexpr (CL > 1) persistent_body<T, SOFTMAX, RT, VPT, CL, S>(x, y, nullptr, nullptr, rows, cols, scale);
+  if constexpr (CL > 1) persistent_body<T, SOFTMAX, RT, VPT, CL, S, RB>(x, y, nullptr, nullptr, rows, cols, scale);
   else vec_body<T, SOFTMAX, RT, VPT, 1>(x, y, nullptr, nullptr, rows, cols, scale);
 }
-template <typename T, int RT, int VPT, int CL, int MINB, int S>
+template <typename T, int RT, int VPT, int CL, int MINB, int S, int RB>
 __global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) layernorm_persistent(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma,
                                             const T* __restrict__ beta, int rows, int cols, float eps) {
-  if constexpr (CL > 1) persistent_body<T, LAYERNORM, RT, VPT, CL, S>(x, y, gamma, beta, rows, cols, eps);
+  if constexpr (CL > 1) persistent_body<T, LAYERNORM, RT, VPT, CL, S, RB>(x, y, gamma, beta, rows, cols, eps);
   else vec_body<T, LAYERNORM, RT, VPT, 1>(x, y, gamma, beta, rows, cols, eps);
 }
-template <typename T, int RT, int VPT, int CL, int MINB, int S>
+template <typename T, int RT, int VPT, int CL, int MINB, int S, int RB>
 __global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) rmsnorm_persistent(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma, int rows,
                                           int cols, float eps) {
-  if constexpr (CL > 1) persistent_body<T, RMSNORM, RT, VPT, CL, S>(x, y, gamma, nullptr, rows, cols, eps);
+  if constexpr (CL > 1) persistent_body<T, RMSNORM, RT, VPT, CL, S, RB>(x, y, gamma, nullptr, rows, cols, eps);
   else vec_body<T, RMSNORM, RT, VPT, 1>(x, y, gamma, nullptr, rows, cols, eps);
 }
 
