@@ -16,6 +16,12 @@
 //   combine their partial statistics through distributed shared memory, so a row too long for
 //   one block's registers (131072 f32 values are 512 KB; a block has 256 KB of registers) is
 //   still read once.
+// - rw::*_persistent<T, RT, VPT, CL, MINB, S, RB>: with CL > 1 the persistent cluster rung: a grid
+//   of as many clusters as the GPU holds at once walks the rows, each block keeping its slice of
+//   S rows in registers so that the loads of the next S - 1 rows are in flight while one row is
+//   reduced and written (RB rows at a time); one block barrier a row and the blocks' statistics
+//   sent into each other's shared memory by st.async (no cluster barrier). With CL = 1 the vec
+//   kernel (the suite uses it at the shapes whose rows fit one block).
 //
 // Contract of the vec kernels: cols a multiple of CL x (16 / sizeof(T)) (rows stay 16-byte
 // aligned, every 16-byte vector lies in one block's slice); a call that breaks it traps rather
@@ -54,7 +60,10 @@ template <typename T> struct Pack;
 template <> struct Pack<float> {
   static constexpr int N = 4;
   __device__ static __forceinline__ float get(const uint4& q, int k) { return __uint_as_float((&q.x)[k]); }
-  __device__ static __forceinline__ void put(uint4& q, int k, float v) { (&q.x)[k] = __float_as_uint(v); }
+  __device__ static __forceinline__ float get_fresh(const uint4& q, int k) { return get(q, k); }
+  __device__ static __forceinline__ uint4 pack(const float (&r)[N]) {
+    return make_uint4(__float_as_uint(r[0]), __float_as_uint(r[1]), __float_as_uint(r[2]), __float_as_uint(r[3]));
+  }
 };
 template <> struct Pack<__nv_bfloat16> {
   static constexpr int N = 8;
@@ -63,10 +72,24 @@ template <> struct Pack<__nv_bfloat16> {
     const unsigned w = (&q.x)[k >> 1];
     return __uint_as_float((k & 1) ? (w & 0xffff0000u) : (w << 16));
   }
-  __device__ static __forceinline__ void put(uint4& q, int k, float v) {
-    const unsigned b = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-    unsigned& w = (&q.x)[k >> 1];
-    w = (k & 1) ? ((w & 0x0000ffffu) | (b << 16)) : ((w & 0xffff0000u) | b);
+  // The same, but opaque to the compiler, so it is recomputed at each use rather than kept:
+  // the persistent rung cannot afford 32 widened values next to two rows of packed ones.
+  __device__ static __forceinline__ float get_fresh(const uint4& q, int k) {
+    const unsigned w = (&q.x)[k >> 1];
+    unsigned r;
+    if (k & 1) asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(r) : "r"(w));
+    else asm volatile("shl.b32 %0, %1, 16;" : "=r"(r) : "r"(w));
+    return __uint_as_float(r);
+  }
+  // Rounded to nearest even, two values an instruction (cvt.rn.bf16x2.f32).
+  __device__ static __forceinline__ uint4 pack(const float (&r)[N]) {
+    uint4 q;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const __nv_bfloat162 h = __floats2bfloat162_rn(r[2 * w], r[2 * w + 1]);
+      (&q.x)[w] = *reinterpret_cast<const unsigned*>(&h);
+    }
+    return q;
   }
 };
 
@@ -75,6 +98,23 @@ __device__ __forceinline__ float ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+}
+
+// 16-byte loads as the persistent rung wants them, volatile so the compiler neither moves them
+// out of its row loop (gamma and beta would then sit in registers for the whole kernel) nor
+// past the barriers: the row's vectors read once and kept out of L1 (left to gamma and beta),
+// and gamma's and beta's, read again every row, from L1.
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+__device__ __forceinline__ uint4 load_param(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,23 +252,26 @@ struct Stats {
 };
 
 // The writing pass for one 16-byte vector j of the block's slice (`col`: its first column).
-template <typename T, int OP>
+template <typename T, int OP, bool FRESH = false>
 __device__ __forceinline__ uint4 transform(const uint4& in, Stats st, float k, const T* __restrict__ g,
                                            const T* __restrict__ b, int col) {
   using P = Pack<T>;
-  uint4 out = in, gv = in, bv = in;
-  if constexpr (OP != SOFTMAX) gv = *reinterpret_cast<const uint4*>(g + col);
-  if constexpr (OP == LAYERNORM) bv = *reinterpret_cast<const uint4*>(b + col);
+  uint4 gv = in, bv = in;
+  float r[P::N];
+  const auto param = [](const T* p) {
+    return FRESH ? load_param(reinterpret_cast<const uint4*>(p)) : *reinterpret_cast<const uint4*>(p);
+  };
+  if constexpr (OP != SOFTMAX) gv = param(g + col);
+  if constexpr (OP == LAYERNORM) bv = param(b + col);
 #pragma unroll
   for (int e = 0; e < P::N; ++e) {
-    const float v = P::get(in, e);
-    float r;
-    if constexpr (OP == SOFTMAX) r = ex2((v - st.a) * k) * st.b;
-    else if constexpr (OP == LAYERNORM) r = (v - st.a) * st.b * P::get(gv, e) + P::get(bv, e);
-    else r = v * st.b * P::get(gv, e);
-    P::put(out, e, r);
+    const auto get = [](const uint4& q, int i) { return FRESH ? P::get_fresh(q, i) : P::get(q, i); };
+    const float v = get(in, e);
+    if constexpr (OP == SOFTMAX) r[e] = ex2((v - st.a) * k) * st.b;
+    else if constexpr (OP == LAYERNORM) r[e] = (v - st.a) * st.b * get(gv, e) + get(bv, e);
+    else r[e] = v * st.b * get(gv, e);
   }
-  return out;
+  return P::pack(r);
 }
 
 // The row held in registers: each thread's VPT vectors, read once. The block's statistics
@@ -396,6 +439,244 @@ __device__ __forceinline__ void vec_body(const T* __restrict__ x, T* __restrict_
 }
 
 // ---------------------------------------------------------------------------------------------
+// The persistent cluster rung: a grid of as many clusters as the GPU holds at once (the suite's
+// grid), each cluster walking rows c, c + G, c + 2G, ... (G clusters). A block holds its slice
+// of two rows in registers: while it reduces and writes one row, the loads of its next row are
+// already in flight, so DRAM never waits on a barrier, and no block is launched per row.
+// Statistics are pairs merged across equal-sized parts (a butterfly over a warp, over the
+// block's warps, over the cluster's blocks): one block barrier a row and, between the blocks,
+// pairs sent by st.async into each other's shared memory (no cluster barrier: see below).
+
+// Merges the statistics of two norm parts of n values each: layernorm's (mean, squared
+// deviations: Chan's formula), rmsnorm's (sum of squares, -). Commutative bit for bit, so every
+// lane of a butterfly ends with the same pair.
+template <int OP> __device__ __forceinline__ float2 merge_equal(float2 p, float2 q, float n) {
+  if constexpr (OP == LAYERNORM) {
+    const float delta = p.x - q.x;
+    return make_float2(0.5f * (p.x + q.x), (p.y + q.y) + delta * delta * (0.5f * n));
+  } else {
+    return make_float2(p.x + q.x, 0.f);
+  }
+}
+
+// Merges the pairs of WIDTH adjacent lanes (n values behind each lane's pair) into every one of
+// them; returns the count behind the result. Softmax's (max, sum of exp relative to it): the
+// common maximum first, then one exp a lane to rescale its sum to it, then the sums.
+template <int OP, int WIDTH> __device__ __forceinline__ float butterfly(float2& p, float n, float k) {
+  if constexpr (OP == SOFTMAX) {
+    float m = p.x;
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float d = p.y * ex2((p.x - m) * k);
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+    p = make_float2(m, d);
+  } else {
+    float part = n;
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o >>= 1) {
+      const float2 q = make_float2(__shfl_xor_sync(0xffffffffu, p.x, o), __shfl_xor_sync(0xffffffffu, p.y, o));
+      p = merge_equal<OP>(p, q, part);
+      part *= 2.f;
+    }
+  }
+  return n * WIDTH;
+}
+
+// One thread's pair over the VPT vectors it holds.
+template <typename T, int OP, int VPT> __device__ __forceinline__ float2 thread_pair(const uint4 (&v)[VPT], float k) {
+  using P = Pack<T>;
+  float a = OP == SOFTMAX ? RW_NEG_INF : 0.f, c = 0.f;
+#pragma unroll
+  for (int i = 0; i < VPT; ++i)
+#pragma unroll
+    for (int e = 0; e < P::N; ++e) {
+      const float x = P::get_fresh(v[i], e);
+      if constexpr (OP == SOFTMAX) a = fmaxf(a, x);
+      else if constexpr (OP == LAYERNORM) a += x;
+      else a += x * x;
+    }
+  if constexpr (OP == LAYERNORM) a *= 1.f / (VPT * P::N);
+  if constexpr (OP != RMSNORM) {
+#pragma unroll
+    for (int i = 0; i < VPT; ++i)
+#pragma unroll
+      for (int e = 0; e < P::N; ++e) {
+        const float x = P::get_fresh(v[i], e);
+        if constexpr (OP == SOFTMAX) c += ex2((x - a) * k);
+        else c += (x - a) * (x - a);
+      }
+  }
+  return make_float2(a, c);
+}
+
+template <int RT, int VPT> __device__ __forceinline__ void load_slice(uint4 (&v)[VPT], const uint4* src, int lane) {
+#pragma unroll
+  for (int i = 0; i < VPT; ++i) v[i] = load_stream(src + i * RT + lane);
+}
+
+// The cluster exchange of the persistent rung, without a cluster barrier: a cluster barrier's
+// arrive has release semantics, which the compiler implements as a GPU-wide memory barrier
+// (MEMBAR.ALL.GPU) that waits for every load in flight, the next rows' prefetch included. So
+// each block sends its pair straight into every block's `inbox` with st.async, whose bytes
+// complete a transaction count on the receiver's mbarrier; a block waits on its own mbarrier.
+// Two inboxes and two mbarriers, used in turn: a block sends the pairs of rows i + 2 into an
+// inbox only after it has received every block's pairs of rows i + 1, which each block sends
+// only after all its threads are past reading rows i's inbox (a block barrier lies between).
+__device__ __forceinline__ unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ unsigned cluster_addr(unsigned local, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mbar_init(unsigned long long* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "wait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+// Stores `v` at `inbox` (a local shared address) in block `rank`, counted on that block's `bar`.
+__device__ __forceinline__ void send_pair(float2 v, unsigned inbox, unsigned long long* bar, unsigned rank) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(
+                   cluster_addr(inbox, rank)),
+               "f"(v.x), "f"(v.y), "r"(cluster_addr(smem_addr(bar), rank))
+               : "memory");
+}
+
+// Shared memory of the persistent rung: RB rows' pairs per warp (two sets: the block barrier of
+// the next rows separates a set's reads from its next writes), the inboxes and their mbarriers.
+template <int RT, int CL, int RB> struct Exchange {
+  float2 red[2][RB][RT / 32];
+  float2 inbox[2][RB][CL];
+  unsigned long long bar[2];
+};
+
+// RB rows' statistics from this block's slices (register sets set0 .. set0 + RB - 1; rows row0,
+// row0 + stride, ...; those at or past `rows` take part in the exchange and are not written),
+// then their writes. `use`: how many row groups this block has done (picks the buffers and the
+// mbarrier's phase).
+template <typename T, int OP, int RT, int VPT, int CL, int S, int RB>
+__device__ __forceinline__ void persistent_rows(const uint4 (&v)[S][VPT], int set0, int row0, int stride, int rows,
+                                                T* __restrict__ y, const T* __restrict__ g, const T* __restrict__ b,
+                                                int col0, int cols, float arg, Exchange<RT, CL, RB>& ex, int use) {
+  using P = Pack<T>;
+  constexpr int NW = RT / 32;
+  const float k = OP == SOFTMAX ? arg * LOG2E : 0.f;
+  const int lane = threadIdx.x % 32;
+  const int buf = use & 1;
+  float2 p[RB];
+  float n = 0.f;
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    p[r] = thread_pair<T, OP, VPT>(v[set0 + r], k);
+    n = butterfly<OP, 32>(p[r], (float)(VPT * P::N), k);
+    if (lane == 0) ex.red[buf][r][threadIdx.x / 32] = p[r];
+  }
+  __syncthreads();
+  float nb = 0.f;
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    p[r] = ex.red[buf][r][lane % NW];
+    nb = butterfly<OP, NW>(p[r], n, k);
+  }
+  if (threadIdx.x < CL) {
+    const unsigned rank = (unsigned)(blockIdx.x % CL);
+    if (threadIdx.x == 0) mbar_expect(&ex.bar[buf], RB * CL * sizeof(float2));
+#pragma unroll
+    for (int r = 0; r < RB; ++r) send_pair(p[r], smem_addr(&ex.inbox[buf][r][rank]), &ex.bar[buf], threadIdx.x);
+  }
+  mbar_wait(&ex.bar[buf], (unsigned)(use >> 1) & 1u);
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    p[r] = ex.inbox[buf][r][lane % CL];
+    butterfly<OP, CL>(p[r], nb, k);
+  }
+#pragma unroll
+  for (int r = 0; r < RB; ++r) {
+    const int row = row0 + r * stride;
+    if (row >= rows) break;
+    Stats st;
+    if constexpr (OP == SOFTMAX) st = {p[r].x, 1.f / p[r].y};
+    else if constexpr (OP == LAYERNORM) st = {p[r].x, rsqrtf(p[r].y / cols + arg)};
+    else st = {0.f, rsqrtf(p[r].x / cols + arg)};
+    uint4* yv = reinterpret_cast<uint4*>(y + (size_t)row * cols + col0);
+#pragma unroll
+    for (int i = 0; i < VPT; ++i) {
+      const int j = i * RT + threadIdx.x;
+      yv[j] = transform<T, OP, true>(v[set0 + r][i], st, k, g, b, col0 + j * P::N);
+    }
+  }
+}
+
+// Contract: cols == CL x RT x VPT x (16 / sizeof(T)) (each block's slice exactly its registers).
+// S register sets of VPT vectors, in S / RB groups of RB rows used in turn: while one group is
+// reduced (RB rows behind one block barrier and one exchange) and written, the loads of the next
+// S / RB - 1 groups are in flight.
+template <typename T, int OP, int RT, int VPT, int CL, int S, int RB>
+__device__ __forceinline__ void persistent_body(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ g,
+                                                const T* __restrict__ b, int rows, int cols, float arg) {
+  static_assert(RT >= 64 && RT <= 1024 && (RT & (RT - 1)) == 0, "a power-of-two block");
+  static_assert(CL >= 2 && CL <= 32 && (CL & (CL - 1)) == 0, "a power-of-two cluster");
+  static_assert(RB >= 1 && S % RB == 0 && S / RB >= 2, "at least one group in flight while another is written");
+  constexpr int NG = S / RB;
+  using P = Pack<T>;
+  __shared__ Exchange<RT, CL, RB> ex;
+  if (cols != CL * RT * VPT * P::N) __trap();  // the contract above
+  if (threadIdx.x == 0) {
+    mbar_init(&ex.bar[0]);
+    mbar_init(&ex.bar[1]);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  // Every block's mbarriers initialised before any block sends to them.
+  cg::this_cluster().sync();
+  const int clusters = gridDim.x / CL;
+  const int col0 = (int)(blockIdx.x % CL) * (cols / CL);
+  const int lane = threadIdx.x;
+  const int first = blockIdx.x / CL;
+  // Group gi of this cluster: rows first + (gi * RB + r) * clusters, r < RB.
+  const auto group_row = [&](int gi) { return first + gi * RB * clusters; };
+  uint4 v[S][VPT];
+  const auto load_group = [&](int set0, int gi) {
+#pragma unroll
+    for (int r = 0; r < RB; ++r) {
+      const int row = group_row(gi) + r * clusters;
+      if (row < rows)
+        load_slice<RT, VPT>(v[set0 + r], reinterpret_cast<const uint4*>(x + (size_t)row * cols + col0), lane);
+    }
+  };
+  int use = 0;
+#pragma unroll
+  for (int q = 0; q + 1 < NG; ++q) load_group(q * RB, q);
+  // NG groups a turn, unrolled, so every register set keeps its place (no copies that would
+  // wait on loads in flight).
+  for (int base = 0; group_row(base) < rows; base += NG) {
+#pragma unroll
+    for (int q = 0; q < NG; ++q) {
+      const int gi = base + q;
+      if (group_row(gi) >= rows) break;
+      load_group(((q + NG - 1) % NG) * RB, gi + NG - 1);
+      persistent_rows<T, OP, RT, VPT, CL, S, RB>(v, q * RB, group_row(gi), clusters, rows, y, g, b, col0, cols, arg,
+                                                  ex, use);
+      ++use;
+    }
+  }
+  // No block exits while a block of its cluster may still send to it (it has received all it
+  // waits for, but keep the rule simple: everyone leaves together).
+  cg::this_cluster().sync();
+}
+
+// ---------------------------------------------------------------------------------------------
 // The kernels the suite launches. Blocks: 256 threads for RT = 1 and RT = 32, RT threads else.
 // With 16-block clusters the vec kernels ask for 4 blocks an SM (at most 64 registers a thread).
 
@@ -427,6 +708,27 @@ template <typename T, int RT, int VPT, int CL>
 __global__ void __launch_bounds__(RT <= 32 ? 256 : RT, CL >= 16 ? 4 : 1) rmsnorm_vec(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma, int rows,
                                           int cols, float eps) {
   vec_body<T, RMSNORM, RT, VPT, CL>(x, y, gamma, nullptr, rows, cols, eps);
+}
+
+// The persistent cluster rung where CL > 1 (its grid: the clusters the GPU holds at once, times
+// CL; S register sets, RB rows reduced together); with CL = 1 (rows short enough for one block)
+// the vec kernel. MINB: blocks an SM.
+template <typename T, int RT, int VPT, int CL, int MINB, int S, int RB>
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) softmax_persistent(const T* __restrict__ x, T* __restrict__ y, int rows, int cols, float scale) {
+  if constexpr (CL > 1) persistent_body<T, SOFTMAX, RT, VPT, CL, S, RB>(x, y, nullptr, nullptr, rows, cols, scale);
+  else vec_body<T, SOFTMAX, RT, VPT, 1>(x, y, nullptr, nullptr, rows, cols, scale);
+}
+template <typename T, int RT, int VPT, int CL, int MINB, int S, int RB>
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) layernorm_persistent(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma,
+                                            const T* __restrict__ beta, int rows, int cols, float eps) {
+  if constexpr (CL > 1) persistent_body<T, LAYERNORM, RT, VPT, CL, S, RB>(x, y, gamma, beta, rows, cols, eps);
+  else vec_body<T, LAYERNORM, RT, VPT, 1>(x, y, gamma, beta, rows, cols, eps);
+}
+template <typename T, int RT, int VPT, int CL, int MINB, int S, int RB>
+__global__ void __launch_bounds__(RT <= 32 ? 256 : RT, MINB) rmsnorm_persistent(const T* __restrict__ x, T* __restrict__ y, const T* __restrict__ gamma, int rows,
+                                          int cols, float eps) {
+  if constexpr (CL > 1) persistent_body<T, RMSNORM, RT, VPT, CL, S, RB>(x, y, gamma, nullptr, rows, cols, eps);
+  else vec_body<T, RMSNORM, RT, VPT, 1>(x, y, gamma, nullptr, rows, cols, eps);
 }
 
 }  // namespace rw

@@ -160,7 +160,7 @@ fn row_wise_check_mistakes_are_named_with_their_fix() {
 #[test]
 fn the_rowwise_suite_checks_every_job_with_its_op_in_f32_and_bf16() {
     let s = suite::load(&kernels_dir().join("rowwise/suite.toml")).unwrap();
-    assert_eq!(s.jobs.len(), 34 * 3);
+    assert_eq!(s.jobs.len(), 41 * 3);
     for j in &s.jobs {
         let (op, spec) = match &j.correctness {
             CorrectnessSpec::Softmax(r) => ("softmax", r),
@@ -188,4 +188,36 @@ fn the_rowwise_suite_checks_every_job_with_its_op_in_f32_and_bf16() {
         (long.launches[0].block[0], long.launches[0].grid[0]),
         (512, 8192)
     );
+    // The persistent rung: 15 clusters of 8 (as many as an H100 or H200 holds at once at one
+    // block an SM) walk the 1024 long rows; at the shorter rows it is the vec rung's launch.
+    let launch_of = |label: &str, shape: &str| {
+        let job = s
+            .jobs
+            .iter()
+            .find(|j| j.label() == label && j.key.group.contains(shape))
+            .unwrap_or_else(|| panic!("{label} @ {shape}"));
+        let l = &job.launches[0];
+        (l.cluster, l.block[0], l.grid[0])
+    };
+    for label in [
+        "softmax_persistent",
+        "layernorm_persistent_bf16",
+        "softmax_persistent_rb2_bf16",
+    ] {
+        let (cluster, block, grid) = launch_of(label, "C=131072");
+        assert_eq!((cluster, grid), (Some([8, 1, 1]), 15 * 8), "{label}");
+        assert!(block == 512 || block == 1024, "{label}: {block}");
+        let vec = label
+            .replace("persistent_rb2", "vec")
+            .replace("persistent", "vec");
+        for shape in ["C=8192", "C=1024"] {
+            let (_, vec_block, vec_grid) = launch_of(&vec, shape);
+            let (cluster, block, grid) = launch_of(label, shape);
+            assert_eq!((block, grid), (vec_block, vec_grid), "{label} @ {shape}");
+            assert!(
+                cluster.is_none() || cluster == Some([1, 1, 1]),
+                "{label} @ {shape}"
+            );
+        }
+    }
 }
