@@ -76,7 +76,7 @@ fn the_tma_lesson_has_every_swizzle_mode_with_its_box_matched_to_the_span() {
         );
     }
     // The report carries the shared-memory bank conflicts the ladder is about.
-    assert_eq!(s.manifest.suite.metric_set.as_deref(), Some("transpose"));
+    assert_eq!(s.manifest.suite.metric_set.as_deref(), Some("tma"));
 }
 
 #[test]
