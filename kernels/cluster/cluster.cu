@@ -101,4 +101,81 @@ __global__ void __launch_bounds__(1024) final_sum(const int* __restrict__ block_
   if (threadIdx.x == 0) total[0] = t;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Histogram of N int32 values into NBINS bins (bin = value mod NBINS, taken non-negative), three
+// ways. Every variant zeroes the bins first (zero_bins: a launch of its own), because the
+// kernels add into them with global atomics.
+
+__global__ void zero_bins(int* __restrict__ bins, int nbins) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nbins; i += gridDim.x * blockDim.x) bins[i] = 0;
+}
+
+__device__ __forceinline__ int bin_of(int v, int nbins) {
+  const int b = v % nbins;
+  return b < 0 ? b + nbins : b;
+}
+
+// Calls add(bin) for each element of this thread's grid-stride share of x (16-byte loads, then
+// the last N % 4 elements).
+template <typename Add>
+__device__ __forceinline__ void for_each_bin(const int* __restrict__ x, long long n, int nbins, Add add) {
+  const long long first = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  const long long n4 = n / 4;
+  const int4* x4 = reinterpret_cast<const int4*>(x);
+  for (long long i = first; i < n4; i += stride) {
+    const int4 q = x4[i];
+    add(bin_of(q.x, nbins));
+    add(bin_of(q.y, nbins));
+    add(bin_of(q.z, nbins));
+    add(bin_of(q.w, nbins));
+  }
+  const long long tail = n4 * 4 + first;
+  if (tail < n) add(bin_of(x[tail], nbins));
+}
+
+// No shared memory: every element is an atomic add on a global bin (L2 atomics, contended).
+__global__ void __launch_bounds__(256) hist_global(const int* __restrict__ x, int* __restrict__ bins, long long n,
+                                                   int nbins) {
+  for_each_bin(x, n, nbins, [&](int b) { atomicAdd(&bins[b], 1); });
+}
+
+// Per block: a private histogram of all NBINS bins in shared memory (shared atomics), then one
+// global atomic a non-zero bin a block: up to GRID x NBINS global atomics.
+__global__ void __launch_bounds__(256) hist_block(const int* __restrict__ x, int* __restrict__ bins, long long n,
+                                                  int nbins) {
+  extern __shared__ int local[];
+  for (int i = threadIdx.x; i < nbins; i += blockDim.x) local[i] = 0;
+  __syncthreads();
+  for_each_bin(x, n, nbins, [&](int b) { atomicAdd(&local[b], 1); });
+  __syncthreads();
+  for (int i = threadIdx.x; i < nbins; i += blockDim.x)
+    if (local[i] != 0) atomicAdd(&bins[i], local[i]);
+}
+
+// Per cluster, through distributed shared memory (the CUDA programming guide's pattern): the
+// cluster's S blocks share one histogram, block rank j holding bins [j*NBINS/S, (j+1)*NBINS/S)
+// in its shared memory (NBINS/S ints: shared_bytes). Each element's atomic add goes to the block
+// that owns its bin, on this SM or over the SM-to-SM network; then every block adds its slice to
+// the global bins: GRID x NBINS / S global atomics, S times fewer than hist_block.
+__global__ void __launch_bounds__(256) hist_cluster(const int* __restrict__ x, int* __restrict__ bins, long long n,
+                                                    int nbins) {
+  extern __shared__ int slice[];
+  cg::cluster_group cluster = cg::this_cluster();
+  const int blocks = (int)cluster.num_blocks();
+  const int per_block = nbins / blocks;  // the manifest's NBINS is a multiple of every cluster size
+  for (int i = threadIdx.x; i < per_block; i += blockDim.x) slice[i] = 0;
+  // Every slice of the cluster is zeroed before any block adds into it.
+  cluster.sync();
+  for_each_bin(x, n, nbins, [&](int b) {
+    int* owner = cluster.map_shared_rank(slice, b / per_block);
+    atomicAdd(owner + b % per_block, 1);
+  });
+  // Every remote add has landed before the slices are read (and before any block exits).
+  cluster.sync();
+  const int first_bin = (int)cluster.block_rank() * per_block;
+  for (int i = threadIdx.x; i < per_block; i += blockDim.x)
+    if (slice[i] != 0) atomicAdd(&bins[first_bin + i], slice[i]);
+}
+
 }  // namespace cl

@@ -64,6 +64,24 @@ __device__ __forceinline__ void mbarrier_wait(unsigned long long* bar, unsigned 
   } while (!done);
 }
 
+// 1-D bulk copy (no tensor map) of `bytes` (a multiple of 16, both addresses 16-byte aligned)
+// from global into shared memory, completing on the mbarrier like a tensor load.
+__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_u32(dst)),
+               "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+
+// 1-D bulk store of `bytes` from shared to global memory, in this thread's bulk group.
+__device__ __forceinline__ void bulk_store_1d(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(dst)),
+               "r"(smem_u32(src)), "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
 // TMA load of the box whose first element is (x, y) (x innermost) into shared memory.
 __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, unsigned long long* bar, int x, int y) {
   asm volatile(
@@ -137,6 +155,27 @@ __global__ void __launch_bounds__(256) tma_load_vec4_store(const __grid_constant
   }
 }
 
+// 1-D bulk copy without a tensor map: one thread of a 32-thread block moves a 16 KiB chunk of
+// the flat array into shared memory (cp.async.bulk, completing on the mbarrier) and back out
+// (cp.async.bulk to global, a bulk group). n % 4 == 0, so every chunk is a multiple of 16 bytes.
+constexpr int BULK_CHUNK_FLOATS = 4096;
+__global__ void __launch_bounds__(32) bulk_copy(const float* __restrict__ in, float* __restrict__ out, long long n) {
+  __shared__ __align__(128) float chunk[BULK_CHUNK_FLOATS];
+  __shared__ __align__(8) unsigned long long bar;
+  const long long first = (long long)blockIdx.x * BULK_CHUNK_FLOATS;
+  if (threadIdx.x == 0 && first < n) {
+    const long long left = n - first;
+    const unsigned bytes = 4u * (unsigned)(left < BULK_CHUNK_FLOATS ? left : BULK_CHUNK_FLOATS);
+    mbarrier_init(&bar, 1);
+    mbarrier_arrive_expect_tx(&bar, bytes);
+    bulk_load_1d(chunk, in + first, bytes, &bar);
+    mbarrier_wait(&bar, 0);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    bulk_store_1d(out + first, chunk, bytes);
+    tma_store_wait_all();
+  }
+}
+
 // Offset of element (r, c) of a 32 x 32 float box loaded with CU_TENSOR_MAP_SWIZZLE_128B into a
 // 1024-byte-aligned buffer: each 128-byte line r has its 16-byte chunks permuted, chunk c/4
 // stored at chunk (c/4) ^ (r % 8).
@@ -163,6 +202,53 @@ __global__ void __launch_bounds__(256) tma_transpose(const __grid_constant__ CUt
   for (int c = threadIdx.y; c < T_TILE; c += blockDim.y) {
     if (x + c < NX && y + r < NY) out[(size_t)(x + c) * NY + y + r] = tile[swizzle128(r, c)];
   }
+}
+
+// Byte offset `o` of a box in shared memory as the TMA unit stores it with
+// CU_TENSOR_MAP_SWIZZLE_{32,64,128}B (CUTLASS's Swizzle<B, 4, 3>): the 16-byte chunk bits [4, 4+B)
+// xor the 128-byte line bits [7, 7+B), B = 1, 2, 3; SWIZZLE_BYTES = 0 is no swizzle. The box
+// must start on a multiple of the pattern's period (8 x SWIZZLE_BYTES: 256, 512, 1024 bytes).
+template <int SWIZZLE_BYTES>
+__device__ __forceinline__ int swizzled_offset(int o) {
+  constexpr int line_bits = SWIZZLE_BYTES == 128 ? 7 : SWIZZLE_BYTES == 64 ? 3 : SWIZZLE_BYTES == 32 ? 1 : 0;
+  return o ^ (((o >> 7) & line_bits) << 4);
+}
+
+// The swizzle ladder: a 32 x 32 tile arrives as 32/W boxes of W columns x 32 rows, a box row
+// W x 4 bytes = the swizzle's span (W = 8: 32B, 16: 64B, 32: 128B or none). The 32 x 8 threads
+// read it with 16-byte loads, the swizzle's unit: thread (r, k) reads columns 4k..4k+3 of row r
+// (lanes = 32 rows of one chunk column) and writes them to 4 output rows, coalesced. Unswizzled,
+// the 8 lanes of a 16-byte load phase read the same chunk of 8 lines; swizzled, 8 different chunks.
+template <int W, int SWIZZLE_BYTES>
+__global__ void __launch_bounds__(256) tma_transpose_vec4(const __grid_constant__ CUtensorMap in_map,
+                                                           float* __restrict__ out, int NX, int NY) {
+  constexpr int BOXES = T_TILE / W;
+  constexpr int BOX_BYTES = W * T_TILE * 4;
+  __shared__ __align__(1024) float tile[T_TILE * T_TILE];
+  __shared__ __align__(8) unsigned long long bar;
+  const int x = blockIdx.x * T_TILE;
+  const int y = blockIdx.y * T_TILE;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  if (tid == 0) mbarrier_init(&bar, 1);
+  __syncthreads();
+  if (tid == 0) {
+    // One barrier counts all the boxes' bytes (4 KiB; zeros past an edge are counted too).
+    mbarrier_arrive_expect_tx(&bar, sizeof(tile));
+    for (int b = 0; b < BOXES; ++b) tma_load_2d(tile + b * W * T_TILE, &in_map, &bar, x + b * W, y);
+  }
+  mbarrier_wait(&bar, 0);
+  const int r = threadIdx.x;  // row of the tile = column of the output
+  const int k = threadIdx.y;  // 16-byte chunk: columns 4k .. 4k + 3 of the tile
+  const int box = 4 * k / W;
+  const int chunk_in_box = k % (W / 4);
+  const int offset = box * BOX_BYTES + swizzled_offset<SWIZZLE_BYTES>(r * W * 4 + chunk_in_box * 16);
+  const float4 v = *reinterpret_cast<const float4*>(reinterpret_cast<const char*>(tile) + offset);
+  if (y + r >= NY) return;
+  const int c = x + 4 * k;
+  const float vals[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (c + j < NX) out[(size_t)(c + j) * NY + y + r] = vals[j];
 }
 
 // Plain shared-memory transpose, 32 x 33 padded tile, 32 x 8 threads: the comparison.

@@ -21,6 +21,7 @@ mod hopper_bounds;
 mod host_program;
 mod import;
 mod launch_features;
+mod lessons;
 mod matmul_checks;
 mod mock;
 mod names;
