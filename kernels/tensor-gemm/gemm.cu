@@ -1,7 +1,8 @@
 // Tensor-core GEMMs, C = A * B with A (M x K) and B (K x N) row-major in f16 or bf16 and C
 // (M x N) row-major in f32 (or f16/bf16, rounded once from the f32 accumulators).
 //
-// Two rungs:
+// Three rungs (the Hopper ones, wgmma and TMA, are in wgmma.cu):
+// - tg::naive_gemm<T>: one thread per element of C, f32 dot products from global memory.
 // - tg::wmma_gemm<T>: the CUDA C++ WMMA API (nvcuda::wmma, 16x16x16 fragments), a 64 x 64 block
 //   tile staged in shared memory with plain 16-byte loads, one buffer, two barriers a k-step.
 // - tg::mma_gemm<T, OutT>: raw PTX mma.sync.aligned.m16n8k16 (f32 accumulate), fragments loaded
@@ -41,6 +42,23 @@ __device__ __forceinline__ void require_multiples_of_8(int N, int K) {
   if (((N | K) & 7) != 0) {
     __trap();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rung 0: naive. One thread per element of C: a dot product of length K in f32 from global
+// memory (a warp walks 32 columns of one row: B's reads coalesce, A's are one broadcast). No
+// tensor cores, no reuse through shared memory: the floor the other rungs are measured from.
+
+template <typename T>
+__global__ void naive_gemm(int M, int N, int K, const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    acc += static_cast<float>(A[(long long)row * K + k]) * static_cast<float>(B[(long long)k * N + col]);
+  }
+  C[(long long)row * N + col] = acc;
 }
 
 // ---------------------------------------------------------------------------------------------
