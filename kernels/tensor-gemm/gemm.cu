@@ -1,13 +1,15 @@
 // Tensor-core GEMMs, C = A * B with A (M x K) and B (K x N) row-major in f16 or bf16 and C
 // (M x N) row-major in f32 (or f16/bf16, rounded once from the f32 accumulators).
 //
-// Three rungs (the Hopper ones, wgmma and TMA, are in wgmma.cu):
+// Four rungs (the Hopper ones, wgmma and TMA, are in wgmma.cu):
 // - tg::naive_gemm<T>: one thread per element of C, f32 dot products from global memory.
 // - tg::wmma_gemm<T>: the CUDA C++ WMMA API (nvcuda::wmma, 16x16x16 fragments), a 64 x 64 block
 //   tile staged in shared memory with plain 16-byte loads, one buffer, two barriers a k-step.
-// - tg::mma_gemm<T, OutT>: raw PTX mma.sync.aligned.m16n8k16 (f32 accumulate), fragments loaded
-//   with ldmatrix (.trans for the row-major B), tiles copied by cp.async (16 B, zero-filled past
-//   the matrix edge) into two shared buffers, so the next tile's copy overlaps this tile's math.
+// - tg::mma_gemm<T, OutT, STAGES>: raw PTX mma.sync.aligned.m16n8k16 (f32 accumulate), fragments
+//   loaded with ldmatrix (.trans for the row-major B), tiles copied by cp.async (16 B, zero-filled
+//   past the matrix edge) into STAGES shared buffers: 2 (double buffering, static shared memory)
+//   or 3-4 (the sm_80 multistage pipeline in dynamic shared memory), so the next tiles' copies
+//   overlap this tile's math.
 //
 // Contract of both: K and N multiples of 8 (every 16-byte chunk of a row is wholly inside or
 // outside the matrix, and rows stay 16-byte aligned); M is free. A call that breaks it traps
@@ -228,16 +230,30 @@ struct Mma<__nv_bfloat16> {
   }
 };
 
-template <typename T>
+template <typename T, int STAGES>
 struct MmaTiles {
-  T a[2][MM_BM][MM_BK + MM_PAD];
-  T b[2][MM_BK][MM_BN + MM_PAD];
+  T a[STAGES][MM_BM][MM_BK + MM_PAD];
+  T b[STAGES][MM_BK][MM_BN + MM_PAD];
 };
+
+// The tiles of one block: two stages in static shared memory (37 888 bytes, under the 48 KB a
+// block gets without opting in); more in dynamic shared memory (the variant's shared_bytes,
+// STAGES x 18 944 bytes).
+template <typename T, int STAGES>
+__device__ __forceinline__ MmaTiles<T, STAGES>& mma_tiles() {
+  if constexpr (STAGES == 2) {
+    __shared__ __align__(128) MmaTiles<T, 2> s;
+    return s;
+  } else {
+    extern __shared__ __align__(128) unsigned char mma_dynamic_smem[];
+    return *reinterpret_cast<MmaTiles<T, STAGES>*>(mma_dynamic_smem);
+  }
+}
 
 // Issues the cp.async copies of the k-tile starting at k0 into buffer `stage` (2 chunks of
 // A and 2 of B a thread).
-template <typename T>
-__device__ __forceinline__ void mma_load_tile(MmaTiles<T>& s, int stage, int M, int N, int K, const T* A,
+template <typename T, int STAGES>
+__device__ __forceinline__ void mma_load_tile(MmaTiles<T, STAGES>& s, int stage, int M, int N, int K, const T* A,
                                               const T* B, int block_m, int block_n, int k0) {
   const int tid = threadIdx.x;
 #pragma unroll
@@ -260,11 +276,14 @@ __device__ __forceinline__ void mma_load_tile(MmaTiles<T>& s, int stage, int M, 
   }
 }
 
-template <typename T, typename OutT>
+// STAGES k-tiles in flight (2: double buffering; 3-4: the sm_80 multistage pipeline, copies of
+// the next STAGES - 1 tiles overlapping this tile's math).
+template <typename T, typename OutT, int STAGES = 2>
 __global__ void __launch_bounds__(MM_THREADS)
     mma_gemm(int M, int N, int K, const T* __restrict__ A, const T* __restrict__ B, OutT* __restrict__ C) {
+  static_assert(STAGES >= 2, "at least double buffering");
   require_multiples_of_8(N, K);
-  __shared__ __align__(128) MmaTiles<T> s;  // 2 x (10 240 + 8 704) bytes = 37 888: static, under 48 KB
+  MmaTiles<T, STAGES>& s = mma_tiles<T, STAGES>();
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -282,16 +301,23 @@ __global__ void __launch_bounds__(MM_THREADS)
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
   const int k_tiles = (K + MM_BK - 1) / MM_BK;
-  mma_load_tile(s, 0, M, N, K, A, B, block_m, block_n, 0);
-  cp_async_commit();
+  // Prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (possibly empty).
+#pragma unroll
+  for (int t = 0; t < STAGES - 1; ++t) {
+    if (t < k_tiles) mma_load_tile(s, t, M, N, K, A, B, block_m, block_n, t * MM_BK);
+    cp_async_commit();
+  }
 
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const int stage = kt & 1;
-    // The other buffer was last read in iteration kt - 1, which ended with a barrier.
-    if (kt + 1 < k_tiles) mma_load_tile(s, stage ^ 1, M, N, K, A, B, block_m, block_n, (kt + 1) * MM_BK);
-    cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning tile kt
-    cp_async_wait<1>();
+    const int stage = kt % STAGES;
+    // Groups committed: STAGES - 1 + kt, tile kt's is the (kt + 1)-th: at most STAGES - 2 newer
+    // ones may still be pending. The barrier also tells every warp that iteration kt - 1's
+    // reads of the stage refilled next are done.
+    cp_async_wait<STAGES - 2>();
     __syncthreads();
+    const int next = kt + STAGES - 1;
+    if (next < k_tiles) mma_load_tile(s, next % STAGES, M, N, K, A, B, block_m, block_n, next * MM_BK);
+    cp_async_commit();  // possibly empty: keeps the group count per iteration at one
 
 #pragma unroll
     for (int kk = 0; kk < MM_BK; kk += 16) {
@@ -318,7 +344,6 @@ __global__ void __launch_bounds__(MM_THREADS)
 #pragma unroll
         for (int j = 0; j < MM_NI; ++j) Mma<T>::run(acc[i][j], a[i], b[j][0], b[j][1]);
     }
-    __syncthreads();
   }
   cp_async_wait<0>();
 
