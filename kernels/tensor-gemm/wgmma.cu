@@ -19,6 +19,8 @@
 //   block tile, wgmma m64n256k16, 4 stages; CLUSTER_M = 2: two blocks of a cluster share B's
 //   tile, loaded once and multicast to both. Launched with one block per tile, or persistent
 //   (one block per SM, a tile loop in a grouped order): the same kernel, another grid.
+// - tgh::ws_gemm_tma_store<T, OutT, CLUSTER_M>: the same with f16/bf16 C written through shared
+//   memory and TMA stores (fast.cu kernels 11-12's epilogue), 3 stages.
 //
 // Contract: K and N multiples of 8 (TMA's 16-byte row strides, pair stores); M free. A launch
 // that breaks it traps.
@@ -383,17 +385,81 @@ __device__ __forceinline__ void free_slot(unsigned long long* empty, int t) {
   }
 }
 
-template <typename T, typename OutT, int CLUSTER_M>
-__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
-    ws_gemm(int M, int N, int K, const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,
-            OutT* C) {
+// Two neighbouring outputs rounded once and packed in 32 bits (x in the low half).
+template <typename OutT>
+__device__ __forceinline__ unsigned pack_pair(float x, float y);
+template <>
+__device__ __forceinline__ unsigned pack_pair<__nv_bfloat16>(float x, float y) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+template <>
+__device__ __forceinline__ unsigned pack_pair<__half>(float x, float y) {
+  const __half2 v = __floats2half2_rn(x, y);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+
+// The epilogue through shared memory and TMA (2-byte outputs): a consumer writes its 64 x 256
+// tile as four 64 x 64 boxes, each 64 rows of 128 bytes with the 128B swizzle (16-byte chunk c of
+// row r at chunk c ^ (r % 8): a warp's 8 rows x 16 bytes land on 32 different banks), then one
+// thread stores them with cp.async.bulk.tensor (clipped at C's edges) while the warpgroup goes on
+// to the next tile's k-loop. Before writing the buffer again that thread waits for the previous
+// stores to have read it.
+template <typename OutT>
+__device__ __forceinline__ void store_tile_tma(const float (&d)[S_BN / 16][8], OutT* sC, const CUtensorMap* mapC,
+                                               int row0, int col0, int named_barrier) {
+  static_assert(sizeof(OutT) == 2, "the TMA epilogue is for f16/bf16 outputs");
+  const int t = threadIdx.x % 128;
+  if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(named_barrier) : "memory");
+  const int r = 16 * (t / 32) + (t % 32) / 4;  // and r + 8
+  unsigned char* base = reinterpret_cast<unsigned char*>(sC);
+#pragma unroll
+  for (int c16 = 0; c16 < S_BN / 16; ++c16) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int col = 16 * c16 + 8 * half + 2 * (t % 4);  // 0 .. 255 in the tile
+      unsigned char* box = base + (col / 64) * (64 * 128);
+      const int chunk = (col % 64) / 8, within = (col % 8) * 2;
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const int row = r + 8 * rr;
+        *reinterpret_cast<unsigned*>(box + row * 128 + ((chunk ^ (row % 8)) * 16) + within) =
+            pack_pair<OutT>(d[c16][4 * half + 2 * rr], d[c16][4 * half + 2 * rr + 1]);
+      }
+    }
+  }
+  // The generic-proxy writes must be visible to the TMA engine (async proxy) before it reads them.
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  asm volatile("bar.sync %0, 128;\n" ::"r"(named_barrier) : "memory");
+  if (t == 0) {
+#pragma unroll
+    for (int b = 0; b < S_BN / 64; ++b) {
+      asm volatile(
+          "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+              reinterpret_cast<unsigned long long>(mapC)),
+          "r"(col0 + 64 * b), "r"(row0), "r"(smem_addr(base + b * 64 * 128))
+          : "memory");
+    }
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+  }
+}
+
+// The warp-specialized kernel's body. STAGES: the ring's depth; TMA_STORE: the epilogue through
+// shared memory and TMA (mapC) instead of stores from the registers (C).
+template <typename T, typename OutT, int CLUSTER_M, int STAGES, bool TMA_STORE>
+__device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* mapA, const CUtensorMap* mapB,
+                                        const CUtensorMap* mapC, OutT* C) {
   require_multiples_of_8(N, K);
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   T* sA = reinterpret_cast<T*>(smem);
-  T* sB = sA + S_STAGES * S_BM * BK;
-  unsigned long long* full = reinterpret_cast<unsigned long long*>(sB + S_STAGES * S_BN * BK);
-  unsigned long long* empty = full + S_STAGES;
+  T* sB = sA + STAGES * S_BM * BK;
+  // TMA_STORE: each consumer's 64 x 256 output tile (32 KiB), after the stages.
+  OutT* sC = reinterpret_cast<OutT*>(sB + STAGES * S_BN * BK);
+  unsigned long long* full =
+      reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(sC) + (TMA_STORE ? S_CONSUMERS * 64 * S_BN * sizeof(OutT) : 0));
+  unsigned long long* empty = full + STAGES;
 
   unsigned rank = 0;  // this block's rank in its cluster
   if (CLUSTER_M > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
@@ -403,7 +469,7 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
   const int k_tiles = (K + BK - 1) / BK;
 
   if (threadIdx.x == 0) {
-    for (int s = 0; s < S_STAGES; ++s) {
+    for (int s = 0; s < STAGES; ++s) {
       bar_init(&full[s], 1);
       // Every consumer of every block of the cluster frees a slot: the B multicast writes it in all.
       bar_init(&empty[s], S_CONSUMERS * CLUSTER_M);
@@ -426,14 +492,14 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
         for (int kt = 0; kt < k_tiles; ++kt) {
           bar_wait(&empty[slot], phase);
           bar_expect_bytes(&full[slot], (S_BM + S_BN) * BK * sizeof(T));
-          tma_load(sA + slot * S_BM * BK, &mapA, &full[slot], kt * BK, row0);
+          tma_load(sA + slot * S_BM * BK, mapA, &full[slot], kt * BK, row0);
           if (CLUSTER_M == 1) {
-            tma_load(sB + slot * S_BN * BK, &mapB, &full[slot], kt * BK, col0);
+            tma_load(sB + slot * S_BN * BK, mapB, &full[slot], kt * BK, col0);
           } else if (rank == 0) {
-            tma_load_multicast(sB + slot * S_BN * BK, &mapB, &full[slot], kt * BK, col0,
+            tma_load_multicast(sB + slot * S_BN * BK, mapB, &full[slot], kt * BK, col0,
                                (unsigned short)((1u << CLUSTER_M) - 1));
           }
-          if (++slot == S_STAGES) {
+          if (++slot == STAGES) {
             slot = 0;
             phase ^= 1;
           }
@@ -444,7 +510,7 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
     regs_alloc<240>();
     const int c = wg - 1;
     // Every slot starts empty: its first phase completes with one arrival per consumer per block.
-    for (int s = 0; s < S_STAGES; ++s) free_slot<CLUSTER_M>(&empty[s], t);
+    for (int s = 0; s < STAGES; ++s) free_slot<CLUSTER_M>(&empty[s], t);
     int slot = 0;
     unsigned phase = 0;
     float d[S_BN / 16][8];
@@ -463,16 +529,41 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
         wgmma_commit();
         wgmma_wait_all();
         free_slot<CLUSTER_M>(&empty[slot], t);
-        if (++slot == S_STAGES) {
+        if (++slot == STAGES) {
           slot = 0;
           phase ^= 1;
         }
       }
-      store_tile(d, C, M, N, row0 + 64 * c, col0);
+      if constexpr (TMA_STORE) {
+        store_tile_tma(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
+      } else {
+        store_tile(d, C, M, N, row0 + 64 * c, col0);
+      }
+    }
+    if constexpr (TMA_STORE) {
+      // Shared memory must outlive the stores' reads of it.
+      if (t == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
     }
   }
   // No block leaves while another of its cluster may still arrive on its barriers.
   cluster_sync();
+}
+
+
+template <typename T, typename OutT, int CLUSTER_M>
+__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
+    ws_gemm(int M, int N, int K, const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,
+            OutT* C) {
+  ws_body<T, OutT, CLUSTER_M, S_STAGES, false>(M, N, K, &mapA, &mapB, nullptr, C);
+}
+
+// The same with the TMA epilogue (f16/bf16 C through mapC: 64 x 64 boxes, 128B swizzle) and 3
+// stages (3 x 48 KiB + 64 KiB of output tiles).
+template <typename T, typename OutT, int CLUSTER_M>
+__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
+    ws_gemm_tma_store(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                      const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
+  ws_body<T, OutT, CLUSTER_M, 3, true>(M, N, K, &mapA, &mapB, &mapC, nullptr);
 }
 
 }  // namespace tgh
