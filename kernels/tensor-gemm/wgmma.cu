@@ -450,7 +450,10 @@ __device__ __forceinline__ void store_tile_tma(const float (&d)[S_BN / 16][8], O
 
 // The warp-specialized kernel's body. STAGES: the ring's depth; TMA_STORE: the epilogue through
 // shared memory and TMA (mapC) instead of stores from the registers (C).
-template <typename T, typename OutT, int CLUSTER_M, int STAGES, bool TMA_STORE>
+// KEEP_ONE: a consumer keeps its last k-tile's wgmmas in flight (wgmma.wait_group 1) and frees
+// that tile's slot only once the next tile's wgmmas are issued, instead of waiting for all of them
+// (wait_group 0) before it frees the slot and waits for the next: CUTLASS's mainloop.
+template <typename T, typename OutT, int CLUSTER_M, int STAGES, bool TMA_STORE, bool KEEP_ONE = false>
 __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* mapA, const CUtensorMap* mapB,
                                         const CUtensorMap* mapC, OutT* C) {
   require_multiples_of_8(N, K);
@@ -530,12 +533,21 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
           wgmma_n256<1>(d, sA + slot * S_BM * BK + c * 64 * BK + k16 * 16, sB + slot * S_BN * BK + k16 * 16);
         }
         wgmma_commit();
-        wgmma_wait_all();
-        free_slot<CLUSTER_M>(&empty[slot], t);
+        if constexpr (KEEP_ONE) {
+          asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+          if (kt > 0) free_slot<CLUSTER_M>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
+        } else {
+          wgmma_wait_all();
+          free_slot<CLUSTER_M>(&empty[slot], t);
+        }
         if (++slot == STAGES) {
           slot = 0;
           phase ^= 1;
         }
+      }
+      if constexpr (KEEP_ONE) {
+        wgmma_wait_all();
+        free_slot<CLUSTER_M>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
       }
       if constexpr (TMA_STORE) {
         store_tile_tma(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
@@ -567,6 +579,14 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
     ws_gemm_tma_store(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                       const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
   ws_body<T, OutT, CLUSTER_M, 3, true>(M, N, K, &mapA, &mapB, &mapC, nullptr);
+}
+
+// The TMA-epilogue kernel with the last k-tile's wgmmas kept in flight (KEEP_ONE).
+template <typename T, typename OutT, int CLUSTER_M>
+__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
+    ws_gemm_tma_store_keep1(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                            const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
+  ws_body<T, OutT, CLUSTER_M, 3, true, true>(M, N, K, &mapA, &mapB, &mapC, nullptr);
 }
 
 }  // namespace tgh
