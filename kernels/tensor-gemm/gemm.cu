@@ -1,12 +1,15 @@
 // Tensor-core GEMMs, C = A * B with A (M x K) and B (K x N) row-major in f16 or bf16 and C
 // (M x N) row-major in f32 (or f16/bf16, rounded once from the f32 accumulators).
 //
-// Two rungs:
+// Four rungs (the Hopper ones, wgmma and TMA, are in wgmma.cu):
+// - tg::naive_gemm<T>: one thread per element of C, f32 dot products from global memory.
 // - tg::wmma_gemm<T>: the CUDA C++ WMMA API (nvcuda::wmma, 16x16x16 fragments), a 64 x 64 block
 //   tile staged in shared memory with plain 16-byte loads, one buffer, two barriers a k-step.
-// - tg::mma_gemm<T, OutT>: raw PTX mma.sync.aligned.m16n8k16 (f32 accumulate), fragments loaded
-//   with ldmatrix (.trans for the row-major B), tiles copied by cp.async (16 B, zero-filled past
-//   the matrix edge) into two shared buffers, so the next tile's copy overlaps this tile's math.
+// - tg::mma_gemm<T, OutT, STAGES>: raw PTX mma.sync.aligned.m16n8k16 (f32 accumulate), fragments
+//   loaded with ldmatrix (.trans for the row-major B), tiles copied by cp.async (16 B, zero-filled
+//   past the matrix edge) into STAGES shared buffers: 2 (double buffering, static shared memory)
+//   or 3-4 (the sm_80 multistage pipeline in dynamic shared memory), so the next tiles' copies
+//   overlap this tile's math.
 //
 // Contract of both: K and N multiples of 8 (every 16-byte chunk of a row is wholly inside or
 // outside the matrix, and rows stay 16-byte aligned); M is free. A call that breaks it traps
@@ -41,6 +44,34 @@ __device__ __forceinline__ void require_multiples_of_8(int N, int K) {
   if (((N | K) & 7) != 0) {
     __trap();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rung 0: naive. One thread per element of C: a dot product of length K in f32 from global
+// memory (a warp walks 32 columns of one row: B's reads coalesce, A's are one broadcast). No
+// tensor cores, no reuse through shared memory: the floor the other rungs are measured from.
+// Blocks of 32 x 8 threads are numbered down columns of NAIVE_GROUP block rows (512 rows) before
+// moving right, so the blocks resident at once read about 8 MiB of A and of B, which stay in L2:
+// in plain row order they read all of B per 8 rows, and at 8192^3 (B 128 MiB, over the L2) a run
+// took over 12 s on an H200 instead of under a second.
+
+constexpr int NAIVE_GROUP = 64;
+
+template <typename T>
+__global__ void naive_gemm(int M, int N, int K, const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C) {
+  const int blocks_x = (N + 31) / 32, blocks_y = (M + 7) / 8;
+  const int per_group = NAIVE_GROUP * blocks_x;
+  const int group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+  const int rows_here = min(NAIVE_GROUP, blocks_y - group * NAIVE_GROUP);
+  const int by = group * NAIVE_GROUP + in_group % rows_here, bx = in_group / rows_here;
+  const int col = bx * 32 + threadIdx.x;
+  const int row = by * 8 + threadIdx.y;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    acc += static_cast<float>(A[(long long)row * K + k]) * static_cast<float>(B[(long long)k * N + col]);
+  }
+  C[(long long)row * N + col] = acc;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,16 +241,30 @@ struct Mma<__nv_bfloat16> {
   }
 };
 
-template <typename T>
+template <typename T, int STAGES>
 struct MmaTiles {
-  T a[2][MM_BM][MM_BK + MM_PAD];
-  T b[2][MM_BK][MM_BN + MM_PAD];
+  T a[STAGES][MM_BM][MM_BK + MM_PAD];
+  T b[STAGES][MM_BK][MM_BN + MM_PAD];
 };
+
+// The tiles of one block: two stages in static shared memory (37 888 bytes, under the 48 KB a
+// block gets without opting in); more in dynamic shared memory (the variant's shared_bytes,
+// STAGES x 18 944 bytes).
+template <typename T, int STAGES>
+__device__ __forceinline__ MmaTiles<T, STAGES>& mma_tiles() {
+  if constexpr (STAGES == 2) {
+    __shared__ __align__(128) MmaTiles<T, 2> s;
+    return s;
+  } else {
+    extern __shared__ __align__(128) unsigned char mma_dynamic_smem[];
+    return *reinterpret_cast<MmaTiles<T, STAGES>*>(mma_dynamic_smem);
+  }
+}
 
 // Issues the cp.async copies of the k-tile starting at k0 into buffer `stage` (2 chunks of
 // A and 2 of B a thread).
-template <typename T>
-__device__ __forceinline__ void mma_load_tile(MmaTiles<T>& s, int stage, int M, int N, int K, const T* A,
+template <typename T, int STAGES>
+__device__ __forceinline__ void mma_load_tile(MmaTiles<T, STAGES>& s, int stage, int M, int N, int K, const T* A,
                                               const T* B, int block_m, int block_n, int k0) {
   const int tid = threadIdx.x;
 #pragma unroll
@@ -242,11 +287,14 @@ __device__ __forceinline__ void mma_load_tile(MmaTiles<T>& s, int stage, int M, 
   }
 }
 
-template <typename T, typename OutT>
+// STAGES k-tiles in flight (2: double buffering; 3-4: the sm_80 multistage pipeline, copies of
+// the next STAGES - 1 tiles overlapping this tile's math).
+template <typename T, typename OutT, int STAGES = 2>
 __global__ void __launch_bounds__(MM_THREADS)
     mma_gemm(int M, int N, int K, const T* __restrict__ A, const T* __restrict__ B, OutT* __restrict__ C) {
+  static_assert(STAGES >= 2, "at least double buffering");
   require_multiples_of_8(N, K);
-  __shared__ __align__(128) MmaTiles<T> s;  // 2 x (10 240 + 8 704) bytes = 37 888: static, under 48 KB
+  MmaTiles<T, STAGES>& s = mma_tiles<T, STAGES>();
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -264,16 +312,23 @@ __global__ void __launch_bounds__(MM_THREADS)
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
   const int k_tiles = (K + MM_BK - 1) / MM_BK;
-  mma_load_tile(s, 0, M, N, K, A, B, block_m, block_n, 0);
-  cp_async_commit();
+  // Prologue: tiles 0 .. STAGES - 2 in flight, one commit group each (possibly empty).
+#pragma unroll
+  for (int t = 0; t < STAGES - 1; ++t) {
+    if (t < k_tiles) mma_load_tile(s, t, M, N, K, A, B, block_m, block_n, t * MM_BK);
+    cp_async_commit();
+  }
 
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const int stage = kt & 1;
-    // The other buffer was last read in iteration kt - 1, which ended with a barrier.
-    if (kt + 1 < k_tiles) mma_load_tile(s, stage ^ 1, M, N, K, A, B, block_m, block_n, (kt + 1) * MM_BK);
-    cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning tile kt
-    cp_async_wait<1>();
+    const int stage = kt % STAGES;
+    // Groups committed: STAGES - 1 + kt, tile kt's is the (kt + 1)-th: at most STAGES - 2 newer
+    // ones may still be pending. The barrier also tells every warp that iteration kt - 1's
+    // reads of the stage refilled next are done.
+    cp_async_wait<STAGES - 2>();
     __syncthreads();
+    const int next = kt + STAGES - 1;
+    if (next < k_tiles) mma_load_tile(s, next % STAGES, M, N, K, A, B, block_m, block_n, next * MM_BK);
+    cp_async_commit();  // possibly empty: keeps the group count per iteration at one
 
 #pragma unroll
     for (int kk = 0; kk < MM_BK; kk += 16) {
@@ -300,7 +355,6 @@ __global__ void __launch_bounds__(MM_THREADS)
 #pragma unroll
         for (int j = 0; j < MM_NI; ++j) Mma<T>::run(acc[i][j], a[i], b[j][0], b[j][1]);
     }
-    __syncthreads();
   }
   cp_async_wait<0>();
 

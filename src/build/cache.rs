@@ -159,4 +159,27 @@ mod tests {
         assert_ne!(nvrtc(false), nvrtc(true));
         assert!(nvrtc(true).contains(&"\u{1}rdc=true".to_string()));
     }
+
+    #[test]
+    fn the_cache_key_changes_with_the_arch_specific_target() {
+        use super::super::plan::target_arch;
+        let key = |specific: bool, compiler: Compiler| {
+            let p = Program {
+                compiler,
+                arch_specific: specific,
+                ..program(&[])
+            };
+            let arch = target_arch("sm_90", p.arch_specific).unwrap();
+            cache_key(
+                "src",
+                &BuildPlan::new(&p, &arch, None).key_parts(p.rdc),
+                &["k".to_string()],
+                "nvrtc 13.0",
+            )
+        };
+        for compiler in [Compiler::Nvrtc, Compiler::Nvcc] {
+            assert_ne!(key(false, compiler), key(true, compiler));
+            assert_eq!(key(true, compiler), key(true, compiler));
+        }
+    }
 }

@@ -9,7 +9,7 @@ use super::error::BuildError;
 use super::image::{Compiled, Image};
 use super::nvcc::{cubin_kernels, nvcc_compile};
 use super::nvrtc::nvrtc_compile;
-use super::plan::{BuildPlan, caps_registers};
+use super::plan::{BuildPlan, caps_registers, target_arch};
 use super::toolkit::{Toolkit, nvcc_version, nvrtc_version};
 use crate::cxx;
 use crate::store::{FileKind, read_regular_text};
@@ -85,7 +85,15 @@ pub fn compile(
     let mut program = program.clone();
     program.include_dirs.extend(toolkit.include_dirs());
     let device_runtime = device_runtime(&program, variant, toolkit)?;
-    let plan = BuildPlan::new(&program, arch, device_runtime.as_deref());
+    let arch = target_arch(arch, program.arch_specific).map_err(|reason| {
+        BuildError::NoArchSpecificTarget {
+            variant: variant.to_string(),
+            path: program.source_path.clone(),
+            arch: arch.to_string(),
+            reason,
+        }
+    })?;
+    let plan = BuildPlan::new(&program, &arch, device_runtime.as_deref());
     let compiler = compiler_name(&program, variant, toolkit)?;
     // A program whose registers are capped loads NVRTC's cubin, not its PTX (relocatable code
     // excepted: its cubin is not loadable before linking): a PTX cached for the same options by
@@ -267,6 +275,7 @@ mod tests {
             include_dirs: vec![],
             compiler: Compiler::Nvcc,
             rdc: true,
+            arch_specific: false,
         };
         let build = |toolkit: &Toolkit| {
             compile(

@@ -36,6 +36,15 @@ pub enum BuildError {
         path: PathBuf,
         searched: Vec<PathBuf>,
     },
+    #[error(
+        "variant `{variant}` ({path}) is built with arch = \"specific\" (the GPU's arch-specific target, sm_90a on compute capability 9.0: wgmma, setmaxnreg), and this GPU ({arch}) has none: {reason}\n  fix: run it on a GPU of compute capability 9.0 or newer (H100, H200), or remove arch = \"specific\" and the sm_90a-only instructions"
+    )]
+    NoArchSpecificTarget {
+        variant: String,
+        path: PathBuf,
+        arch: String,
+        reason: String,
+    },
     #[error("cannot run nvcc for {path}: {error}")]
     Nvcc { path: PathBuf, error: String },
 }

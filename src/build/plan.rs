@@ -123,6 +123,24 @@ pub fn nvcc_options(program: &Program, arch: &str) -> Vec<String> {
     opts
 }
 
+/// The target a program is built for: `arch` (the GPU's `sm_XY`) itself, or with
+/// `arch_specific` its arch-specific target `sm_XYa` (the instructions of that one compute
+/// capability: `wgmma`, `setmaxnreg` on 9.0). Err: the compute capability (for example `8.6`)
+/// when it is below 9.0, which has no arch-specific target.
+pub fn target_arch(arch: &str, arch_specific: bool) -> Result<String, String> {
+    if !arch_specific {
+        return Ok(arch.to_string());
+    }
+    let digits = arch.strip_prefix("sm_").unwrap_or(arch);
+    let cc: u32 = digits
+        .parse()
+        .map_err(|_| format!("an unrecognised architecture `{arch}`"))?;
+    if cc < 90 {
+        return Err(format!("compute capability {}.{}", cc / 10, cc % 10));
+    }
+    Ok(format!("sm_{digits}a"))
+}
+
 /// Whether NVRTC's options cap the registers per thread (`--maxrregcount=N`, `-maxrregcount=N`).
 /// NVRTC applies the cap only to the SASS it assembles itself: the PTX it returns carries no
 /// `.maxnreg`, so the driver, JIT-compiling that PTX at load, would not apply it. Measured with
@@ -144,6 +162,27 @@ pub fn caps_registers(options: &[String]) -> bool {
 mod tests {
     use super::super::test_programs::{program, rdc};
     use super::*;
+
+    #[test]
+    fn an_arch_specific_program_targets_sm_xya_from_9_0_and_nothing_below() {
+        assert_eq!(target_arch("sm_90", false).unwrap(), "sm_90");
+        assert_eq!(target_arch("sm_86", false).unwrap(), "sm_86");
+        assert_eq!(target_arch("sm_90", true).unwrap(), "sm_90a");
+        assert_eq!(target_arch("sm_100", true).unwrap(), "sm_100a");
+        assert_eq!(target_arch("sm_120", true).unwrap(), "sm_120a");
+        assert_eq!(
+            target_arch("sm_86", true).unwrap_err(),
+            "compute capability 8.6"
+        );
+        assert!(target_arch("sm_8x", true).unwrap_err().contains("sm_8x"));
+        // The plan carries the target, so NVRTC and nvcc alike get `sm_90a`.
+        let arch = target_arch("sm_90", true).unwrap();
+        assert_eq!(
+            nvrtc_options(&program(&[]), &arch)[0],
+            "--gpu-architecture=sm_90a"
+        );
+        assert_eq!(nvcc_options(&program(&[]), &arch)[1], "-arch=sm_90a");
+    }
 
     #[test]
     fn a_register_cap_is_recognised_in_nvrtc_spellings_only() {

@@ -10,6 +10,7 @@ pub(super) fn program(options: &[&str]) -> Program {
         include_dirs: vec!["/p/inc".into()],
         compiler: Compiler::Nvrtc,
         rdc: false,
+        arch_specific: false,
     }
 }
 

@@ -191,6 +191,7 @@ pub(crate) mod tests {
                 include_dirs: vec![],
                 compiler: Default::default(),
                 rdc: false,
+                arch_specific: false,
             },
             launches: vec![LaunchSpec {
                 kernel: "copy".into(),

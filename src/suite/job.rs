@@ -54,6 +54,10 @@ pub struct Program {
     /// Relocatable device code, linked with the CUDA device runtime (kernels that launch kernels).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rdc: bool,
+    /// Built for the GPU's arch-specific target (`sm_90a` on compute capability 9.0) instead of
+    /// `sm_XY`: what `wgmma` and `setmaxnreg` need (`arch = "specific"` in the manifest).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub arch_specific: bool,
 }
 
 /// Which compiler builds a program: NVRTC in process (the default), or the toolkit's nvcc for
@@ -64,6 +68,17 @@ pub enum Compiler {
     #[default]
     Nvrtc,
     Nvcc,
+}
+
+/// The target a program is built for: the GPU's own architecture (`sm_90`, portable PTX, the
+/// default) or its arch-specific one (`sm_90a`: `wgmma`, `setmaxnreg`; runs on that exact
+/// compute capability only).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ArchTarget {
+    #[default]
+    Generic,
+    Specific,
 }
 
 impl Compiler {

@@ -69,6 +69,9 @@ pub struct SuiteHeader {
     /// Relocatable device code linked with the CUDA device runtime (`libcudadevrt.a`), for kernels
     /// that launch kernels (dynamic parallelism); every variant that does not choose.
     pub rdc: Option<bool>,
+    /// `generic` (the default: `sm_XY`) or `specific` (`sm_XYa`: wgmma, setmaxnreg), for every
+    /// variant that does not choose.
+    pub arch: Option<super::job::ArchTarget>,
     /// The device runtime's buffer of launches not yet started (`cudaLimitDevRuntimePendingLaunchCount`,
     /// default 2048), an expression; only with `rdc = true`.
     pub pending_launches: Option<String>,
@@ -308,6 +311,8 @@ pub struct VariantDecl {
     pub include_dirs: Vec<String>,
     /// `rdc` for this variant (relocatable device code and the device runtime).
     pub rdc: Option<bool>,
+    /// `arch` for this variant (`generic` or `specific`).
+    pub arch: Option<super::job::ArchTarget>,
     /// `pending_launches` for this variant.
     pub pending_launches: Option<String>,
     /// `noise_threshold` for this variant (percent).

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::job::{BufferSpec, LaunchSpec, Program, StepProgram};
+use super::job::{ArchTarget, BufferSpec, LaunchSpec, Program, StepProgram};
 use super::launch::resolve_launches;
 use super::location::{Ctx, SuiteError, at};
 use super::manifest::{Manifest, VariantDecl};
@@ -54,12 +54,14 @@ pub(crate) fn resolve_program(
         .collect();
     let compiler = v.compiler.or(m.suite.compiler).unwrap_or_default();
     let rdc = v.rdc.or(m.suite.rdc).unwrap_or(false);
+    let arch_specific = v.arch.or(m.suite.arch).unwrap_or_default() == ArchTarget::Specific;
     Ok(Program {
         source_path: dir.join(source),
         options,
         include_dirs,
         compiler,
         rdc,
+        arch_specific,
     })
 }
 

@@ -133,6 +133,7 @@ fn a_kernel_that_launches_a_kernel_does_not_build_without_rdc() {
         include_dirs: vec![],
         compiler: Compiler::Nvcc,
         rdc: false,
+        arch_specific: false,
     };
     let e = build::compile(
         &program,
@@ -163,4 +164,56 @@ fn every_scan_program_builds_with_nvrtc() {
         assert!(matches!(built.image, Image::Ptx(_)), "{variant}");
         assert_eq!(built.symbols.len(), kernels.len(), "{variant}");
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA toolkit; see the file's first line"]
+fn the_tensor_gemm_hopper_rungs_build_for_sm_90a_with_nvrtc_and_nvcc_and_not_below_9_0() {
+    let toolkit = toolkit();
+    let cache = tempfile::tempdir().unwrap();
+    let mut hopper = 0;
+    for (program, kernels, variant) in programs("tensor-gemm").into_values() {
+        let built = build::compile(
+            &program,
+            &variant,
+            &kernels,
+            "sm_90",
+            &toolkit,
+            Some(cache.path()),
+        )
+        .unwrap_or_else(|e| panic!("{variant}: {e}"));
+        let Image::Ptx(ptx) = &built.image else {
+            panic!("{variant}: NVRTC gives PTX")
+        };
+        // wgmma and setmaxnreg assemble only for sm_90a: the Hopper programs target it.
+        assert_eq!(
+            ptx.contains(".target sm_90a"),
+            program.arch_specific,
+            "{variant}"
+        );
+        if program.arch_specific {
+            hopper += 1;
+            assert!(
+                ptx.contains("wgmma.mma_async") && ptx.contains("setmaxnreg"),
+                "{variant}"
+            );
+            let nvcc = Program {
+                compiler: Compiler::Nvcc,
+                ..program.clone()
+            };
+            let cubin = build::compile(&nvcc, &variant, &kernels, "sm_90", &toolkit, None)
+                .unwrap_or_else(|e| panic!("{variant} (nvcc): {e}"));
+            assert!(matches!(cubin.image, Image::Cubin(_)), "{variant}");
+            let e = build::compile(&program, &variant, &kernels, "sm_86", &toolkit, None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("arch = \"specific\"")
+                    && e.contains("compute capability 8.6")
+                    && e.contains("fix:"),
+                "{e}"
+            );
+        }
+    }
+    assert!(hopper > 0, "the suite's Hopper programs were not built");
 }
