@@ -1,6 +1,6 @@
 //! The sanitize stage (`--sanitize`): before any timing, each variant once under each compute-sanitizer tool asked for, at the cheapest job of its sweep; every record saved as it comes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
 use crate::executor::Executor;
@@ -9,6 +9,7 @@ use crate::store::{FileKind, read_regular_text};
 use crate::suite::JobSpec;
 
 use super::planning::RunSettings;
+use super::sanitize_batch::{batches, share_out};
 use super::shards::expected_cost;
 use super::suite_run::{SuiteRun, now};
 
@@ -86,49 +87,129 @@ fn tools(settings: &RunSettings) -> Vec<SanitizerTool> {
 /// wrong, as a check that failed would make them.
 pub type Failed = BTreeMap<String, String>;
 
-/// Sanitizes one suite's variants on `executor`; returns the variants that failed (a finding,
-/// or no answer from the tool).
+/// Sanitizes one suite's variants on `executor`, tool by tool, variants sharing a child where
+/// they may (unless `--sanitize-each`); returns the variants that failed (a finding, or no answer
+/// from the tool).
 pub(super) fn sanitize_suite(
     executor: &dyn Executor,
     sr: &SuiteRun,
     settings: &RunSettings,
 ) -> anyhow::Result<Failed> {
     sr.began.get_or_init(|| (Instant::now(), now()));
-    let ctx = sr.ctx(settings.seed);
-    let mut failed = Failed::new();
-    for (i, job) in chosen_jobs(&sr.plan.jobs).into_iter().enumerate() {
-        let source = read_regular_text(&job.program.source_path, FileKind::KERNEL_SOURCE).ok();
-        for tool in tools(settings) {
-            let record = if tool == SanitizerTool::Racecheck
-                && !uses_shared_memory(job, source.as_deref())
-            {
-                SanitizeRecord {
+    let jobs = chosen_jobs(&sr.plan.jobs);
+    let sources: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| read_regular_text(&j.program.source_path, FileKind::KERNEL_SOURCE).ok())
+        .collect();
+    let mut stage = Stage {
+        executor,
+        sr,
+        settings,
+        ctx: sr.ctx(settings.seed),
+        failed: Failed::new(),
+    };
+    for tool in tools(settings) {
+        let mut checked: Vec<usize> = Vec::new();
+        for (i, job) in jobs.iter().enumerate() {
+            if tool == SanitizerTool::Racecheck && !uses_shared_memory(job, sources[i].as_deref()) {
+                stage.keep(SanitizeRecord {
                     skipped: Some(NO_SHARED_MEMORY.into()),
                     ..SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
-                }
+                })?;
             } else {
-                let tag = format!("sanitize-{i}-{}", tool.as_str());
-                executor.sanitize(&ctx, &tag, job, tool, settings.sanitize_timeout)
-            };
-            if !settings.quiet {
-                eprintln!(
-                    "sanitize {} {}: {}",
-                    tool.as_str(),
-                    job.label(),
-                    record.verdict()
-                );
+                checked.push(i);
             }
-            if record.fails() {
-                let said = format!("compute-sanitizer {}: {}", tool.as_str(), record.verdict());
-                failed
-                    .entry(job.label())
-                    .and_modify(|s| *s = format!("{s}; {said}"))
-                    .or_insert(said);
+        }
+        if settings.sanitize_each {
+            for i in checked {
+                stage.alone(&jobs, i, tool)?;
             }
-            sr.append(&Record::Sanitize(record))?;
+            continue;
+        }
+        let subset: Vec<&JobSpec> = checked.iter().map(|&i| jobs[i]).collect();
+        let mut queue: VecDeque<Vec<usize>> = batches(&subset)
+            .into_iter()
+            .map(|b| b.into_iter().map(|k| checked[k]).collect())
+            .collect();
+        let mut runs = 0;
+        while let Some(batch) = queue.pop_front() {
+            if let [i] = batch[..] {
+                stage.alone(&jobs, i, tool)?;
+                continue;
+            }
+            let members: Vec<&JobSpec> = batch.iter().map(|&i| jobs[i]).collect();
+            let tag = format!("sanitize-batch{runs}-{}", tool.as_str());
+            runs += 1;
+            let run = executor.sanitize_batch(
+                &stage.ctx,
+                &tag,
+                &members,
+                tool,
+                settings.sanitize_timeout,
+            );
+            let shares = share_out(&members, &run);
+            for k in shares.clean {
+                let job = members[k];
+                stage.keep(SanitizeRecord {
+                    job_id: job.id().into(),
+                    variant: job.label(),
+                    group: job.key.group.clone(),
+                    findings: Vec::new(),
+                    errors_reported: Some(0),
+                    error: None,
+                    skipped: None,
+                    ..run.record.clone()
+                })?;
+            }
+            for k in shares.alone {
+                stage.alone(&jobs, batch[k], tool)?;
+            }
+            if !shares.again.is_empty() {
+                queue.push_front(shares.again.iter().map(|&k| batch[k]).collect());
+            }
         }
     }
-    Ok(failed)
+    Ok(stage.failed)
+}
+
+/// What the sanitize stage of one suite needs at hand, and the variants failed so far.
+struct Stage<'a> {
+    executor: &'a dyn Executor,
+    sr: &'a SuiteRun<'a>,
+    settings: &'a RunSettings,
+    ctx: crate::executor::RunContext<'a>,
+    failed: Failed,
+}
+
+impl Stage<'_> {
+    /// Job `i` alone under `tool` in a child of its own.
+    fn alone(&mut self, jobs: &[&JobSpec], i: usize, tool: SanitizerTool) -> anyhow::Result<()> {
+        let tag = format!("sanitize-{i}-{}", tool.as_str());
+        let record = self.executor.sanitize(
+            &self.ctx,
+            &tag,
+            jobs[i],
+            tool,
+            self.settings.sanitize_timeout,
+        );
+        self.keep(record)
+    }
+
+    /// Says the verdict, notes a failed variant and saves the record.
+    fn keep(&mut self, record: SanitizeRecord) -> anyhow::Result<()> {
+        let tool = record.tool.as_str();
+        if !self.settings.quiet {
+            eprintln!("sanitize {tool} {}: {}", record.variant, record.verdict());
+        }
+        if record.fails() {
+            let said = format!("compute-sanitizer {tool}: {}", record.verdict());
+            self.failed
+                .entry(record.variant.clone())
+                .and_modify(|s| *s = format!("{s}; {said}"))
+                .or_insert(said);
+        }
+        self.sr.append(&Record::Sanitize(record))
+    }
 }
 
 #[cfg(test)]
