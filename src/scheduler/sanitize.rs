@@ -9,7 +9,7 @@ use crate::store::{FileKind, read_regular_text};
 use crate::suite::JobSpec;
 
 use super::planning::RunSettings;
-use super::sanitize_batch::{batches, share_out};
+use super::sanitize_batch::share_out;
 use super::shards::expected_cost;
 use super::suite_run::{SuiteRun, now};
 
@@ -87,8 +87,8 @@ fn tools(settings: &RunSettings) -> Vec<SanitizerTool> {
 /// wrong, as a check that failed would make them.
 pub type Failed = BTreeMap<String, String>;
 
-/// Sanitizes one suite's variants on `executor`, tool by tool, variants sharing a child where
-/// they may (unless `--sanitize-each`); returns the variants that failed (a finding, or no answer
+/// Sanitizes one suite's variants on `executor`, tool by tool, all in one child (unless
+/// `--sanitize-each`; those a finding or a crash leaves in doubt again, alone); returns the variants that failed (a finding, or no answer
 /// from the tool).
 pub(super) fn sanitize_suite(
     executor: &dyn Executor,
@@ -126,16 +126,16 @@ pub(super) fn sanitize_suite(
             }
             continue;
         }
-        let subset: Vec<&JobSpec> = checked.iter().map(|&i| jobs[i]).collect();
-        let mut queue: VecDeque<Vec<usize>> = batches(&subset)
-            .into_iter()
-            .map(|b| b.into_iter().map(|k| checked[k]).collect())
-            .collect();
+        let mut queue: VecDeque<Vec<usize>> = VecDeque::from([checked]);
         let mut runs = 0;
         while let Some(batch) = queue.pop_front() {
-            if let [i] = batch[..] {
-                stage.alone(&jobs, i, tool)?;
-                continue;
+            match batch[..] {
+                [] => continue,
+                [i] => {
+                    stage.alone(&jobs, i, tool)?;
+                    continue;
+                }
+                _ => {}
             }
             let members: Vec<&JobSpec> = batch.iter().map(|&i| jobs[i]).collect();
             let tag = format!("sanitize-batch{runs}-{}", tool.as_str());

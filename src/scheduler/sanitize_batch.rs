@@ -1,4 +1,4 @@
-//! One sanitized child for many variants (pure): which jobs may share a child (no kernel name twice, so a finding's kernel names its job), and what a batch's answer says of each job: clean, to be sanitized alone, or to go into the next batch.
+//! One sanitized child for many variants (pure): what its answer says of each job (a finding belongs to the jobs that launch its kernel): clean, to be sanitized alone, or to go into the next batch.
 
 use std::collections::BTreeSet;
 
@@ -13,26 +13,6 @@ fn kernels(job: &JobSpec) -> BTreeSet<String> {
     job.launches.iter().map(|l| base_name(&l.kernel)).collect()
 }
 
-/// The jobs (by index into `jobs`) in groups that may share a child: within a group no kernel
-/// name belongs to two jobs. Greedy, in order; a group of one is sanitized alone.
-pub fn batches(jobs: &[&JobSpec]) -> Vec<Vec<usize>> {
-    let mut groups: Vec<(Vec<usize>, BTreeSet<String>)> = Vec::new();
-    for (i, job) in jobs.iter().enumerate() {
-        let names = kernels(job);
-        match groups
-            .iter_mut()
-            .find(|(_, taken)| taken.is_disjoint(&names))
-        {
-            Some((members, taken)) => {
-                members.push(i);
-                taken.extend(names);
-            }
-            None => groups.push((vec![i], names)),
-        }
-    }
-    groups.into_iter().map(|(members, _)| members).collect()
-}
-
 /// What a batch's answer says of its jobs (indices into the batch, in order).
 #[derive(Debug, Default, PartialEq)]
 pub struct Shares {
@@ -45,11 +25,11 @@ pub struct Shares {
     pub again: Vec<usize>,
 }
 
-/// Shares a batch's answer out among its jobs. A finding belongs to the one job launching its
-/// kernel (`batches` saw to that). Trusted are the jobs the child finished, up to the first with a
-/// finding where the report may have been cut at the print limit; where the report is unread,
-/// a finding names no job's kernel, or the tool said it cannot check something (which job's?),
-/// every job is sanitized alone.
+/// Shares a batch's answer out among its jobs. A finding is laid to every job launching its
+/// kernel (variants of one kernel are told apart by sanitizing them alone). Trusted are the jobs
+/// the child finished, up to the first with a finding where the report may have been cut at the
+/// print limit; where the report is unread, a finding names no job's kernel, or the tool said it
+/// cannot check something (which job's?), every job is sanitized alone.
 pub fn share_out(jobs: &[&JobSpec], run: &BatchRun) -> Shares {
     let all_alone = || Shares {
         alone: (0..jobs.len()).collect(),
@@ -58,18 +38,18 @@ pub fn share_out(jobs: &[&JobSpec], run: &BatchRun) -> Shares {
     if !run.report_read || run.record.skipped.is_some() {
         return all_alone();
     }
-    let owners: Option<BTreeSet<usize>> = run
-        .record
-        .findings
-        .iter()
-        .map(|f| {
-            let base = reported_base_name(&f.kernel);
-            jobs.iter().position(|j| kernels(j).contains(&base))
-        })
-        .collect();
-    let Some(flagged) = owners else {
-        return all_alone();
-    };
+    let launched: Vec<BTreeSet<String>> = jobs.iter().map(|j| kernels(j)).collect();
+    let mut flagged: BTreeSet<usize> = BTreeSet::new();
+    for f in &run.record.findings {
+        let base = reported_base_name(&f.kernel);
+        let owners: Vec<usize> = (0..jobs.len())
+            .filter(|&i| launched[i].contains(&base))
+            .collect();
+        if owners.is_empty() {
+            return all_alone();
+        }
+        flagged.extend(owners);
+    }
     let shown: u64 = run.record.findings.iter().map(|f| f.reports).sum();
     let cut = shown >= u64::from(PRINT_LIMIT)
         || run
@@ -135,17 +115,23 @@ mod tests {
     }
 
     #[test]
-    fn jobs_sharing_a_kernel_name_go_to_different_batches() {
-        let (a, b, c, d) = (
+    fn a_finding_in_a_kernel_two_jobs_launch_sends_both_alone() {
+        let jobs = [
             job(&["copy"]),
-            job(&["ns::copy<float>"]),
             job(&["scale", "add"]),
-            job(&["add"]),
-        );
+            job(&["ns::copy<float>"]),
+        ];
+        let jobs: Vec<&JobSpec> = jobs.iter().collect();
         assert_eq!(
-            batches(&[&a, &b, &c, &d]),
-            vec![vec![0, 2], vec![1, 3]],
-            "copy twice and add twice may not share a child"
+            share_out(
+                &jobs,
+                &run(vec![finding("void ns::copy<float>(float*)", 1)], 1, 3)
+            ),
+            Shares {
+                clean: vec![1],
+                alone: vec![0, 2],
+                again: vec![],
+            }
         );
     }
 

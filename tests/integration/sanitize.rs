@@ -40,9 +40,15 @@ fn sanitize_only_records_each_variant_once_per_tool_at_its_smallest_group_and_ti
     );
     let tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
     assert_eq!(
-        &tools[..2],
-        ["memcheck", "racecheck"],
-        "in their order of cost"
+        tools,
+        [["memcheck"; 4], ["racecheck"; 4]].concat(),
+        "tool by tool, in their order of cost"
+    );
+    let batched: Vec<Option<u64>> = lines.iter().map(|l| l["batch_of"].as_u64()).collect();
+    assert_eq!(
+        batched,
+        [[Some(4); 4].as_slice(), &[None, None, Some(2), Some(2)]].concat(),
+        "one child for the 4 variants under memcheck, one for the 2 racecheck checks"
     );
     let skipped: Vec<&str> = lines
         .iter()
