@@ -17,15 +17,21 @@ use super::suite_run::{SuiteRun, now};
 pub const NO_SHARED_MEMORY: &str =
     "no shared memory in its kernels (racecheck checks only shared memory)";
 
-/// One job per variant (its label: name and own parameters), the cheapest of its sweep by
-/// expected cost (the smallest group), in the order the variants first appear.
-pub fn chosen_jobs(jobs: &[JobSpec]) -> Vec<&JobSpec> {
+/// One job per variant (its label: name and own parameters), in the order the variants first
+/// appear: the job the manifest's `sanitize` shape names (in `named`), else the cheapest of its
+/// sweep by expected cost (the smallest group).
+pub fn chosen_jobs<'j>(jobs: &'j [JobSpec], named: &'j [JobSpec]) -> Vec<&'j JobSpec> {
     let mut chosen: Vec<&JobSpec> = Vec::new();
     for job in jobs {
         match chosen.iter_mut().find(|c| c.label() == job.label()) {
             Some(c) if expected_cost(job) < expected_cost(c) => *c = job,
             Some(_) => {}
             None => chosen.push(job),
+        }
+    }
+    for c in &mut chosen {
+        if let Some(n) = named.iter().find(|n| n.label() == c.label()) {
+            *c = n;
         }
     }
     chosen
@@ -96,7 +102,7 @@ pub(super) fn sanitize_suite(
     settings: &RunSettings,
 ) -> anyhow::Result<Failed> {
     sr.began.get_or_init(|| (Instant::now(), now()));
-    let jobs = chosen_jobs(&sr.plan.jobs);
+    let jobs = chosen_jobs(&sr.plan.jobs, &sr.plan.suite.sanitize_jobs);
     let sources: Vec<Option<String>> = jobs
         .iter()
         .map(|j| read_regular_text(&j.program.source_path, FileKind::KERNEL_SOURCE).ok())

@@ -1,7 +1,7 @@
 //! Job expansion: the sweep walked point by point, each variant resolved there into a job
 //! (buffers, check, bound, launches or steps, program, thresholds and work).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::buffers::{resolve_buffers, resolve_tensor_maps};
@@ -47,6 +47,98 @@ pub(crate) fn expand(ctx: &Ctx, m: &Manifest, dir: &Path) -> Result<Vec<JobSpec>
         }
     }
     Ok(jobs)
+}
+
+/// The jobs `--sanitize` runs where the manifest names a shape (`sanitize = { shape = { N = 4096 } }`
+/// on a variant, else on the suite): each such variant, with each of its own parameter sets, at
+/// that point. The shape gives every name the suite's axes bind, and no other.
+pub(crate) fn expand_sanitize(
+    ctx: &Ctx,
+    m: &Manifest,
+    dir: &Path,
+) -> Result<Vec<JobSpec>, SuiteError> {
+    let axis_names: BTreeSet<String> = combinations(&m.axes)
+        .into_iter()
+        .flat_map(|c| c.into_keys())
+        .collect();
+    let mut jobs = Vec::new();
+    for (i, v) in m.variants.iter().enumerate() {
+        let (shape, place) = match (&v.sanitize, &m.suite.sanitize) {
+            (Some(s), _) => (&s.shape, at!["variants", i, "sanitize", "shape"]),
+            (None, Some(s)) => (&s.shape, at!["suite", "sanitize", "shape"]),
+            (None, None) => continue,
+        };
+        check_shape(ctx, shape, &axis_names, place)?;
+        let mut group_all = m.params.clone();
+        group_all.extend(shape.clone());
+        for vaxes in combinations(&v.axes) {
+            let mut variant_params = v.params.clone();
+            variant_params.extend(vaxes);
+            jobs.push(resolve_job(
+                ctx,
+                m,
+                dir,
+                v,
+                &group_all,
+                shape,
+                &variant_params,
+            )?);
+        }
+    }
+    Ok(jobs)
+}
+
+/// A sanitize shape names each name the suite's axes bind, once, and nothing else.
+fn check_shape(
+    ctx: &Ctx,
+    shape: &BTreeMap<String, i64>,
+    axis_names: &BTreeSet<String>,
+    place: Vec<super::location::Seg>,
+) -> Result<(), SuiteError> {
+    let bound = || {
+        if axis_names.is_empty() {
+            "the suite has no axes".to_string()
+        } else {
+            format!(
+                "the suite's axes bind {}",
+                axis_names
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    };
+    let example = || {
+        let values: Vec<String> = axis_names.iter().map(|n| format!("{n} = 4096")).collect();
+        format!("sanitize = {{ shape = {{ {} }} }}", values.join(", "))
+    };
+    if let Some(stray) = shape.keys().find(|k| !axis_names.contains(*k)) {
+        let fix = if axis_names.is_empty() {
+            "leave `sanitize` out: a suite without axes has one point, and each variant is sanitized there".to_string()
+        } else {
+            format!(
+                "give a value for each of those names only, as in {}",
+                example()
+            )
+        };
+        return Err(ctx.err(
+            place,
+            format!("the sanitize shape names `{stray}`, but {}", bound()),
+            fix,
+        ));
+    }
+    if let Some(missing) = axis_names.iter().find(|n| !shape.contains_key(*n)) {
+        return Err(ctx.err(
+            place,
+            format!(
+                "the sanitize shape gives no value for `{missing}` ({})",
+                bound()
+            ),
+            format!("give a value for every one of them, as in {}", example()),
+        ));
+    }
+    Ok(())
 }
 
 /// One variant at one point of the sweep; its bindings are the point's (`group_all`: the suite's

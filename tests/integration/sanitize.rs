@@ -108,3 +108,94 @@ fn sanitize_only_without_tools_and_an_unknown_tool_are_usage_errors() {
             .code(2);
     }
 }
+
+/// The small suite with a sweep of two sizes, two variants, and these extra manifest lines.
+fn shaped_suite(dir: &Path, suite_line: &str, variant_line: &str) -> std::path::PathBuf {
+    let manifest = crate::common::SMALL_SUITE
+        .replace("N = [1024]", "N = [65536, 1048576]")
+        .replace(
+            "source = \"k.cu\"\n",
+            &format!("source = \"k.cu\"\n{suite_line}\n"),
+        );
+    let manifest = format!(
+        "{manifest}{variant_line}\n[[variants]]\nname = \"w\"\nkernel = \"k\"\nblock = [\"128\"]\ngrid = [\"ceil_div(N, 128)\"]\nargs = [\"x\", \"N\"]\n"
+    );
+    crate::common::write_small_suite(dir, &manifest)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+#[test]
+fn a_shape_the_manifest_names_is_where_each_variant_is_sanitized() {
+    let dir = tempfile::tempdir().unwrap();
+    // The suite says N = 4096 (no point of the sweep); variant v says N = 1048576.
+    let suites = shaped_suite(
+        dir.path(),
+        "sanitize = { shape = { N = 4096 } }",
+        "sanitize = { shape = { N = 1048576 } }",
+    );
+    let run = mock_run_in(
+        dir.path(),
+        [
+            "--suite",
+            "mine",
+            "--suite-dir",
+            suites.to_str().unwrap(),
+            "--sanitize",
+            "memcheck",
+            "--sanitize-only",
+        ],
+    );
+    let groups: Vec<(String, String)> = sanitize_lines(&run)
+        .iter()
+        .map(|l| {
+            (
+                l["variant"].as_str().unwrap().to_string(),
+                l["group"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("v".to_string(), "N=1048576".to_string()),
+            ("w".to_string(), "N=4096".to_string())
+        ]
+    );
+}
+
+#[test]
+fn a_sanitize_shape_naming_no_axis_or_leaving_one_out_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    for (suite_line, says, fix) in [
+        (
+            "sanitize = { shape = { M = 4096 } }",
+            "the sanitize shape names `M`, but the suite's axes bind N",
+            "sanitize = { shape = { N = 4096 } }",
+        ),
+        (
+            "sanitize = { shape = {} }",
+            "the sanitize shape gives no value for `N`",
+            "give a value for every one of them",
+        ),
+        ("sanitize = { N = 4096 }", "unknown field `N`", ""),
+    ] {
+        let suites = shaped_suite(dir.path(), suite_line, "");
+        let out = gpu_lab_with_cache_in(dir.path())
+            .args(["--mock-gpu", "run", "--suite", "mine", "--suite-dir"])
+            .arg(&suites)
+            .args(["--sanitize", "memcheck", "--sanitize-only", "--out", "runs"])
+            .assert()
+            .failure();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains(says), "{suite_line}: {err}");
+        assert!(err.contains(fix), "{suite_line}: {err}");
+        assert!(
+            err.contains("suite.toml:"),
+            "names the file and line: {err}"
+        );
+    }
+}
