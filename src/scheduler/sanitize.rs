@@ -1,6 +1,7 @@
 //! The sanitize stage (`--sanitize`): before any timing, each variant once under each compute-sanitizer tool asked for, at the cheapest job of its sweep; every record saved as it comes.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::executor::Executor;
@@ -9,7 +10,7 @@ use crate::store::{FileKind, read_regular_text};
 use crate::suite::JobSpec;
 
 use super::planning::RunSettings;
-use super::sanitize_batch::share_out;
+use super::sanitize_batch::{Settled, settle};
 use super::shards::expected_cost;
 use super::suite_run::{SuiteRun, now};
 
@@ -93,9 +94,9 @@ fn tools(settings: &RunSettings) -> Vec<SanitizerTool> {
 /// wrong, as a check that failed would make them.
 pub type Failed = BTreeMap<String, String>;
 
-/// Sanitizes one suite's variants on `executor`, tool by tool, all in one child (unless
-/// `--sanitize-each`; those a finding or a crash leaves in doubt again, alone); returns the variants that failed (a finding, or no answer
-/// from the tool).
+/// Sanitizes one suite's variants on `executor`, tool by tool, all in one child (those a finding
+/// or a crash leaves in doubt again alone; each alone with `--sanitize-each`); returns the
+/// variants that failed (a finding, or no answer from the tool).
 pub(super) fn sanitize_suite(
     executor: &dyn Executor,
     sr: &SuiteRun,
@@ -107,12 +108,12 @@ pub(super) fn sanitize_suite(
         .iter()
         .map(|j| read_regular_text(&j.program.source_path, FileKind::KERNEL_SOURCE).ok())
         .collect();
-    let mut stage = Stage {
+    let stage = Stage {
         executor,
         sr,
         settings,
         ctx: sr.ctx(settings.seed),
-        failed: Failed::new(),
+        failed: RefCell::new(Failed::new()),
     };
     for tool in tools(settings) {
         let mut checked: Vec<usize> = Vec::new();
@@ -132,50 +133,19 @@ pub(super) fn sanitize_suite(
             }
             continue;
         }
-        let mut queue: VecDeque<Vec<usize>> = VecDeque::from([checked]);
-        let mut runs = 0;
-        while let Some(batch) = queue.pop_front() {
-            match batch[..] {
-                [] => continue,
-                [i] => {
-                    stage.alone(&jobs, i, tool)?;
-                    continue;
-                }
-                _ => {}
-            }
-            let members: Vec<&JobSpec> = batch.iter().map(|&i| jobs[i]).collect();
-            let tag = format!("sanitize-batch{runs}-{}", tool.as_str());
-            runs += 1;
-            let run = executor.sanitize_batch(
-                &stage.ctx,
-                &tag,
-                &members,
-                tool,
-                settings.sanitize_timeout,
-            );
-            let shares = share_out(&members, &run);
-            for k in shares.clean {
-                let job = members[k];
-                stage.keep(SanitizeRecord {
-                    job_id: job.id().into(),
-                    variant: job.label(),
-                    group: job.key.group.clone(),
-                    findings: Vec::new(),
-                    errors_reported: Some(0),
-                    error: None,
-                    skipped: None,
-                    ..run.record.clone()
-                })?;
-            }
-            for k in shares.alone {
-                stage.alone(&jobs, batch[k], tool)?;
-            }
-            if !shares.again.is_empty() {
-                queue.push_front(shares.again.iter().map(|&k| batch[k]).collect());
-            }
-        }
+        let (executor, ctx, timeout) = (stage.executor, &stage.ctx, settings.sanitize_timeout);
+        let tag = |n: usize| format!("sanitize-batch{n}-{}", tool.as_str());
+        settle(
+            &jobs,
+            checked,
+            |n, members| executor.sanitize_batch(ctx, &tag(n), members, tool, timeout),
+            |settled| match settled {
+                Settled::Clean(record) => stage.keep(record),
+                Settled::Alone(i) => stage.alone(&jobs, i, tool),
+            },
+        )?;
     }
-    Ok(stage.failed)
+    Ok(stage.failed.into_inner())
 }
 
 /// What the sanitize stage of one suite needs at hand, and the variants failed so far.
@@ -184,12 +154,12 @@ struct Stage<'a> {
     sr: &'a SuiteRun<'a>,
     settings: &'a RunSettings,
     ctx: crate::executor::RunContext<'a>,
-    failed: Failed,
+    failed: RefCell<Failed>,
 }
 
 impl Stage<'_> {
     /// Job `i` alone under `tool` in a child of its own.
-    fn alone(&mut self, jobs: &[&JobSpec], i: usize, tool: SanitizerTool) -> anyhow::Result<()> {
+    fn alone(&self, jobs: &[&JobSpec], i: usize, tool: SanitizerTool) -> anyhow::Result<()> {
         let tag = format!("sanitize-{i}-{}", tool.as_str());
         let record = self.executor.sanitize(
             &self.ctx,
@@ -202,7 +172,7 @@ impl Stage<'_> {
     }
 
     /// Says the verdict, notes a failed variant and saves the record.
-    fn keep(&mut self, record: SanitizeRecord) -> anyhow::Result<()> {
+    fn keep(&self, record: SanitizeRecord) -> anyhow::Result<()> {
         let tool = record.tool.as_str();
         if !self.settings.quiet {
             eprintln!("sanitize {tool} {}: {}", record.variant, record.verdict());
@@ -210,6 +180,7 @@ impl Stage<'_> {
         if record.fails() {
             let said = format!("compute-sanitizer {tool}: {}", record.verdict());
             self.failed
+                .borrow_mut()
                 .entry(record.variant.clone())
                 .and_modify(|s| *s = format!("{s}; {said}"))
                 .or_insert(said);

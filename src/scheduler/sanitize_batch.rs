@@ -1,10 +1,10 @@
 //! One sanitized child for many variants (pure): what its answer says of each job (a finding belongs to the jobs that launch its kernel): clean, to be sanitized alone, or to go into the next batch.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 use crate::cxx::base_name;
 use crate::profiler::assign::reported_base_name;
-use crate::records::BatchRun;
+use crate::records::{BatchRun, SanitizeRecord};
 use crate::sanitizer::PRINT_LIMIT;
 use crate::suite::JobSpec;
 
@@ -73,10 +73,70 @@ pub fn share_out(jobs: &[&JobSpec], run: &BatchRun) -> Shares {
     shares
 }
 
+/// How one job's record under a tool comes about.
+#[derive(Debug, PartialEq)]
+pub enum Settled {
+    /// Clean in a batch: its record, made from the batch's.
+    Clean(SanitizeRecord),
+    /// To be sanitized alone: the job's index.
+    Alone(usize),
+}
+
+/// Settles the `checked` jobs (indices into `jobs`) under one tool: batches through
+/// `sanitize_batch` (given the batch's number and its jobs) until every job is clean or handed to
+/// `settled` to run alone. Each round settles at least the job its child stopped at, so it ends.
+pub fn settle(
+    jobs: &[&JobSpec],
+    checked: Vec<usize>,
+    mut sanitize_batch: impl FnMut(usize, &[&JobSpec]) -> BatchRun,
+    mut settled: impl FnMut(Settled) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut queue: VecDeque<Vec<usize>> = VecDeque::from([checked]);
+    let mut runs = 0;
+    while let Some(batch) = queue.pop_front() {
+        match batch[..] {
+            [] => continue,
+            [i] => {
+                settled(Settled::Alone(i))?;
+                continue;
+            }
+            _ => {}
+        }
+        let members: Vec<&JobSpec> = batch.iter().map(|&i| jobs[i]).collect();
+        let run = sanitize_batch(runs, &members);
+        runs += 1;
+        let shares = share_out(&members, &run);
+        for k in shares.clean {
+            settled(Settled::Clean(clean_record(members[k], &run.record)))?;
+        }
+        for k in shares.alone {
+            settled(Settled::Alone(batch[k]))?;
+        }
+        if !shares.again.is_empty() {
+            queue.push_front(shares.again.iter().map(|&k| batch[k]).collect());
+        }
+    }
+    Ok(())
+}
+
+/// A job's clean record from its batch's: nothing found; the batch's seconds, files and size.
+fn clean_record(job: &JobSpec, batch: &SanitizeRecord) -> SanitizeRecord {
+    SanitizeRecord {
+        job_id: job.id().into(),
+        variant: job.label(),
+        group: job.key.group.clone(),
+        findings: Vec::new(),
+        errors_reported: Some(0),
+        error: None,
+        skipped: None,
+        ..batch.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::{Finding, SanitizeRecord, SanitizerTool};
+    use crate::records::{Finding, SanitizerTool};
     use crate::suite::LaunchSpec;
 
     fn job(kernels: &[&str]) -> JobSpec {
@@ -216,5 +276,54 @@ mod tests {
         let mut notice = run(Vec::new(), 0, 2);
         notice.record.skipped = Some("memcheck says: not supported".into());
         assert_eq!(share_out(&jobs, &notice), every);
+    }
+
+    #[test]
+    fn settling_reruns_the_flagged_job_alone_and_batches_the_rest_again() {
+        let jobs = [job(&["a"]), job(&["b"]), job(&["c"]), job(&["d"])];
+        let jobs: Vec<&JobSpec> = jobs.iter().collect();
+        let mut batches: Vec<Vec<String>> = Vec::new();
+        let mut settled: Vec<String> = Vec::new();
+        settle(
+            &jobs,
+            vec![0, 1, 2, 3],
+            |n, members| {
+                batches.push(
+                    members
+                        .iter()
+                        .map(|j| j.launches[0].kernel.clone())
+                        .collect(),
+                );
+                // The first child dies in b with a finding; the second finishes clean.
+                if n == 0 {
+                    run(vec![finding("b", 1)], 1, 1)
+                } else {
+                    run(Vec::new(), 0, members.len())
+                }
+            },
+            |s| {
+                settled.push(match s {
+                    Settled::Clean(r) => {
+                        assert_eq!(r.errors_reported, Some(0));
+                        assert!(r.findings.is_empty() && !r.fails());
+                        format!("clean {}", r.job_id)
+                    }
+                    Settled::Alone(i) => format!("alone {i}"),
+                });
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(batches, [vec!["a", "b", "c", "d"], vec!["c", "d"]]);
+        let id = |k: usize| jobs[k].id().to_string();
+        assert_eq!(
+            settled,
+            [
+                format!("clean {}", id(0)),
+                "alone 1".into(),
+                format!("clean {}", id(2)),
+                format!("clean {}", id(3)),
+            ]
+        );
     }
 }
