@@ -40,7 +40,14 @@ pub fn share_out(jobs: &[&JobSpec], run: &BatchRun) -> Shares {
     }
     let launched: Vec<BTreeSet<String>> = jobs.iter().map(|j| kernels(j)).collect();
     let mut flagged: BTreeSet<usize> = BTreeSet::new();
+    let mut dropped = false;
     for f in &run.record.findings {
+        // The tool's own word that it dropped reports (its error buffer overflowed): the report
+        // is cut, as at the print limit.
+        if f.kernel.is_empty() && f.what.contains("records have been dropped") {
+            dropped = true;
+            continue;
+        }
         let base = reported_base_name(&f.kernel);
         let owners: Vec<usize> = (0..jobs.len())
             .filter(|&i| launched[i].contains(&base))
@@ -51,7 +58,8 @@ pub fn share_out(jobs: &[&JobSpec], run: &BatchRun) -> Shares {
         flagged.extend(owners);
     }
     let shown: u64 = run.record.findings.iter().map(|f| f.reports).sum();
-    let cut = shown >= u64::from(PRINT_LIMIT)
+    let cut = dropped
+        || shown >= u64::from(PRINT_LIMIT)
         || run
             .record
             .errors_reported
@@ -249,6 +257,29 @@ mod tests {
         let cut = run(vec![finding("b", 100)], 1_048_576, 3);
         assert_eq!(
             share_out(&jobs, &cut),
+            Shares {
+                clean: vec![0],
+                alone: vec![1],
+                again: vec![2],
+            }
+        );
+    }
+
+    #[test]
+    fn a_dropped_records_notice_cuts_the_report_instead_of_naming_no_job() {
+        let jobs = [job(&["a"]), job(&["b"]), job(&["c"])];
+        let jobs: Vec<&JobSpec> = jobs.iter().collect();
+        // As synccheck wrote it over the planted suite on an H200 (2026-11-26).
+        let notice = Finding {
+            kind: "Sanitizer".into(),
+            what:
+                "Warning: Error buffer overflow has been detected. Some records have been dropped"
+                    .into(),
+            level: Some("Warning".into()),
+            ..finding("", 1)
+        };
+        assert_eq!(
+            share_out(&jobs, &run(vec![finding("b", 100), notice], 257, 3)),
             Shares {
                 clean: vec![0],
                 alone: vec![1],

@@ -51,7 +51,8 @@ pub(crate) fn expand(ctx: &Ctx, m: &Manifest, dir: &Path) -> Result<Vec<JobSpec>
 
 /// The jobs `--sanitize` runs where the manifest names a shape (`sanitize = { shape = { N = 4096 } }`
 /// on a variant, else on the suite): each such variant, with each of its own parameter sets, at
-/// that point. The shape gives every name the suite's axes bind, and no other.
+/// that point. The shape gives every name the suite's axes bind, and may change `[params]`
+/// (`{ S = 512 }` for a suite of one fixed size).
 pub(crate) fn expand_sanitize(
     ctx: &Ctx,
     m: &Manifest,
@@ -68,7 +69,7 @@ pub(crate) fn expand_sanitize(
             (None, Some(s)) => (&s.shape, at!["suite", "sanitize", "shape"]),
             (None, None) => continue,
         };
-        check_shape(ctx, shape, &axis_names, place)?;
+        check_shape(ctx, shape, (&axis_names, &m.params), place)?;
         let mut group_all = m.params.clone();
         group_all.extend(shape.clone());
         for vaxes in combinations(&v.axes) {
@@ -88,54 +89,59 @@ pub(crate) fn expand_sanitize(
     Ok(jobs)
 }
 
-/// A sanitize shape names each name the suite's axes bind, once, and nothing else.
+/// A sanitize shape gives a value for each name the suite's axes bind, may change its `[params]`,
+/// and names nothing else.
 fn check_shape(
     ctx: &Ctx,
     shape: &BTreeMap<String, i64>,
-    axis_names: &BTreeSet<String>,
+    (axis_names, params): (&BTreeSet<String>, &BTreeMap<String, i64>),
     place: Vec<super::location::Seg>,
 ) -> Result<(), SuiteError> {
-    let bound = || {
-        if axis_names.is_empty() {
-            "the suite has no axes".to_string()
+    let list = |names: Vec<&String>| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let axes = list(axis_names.iter().collect());
+    let example = format!(
+        "sanitize = {{ shape = {{ {} }} }}",
+        axis_names
+            .iter()
+            .chain(params.keys().take(usize::from(axis_names.is_empty())))
+            .map(|n| format!("{n} = 1024"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let known = format!(
+        "the suite's axes bind {}; its [params] are {}",
+        if axes.is_empty() {
+            "nothing".into()
         } else {
-            format!(
-                "the suite's axes bind {}",
-                axis_names
-                    .iter()
-                    .map(|n| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            axes
+        },
+        if params.is_empty() {
+            "none".into()
+        } else {
+            list(params.keys().collect())
         }
-    };
-    let example = || {
-        let values: Vec<String> = axis_names.iter().map(|n| format!("{n} = 4096")).collect();
-        format!("sanitize = {{ shape = {{ {} }} }}", values.join(", "))
-    };
-    if let Some(stray) = shape.keys().find(|k| !axis_names.contains(*k)) {
-        let fix = if axis_names.is_empty() {
-            "leave `sanitize` out: a suite without axes has one point, and each variant is sanitized there".to_string()
-        } else {
-            format!(
-                "give a value for each of those names only, as in {}",
-                example()
-            )
-        };
+    );
+    if let Some(stray) = shape
+        .keys()
+        .find(|k| !axis_names.contains(*k) && !params.contains_key(*k))
+    {
         return Err(ctx.err(
             place,
-            format!("the sanitize shape names `{stray}`, but {}", bound()),
-            fix,
+            format!("the sanitize shape names `{stray}`, which no axis binds and no [params] entry has ({known})"),
+            format!("give a value for every axis name, and for [params] to change at the sanitize point only, as in {example}"),
         ));
     }
     if let Some(missing) = axis_names.iter().find(|n| !shape.contains_key(*n)) {
         return Err(ctx.err(
             place,
-            format!(
-                "the sanitize shape gives no value for `{missing}` ({})",
-                bound()
-            ),
-            format!("give a value for every one of them, as in {}", example()),
+            format!("the sanitize shape gives no value for `{missing}` ({known})"),
+            format!("give a value for every axis name, as in {example}"),
         ));
     }
     Ok(())

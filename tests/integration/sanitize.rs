@@ -173,13 +173,13 @@ fn a_sanitize_shape_naming_no_axis_or_leaving_one_out_is_refused_with_the_fix() 
     for (suite_line, says, fix) in [
         (
             "sanitize = { shape = { M = 4096 } }",
-            "the sanitize shape names `M`, but the suite's axes bind N",
-            "sanitize = { shape = { N = 4096 } }",
+            "the sanitize shape names `M`, which no axis binds and no [params] entry has (the suite's axes bind `N`; its [params] are none)",
+            "sanitize = { shape = { N = 1024 } }",
         ),
         (
             "sanitize = { shape = {} }",
             "the sanitize shape gives no value for `N`",
-            "give a value for every one of them",
+            "give a value for every axis name",
         ),
         ("sanitize = { N = 4096 }", "unknown field `N`", ""),
     ] {
@@ -198,4 +198,39 @@ fn a_sanitize_shape_naming_no_axis_or_leaving_one_out_is_refused_with_the_fix() 
             "names the file and line: {err}"
         );
     }
+}
+
+#[test]
+fn a_sanitize_shape_may_change_a_suites_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = crate::common::SMALL_SUITE
+        .replace("[axes]\nN = [1024]", "[params]\nN = 1048576")
+        .replace(
+            "source = \"k.cu\"\n",
+            "source = \"k.cu\"\nsanitize = { shape = { N = 1024 } }\n",
+        );
+    let suites = crate::common::write_small_suite(dir.path(), &manifest)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let run = mock_run_in(
+        dir.path(),
+        [
+            "--suite",
+            "mine",
+            "--suite-dir",
+            suites.to_str().unwrap(),
+            "--sanitize",
+            "memcheck",
+            "--sanitize-only",
+        ],
+    );
+    let lines = sanitize_lines(&run);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        lines[0]["group"], "N=1024",
+        "the params' N = 1048576 changed"
+    );
 }
