@@ -140,7 +140,7 @@ pub(super) fn sanitize_suite(
             checked,
             |n, members| executor.sanitize_batch(ctx, &tag(n), members, tool, timeout),
             |settled| match settled {
-                Settled::Clean(record) => stage.keep(record),
+                Settled::Clean(record) => stage.keep(*record),
                 Settled::Alone(i) => stage.alone(&jobs, i, tool),
             },
         )?;

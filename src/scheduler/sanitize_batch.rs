@@ -85,7 +85,7 @@ pub fn share_out(jobs: &[&JobSpec], run: &BatchRun) -> Shares {
 #[derive(Debug, PartialEq)]
 pub enum Settled {
     /// Clean in a batch: its record, made from the batch's.
-    Clean(SanitizeRecord),
+    Clean(Box<SanitizeRecord>),
     /// To be sanitized alone: the job's index.
     Alone(usize),
 }
@@ -115,7 +115,10 @@ pub fn settle(
         runs += 1;
         let shares = share_out(&members, &run);
         for k in shares.clean {
-            settled(Settled::Clean(clean_record(members[k], &run.record)))?;
+            settled(Settled::Clean(Box::new(clean_record(
+                members[k],
+                &run.record,
+            ))))?;
         }
         for k in shares.alone {
             settled(Settled::Alone(batch[k]))?;
