@@ -181,9 +181,14 @@ pub struct SuiteArgs {
     /// With --sanitize: only sanitize (no timing, no bounds): cheap enough for CI on a GPU runner.
     #[arg(long, requires = "sanitize")]
     pub sanitize_only: bool,
-    /// Seconds before one sanitized child is killed (racecheck can take 1000x a launch).
+    /// Seconds before one sanitized child is killed (racecheck can take 1000x a launch); a child
+    /// running several variants has this much per variant.
     #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub sanitize_timeout: u64,
+    /// With --sanitize: one sanitized child per variant and tool, instead of one per tool for a
+    /// suite's variants together (slower: each child starts compute-sanitizer and the GPU).
+    #[arg(long, requires = "sanitize")]
+    pub sanitize_each: bool,
 }
 
 fn parse_shard(text: &str) -> Result<crate::scheduler::Shard, String> {
@@ -368,6 +373,10 @@ pub enum Command {
         /// With N > 0: run each job once unprofiled, then N times inside cuProfilerStart/Stop (as `--duration-runs`, at most 100).
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
         profiled_runs: u32,
+        /// After each job, the number of jobs finished is written here (a sanitized batch's
+        /// parent reads how far the child got).
+        #[arg(long)]
+        progress: Option<PathBuf>,
     },
     /// Child process: collect counters in process through CUPTI, each job replayed once per pass.
     #[command(name = "__cupti", hide = true)]

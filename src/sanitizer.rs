@@ -103,10 +103,23 @@ pub fn sanitize(
     sanitizer: &Sanitizer,
     tool: SanitizerTool,
     target: &[OsString],
-    (xml, log): (&Path, &Path),
+    files: (&Path, &Path),
     timeout: Duration,
     blank: SanitizeRecord,
 ) -> SanitizeRecord {
+    sanitize_reading(sanitizer, tool, target, files, timeout, blank).0
+}
+
+/// As [`sanitize`], also saying whether the tool's XML report was read (a child that ran several
+/// jobs and died still has the findings of those it finished).
+pub fn sanitize_reading(
+    sanitizer: &Sanitizer,
+    tool: SanitizerTool,
+    target: &[OsString],
+    (xml, log): (&Path, &Path),
+    timeout: Duration,
+    blank: SanitizeRecord,
+) -> (SanitizeRecord, bool) {
     let mut cmd = Command::new(&sanitizer.path);
     cmd.args(arguments(tool, xml)).args(target);
     // NVML numbers GPUs in PCI order; CUDA must agree for --gpu to mean one card.
@@ -132,20 +145,21 @@ pub fn sanitize(
                 ),
                 _ => format!("{e}"),
             };
-            return record.failed(why);
+            return (record.failed(why), false);
         }
     };
     record.errors_reported = summary_total(&finished.text);
     let text = match read_regular_text(xml, FileKind::CHILD_MESSAGE) {
         Ok(t) => t,
         Err(e) => {
-            return record.failed(format!(
+            let why = format!(
                 "{} wrote no readable report {}: {e:#}; exit {}, its output ends:\n{}",
                 tool.as_str(),
                 xml.display(),
                 finished.status,
                 tail(&finished.text)
-            ));
+            );
+            return (record.failed(why), false);
         }
     };
     match parse_xml(&text) {
@@ -153,18 +167,19 @@ pub fn sanitize(
             record.findings = findings;
             record = record.unsupported_as_skipped();
         }
-        Err(why) => return record.failed(format!("{}: {why}", xml.display())),
+        Err(why) => return (record.failed(format!("{}: {why}", xml.display())), false),
     }
     // The child failing with nothing found is no answer (it could not build or load the job);
     // with findings it is expected (memcheck ends the context at the first bad access).
     if !finished.status.success() && !record.found_something() {
-        return record.failed(format!(
+        let why = format!(
             "the sanitized child exited with {} and the tool reported nothing; its output ends:\n{}",
             finished.status,
             tail(&finished.text)
-        ));
+        );
+        return (record.failed(why), true);
     }
-    record
+    (record, true)
 }
 
 fn tail(text: &str) -> String {

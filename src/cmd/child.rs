@@ -32,14 +32,27 @@ pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Res
     Ok(exit::OK)
 }
 
+/// Launches each job once (and `profiled_runs` more times in a profiler range); with `progress`,
+/// the count of jobs finished is written there after each.
 pub fn profile_pass(
     specs: &Path,
     child: &ChildArgs,
     seed: u64,
     profiled_runs: u32,
+    progress: Option<&Path>,
 ) -> anyhow::Result<i32> {
     let specs: Vec<JobSpec> = read_json(specs)?;
-    runner::run_profile_pass(&open(child)?, &specs, seed, profiled_runs)?;
+    let mut unwritten: Option<anyhow::Error> = None;
+    let mut finished = |done: usize| {
+        if let Some(p) = progress.filter(|_| unwritten.is_none()) {
+            unwritten = write_json(p, &done).err();
+        }
+    };
+    runner::run_profile_pass(&open(child)?, &specs, seed, profiled_runs, &mut finished)?;
+    // A parent that cannot read how far the child got sanitizes every job again on its own.
+    if let Some(e) = unwritten {
+        return Err(e.context("writing the progress file"));
+    }
     Ok(exit::OK)
 }
 

@@ -112,7 +112,8 @@ fn without_config(command: &Command) -> Option<anyhow::Result<i32>> {
             child,
             seed,
             profiled_runs,
-        } => child::profile_pass(specs, child, *seed, *profiled_runs),
+            progress,
+        } => child::profile_pass(specs, child, *seed, *profiled_runs, progress.as_deref()),
         Command::CuptiPass {
             specs,
             counters,

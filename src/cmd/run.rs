@@ -115,6 +115,7 @@ pub fn settings(
         sanitize: args.sanitize.clone(),
         sanitize_only: args.sanitize_only,
         sanitize_timeout: Duration::from_secs(args.sanitize_timeout),
+        sanitize_each: args.sanitize_each,
     })
 }
 

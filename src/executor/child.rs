@@ -12,11 +12,11 @@ use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
 use crate::profiler::{self, Ncu, ProfilerChoice, pass};
 use crate::records::{
-    BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, Math, ProfileRecord, RoofRecord,
-    SanitizeRecord, SanitizerTool, Snapshot,
+    BatchRun, BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, Math, ProfileRecord,
+    RoofRecord, SanitizeRecord, SanitizerTool, Snapshot,
 };
 use crate::sanitizer::{self, Sanitizer};
-use crate::store::write_json;
+use crate::store::{FileKind, read_regular_text, write_json};
 use crate::suite::JobSpec;
 
 /// The hidden subcommands a child runs (`cli.rs` declares them; `cmd/child.rs` serves them).
@@ -324,6 +324,65 @@ impl Executor for ChildExecutor {
             report_file: Some(xml),
             log_file: Some(log),
             ..record
+        }
+    }
+
+    /// The jobs' profile passes one after another in one child under compute-sanitizer; the
+    /// child counts the jobs it finished in a progress file.
+    fn sanitize_batch(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        jobs: &[&JobSpec],
+        tool: SanitizerTool,
+        timeout: Duration,
+    ) -> BatchRun {
+        let blank = SanitizeRecord::new(tag, &format!("{} variants", jobs.len()), "", tool);
+        let unanswered = |record: SanitizeRecord| BatchRun {
+            record,
+            report_read: false,
+            completed: 0,
+        };
+        let Some(s) = &self.sanitizer else {
+            return unanswered(
+                blank
+                    .failed("no compute-sanitizer: this run was started without --sanitize".into()),
+            );
+        };
+        let (specs, progress) = (
+            ctx.work.join(format!("{tag}.specs.json")),
+            ctx.work.join(format!("{tag}.progress.json")),
+        );
+        if let Err(e) = write_json(&specs, &jobs) {
+            return unanswered(blank.failed(format!("{e:#}")));
+        }
+        let mut target = self.profile_target(&specs, ctx.seed);
+        target.extend(["--progress".into(), progress.as_os_str().to_os_string()]);
+        let (xml, log) = (format!("{tag}.xml"), format!("{tag}.log"));
+        let per_job = u32::try_from(jobs.len()).unwrap_or(u32::MAX);
+        let (record, report_read) = sanitizer::sanitize_reading(
+            s,
+            tool,
+            &target,
+            (&ctx.dir.join(&xml), &ctx.dir.join(&log)),
+            timeout.saturating_mul(per_job),
+            blank,
+        );
+        // No progress file: the child finished no job.
+        let completed = read_regular_text(&progress, FileKind::CHILD_MESSAGE)
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok())
+            .unwrap_or(0)
+            .min(jobs.len());
+        BatchRun {
+            record: SanitizeRecord {
+                report_file: Some(xml),
+                log_file: Some(log),
+                batch_of: Some(jobs.len()),
+                ..record
+            },
+            report_read,
+            completed,
         }
     }
 }

@@ -7,8 +7,8 @@ use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::profiler::ClockControl;
 use crate::records::{
-    BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, Math, ProfileRecord,
-    RoofRecord, SanitizeRecord, SanitizerTool, Snapshot, TimingConfig,
+    BatchRun, BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, Math,
+    ProfileRecord, RoofRecord, SanitizeRecord, SanitizerTool, Snapshot, TimingConfig,
 };
 use crate::suite::JobSpec;
 
@@ -114,4 +114,14 @@ pub trait Executor: Send + Sync {
         tool: SanitizerTool,
         timeout: Duration,
     ) -> SanitizeRecord;
+    /// Runs `jobs` one after another under compute-sanitizer's `tool` in one child, killed after
+    /// `timeout` per job: what the tool said of them together and how many the child finished.
+    fn sanitize_batch(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        jobs: &[&JobSpec],
+        tool: SanitizerTool,
+        timeout: Duration,
+    ) -> BatchRun;
 }

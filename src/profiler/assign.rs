@@ -53,6 +53,12 @@ pub fn assign_kernels<'a>(
 /// ncu prints `name` (its base name, as for `axpy<float>` or `wt::gemm<64>`), or a demangled
 /// signature `name(args)` / `void ns::name<...>(...)`: the function's own names must agree.
 fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
+    reported_base_name(reported) == crate::cxx::base_name(wanted)
+}
+
+/// The function's own name in a profiler's or sanitizer's kernel name (`name`, `name(args)`,
+/// `void ns::name<...>(...)`): `name`.
+pub fn reported_base_name(reported: &str) -> String {
     let base = reported
         .split('(')
         .next()
@@ -60,10 +66,7 @@ fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
         .split('<')
         .next()
         .unwrap_or(reported);
-    base.trim()
-        .rsplit(' ')
-        .next()
-        .is_some_and(|r| crate::cxx::base_name(r) == crate::cxx::base_name(wanted))
+    crate::cxx::base_name(base.trim().rsplit(' ').next().unwrap_or(""))
 }
 
 /// Computes a job's metrics from its kernels' counters. A formula that cannot be evaluated is a

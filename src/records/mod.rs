@@ -56,7 +56,7 @@ pub use roofs::{Roof, RoofOrigin, giga_unit, rate_text, roof_name};
 pub use rounds::usable_noise_threshold_pct;
 pub use run_data::{Record, RunData, groups_in_order};
 pub use run_info::{BuildInfo, RunInfo, ShardInfo, plan_hash, plan_job_key};
-pub use sanitize::{Finding, SanitizeRecord, SanitizerTool};
+pub use sanitize::{BatchRun, Finding, SanitizeRecord, SanitizerTool};
 pub use throughput::per_second_g;
 pub use timeline::{Overlap, StepInfo, StepKind, StepTime, Timeline, busy_ms, without_chunk};
 pub use verified::{

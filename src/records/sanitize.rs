@@ -70,6 +70,19 @@ pub struct Finding {
     pub hazards: Option<u64>,
 }
 
+/// One tool over several variants' jobs in one sanitized child, before its findings are shared
+/// out among them (scheduler/sanitize_batch.rs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchRun {
+    /// The tool's answer over the whole child, as one record: every job's findings, the total,
+    /// the seconds, the files, or why it could not answer.
+    pub record: SanitizeRecord,
+    /// Whether the tool's XML report was read: its findings are all it found up to the child's end.
+    pub report_read: bool,
+    /// How many of the jobs, in order, the child finished (the next one was running when it stopped).
+    pub completed: usize,
+}
+
 /// One tool over one variant (at one job of its sweep).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct SanitizeRecord {
@@ -95,6 +108,10 @@ pub struct SanitizeRecord {
     /// The tool's XML file and the log of its run, relative to the run directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_file: Option<String>,
+    /// How many variants shared the sanitized child (`--sanitize` runs a suite's variants in one
+    /// child per tool): `seconds`, the XML file and the log are that whole child's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_of: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<String>,
     /// Set where a mock executor stood in: nothing was sanitized.
@@ -116,6 +133,7 @@ impl SanitizeRecord {
             error: None,
             seconds: None,
             report_file: None,
+            batch_of: None,
             log_file: None,
             mock: false,
         }

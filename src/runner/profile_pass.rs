@@ -24,10 +24,11 @@ pub fn run_profile_pass(
     specs: &[JobSpec],
     seed: u64,
     profiled_runs: u32,
+    finished: &mut dyn FnMut(usize),
 ) -> Result<(), RunError> {
     set_pending_launches(gpu, &specs.iter().collect::<Vec<_>>())?;
     let mut kept: Option<(&JobSpec, Buffers)> = None;
-    for spec in specs {
+    for (done, spec) in specs.iter().enumerate() {
         let mut compile = Vec::new();
         let loaded = load(
             gpu,
@@ -63,6 +64,7 @@ pub fn run_profile_pass(
             )?;
             profiler_range(gpu, false)?;
         }
+        finished(done + 1);
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ mod planning;
 mod reports;
 mod rules;
 mod sanitize;
+mod sanitize_batch;
 mod shards;
 mod suite_run;
 

@@ -53,6 +53,8 @@ pub struct RunSettings {
     /// `--sanitize-only`: no timing at all.
     pub sanitize_only: bool,
     pub sanitize_timeout: Duration,
+    /// `--sanitize-each`: a sanitized child per variant and tool, not one per tool for a suite.
+    pub sanitize_each: bool,
 }
 
 /// Plans every suite before the first one starts: a typo must not stop `--suite all` halfway.

@@ -1,5 +1,6 @@
 //! The sanitize stage (`--sanitize`): before any timing, each variant once under each compute-sanitizer tool asked for, at the cheapest job of its sweep; every record saved as it comes.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -9,6 +10,7 @@ use crate::store::{FileKind, read_regular_text};
 use crate::suite::JobSpec;
 
 use super::planning::RunSettings;
+use super::sanitize_batch::{Settled, settle};
 use super::shards::expected_cost;
 use super::suite_run::{SuiteRun, now};
 
@@ -16,15 +18,21 @@ use super::suite_run::{SuiteRun, now};
 pub const NO_SHARED_MEMORY: &str =
     "no shared memory in its kernels (racecheck checks only shared memory)";
 
-/// One job per variant (its label: name and own parameters), the cheapest of its sweep by
-/// expected cost (the smallest group), in the order the variants first appear.
-pub fn chosen_jobs(jobs: &[JobSpec]) -> Vec<&JobSpec> {
+/// One job per variant (its label: name and own parameters), in the order the variants first
+/// appear: the job the manifest's `sanitize` shape names (in `named`), else the cheapest of its
+/// sweep by expected cost (the smallest group).
+pub fn chosen_jobs<'j>(jobs: &'j [JobSpec], named: &'j [JobSpec]) -> Vec<&'j JobSpec> {
     let mut chosen: Vec<&JobSpec> = Vec::new();
     for job in jobs {
         match chosen.iter_mut().find(|c| c.label() == job.label()) {
             Some(c) if expected_cost(job) < expected_cost(c) => *c = job,
             Some(_) => {}
             None => chosen.push(job),
+        }
+    }
+    for c in &mut chosen {
+        if let Some(n) = named.iter().find(|n| n.label() == c.label()) {
+            *c = n;
         }
     }
     chosen
@@ -86,49 +94,99 @@ fn tools(settings: &RunSettings) -> Vec<SanitizerTool> {
 /// wrong, as a check that failed would make them.
 pub type Failed = BTreeMap<String, String>;
 
-/// Sanitizes one suite's variants on `executor`; returns the variants that failed (a finding,
-/// or no answer from the tool).
+/// Sanitizes one suite's variants on `executor`, tool by tool, all in one child (those a finding
+/// or a crash leaves in doubt again alone; each alone with `--sanitize-each`); returns the
+/// variants that failed (a finding, or no answer from the tool).
 pub(super) fn sanitize_suite(
     executor: &dyn Executor,
     sr: &SuiteRun,
     settings: &RunSettings,
 ) -> anyhow::Result<Failed> {
     sr.began.get_or_init(|| (Instant::now(), now()));
-    let ctx = sr.ctx(settings.seed);
-    let mut failed = Failed::new();
-    for (i, job) in chosen_jobs(&sr.plan.jobs).into_iter().enumerate() {
-        let source = read_regular_text(&job.program.source_path, FileKind::KERNEL_SOURCE).ok();
-        for tool in tools(settings) {
-            let record = if tool == SanitizerTool::Racecheck
-                && !uses_shared_memory(job, source.as_deref())
-            {
-                SanitizeRecord {
+    let jobs = chosen_jobs(&sr.plan.jobs, &sr.plan.suite.sanitize_jobs);
+    let sources: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| read_regular_text(&j.program.source_path, FileKind::KERNEL_SOURCE).ok())
+        .collect();
+    let stage = Stage {
+        executor,
+        sr,
+        settings,
+        ctx: sr.ctx(settings.seed),
+        failed: RefCell::new(Failed::new()),
+    };
+    for tool in tools(settings) {
+        let mut checked: Vec<usize> = Vec::new();
+        for (i, job) in jobs.iter().enumerate() {
+            if tool == SanitizerTool::Racecheck && !uses_shared_memory(job, sources[i].as_deref()) {
+                stage.keep(SanitizeRecord {
                     skipped: Some(NO_SHARED_MEMORY.into()),
                     ..SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool)
-                }
+                })?;
             } else {
-                let tag = format!("sanitize-{i}-{}", tool.as_str());
-                executor.sanitize(&ctx, &tag, job, tool, settings.sanitize_timeout)
-            };
-            if !settings.quiet {
-                eprintln!(
-                    "sanitize {} {}: {}",
-                    tool.as_str(),
-                    job.label(),
-                    record.verdict()
-                );
+                checked.push(i);
             }
-            if record.fails() {
-                let said = format!("compute-sanitizer {}: {}", tool.as_str(), record.verdict());
-                failed
-                    .entry(job.label())
-                    .and_modify(|s| *s = format!("{s}; {said}"))
-                    .or_insert(said);
-            }
-            sr.append(&Record::Sanitize(record))?;
         }
+        if settings.sanitize_each {
+            for i in checked {
+                stage.alone(&jobs, i, tool)?;
+            }
+            continue;
+        }
+        let (executor, ctx, timeout) = (stage.executor, &stage.ctx, settings.sanitize_timeout);
+        let tag = |n: usize| format!("sanitize-batch{n}-{}", tool.as_str());
+        settle(
+            &jobs,
+            checked,
+            |n, members| executor.sanitize_batch(ctx, &tag(n), members, tool, timeout),
+            |settled| match settled {
+                Settled::Clean(record) => stage.keep(*record),
+                Settled::Alone(i) => stage.alone(&jobs, i, tool),
+            },
+        )?;
     }
-    Ok(failed)
+    Ok(stage.failed.into_inner())
+}
+
+/// What the sanitize stage of one suite needs at hand, and the variants failed so far.
+struct Stage<'a> {
+    executor: &'a dyn Executor,
+    sr: &'a SuiteRun<'a>,
+    settings: &'a RunSettings,
+    ctx: crate::executor::RunContext<'a>,
+    failed: RefCell<Failed>,
+}
+
+impl Stage<'_> {
+    /// Job `i` alone under `tool` in a child of its own.
+    fn alone(&self, jobs: &[&JobSpec], i: usize, tool: SanitizerTool) -> anyhow::Result<()> {
+        let tag = format!("sanitize-{i}-{}", tool.as_str());
+        let record = self.executor.sanitize(
+            &self.ctx,
+            &tag,
+            jobs[i],
+            tool,
+            self.settings.sanitize_timeout,
+        );
+        self.keep(record)
+    }
+
+    /// Says the verdict, notes a failed variant and saves the record.
+    fn keep(&self, record: SanitizeRecord) -> anyhow::Result<()> {
+        let tool = record.tool.as_str();
+        if !self.settings.quiet {
+            eprintln!("sanitize {tool} {}: {}", record.variant, record.verdict());
+        }
+        if record.fails() {
+            let said = format!("compute-sanitizer {tool}: {}", record.verdict());
+            self.failed
+                .borrow_mut()
+                .entry(record.variant.clone())
+                .and_modify(|s| *s = format!("{s}; {said}"))
+                .or_insert(said);
+        }
+        self.sr.append(&Record::Sanitize(record))
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Job expansion: the sweep walked point by point, each variant resolved there into a job
 //! (buffers, check, bound, launches or steps, program, thresholds and work).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::buffers::{resolve_buffers, resolve_tensor_maps};
@@ -47,6 +47,104 @@ pub(crate) fn expand(ctx: &Ctx, m: &Manifest, dir: &Path) -> Result<Vec<JobSpec>
         }
     }
     Ok(jobs)
+}
+
+/// The jobs `--sanitize` runs where the manifest names a shape (`sanitize = { shape = { N = 4096 } }`
+/// on a variant, else on the suite): each such variant, with each of its own parameter sets, at
+/// that point. The shape gives every name the suite's axes bind, and may change `[params]`
+/// (`{ S = 512 }` for a suite of one fixed size).
+pub(crate) fn expand_sanitize(
+    ctx: &Ctx,
+    m: &Manifest,
+    dir: &Path,
+) -> Result<Vec<JobSpec>, SuiteError> {
+    let axis_names: BTreeSet<String> = combinations(&m.axes)
+        .into_iter()
+        .flat_map(|c| c.into_keys())
+        .collect();
+    let mut jobs = Vec::new();
+    for (i, v) in m.variants.iter().enumerate() {
+        let (shape, place) = match (&v.sanitize, &m.suite.sanitize) {
+            (Some(s), _) => (&s.shape, at!["variants", i, "sanitize", "shape"]),
+            (None, Some(s)) => (&s.shape, at!["suite", "sanitize", "shape"]),
+            (None, None) => continue,
+        };
+        check_shape(ctx, shape, (&axis_names, &m.params), place)?;
+        let mut group_all = m.params.clone();
+        group_all.extend(shape.clone());
+        for vaxes in combinations(&v.axes) {
+            let mut variant_params = v.params.clone();
+            variant_params.extend(vaxes);
+            jobs.push(resolve_job(
+                ctx,
+                m,
+                dir,
+                v,
+                &group_all,
+                shape,
+                &variant_params,
+            )?);
+        }
+    }
+    Ok(jobs)
+}
+
+/// A sanitize shape gives a value for each name the suite's axes bind, may change its `[params]`,
+/// and names nothing else.
+fn check_shape(
+    ctx: &Ctx,
+    shape: &BTreeMap<String, i64>,
+    (axis_names, params): (&BTreeSet<String>, &BTreeMap<String, i64>),
+    place: Vec<super::location::Seg>,
+) -> Result<(), SuiteError> {
+    let list = |names: Vec<&String>| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let axes = list(axis_names.iter().collect());
+    let example = format!(
+        "sanitize = {{ shape = {{ {} }} }}",
+        axis_names
+            .iter()
+            .chain(params.keys().take(usize::from(axis_names.is_empty())))
+            .map(|n| format!("{n} = 1024"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let known = format!(
+        "the suite's axes bind {}; its [params] are {}",
+        if axes.is_empty() {
+            "nothing".into()
+        } else {
+            axes
+        },
+        if params.is_empty() {
+            "none".into()
+        } else {
+            list(params.keys().collect())
+        }
+    );
+    if let Some(stray) = shape
+        .keys()
+        .find(|k| !axis_names.contains(*k) && !params.contains_key(*k))
+    {
+        return Err(ctx.err(
+            place,
+            format!("the sanitize shape names `{stray}`, which no axis binds and no [params] entry has ({known})"),
+            format!("give a value for every axis name, and for [params] to change at the sanitize point only, as in {example}"),
+        ));
+    }
+    if let Some(missing) = axis_names.iter().find(|n| !shape.contains_key(*n)) {
+        return Err(ctx.err(
+            place,
+            format!("the sanitize shape gives no value for `{missing}` ({known})"),
+            format!("give a value for every axis name, as in {example}"),
+        ));
+    }
+    Ok(())
 }
 
 /// One variant at one point of the sweep; its bindings are the point's (`group_all`: the suite's

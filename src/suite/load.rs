@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::expand::expand;
+use super::expand::{expand, expand_sanitize};
 use super::files::{SuiteDir, check_options, include_options, read_limited, read_sources};
 use super::job::JobSpec;
 use super::location::{Ctx, Seg, SuiteError, at, line_at};
@@ -28,6 +28,9 @@ pub struct Suite {
     pub source_hash: String,
     /// The sweep expanded into jobs, once, at load (suite axes outermost, then variants in manifest order).
     pub jobs: Vec<JobSpec>,
+    /// The jobs `--sanitize` runs for the variants whose manifest names a `sanitize` shape (the
+    /// others are sanitized at their cheapest job).
+    pub sanitize_jobs: Vec<JobSpec>,
 }
 
 impl Suite {
@@ -112,12 +115,14 @@ pub fn load(path: &Path) -> Result<Suite, SuiteError> {
     // Expanding here surfaces every expression error at load time, not mid-run.
     let jobs = expand(&ctx, &manifest, &dir)?;
     check_unique_ids(&ctx, &manifest, &jobs)?;
+    let sanitize_jobs = expand_sanitize(&ctx, &manifest, &dir)?;
     Ok(Suite {
         manifest,
         path: path.to_path_buf(),
         dir,
         source_hash: sources::hex(&hasher.finalize()),
         jobs,
+        sanitize_jobs,
     })
 }
 

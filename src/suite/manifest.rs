@@ -78,6 +78,16 @@ pub struct SuiteHeader {
     /// `check`'s noise threshold for its jobs, in percent, where it must be more than the command
     /// line's: for jobs that vary more than that between runs (pageable and managed copies).
     pub noise_threshold: Option<NoiseThresholdDecl>,
+    /// Where `--sanitize` runs each variant: `{ shape = { N = 4096 } }` (else at its cheapest job).
+    pub sanitize: Option<SanitizeDecl>,
+}
+
+/// `sanitize = { shape = { N = 4096 } }`: the sweep point `--sanitize` runs a variant at, one value
+/// for every name the suite's axes bind (it need not be a point the sweep times).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SanitizeDecl {
+    pub shape: BTreeMap<String, i64>,
 }
 
 impl VariantDecl {
@@ -324,6 +334,8 @@ pub struct VariantDecl {
     pub math: Option<String>,
     /// `bound` for this variant: overrides the suite's.
     pub bound: Option<String>,
+    /// `sanitize` for this variant: overrides the suite's.
+    pub sanitize: Option<SanitizeDecl>,
 }
 
 /// A stream of a host-program variant, or with `count` a family of them (`work[0]` .. `work[count-1]`).

@@ -40,9 +40,15 @@ fn sanitize_only_records_each_variant_once_per_tool_at_its_smallest_group_and_ti
     );
     let tools: Vec<&str> = lines.iter().map(|l| l["tool"].as_str().unwrap()).collect();
     assert_eq!(
-        &tools[..2],
-        ["memcheck", "racecheck"],
-        "in their order of cost"
+        tools,
+        [["memcheck"; 4], ["racecheck"; 4]].concat(),
+        "tool by tool, in their order of cost"
+    );
+    let batched: Vec<Option<u64>> = lines.iter().map(|l| l["batch_of"].as_u64()).collect();
+    assert_eq!(
+        batched,
+        [[Some(4); 4].as_slice(), &[None, None, Some(2), Some(2)]].concat(),
+        "one child for the 4 variants under memcheck, one for the 2 racecheck checks"
     );
     let skipped: Vec<&str> = lines
         .iter()
@@ -101,4 +107,130 @@ fn sanitize_only_without_tools_and_an_unknown_tool_are_usage_errors() {
             .assert()
             .code(2);
     }
+}
+
+/// The small suite with a sweep of two sizes, two variants, and these extra manifest lines.
+fn shaped_suite(dir: &Path, suite_line: &str, variant_line: &str) -> std::path::PathBuf {
+    let manifest = crate::common::SMALL_SUITE
+        .replace("N = [1024]", "N = [65536, 1048576]")
+        .replace(
+            "source = \"k.cu\"\n",
+            &format!("source = \"k.cu\"\n{suite_line}\n"),
+        );
+    let manifest = format!(
+        "{manifest}{variant_line}\n[[variants]]\nname = \"w\"\nkernel = \"k\"\nblock = [\"128\"]\ngrid = [\"ceil_div(N, 128)\"]\nargs = [\"x\", \"N\"]\n"
+    );
+    crate::common::write_small_suite(dir, &manifest)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+#[test]
+fn a_shape_the_manifest_names_is_where_each_variant_is_sanitized() {
+    let dir = tempfile::tempdir().unwrap();
+    // The suite says N = 4096 (no point of the sweep); variant v says N = 1048576.
+    let suites = shaped_suite(
+        dir.path(),
+        "sanitize = { shape = { N = 4096 } }",
+        "sanitize = { shape = { N = 1048576 } }",
+    );
+    let run = mock_run_in(
+        dir.path(),
+        [
+            "--suite",
+            "mine",
+            "--suite-dir",
+            suites.to_str().unwrap(),
+            "--sanitize",
+            "memcheck",
+            "--sanitize-only",
+        ],
+    );
+    let groups: Vec<(String, String)> = sanitize_lines(&run)
+        .iter()
+        .map(|l| {
+            (
+                l["variant"].as_str().unwrap().to_string(),
+                l["group"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("v".to_string(), "N=1048576".to_string()),
+            ("w".to_string(), "N=4096".to_string())
+        ]
+    );
+}
+
+#[test]
+fn a_sanitize_shape_naming_no_axis_or_leaving_one_out_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    for (suite_line, says, fix) in [
+        (
+            "sanitize = { shape = { M = 4096 } }",
+            "the sanitize shape names `M`, which no axis binds and no [params] entry has (the suite's axes bind `N`; its [params] are none)",
+            "sanitize = { shape = { N = 1024 } }",
+        ),
+        (
+            "sanitize = { shape = {} }",
+            "the sanitize shape gives no value for `N`",
+            "give a value for every axis name",
+        ),
+        ("sanitize = { N = 4096 }", "unknown field `N`", ""),
+    ] {
+        let suites = shaped_suite(dir.path(), suite_line, "");
+        let out = gpu_lab_with_cache_in(dir.path())
+            .args(["--mock-gpu", "run", "--suite", "mine", "--suite-dir"])
+            .arg(&suites)
+            .args(["--sanitize", "memcheck", "--sanitize-only", "--out", "runs"])
+            .assert()
+            .failure();
+        let err = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(err.contains(says), "{suite_line}: {err}");
+        assert!(err.contains(fix), "{suite_line}: {err}");
+        assert!(
+            err.contains("suite.toml:"),
+            "names the file and line: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_sanitize_shape_may_change_a_suites_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = crate::common::SMALL_SUITE
+        .replace("[axes]\nN = [1024]", "[params]\nN = 1048576")
+        .replace(
+            "source = \"k.cu\"\n",
+            "source = \"k.cu\"\nsanitize = { shape = { N = 1024 } }\n",
+        );
+    let suites = crate::common::write_small_suite(dir.path(), &manifest)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let run = mock_run_in(
+        dir.path(),
+        [
+            "--suite",
+            "mine",
+            "--suite-dir",
+            suites.to_str().unwrap(),
+            "--sanitize",
+            "memcheck",
+            "--sanitize-only",
+        ],
+    );
+    let lines = sanitize_lines(&run);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        lines[0]["group"], "N=1024",
+        "the params' N = 1048576 changed"
+    );
 }

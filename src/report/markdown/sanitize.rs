@@ -13,7 +13,7 @@ pub fn section(run: &RunData, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "## Sanitizer (compute-sanitizer)\n\nEach variant launched once under each tool, at the job named; a finding fails the variant as a wrong result does.\n"
+        "## Sanitizer (compute-sanitizer)\n\nEach variant launched once under each tool, at the job named; a finding fails the variant as a wrong result does. Seconds are the sanitized child's, which may have run several variants.\n"
     );
     let header = ["variant", "job", "tool", "verdict", "seconds"].map(String::from);
     let rows: Vec<Vec<String>> = std::iter::once(header.to_vec())
@@ -23,7 +23,11 @@ pub fn section(run: &RunData, out: &mut String) {
                 r.job_id.clone(),
                 r.tool.as_str().into(),
                 r.verdict(),
-                r.seconds.map_or("-".into(), |s| format!("{s:.1}")),
+                match (r.seconds, r.batch_of) {
+                    (None, _) => "-".into(),
+                    (Some(s), Some(n)) => format!("{s:.1} (one child for {n})"),
+                    (Some(s), None) => format!("{s:.1}"),
+                },
             ]
         }))
         .collect();

@@ -91,6 +91,16 @@ impl Executor for Occupied {
     ) -> crate::records::SanitizeRecord {
         MockExecutor::default().sanitize(ctx, tag, job, tool, timeout)
     }
+    fn sanitize_batch(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        jobs: &[&JobSpec],
+        tool: crate::records::SanitizerTool,
+        timeout: Duration,
+    ) -> crate::records::BatchRun {
+        MockExecutor::default().sanitize_batch(ctx, tag, jobs, tool, timeout)
+    }
 
     fn profile(
         &self,
@@ -262,6 +272,16 @@ impl Executor for Watched<'_> {
         timeout: Duration,
     ) -> crate::records::SanitizeRecord {
         MockExecutor::default().sanitize(ctx, tag, job, tool, timeout)
+    }
+    fn sanitize_batch(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        jobs: &[&JobSpec],
+        tool: crate::records::SanitizerTool,
+        timeout: Duration,
+    ) -> crate::records::BatchRun {
+        MockExecutor::default().sanitize_batch(ctx, tag, jobs, tool, timeout)
     }
 
     fn profile(

@@ -36,6 +36,7 @@ fn settings(out: &Path, profile: bool) -> RunSettings {
         sanitize: Vec::new(),
         sanitize_only: false,
         sanitize_timeout: Duration::from_secs(5),
+        sanitize_each: false,
     }
 }
 
