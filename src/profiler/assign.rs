@@ -140,6 +140,7 @@ pub fn profile_record(
         not_applicable,
         duration_from: None,
         profiler: None,
+        hotspots: None,
     }
 }
 

@@ -1,0 +1,224 @@
+//! Source hot spots (`--hotspots`): one more ncu session over a pass, with the SourceCounters and WarpStateStats sections and the source imported into the report, then its source page read back per kernel and ranked by `parse::source_page`.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::Duration;
+
+use super::{ClockControl, Ncu, ProfilerError, diagnose, report_path};
+use crate::parse::source_page;
+use crate::process::{self, FailureKind};
+use crate::records::Hotspots;
+use crate::store::{FileKind, read_regular_text, write_atomic};
+use crate::suite::JobSpec;
+
+/// ncu's sections that give per-line warp samples (SourceCounters: `smsp__pcsamp_*`, the
+/// per-instruction memory counters) and the stall reasons' names (WarpStateStats).
+pub const SECTIONS: [&str; 2] = ["SourceCounters", "WarpStateStats"];
+
+/// How many lines of each kernel the report lists.
+pub const TOP_LINES: usize = 8;
+
+/// Which jobs' hot spots to read: every job, or the jobs of these variants.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HotspotRequest {
+    variants: Vec<String>,
+}
+
+impl HotspotRequest {
+    /// `--hotspots [VARIANTS]`: no name (or only empty ones) means every variant.
+    pub fn new(names: Vec<String>) -> Self {
+        let mut variants: Vec<String> = names
+            .into_iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        variants.dedup();
+        HotspotRequest { variants }
+    }
+
+    pub fn wants(&self, job: &JobSpec) -> bool {
+        self.variants.is_empty() || self.variants.contains(&job.key.variant)
+    }
+
+    /// The variants named that none of `jobs` is (a typo, or a variant not selected).
+    pub fn unmatched<'a>(&self, jobs: impl Iterator<Item = &'a JobSpec> + Clone) -> Vec<String> {
+        self.variants
+            .iter()
+            .filter(|v| !jobs.clone().any(|j| &&j.key.variant == v))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The arguments of the hot-spot session: clocks as asked, the two sections, the source files
+/// copied into the report (so the line text survives the run's scratch files), every process.
+pub fn session_args(clock_control: ClockControl, report_base: &Path) -> Vec<String> {
+    let mut a = vec!["--clock-control".to_string(), clock_control.as_str().into()];
+    for s in SECTIONS {
+        a.extend(["--section".to_string(), s.to_string()]);
+    }
+    a.extend(
+        [
+            "--import-source",
+            "yes",
+            "--target-processes",
+            "all",
+            "--force-overwrite",
+            "--export",
+        ]
+        .map(String::from),
+    );
+    a.push(report_base.display().to_string());
+    a
+}
+
+/// One hot-spot session over a pass of launches.
+pub struct HotspotSession<'a> {
+    pub ncu: &'a Ncu,
+    /// The program ncu runs: it launches every job's kernels once, in job order.
+    pub target: Vec<OsString>,
+    pub jobs: &'a [&'a JobSpec],
+    pub clock_control: ClockControl,
+    /// `NAME.ncu-rep`, `NAME.log` and `NAME.source.csv` are written here.
+    pub dir: &'a Path,
+    pub name: String,
+    pub timeout: Duration,
+}
+
+/// Each job's hot spots, in the order of `s.jobs`; a job ncu could not read gets why.
+pub fn collect(s: &HotspotSession) -> Vec<Hotspots> {
+    let failed = |why: String, report: Option<String>| {
+        s.jobs
+            .iter()
+            .map(|_| Hotspots::failed(why.clone(), report.clone()))
+            .collect()
+    };
+    if s.jobs.is_empty() {
+        return Vec::new();
+    }
+    let report_base = s.dir.join(&s.name);
+    let report = report_path(&report_base);
+    let log = s.dir.join(format!("{}.log", s.name));
+    let mut cmd = s.ncu.command_over_child();
+    cmd.args(session_args(s.clock_control, &report_base));
+    cmd.args(&s.target);
+    let ended = process::run(
+        &mut cmd,
+        &process::Output::Log(log.clone()),
+        Some(s.timeout),
+    );
+    let text = match &ended {
+        Ok(f) => f.text.clone(),
+        Err(_) => read_regular_text(&log, FileKind::LOG).unwrap_or_default(),
+    };
+    if let Some(why) = diagnose(&text)
+        && (!report.exists() || matches!(why, ProfilerError::CountersNotPermitted))
+    {
+        return failed(why.to_string(), None);
+    }
+    match ended.and_then(|f| f.success()) {
+        Ok(_) => {}
+        Err(e) if matches!(e.kind, FailureKind::TimedOut(_)) || !report.exists() => {
+            return failed(ProfilerError::Failed(e).to_string(), None);
+        }
+        // A report was written: its lines are still ncu's, and the log says what else happened.
+        Err(_) => {}
+    }
+    if !report.exists() {
+        return failed(
+            format!(
+                "ncu profiled no launch and wrote no report; see {}",
+                log.display()
+            ),
+            None,
+        );
+    }
+    let report_name = report.file_name().map(|n| n.to_string_lossy().to_string());
+    let csv = match export_source(s.ncu, &report) {
+        Ok(csv) => csv,
+        Err(e) => return failed(e.to_string(), report_name),
+    };
+    // Kept beside the report: what the table was read from (a failed write costs only that).
+    let _ = write_atomic(
+        &s.dir.join(format!("{}.source.csv", s.name)),
+        csv.as_bytes(),
+    );
+    match source_page::parse(&csv) {
+        Ok(kernels) => by_job(s.jobs, kernels, report_name),
+        Err(e) => failed(
+            format!(
+                "{e}; see {}",
+                s.dir.join(format!("{}.source.csv", s.name)).display()
+            ),
+            report_name,
+        ),
+    }
+}
+
+/// The kernels of the source page, in launch order, handed out to the jobs by their launch
+/// counts; a count that does not add up leaves every job with why rather than another's lines.
+pub fn by_job(
+    jobs: &[&JobSpec],
+    kernels: Vec<source_page::KernelSource>,
+    report_file: Option<String>,
+) -> Vec<Hotspots> {
+    let launched: usize = jobs.iter().map(|j| j.launches.len()).sum();
+    if kernels.len() != launched {
+        let why = format!(
+            "ncu's source page has {} kernels where the pass launched {launched}: which lines are whose is uncertain, so none are kept",
+            kernels.len()
+        );
+        return jobs
+            .iter()
+            .map(|_| Hotspots::failed(why.clone(), report_file.clone()))
+            .collect();
+    }
+    let mut kernels = kernels.into_iter();
+    jobs.iter()
+        .map(|j| Hotspots {
+            report_file: report_file.clone(),
+            kernels: kernels
+                .by_ref()
+                .take(j.launches.len())
+                .map(|k| source_page::hot_lines(&k, TOP_LINES))
+                .collect(),
+            error: None,
+        })
+        .collect()
+}
+
+/// ncu's source page of a report as CSV: per kernel, every CUDA source line with its counters.
+pub fn export_source(ncu: &Ncu, report: &Path) -> Result<String, ProfilerError> {
+    let export_error = |said: String| ProfilerError::Export {
+        report: report.to_path_buf(),
+        said,
+        version: ncu.version.clone(),
+    };
+    let finished = process::run(
+        ncu.command().args(source_export_args(report)),
+        &process::Output::Stdout,
+        None,
+    )
+    .map_err(|e| export_error(e.to_string()))?;
+    if !finished.status.success() || finished.text.trim().is_empty() {
+        let said = format!("{}{}", finished.text.trim(), finished.stderr.trim());
+        return Err(export_error(
+            said.lines().last().unwrap_or("no output").to_string(),
+        ));
+    }
+    Ok(finished.text)
+}
+
+/// `ncu --import REPORT --page source --csv --print-source cuda`: CUDA lines, counters summed
+/// over their SASS instructions by ncu itself.
+pub fn source_export_args(report: &Path) -> Vec<String> {
+    vec![
+        "--import".into(),
+        report.display().to_string(),
+        "--page".into(),
+        "source".into(),
+        "--csv".into(),
+        "--print-source".into(),
+        "cuda".into(),
+    ]
+}
