@@ -46,7 +46,9 @@ pub const SHARED_WAVEFRONTS_IDEAL: &str = "L1 Wavefronts Shared Ideal";
 /// Where the per-reason sample columns start: `stall_long_sb`, `stall_barrier`, ….
 const STALL_PREFIX: &str = "stall_";
 
-/// Every kernel's source lines, in the order ncu printed them (its launch order).
+/// Every kernel's source lines, in the order ncu printed them (its launch order). Each kernel
+/// opens with a `"Kernel Name","NAME"` row; a row that names a source file (`.cu`, `.cuh`, …)
+/// says whose lines follow; a row with `Source` and a line or address column is a table's header.
 pub fn parse(text: &str) -> Result<Vec<KernelSource>, SourcePageError> {
     // ncu's own lines and the profiled program's output are not the table.
     let table: String = text
@@ -60,22 +62,28 @@ pub fn parse(text: &str) -> Result<Vec<KernelSource>, SourcePageError> {
         .from_reader(table.as_bytes());
     let mut kernels: Vec<KernelSource> = Vec::new();
     let mut header: Option<Columns> = None;
-    let mut context: Vec<String> = Vec::new();
+    let mut file = String::new();
     for record in reader.records() {
         let record = record.map_err(|e| SourcePageError::Csv(e.to_string()))?;
         let cells: Vec<&str> = record.iter().collect();
-        if let Some(columns) = Columns::of_header(&cells)? {
+        if cells.first().map(|c| c.trim()) == Some("Kernel Name") {
             kernels.push(KernelSource {
-                kernel: kernel_name(&context),
+                kernel: cells.get(1).map_or("", |c| c.trim()).to_string(),
                 lines: Vec::new(),
             });
+            header = None;
+            file.clear();
+        } else if let Some(columns) = Columns::of_header(&cells)? {
+            if kernels.is_empty() {
+                kernels.push(KernelSource::default());
+            }
             header = Some(columns);
-            context.clear();
-            continue;
-        }
-        match (&header, kernels.last_mut()) {
-            (Some(h), Some(k)) if cells.len() == h.names.len() => k.lines.push(h.line(&cells)),
-            _ => context.extend(cells.iter().map(|c| c.to_string())),
+        } else if let (Some(h), Some(k)) = (&header, kernels.last_mut())
+            && cells.len() == h.names.len()
+        {
+            k.lines.push(h.line(&cells, &file));
+        } else if let Some(path) = cells.iter().rev().find(|c| is_source_file(c)) {
+            file = base_name(path);
         }
     }
     if kernels.is_empty() {
@@ -102,10 +110,12 @@ impl Columns {
         let Some(source) = find("Source") else {
             return Ok(None);
         };
-        let line = find("# Line")
-            .or_else(|| find("Line"))
-            .or_else(|| find("#"))
-            .ok_or(SourcePageError::MissingColumn("# Line"))?;
+        let Some(line) = ["# Line", "Line", "#", "Address", "# Address"]
+            .iter()
+            .find_map(|n| find(n))
+        else {
+            return Ok(None);
+        };
         if find(SAMPLES).is_none() {
             return Err(SourcePageError::MissingColumn(SAMPLES));
         }
@@ -113,11 +123,13 @@ impl Columns {
             names: cells.iter().map(|c| c.trim().to_string()).collect(),
             line,
             source,
-            file: find("File").or_else(|| find("File Name")),
+            file: ["File", "File Name", "Source File"]
+                .iter()
+                .find_map(|n| find(n)),
         }))
     }
 
-    fn line(&self, cells: &[&str]) -> SourceLine {
+    fn line(&self, cells: &[&str], file: &str) -> SourceLine {
         let values = self
             .names
             .iter()
@@ -129,8 +141,7 @@ impl Columns {
         SourceLine {
             file: self
                 .file
-                .map(|i| base_name(cells[i]))
-                .unwrap_or_default(),
+                .map_or_else(|| file.to_string(), |i| base_name(cells[i])),
             line: cells[self.line].trim().parse().unwrap_or(0),
             source: cells[self.source].to_string(),
             values,
@@ -138,9 +149,13 @@ impl Columns {
     }
 }
 
-/// The kernel's name from the rows before its table (ncu's heading of the kernel).
-fn kernel_name(context: &[String]) -> String {
-    context.last().cloned().unwrap_or_default()
+/// Whether a cell names a source file (what ncu prints above the lines of each file).
+fn is_source_file(cell: &str) -> bool {
+    let c = cell.trim();
+    [".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".inc", ".inl"]
+        .iter()
+        .any(|e| c.ends_with(e))
+        && !c.contains(char::is_whitespace)
 }
 
 /// A path's last component: the directories are the machine's it ran on.

@@ -52,7 +52,7 @@ pub fn assign_kernels<'a>(
 
 /// ncu prints `name` (its base name, as for `axpy<float>` or `wt::gemm<64>`), or a demangled
 /// signature `name(args)` / `void ns::name<...>(...)`: the function's own names must agree.
-fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
+pub(crate) fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
     let base = reported
         .split('(')
         .next()

@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
+use super::assign::kernel_name_matches;
 use super::{ClockControl, Ncu, ProfilerError, diagnose, report_path};
 use crate::parse::source_page;
 use crate::process::{self, FailureKind};
@@ -156,18 +157,36 @@ pub fn collect(s: &HotspotSession) -> Vec<Hotspots> {
 }
 
 /// The kernels of the source page, in launch order, handed out to the jobs by their launch
-/// counts; a count that does not add up leaves every job with why rather than another's lines.
+/// counts; a count or a kernel name that does not agree leaves every job with why rather than
+/// another's lines.
 pub fn by_job(
     jobs: &[&JobSpec],
     kernels: Vec<source_page::KernelSource>,
     report_file: Option<String>,
 ) -> Vec<Hotspots> {
-    let launched: usize = jobs.iter().map(|j| j.launches.len()).sum();
-    if kernels.len() != launched {
-        let why = format!(
-            "ncu's source page has {} kernels where the pass launched {launched}: which lines are whose is uncertain, so none are kept",
-            kernels.len()
-        );
+    let launched: Vec<&str> = jobs
+        .iter()
+        .flat_map(|j| j.launches.iter().map(|l| l.kernel.as_str()))
+        .collect();
+    let why = if kernels.len() != launched.len() {
+        Some(format!(
+            "ncu's source page has {} kernels where the pass launched {}: which lines are whose is uncertain, so none are kept",
+            kernels.len(),
+            launched.len()
+        ))
+    } else {
+        kernels
+            .iter()
+            .zip(&launched)
+            .find(|(k, wanted)| !kernel_name_matches(&k.kernel, wanted))
+            .map(|(k, wanted)| {
+                format!(
+                    "ncu's source page has kernel `{}` where the pass launched `{wanted}`: which lines are whose is uncertain, so none are kept",
+                    k.kernel
+                )
+            })
+    };
+    if let Some(why) = why {
         return jobs
             .iter()
             .map(|_| Hotspots::failed(why.clone(), report_file.clone()))
@@ -221,4 +240,74 @@ pub fn source_export_args(report: &Path) -> Vec<String> {
         "--print-source".into(),
         "cuda".into(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::assign::tests::job;
+    use super::*;
+    use crate::parse::source_page::{KernelSource, SourceLine};
+
+    fn kernel(name: &str, samples: f64) -> KernelSource {
+        KernelSource {
+            kernel: name.into(),
+            lines: vec![SourceLine {
+                file: "k.cu".into(),
+                line: 7,
+                source: "out[i] = in[i];".into(),
+                values: [(source_page::SAMPLES.to_string(), samples)].into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_request_without_names_wants_every_job_and_names_the_variants_it_does_not_find() {
+        let (a, b) = (job("a", 1), job("b", 1));
+        let all = HotspotRequest::new(vec![String::new()]);
+        assert!(all.wants(&a) && all.wants(&b));
+        assert!(all.unmatched([&a, &b].into_iter()).is_empty());
+        let some = HotspotRequest::new(vec!["b".into(), " zz ".into()]);
+        assert!(!some.wants(&a) && some.wants(&b));
+        assert_eq!(some.unmatched([&a, &b].into_iter()), ["zz"]);
+    }
+
+    #[test]
+    fn the_session_asks_for_both_sections_the_source_and_the_clocks_as_given() {
+        let a = session_args(ClockControl::None, Path::new("/r/p-hotspots")).join(" ");
+        assert_eq!(
+            a,
+            "--clock-control none --section SourceCounters --section WarpStateStats --import-source yes --target-processes all --force-overwrite --export /r/p-hotspots"
+        );
+    }
+
+    #[test]
+    fn kernels_go_to_jobs_in_launch_order_and_a_mismatch_keeps_no_lines() {
+        let (a, b) = (job("a", 1), job("b", 1));
+        let jobs = [&a, &b];
+        let got = by_job(
+            &jobs,
+            vec![kernel("copy", 10.0), kernel("copy", 20.0)],
+            Some("p-hotspots.ncu-rep".into()),
+        );
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].kernels[0].samples, 10.0);
+        assert_eq!(got[1].kernels[0].samples, 20.0);
+        assert!(got.iter().all(|h| h.error.is_none()));
+        let short = by_job(&jobs, vec![kernel("copy", 10.0)], None);
+        assert!(
+            short.iter().all(|h| h.kernels.is_empty()
+                && h.error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("has 1 kernels where the pass launched 2"))),
+            "{short:?}"
+        );
+        let other = by_job(&jobs, vec![kernel("copy", 1.0), kernel("scale", 1.0)], None);
+        assert!(
+            other.iter().all(|h| h
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("kernel `scale`"))),
+            "{other:?}"
+        );
+    }
 }

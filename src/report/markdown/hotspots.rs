@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn a_code_span_outfences_the_backticks_inside_and_keeps_markup_characters() {
         assert_eq!(code_span("a * b"), "`a * b`");
-        assert_eq!(code_span("x = `y`"), "``x = `y` ``");
+        assert_eq!(code_span("x = `y`"), "`` x = `y` ``");
         assert_eq!(code_span("a``b"), "```a``b```");
     }
 
