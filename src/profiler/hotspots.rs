@@ -228,8 +228,9 @@ pub fn export_source(ncu: &Ncu, report: &Path) -> Result<String, ProfilerError> 
     Ok(finished.text)
 }
 
-/// `ncu --import REPORT --page source --csv --print-source cuda`: CUDA lines, counters summed
-/// over their SASS instructions by ncu itself.
+/// `ncu --import REPORT --page source --csv --print-source cuda,sass`: each CUDA line with its
+/// counters summed over its SASS instructions by ncu itself (`cuda` alone prints only the files'
+/// text, no counters, with ncu 2025.3).
 pub fn source_export_args(report: &Path) -> Vec<String> {
     vec![
         "--import".into(),
@@ -238,7 +239,7 @@ pub fn source_export_args(report: &Path) -> Vec<String> {
         "source".into(),
         "--csv".into(),
         "--print-source".into(),
-        "cuda".into(),
+        "cuda,sass".into(),
     ]
 }
 
