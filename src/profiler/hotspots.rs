@@ -261,6 +261,102 @@ mod tests {
         }
     }
 
+    /// A stand-in ncu: a session writes an empty report where `--export` says; an import prints
+    /// the real source page of the H200 capture.
+    fn fake_ncu(dir: &Path) -> Ncu {
+        let page = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/ncu-source/transpose-h200.csv"
+        );
+        let script = format!(
+            "#!/bin/sh\necho \"$@\" >> {dir}/calls\ncase \"$*\" in *--page*) cat {page};; *) while [ $# -gt 0 ]; do [ \"$1\" = --export ] && : > \"$2.ncu-rep\"; shift; done;; esac\n",
+            dir = dir.display()
+        );
+        let path = dir.join("ncu");
+        std::fs::write(&path, script).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        Ncu {
+            path,
+            version: "Version 2025.3.1.0 (stand-in)".into(),
+        }
+    }
+
+    fn job_of(id: &str, kernel: &str) -> JobSpec {
+        let mut j = job(id, 1);
+        j.launches[0].kernel = kernel.into();
+        j
+    }
+
+    #[test]
+    fn a_session_runs_ncu_once_and_gives_each_job_its_kernels_lines_from_the_source_page() {
+        let d = tempfile::tempdir().unwrap();
+        let ncu = fake_ncu(d.path());
+        let jobs = [
+            job_of("naive_column", "naive_column"),
+            job_of("smem_32", "smem_tile"),
+            job_of("smem_pad_32", "smem_tile"),
+        ];
+        let refs: Vec<&JobSpec> = jobs.iter().collect();
+        let got = collect(&HotspotSession {
+            ncu: &ncu,
+            target: vec!["/bin/true".into()],
+            jobs: &refs,
+            clock_control: ClockControl::None,
+            dir: d.path(),
+            name: "profile-0-hotspots".into(),
+            timeout: Duration::from_secs(30),
+        });
+        let calls = std::fs::read_to_string(d.path().join("calls")).unwrap();
+        let calls: Vec<&str> = calls.lines().collect();
+        assert_eq!(calls.len(), 2, "{calls:?} {got:?}");
+        assert!(
+            calls[0]
+                .contains("--section SourceCounters --section WarpStateStats --import-source yes")
+                && calls[0].ends_with("/bin/true")
+        );
+        assert!(calls[1].ends_with("--page source --csv --print-source cuda,sass"));
+        assert!(
+            got.iter().all(|h| h.error.is_none()
+                && h.report_file.as_deref() == Some("profile-0-hotspots.ncu-rep")),
+            "{got:?}"
+        );
+        assert_eq!(got[0].kernels[0].lines[0].line, 108);
+        let ways = |h: &Hotspots| {
+            h.kernels[0]
+                .lines
+                .iter()
+                .find(|l| l.line == 185)
+                .and_then(|l| l.bank_conflict_ways())
+        };
+        assert_eq!((ways(&got[1]), ways(&got[2])), (Some(32.0), Some(1.0)));
+        assert!(d.path().join("profile-0-hotspots.source.csv").is_file());
+    }
+
+    #[test]
+    fn a_session_that_writes_no_report_leaves_every_job_with_why() {
+        let d = tempfile::tempdir().unwrap();
+        let mut ncu = fake_ncu(d.path());
+        ncu.path = "/bin/true".into();
+        let a = job("a", 1);
+        let got = collect(&HotspotSession {
+            ncu: &ncu,
+            target: vec!["/bin/true".into()],
+            jobs: &[&a],
+            clock_control: ClockControl::None,
+            dir: d.path(),
+            name: "p-hotspots".into(),
+            timeout: Duration::from_secs(30),
+        });
+        assert!(
+            got[0]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("wrote no report")),
+            "{got:?}"
+        );
+    }
+
     #[test]
     fn a_request_without_names_wants_every_job_and_names_the_variants_it_does_not_find() {
         let (a, b) = (job("a", 1), job("b", 1));
