@@ -303,6 +303,11 @@ pub enum Command {
         /// as one of ncu's own launch statistics, goes to ncu, and the report says why), or `ncu`.
         #[arg(long, value_enum, default_value_t = crate::profiler::ProfilerChoice::Cupti)]
         profiler: crate::profiler::ProfilerChoice,
+        /// Source hot spots of these variants (comma-separated; alone: every variant): an extra ncu
+        /// session (SourceCounters, WarpStateStats) puts each kernel's top source lines by warp
+        /// samples in the report, with stall reason, excess sectors and bank conflicts.
+        #[arg(long, value_name = "VARIANTS", num_args = 0..=1, default_missing_value = "", value_delimiter = ',')]
+        hotspots: Option<Vec<String>>,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
     #[command(after_help = NCU_HELP)]

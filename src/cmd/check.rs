@@ -71,6 +71,7 @@ fn run_suite(
             // CUPTI's counters are ncu's (the same Perfworks names); a pass it cannot collect
             // goes to ncu.
             profiler: crate::profiler::ProfilerChoice::default(),
+            hotspots: None,
         })
     } else {
         None

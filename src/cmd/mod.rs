@@ -16,6 +16,7 @@ pub mod run;
 
 use crate::cli::{Cli, Command};
 use crate::config::{Config, Environment};
+use crate::profiler::hotspots::HotspotRequest;
 use crate::scheduler::ProfileRequest;
 
 /// Runs a parsed command line; returns the process exit code (`exit`).
@@ -53,6 +54,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             clock_control,
             duration_runs,
             profiler,
+            hotspots,
         } => {
             let names = set.into_iter().chain(metrics).collect();
             run::run(
@@ -63,6 +65,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
                     clock_control,
                     duration_runs,
                     profiler,
+                    hotspots: hotspots.map(HotspotRequest::new),
                 }),
                 &mock,
                 command_line,

@@ -191,6 +191,7 @@ mod tests {
             gpu: None,
             duration_from: None,
             profiler: None,
+            hotspots: None,
         }
     }
 

@@ -10,9 +10,10 @@ use crate::device::{self, NvmlSession};
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::process::{self, FailureKind};
+use crate::profiler::hotspots::{self, HotspotSession};
 use crate::profiler::{self, Ncu, ProfilerChoice, pass};
 use crate::records::{
-    BatchRun, BoundSpec, BoundsOutcome, ComputeOutcome, JobOutcome, Math, ProfileRecord,
+    BatchRun, BoundSpec, BoundsOutcome, ComputeOutcome, Hotspots, JobOutcome, Math, ProfileRecord,
     RoofRecord, SanitizeRecord, SanitizerTool, Snapshot,
 };
 use crate::sanitizer::{self, Sanitizer};
@@ -28,6 +29,9 @@ pub mod protocol {
     pub const COMPUTE_BOUND: &str = "__compute_bound";
     pub const ROOFS: &str = "__roofs";
 }
+
+/// Why a job asked for hot spots has none where no ncu was found (CUPTI needed none).
+const NO_NCU_FOR_HOTSPOTS: &str = "no ncu: --hotspots reads ncu's SourceCounters and WarpStateStats sections\n  fix: install Nsight Compute and put it on PATH, or set NCU=/path/to/ncu";
 
 pub struct ChildExecutor {
     /// This binary: the children are its hidden subcommands.
@@ -277,7 +281,10 @@ impl Executor for ChildExecutor {
         let cupti_said = match self.profiler {
             ProfilerChoice::Cupti => {
                 match super::cupti::profile(self.child(protocol::CUPTI_PASS), ctx, tag, jobs) {
-                    Ok(records) => return records,
+                    Ok(mut records) => {
+                        self.add_hotspots(ctx, tag, jobs, &mut records);
+                        return records;
+                    }
                     Err(why) => Some(why),
                 }
             }
@@ -289,6 +296,7 @@ impl Executor for ChildExecutor {
                 r.profiler = Some(super::cupti::by_ncu_because(why));
             }
         }
+        self.add_hotspots(ctx, tag, jobs, &mut records);
         records
     }
 
@@ -388,6 +396,46 @@ impl Executor for ChildExecutor {
 }
 
 impl ChildExecutor {
+    /// `--hotspots`: the chosen jobs of the pass once more under ncu, their source lines ranked
+    /// into their records (matched by job id).
+    fn add_hotspots(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        jobs: &[&JobSpec],
+        records: &mut [ProfileRecord],
+    ) {
+        let Some(request) = ctx.hotspots else {
+            return;
+        };
+        let chosen: Vec<&JobSpec> = jobs.iter().copied().filter(|j| request.wants(j)).collect();
+        if chosen.is_empty() {
+            return;
+        }
+        let name = format!("{tag}-hotspots");
+        let specs = ctx.work.join(format!("{name}.specs.json"));
+        let found = match (&self.ncu, write_json(&specs, &chosen)) {
+            (None, _) => vec![Hotspots::failed(NO_NCU_FOR_HOTSPOTS.into(), None); chosen.len()],
+            (Some(_), Err(e)) => vec![Hotspots::failed(format!("{e:#}"), None); chosen.len()],
+            (Some(ncu), Ok(())) => hotspots::collect(&HotspotSession {
+                ncu,
+                target: self.profile_target(&specs, ctx.seed),
+                jobs: &chosen,
+                clock_control: ctx.clock_control,
+                dir: ctx.dir,
+                name,
+                timeout: ctx
+                    .timeout
+                    .saturating_mul(u32::try_from(chosen.len() + 1).unwrap_or(u32::MAX)),
+            }),
+        };
+        for (job, h) in chosen.iter().zip(found) {
+            if let Some(r) = records.iter_mut().find(|r| r.job_id == job.id()) {
+                r.hotspots = Some(h);
+            }
+        }
+    }
+
     fn profile_with_ncu(
         &self,
         ctx: &RunContext,

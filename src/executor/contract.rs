@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
 use crate::profiler::ClockControl;
+use crate::profiler::hotspots::HotspotRequest;
 use crate::records::{
     BatchRun, BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, JobOutcome, Math,
     ProfileRecord, RoofRecord, SanitizeRecord, SanitizerTool, Snapshot, TimingConfig,
@@ -38,6 +39,8 @@ pub struct RunContext<'a> {
     pub clock_control: ClockControl,
     /// Profiled runs a job's ncu duration is the median of (`ProfileRequest::duration_runs`).
     pub duration_runs: u32,
+    /// `--hotspots`: whose source hot spots the profile pass also reads.
+    pub hotspots: Option<&'a HotspotRequest>,
     /// Some job declares flops: the bounds include the FP32 multiply-add rate.
     pub fma: bool,
     /// Some job copies between host and device: the bounds include the host link's copies.

@@ -11,7 +11,7 @@ use crate::records::{
     BoundSpec, BoundsOutcome, ComputeOutcome, DeviceInfo, HostLinkSamples, JobOutcome, Math,
     ProfileRecord, RoofRecord, RoofSource, Snapshot,
 };
-use crate::records::{EnergyRecord, StepKind, StepTime, Timeline};
+use crate::records::{EnergyRecord, Hotspots, StepKind, StepTime, Timeline};
 use crate::suite::{JobSpec, StepProgram};
 
 /// The name the mock device carries into every run, report and baseline it touches.
@@ -320,9 +320,19 @@ impl Executor for MockExecutor {
                 }
             })
             .collect();
-        pass::records(jobs, ctx.metrics, &rows, None, None)
+        let mut records = pass::records(jobs, ctx.metrics, &rows, None, None);
+        if let Some(h) = ctx.hotspots {
+            for (r, _) in records.iter_mut().zip(jobs).filter(|(_, j)| h.wants(j)) {
+                r.hotspots = Some(Hotspots::failed(MOCK_HOTSPOTS.into(), None));
+            }
+        }
+        records
     }
 }
+
+/// What a mock run's hot spots say: no ncu ran, so there are no source lines to rank.
+pub const MOCK_HOTSPOTS: &str =
+    "MOCK: no ncu ran (--mock-gpu), so there are no source lines; run on a GPU for them";
 
 /// How many times the stand-in FP32 rate a math's stand-in roof is (about an H100's ratios).
 fn mock_roof_multiple(math: Math) -> f64 {

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub mod non_finite;
 pub mod query_metrics;
 pub mod sanitizer;
+pub mod source_page;
 
 /// One profiled kernel launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -52,7 +52,7 @@ pub fn assign_kernels<'a>(
 
 /// ncu prints `name` (its base name, as for `axpy<float>` or `wt::gemm<64>`), or a demangled
 /// signature `name(args)` / `void ns::name<...>(...)`: the function's own names must agree.
-fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
+pub(crate) fn kernel_name_matches(reported: &str, wanted: &str) -> bool {
     reported_base_name(reported) == crate::cxx::base_name(wanted)
 }
 
@@ -143,6 +143,7 @@ pub fn profile_record(
         not_applicable,
         duration_from: None,
         profiler: None,
+        hotspots: None,
     }
 }
 

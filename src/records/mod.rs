@@ -4,7 +4,7 @@
 //! their serialised field names are a stored format and do not change with Rust names.
 //!
 //! The stored format: `run_info` (`run.json`), `job`, `bounds`, `profile` and `sanitize` (the lines of
-//! `results.jsonl`), `run_data` (a line, and the run its lines make), `environment`, `outcome`,
+//! `results.jsonl`), `hotspots` (a profile record's source lines), `run_data` (a line, and the run its lines make), `environment`, `outcome`,
 //! `timeline`, `fingerprint` and `verified` (the verified timed runs). The rules that judge a run, pure and tested without files:
 //! `judge` (bounds, roofline, impossible throughput, ranking), `roofs` (the roof of each math),
 //! `throughput` (GB/s, GFLOP/s, FP32 peak), `rounds` (how rounds combine) and `merge` (which shards merge).
@@ -15,6 +15,7 @@ mod energy;
 mod environment;
 mod fingerprint;
 mod gemm;
+mod hotspots;
 mod job;
 mod judge;
 mod math;
@@ -40,6 +41,7 @@ pub use energy::EnergyRecord;
 pub use environment::{DeviceInfo, Snapshot, peak_bandwidth_gbs};
 pub use fingerprint::Fingerprint;
 pub use gemm::{Accumulate, GemmTypes, SUPPORTED as SUPPORTED_GEMMS, tn_shape};
+pub use hotspots::{HotLine, Hotspots, KernelHotspots, Stall};
 pub use job::{BoundSpec, JobKey, JobRecord, JobStatus, RoundRecord, Work, format_params};
 pub use judge::{IMPOSSIBLE_COPY, IMPOSSIBLE_PEAK, Impossible, Roofline};
 pub use math::Math;

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::hotspots::Hotspots;
+
 /// ncu's view of one job.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ProfileRecord {
@@ -31,6 +33,9 @@ pub struct ProfileRecord {
     /// absent in runs made before CUPTI, which were all ncu's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profiler: Option<String>,
+    /// The job's source hot spots (`--hotspots`); absent where they were not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hotspots: Option<Hotspots>,
 }
 
 /// How many runs of a job the duration's own session profiles unless told otherwise; its duration
@@ -79,6 +84,7 @@ impl ProfileRecord {
             gpu: None,
             duration_from: None,
             profiler: None,
+            hotspots: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 use crate::executor::Executor;
 use crate::metrics::{self, Catalog, MetricDef};
 use crate::profiler::ClockControl;
+use crate::profiler::hotspots::HotspotRequest;
 use crate::records::{CacheState, ShardInfo, TimingConfig};
 use crate::suite::{JobSpec, Suite};
 
@@ -31,6 +32,8 @@ pub struct ProfileRequest {
     pub duration_runs: u32,
     /// CUPTI in process, or ncu (`--profiler`).
     pub profiler: crate::profiler::ProfilerChoice,
+    /// `--hotspots`: the variants whose source hot spots an extra ncu session reads.
+    pub hotspots: Option<HotspotRequest>,
 }
 
 /// How every suite of one command runs.
@@ -107,6 +110,15 @@ pub fn plan<'a>(
             "no suite has a variant named {}\n  fix: `gpu-lab list variants` shows them",
             variants.join(", ")
         );
+    }
+    if let Some(h) = profile.and_then(|p| p.hotspots.as_ref()) {
+        let unknown = h.unmatched(plans.iter().flat_map(|p| &p.jobs));
+        if !unknown.is_empty() {
+            bail!(
+                "--hotspots names {}, which no selected job is a variant of\n  fix: name variants of the selected suites (`gpu-lab list variants` shows them), or give --hotspots alone for every variant",
+                unknown.join(", ")
+            );
+        }
     }
     Ok(plans)
 }

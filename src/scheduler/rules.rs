@@ -312,6 +312,7 @@ mod tests {
             gpu: None,
             duration_from: None,
             profiler: None,
+            hotspots: None,
         };
         assert!(!profile_failed(&record));
         record.missing.push("dram__bytes".into());

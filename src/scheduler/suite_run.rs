@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use crate::executor::{Environment, RunContext};
 use crate::profiler::ClockControl;
+use crate::profiler::hotspots::HotspotRequest;
 use crate::records::{CacheState, Record, RunInfo, TimingConfig, groups_in_order};
 use crate::store;
 use crate::suite::JobSpec;
@@ -28,6 +29,7 @@ pub(super) struct SuiteRun<'p> {
     pub(super) timing: TimingConfig,
     clock_control: ClockControl,
     duration_runs: u32,
+    hotspots: Option<HotspotRequest>,
     fma: bool,
     pub(super) host_link: bool,
     timeout: Duration,
@@ -103,6 +105,7 @@ impl<'p> SuiteRun<'p> {
             .any(|j| j.work.flops.is_some_and(|f| f > 0.0));
         let host_link = plan.jobs.iter().any(JobSpec::crosses_host_link);
         let duration_runs = settings.profile.as_ref().map_or(0, |p| p.duration_runs);
+        let hotspots = settings.profile.as_ref().and_then(|p| p.hotspots.clone());
         Ok((
             SuiteRun {
                 plan,
@@ -111,6 +114,7 @@ impl<'p> SuiteRun<'p> {
                 timing,
                 clock_control,
                 duration_runs,
+                hotspots,
                 fma,
                 host_link,
                 timeout: settings.timeout,
@@ -133,6 +137,7 @@ impl<'p> SuiteRun<'p> {
             metrics: &self.plan.metrics,
             clock_control: self.clock_control,
             duration_runs: self.duration_runs,
+            hotspots: self.hotspots.as_ref(),
             fma: self.fma,
             host_link: self.host_link,
         }

@@ -20,6 +20,7 @@ mod hardening;
 mod history;
 mod hopper_bounds;
 mod host_program;
+mod hotspots;
 mod import;
 mod launch_features;
 mod lessons;

@@ -1,4 +1,4 @@
-//! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), energy and clock events (`energy`), occupancy (`occupancy`) and host programs (`host_programs`), the sanitizer's verdicts (`sanitize`), then the closing notes and legends (`footer`).
+//! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), energy and clock events (`energy`), occupancy (`occupancy`) and host programs (`host_programs`), the source hot spots (`hotspots`), the sanitizer's verdicts (`sanitize`), then the closing notes and legends (`footer`).
 
 mod bandwidth;
 mod cells;
@@ -7,6 +7,7 @@ mod energy;
 mod footer;
 mod header;
 mod host_programs;
+mod hotspots;
 mod occupancy;
 mod readings;
 mod roofs;
@@ -72,6 +73,7 @@ impl Exporter<RunData> for Markdown {
             group_section(run, &impossible, &g, &metrics, &mut out);
             host_programs::section(run, &impossible, &g, &mut out);
         }
+        hotspots::section(run, &mut out);
         sanitize::section(run, &mut out);
         footer::ncu_passes(run, &mut out);
         footer::legends(run, &mut out);

@@ -28,6 +28,7 @@ fn settings(out: &Path, profile: bool) -> RunSettings {
             clock_control: ClockControl::None,
             duration_runs: crate::records::DURATION_RUNS,
             profiler: crate::profiler::ProfilerChoice::Ncu,
+            hotspots: None,
         }),
         command_line: "test".into(),
         build: Default::default(),
@@ -352,6 +353,7 @@ fn two_models_side_by_side(watch: &Watch, suites: &[Suite], profile: bool) {
         clock_control: ClockControl::None,
         duration_runs: crate::records::DURATION_RUNS,
         profiler: crate::profiler::ProfilerChoice::Ncu,
+        hotspots: None,
     };
     let plans = plan(
         suites,
