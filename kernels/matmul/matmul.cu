@@ -399,3 +399,83 @@ extern "C" __global__ void __launch_bounds__(WTHREADS) mm_warptiled(int M, int N
         }
     }
 }
+
+#ifndef GROUP
+#define GROUP 1
+#endif
+
+// Eight warps of 32 x 64 over a 128 x 128 block tile (4 warps down, 2 across), 8 x 8 results a
+// thread held as 2 x 2 sub-tiles of 4 x 4 that lie 16 rows and 32 columns apart (CUTLASS's SIMT
+// layout): a warp's float4 reads of one k are 4 distinct addresses of A (broadcast) and 8
+// consecutive float4s of B (one 128-byte row: no bank conflicts), while each thread keeps
+// double_buffered's 64 accumulators, so two blocks of 256 threads fit an SM under 128 registers.
+// GROUP > 1 walks the block tiles GROUP rows at a time (Triton's grouped order), so the blocks
+// running together share panels of A and B in L2.
+extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  constexpr int TBM = 128, TBN = 128, THREADS = 256;
+  constexpr int A_LOADS = (TBM * BK / 4 + THREADS - 1) / THREADS;
+  constexpr int B_LOADS = (BK * TBN / 4 + THREADS - 1) / THREADS;
+  __shared__ __align__(16) float As[2][BK * TBM];
+  __shared__ __align__(16) float Bs[2][BK * TBN];
+  const int grid_n = gridDim.x, grid_m = gridDim.y;
+  const int pid = blockIdx.y * grid_n + blockIdx.x;
+  const int group_width = GROUP * grid_n;
+  const int first_m = (pid / group_width) * GROUP;
+  const int group_m = min(grid_m - first_m, GROUP);
+  const int c_row = first_m + (pid % group_width) % group_m, c_col = (pid % group_width) / group_m;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row0 = (warp / 2) * 32 + (lane / 8) * 4; // + i * 16 + ii
+  const int col0 = (warp % 2) * 64 + (lane % 8) * 4; // + j * 32 + jj
+  float acc[8][8] = {{0.0f}};
+  float4 next_a[A_LOADS], next_b[B_LOADS];
+
+  auto fetch = [&](int t) { fetch_tiles<THREADS, TBM, TBN, BK>(M, N, K, A, B, c_row, c_col, t, next_a, next_b); };
+  auto store = [&](int buf) { store_tiles<THREADS, TBM, TBN, BK>(As[buf], Bs[buf], next_a, next_b); };
+
+  fetch(0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  for (int t = 0; t < K; t += BK) {
+    const bool more = t + BK < K;
+    if (more) fetch(t + BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      float a[8], b[8];
+      *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0]);
+      *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0 + 16]);
+      *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0]);
+      *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0 + 32]);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
+    }
+    if (more) store(buf ^ 1);
+    __syncthreads();
+    buf ^= 1;
+  }
+  const bool vec_c = (N % 4) == 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int row = c_row * TBM + row0 + (i / 4) * 16 + i % 4;
+    if (row >= M) continue;
+#pragma unroll
+    for (int jh = 0; jh < 2; ++jh) {
+      const int col = c_col * TBN + col0 + jh * 32;
+      if (vec_c && col + 4 <= N) {
+        float4* p = reinterpret_cast<float4*>(&C[row * N + col]);
+        float4 c = *p;
+        c.x = alpha * acc[i][jh * 4 + 0] + beta * c.x;
+        c.y = alpha * acc[i][jh * 4 + 1] + beta * c.y;
+        c.z = alpha * acc[i][jh * 4 + 2] + beta * c.z;
+        c.w = alpha * acc[i][jh * 4 + 3] + beta * c.w;
+        *p = c;
+      } else {
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj)
+          if (col + jj < N) C[row * N + col + jj] = alpha * acc[i][jh * 4 + jj] + beta * C[row * N + col + jj];
+      }
+    }
+  }
+}
