@@ -403,6 +403,9 @@ extern "C" __global__ void __launch_bounds__(WTHREADS) mm_warptiled(int M, int N
 #ifndef GROUP
 #define GROUP 1
 #endif
+#ifndef FRAGS
+#define FRAGS 1
+#endif
 
 // Eight warps of 32 x 64 over a 128 x 128 block tile (4 warps down, 2 across), 8 x 8 results a
 // thread held as 2 x 2 sub-tiles of 4 x 4 that lie 16 rows and 32 columns apart (CUTLASS's SIMT
@@ -432,29 +435,61 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w(int M, int 
   auto fetch = [&](int t) { fetch_tiles<THREADS, TBM, TBN, BK>(M, N, K, A, B, c_row, c_col, t, next_a, next_b); };
   auto store = [&](int buf) { store_tiles<THREADS, TBM, TBN, BK>(As[buf], Bs[buf], next_a, next_b); };
 
+  // The fragments of one k: 2 float4s of A (rows 16 apart) and 2 of B (columns 32 apart).
+  auto load_frags = [&](int buf, int k, float* a, float* b) {
+    *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0]);
+    *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0 + 16]);
+    *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0]);
+    *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0 + 32]);
+  };
+  auto outer_product = [&](const float* a, const float* b) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
+  };
+
   fetch(0);
   store(0);
   __syncthreads();
   int buf = 0;
+#if FRAGS == 2
+  // Register double buffering: the fragments of k + 1 are read from shared memory while the
+  // multiply-adds of k run; the next tile goes to shared memory before the last k of this one,
+  // and the first fragments of the next tile are read right after the barrier.
+  float a[2][8], b[2][8];
+  load_frags(0, 0, a[0], b[0]);
+  for (int t = 0; t < K; t += BK) {
+    const bool more = t + BK < K;
+    if (more) fetch(t + BK);
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+      if (k == BK - 1) {
+        if (more) store(buf ^ 1);
+        __syncthreads();
+        if (more) load_frags(buf ^ 1, 0, a[(k + 1) % 2], b[(k + 1) % 2]);
+      } else {
+        load_frags(buf, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
+      }
+      outer_product(a[k % 2], b[k % 2]);
+    }
+    buf ^= 1;
+  }
+#else
   for (int t = 0; t < K; t += BK) {
     const bool more = t + BK < K;
     if (more) fetch(t + BK);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       float a[8], b[8];
-      *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0]);
-      *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0 + 16]);
-      *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0]);
-      *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0 + 32]);
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
+      load_frags(buf, k, a, b);
+      outer_product(a, b);
     }
     if (more) store(buf ^ 1);
     __syncthreads();
     buf ^= 1;
   }
+#endif
   const bool vec_c = (N % 4) == 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
