@@ -80,7 +80,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_pipelined(cons
     if (threadIdx.x == 0) {
         full_barrier_init(&full[0]);
         full_barrier_init(&full[1]);
-        fence_proxy_async(); // the initialised barriers visible to the copy engine
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); // as kernels/tma: the initialised
+        fence_proxy_async();                                                // barriers visible to the copy engine
         prefetch(x, atomicAdd(counter, 1u), full_tiles, stage[0], &tile_sh[0], &full[0]);
         ticket = atomicAdd(counter, 1u);
     }
