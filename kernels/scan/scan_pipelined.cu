@@ -13,6 +13,12 @@
 // deadlock. ITEMS / 4 should be odd (12, 20, 28): the blocked reads of a
 // contiguous stage are then free of bank conflicts, and a bulk copy cannot pad the stage.
 
+// 1: thread 0 takes each ticket a tile before its copy starts (the atomic's latency hidden); 0: when
+// the copy starts (a tile's predecessors are then held for less time before they are loaded).
+#ifndef TAKE_AHEAD
+#define TAKE_AHEAD 1
+#endif
+
 __device__ __forceinline__ unsigned smem_addr(const void* p)
 {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -83,7 +89,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_pipelined(cons
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); // as kernels/tma: the initialised
         fence_proxy_async();                                                // barriers visible to the copy engine
         prefetch(x, atomicAdd(counter, 1u), full_tiles, stage[0], &tile_sh[0], &full[0]);
-        ticket = atomicAdd(counter, 1u);
+        if (TAKE_AHEAD)
+            ticket = atomicAdd(counter, 1u);
     }
     unsigned parity = 0; // bit b: the phase the next wait on full[b] waits for
     for (int buf = 0;; buf ^= 1) {
@@ -92,8 +99,10 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_pipelined(cons
         if (tile >= tiles) // uniform: every thread read the same ticket
             break;
         if (threadIdx.x == 0) {
+            if (!TAKE_AHEAD)
+                ticket = atomicAdd(counter, 1u);
             prefetch(x, ticket, full_tiles, stage[buf ^ 1], &tile_sh[buf ^ 1], &full[buf ^ 1]);
-            if (ticket < tiles) // past the last tile the block stops at its next turn: no more tickets
+            if (TAKE_AHEAD && ticket < tiles) // past the last tile the block stops at its next turn: no more tickets
                 ticket = atomicAdd(counter, 1u);
         }
         const long long tile_first = (long long)tile * TILE;
