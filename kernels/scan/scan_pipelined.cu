@@ -152,3 +152,120 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_pipelined(cons
         fence_proxy_async(); // this thread's accesses of stage[buf] before the copy that will refill it
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Early aggregates (variant lookback_early). Round 1 of scan_lookback_pipelined on an H200 showed
+// the cost of holding tickets: a tile's aggregate is published only when its block reaches it, a
+// tile or two after the ticket, and every successor's look-back waits that long. Here each block
+// scans a tile as soon as its copy lands and publishes the aggregate at once; the tile's look-back,
+// offsets and stores come in the next step, while the copy of the following tile is in flight:
+//   take t0, copy, scan, publish A(t0);
+//   loop: take t1 and start its copy; look back for t0, add, store t0; wait for t1, scan it,
+//         publish A(t1); t0 = t1.
+// A tile's predecessors thus publish about one load after their tickets, as in the one-launch
+// kernels, while each block keeps a copy in flight behind its look-back and stores.
+// ---------------------------------------------------------------------------------------------
+
+// Waits for `tile` in stage (or loads the partial last tile with the threads), reads each
+// thread's ITEMS values (blocked), scans them and the block's thread sums; returns the tile's sum.
+__device__ __forceinline__ T scan_staged_tile(const T* __restrict__ x, int n, unsigned tile, unsigned full_tiles, T4* stage,
+                                              unsigned long long* bar, unsigned& parity, int buf, T v[ITEMS], T* warp_sh, T& excl)
+{
+    if (tile < full_tiles) {
+        barrier_wait(bar, (parity >> buf) & 1u);
+        parity ^= 1u << buf;
+    } else {
+        const long long tile_first = (long long)tile * TILE;
+#pragma unroll
+        for (int k = 0; k < ITEMS / 4; ++k) {
+            const int c = k * BLOCK + threadIdx.x;
+            T q[4];
+            load_vec4(x, tile_first + 4 * c, n, q);
+            stage[c] = make_vec4(q);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const T4 q = stage[threadIdx.x * (ITEMS / 4) + k];
+        v[4 * k] = q.x;
+        v[4 * k + 1] = q.y;
+        v[4 * k + 2] = q.z;
+        v[4 * k + 3] = q.w;
+    }
+    T run = thread_scan<EXCLUSIVE != 0>(v);
+    T total;
+    excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage before later writes
+    return total;
+}
+
+// Thread 0 publishes the tile's aggregate (tile 0: its inclusive prefix) as soon as it is known;
+// lookback() publishes it again (the same word) before the inclusive prefix.
+__device__ __forceinline__ void publish_aggregate(unsigned long long* status, unsigned tile, T total)
+{
+    if (threadIdx.x == 0) {
+        volatile unsigned long long* vs = status;
+        vs[tile] = pack(tile == 0 ? FLAG_P : FLAG_A, total);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_early(const T* __restrict__ x, T* y, unsigned long long* status,
+                                                                       unsigned int* counter, int n)
+{
+    __shared__ __align__(128) T4 stage[2][TILE / 4];
+    __shared__ __align__(8) unsigned long long full[2];
+    __shared__ T warp_sh[BLOCK / 32 + 1];
+    __shared__ unsigned tile_sh[2];
+    __shared__ T prefix_sh;
+    const unsigned tiles = (unsigned)(((long long)n + TILE - 1) / TILE);
+    const unsigned full_tiles = (unsigned)(n / TILE);
+    if (threadIdx.x == 0) {
+        full_barrier_init(&full[0]);
+        full_barrier_init(&full[1]);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        fence_proxy_async();
+        prefetch(x, atomicAdd(counter, 1u), full_tiles, stage[0], &tile_sh[0], &full[0]);
+    }
+    __syncthreads();
+    unsigned tile = tile_sh[0];
+    if (tile >= tiles) // uniform
+        return;
+    unsigned parity = 0; // bit b: the phase the next wait on full[b] waits for
+    int buf = 0;
+    T v[ITEMS];
+    T excl;
+    T total = scan_staged_tile(x, n, tile, full_tiles, stage[0], &full[0], parity, 0, v, warp_sh, excl);
+    publish_aggregate(status, tile, total);
+    while (true) {
+        if (threadIdx.x == 0) // the next tile's ticket and copy, in flight during this tile's look-back and stores
+            prefetch(x, atomicAdd(counter, 1u), full_tiles, stage[buf ^ 1], &tile_sh[buf ^ 1], &full[buf ^ 1]);
+        if (threadIdx.x < 32) { // all of warp 0, no barrier inside
+            T prefix = lookback(status, tile, total);
+            if (threadIdx.x == 0)
+                prefix_sh = prefix;
+        }
+        __syncthreads(); // prefix_sh and tile_sh[buf ^ 1] written
+        const T add = prefix_sh + excl;
+#pragma unroll
+        for (int k = 0; k < ITEMS / 4; ++k) {
+            T q[4] = { v[4 * k] + add, v[4 * k + 1] + add, v[4 * k + 2] + add, v[4 * k + 3] + add };
+            stage[buf][threadIdx.x * (ITEMS / 4) + k] = make_vec4(q);
+        }
+        __syncthreads();
+        const long long tile_first = (long long)tile * TILE;
+#pragma unroll
+        for (int k = 0; k < ITEMS / 4; ++k) {
+            const int c = k * BLOCK + threadIdx.x;
+            store_vec4(y, tile_first + 4 * c, n, stage[buf][c]);
+        }
+        fence_proxy_async(); // this thread's accesses of stage[buf] before the copy that will refill it
+        const unsigned next = tile_sh[buf ^ 1];
+        if (next >= tiles) // uniform: no copy was started
+            break;
+        __syncthreads(); // every thread done with stage[buf] and prefix_sh
+        buf ^= 1;
+        tile = next;
+        total = scan_staged_tile(x, n, tile, full_tiles, stage[buf], &full[buf], parity, buf, v, warp_sh, excl);
+        publish_aggregate(status, tile, total);
+    }
+}
