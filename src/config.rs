@@ -69,6 +69,34 @@ pub fn toolkit(env: &Environment) -> crate::build::Toolkit {
     crate::build::Toolkit::locate(home, &path_dirs)
 }
 
+/// How the in-process profiler collects, for measuring its costs (issue 31): the range profiler
+/// enabled again for every job where `GPU_LAB_CUPTI_ENABLE_PER_JOB=1` (kept by default), and at
+/// most `GPU_LAB_CUPTI_MAX_RANGES_PER_PASS` kernels a pass (every kernel of a job by default).
+pub fn cupti_options(env: &Environment) -> anyhow::Result<crate::cupti::session::Options> {
+    let var = |name: &str| {
+        (env.var)(name)
+            .filter(|v| !v.is_empty())
+            .map(|v| v.to_string_lossy().into_owned())
+    };
+    let mut options = crate::cupti::session::Options::default();
+    match var("GPU_LAB_CUPTI_ENABLE_PER_JOB").as_deref() {
+        None | Some("0") => {}
+        Some("1") => options.keep_enabled = false,
+        Some(other) => anyhow::bail!(
+            "GPU_LAB_CUPTI_ENABLE_PER_JOB is {other:?}\n  fix: set it to 1 (enable the range profiler for every job) or 0, or unset it"
+        ),
+    }
+    if let Some(v) = var("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS") {
+        match v.parse::<usize>() {
+            Ok(n) if n >= 1 => options.max_ranges_per_pass = Some(n),
+            _ => anyhow::bail!(
+                "GPU_LAB_CUPTI_MAX_RANGES_PER_PASS is {v:?}\n  fix: set it to a whole number of kernels, 1 or more, or unset it"
+            ),
+        }
+    }
+    Ok(options)
+}
+
 impl Config {
     pub fn new(
         env: &Environment,

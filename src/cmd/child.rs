@@ -53,9 +53,10 @@ pub fn cupti_pass(
 ) -> anyhow::Result<i32> {
     let specs: Vec<JobSpec> = read_json(specs)?;
     let counters: Vec<String> = read_json(counters)?;
+    let options = crate::config::cupti_options(&crate::config::Environment::current())?;
     write_json(
         out,
-        &runner::run_cupti_pass(&open(child)?, &specs, seed, &counters)?,
+        &runner::run_cupti_pass(&open(child)?, &specs, seed, &counters, options)?,
     )?;
     Ok(exit::OK)
 }

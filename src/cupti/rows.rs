@@ -17,6 +17,36 @@ pub struct CuptiPass {
     /// Passes the configuration needs (Profiler Host API).
     pub passes: usize,
     pub jobs: Vec<CuptiJob>,
+    /// Where the child's time went outside the jobs (absent from passes made before).
+    #[serde(default)]
+    pub phases: PassPhases,
+}
+
+/// The pass's own costs: the child's start as its parent saw it, loading CUPTI, the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassPhases {
+    /// Loading libcupti and resolving its symbols.
+    pub load_cupti_s: f64,
+    /// Profiler and host initialisation, counter availability, configuration image, pass count.
+    pub session_s: f64,
+    /// Every job: module, buffers, the unprofiled run, the collection.
+    pub jobs_s: f64,
+    /// The child from start to exit as the parent timed it (process and CUDA context start,
+    /// reading the specs, writing this file): filled by the parent.
+    pub child_wall_s: f64,
+    /// The range profiler kept enabled from job to job.
+    pub kept_enabled: bool,
+}
+
+/// One job's costs before its collection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobPhases {
+    /// Loading (or building) the job's module.
+    pub load_s: f64,
+    /// Its buffers: kept from the job before, or made and filled.
+    pub buffers_s: f64,
+    /// The unprofiled run before the passes (inputs put back, launches).
+    pub first_run_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +54,8 @@ pub struct CuptiJob {
     pub job_id: String,
     /// The job's ranges (one a kernel) and what the collection cost, or why it failed.
     pub collected: Result<Collection, String>,
+    #[serde(default)]
+    pub phases: JobPhases,
 }
 
 /// Counters that only ncu computes (launch statistics, device attributes, ncu's own figures and

@@ -57,6 +57,57 @@ pub struct Collection {
     pub passes: usize,
     pub dropped_ranges: usize,
     pub seconds: f64,
+    /// Where the seconds went (absent from collections made before it was recorded).
+    #[serde(default)]
+    pub phases: Phases,
+}
+
+/// Where one job's collection spent its time, phase by phase (issue 31: what a profile costs
+/// beyond a run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Enabling the range profiler (0 where the job before left it enabled).
+    pub enable_s: f64,
+    /// The counter data image sized and initialised, and the configuration set.
+    pub configure_s: f64,
+    /// Putting the inputs back and flushing the L2 before each pass, outside the ranges.
+    pub prepare_s: f64,
+    /// The passes: Start, the job's launches, Stop.
+    pub passes_s: f64,
+    pub decode_s: f64,
+    pub evaluate_s: f64,
+    /// Disabling the range profiler (0 where it stays enabled for the next job).
+    pub disable_s: f64,
+    /// The `maxRangesPerPass` the collection ran with.
+    pub ranges_per_pass: usize,
+    /// The first try on the kept range profiler failed and this is the second, on a fresh one.
+    pub retried: bool,
+}
+
+/// How a session collects: kept range profiler or one per job, ranges per pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Keep the range profiler enabled from one job to the next.
+    pub keep_enabled: bool,
+    /// At most this many ranges a pass (None: every kernel of the job in one pass).
+    pub max_ranges_per_pass: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            keep_enabled: true,
+            max_ranges_per_pass: None,
+        }
+    }
+}
+
+impl Options {
+    /// The `maxRangesPerPass` for a job of `ranges` kernels: all of them, or the cap.
+    pub fn ranges_per_pass(&self, ranges: usize) -> usize {
+        let all = ranges.max(1);
+        self.max_ranges_per_pass.map_or(all, |cap| cap.clamp(1, all))
+    }
 }
 
 /// The host side of a collection: chip, host object and configuration image for `counters`.
@@ -66,6 +117,9 @@ pub struct Session<'a> {
     host: *mut ffi::HostObject,
     config: Vec<u8>,
     counters: Counters,
+    options: Options,
+    /// The range profiler, enabled by the first collection and kept (see `Options`).
+    range: Option<*mut ffi::RangeProfilerObject>,
     /// Passes the configuration needs, as the host API counts them.
     pub passes: usize,
     pub chip: String,
@@ -79,6 +133,7 @@ impl<'a> Session<'a> {
         ctx: CUcontext,
         device: usize,
         counters: Counters,
+        options: Options,
     ) -> Result<Session<'a>, CuptiError> {
         let mut init = ffi::ProfilerInitialize::new();
         // SAFETY: a zeroed, sized parameter struct (as every call below).
@@ -106,6 +161,8 @@ impl<'a> Session<'a> {
             host: host.pHostObject,
             config: Vec::new(),
             counters,
+            options,
+            range: None,
             passes: 0,
             chip: chip_name.to_string_lossy().into_owned(),
         };
@@ -199,29 +256,77 @@ impl<'a> Session<'a> {
     /// Collects the counters over `ranges` kernels that `run_pass` launches, once per pass, until
     /// CUPTI has every pass. `run_pass` gets `before(true)` to prepare the pass (put the inputs
     /// back, flush caches) outside the profiled span, and `before(false)` to launch it.
+    ///
+    /// The range profiler stays enabled from one job to the next (enabling it cost about as much
+    /// as a job's passes); a job that fails on a kept profiler is collected once more on a fresh
+    /// one, so a state CUPTI left behind cannot cost a job its numbers.
     pub fn collect(
         &mut self,
         ranges: usize,
         run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
     ) -> Result<Collection, CuptiError> {
         let started = Instant::now();
-        let api = self.api;
-        let mut enable = ffi::RangeEnable::new();
-        enable.ctx = self.ctx;
-        api.check("cuptiRangeProfilerEnable", unsafe {
-            (api.range_enable)(&mut enable)
-        })?;
-        let object = enable.pRangeProfilerObject;
-        let result = self.collect_enabled(object, ranges, run_pass);
-        let mut disable = ffi::RangeDisable::new();
-        disable.pRangeProfilerObject = object;
-        let disabled = api.check("cuptiRangeProfilerDisable", unsafe {
-            (api.range_disable)(&mut disable)
-        });
+        let kept = self.range.is_some();
+        let mut result = self.collect_once(ranges, run_pass);
+        if result.is_err() && kept {
+            result = self.collect_once(ranges, run_pass);
+            if let Ok(c) = &mut result {
+                c.phases.retried = true;
+            }
+        }
         let mut collection = result?;
-        disabled?;
         collection.seconds = started.elapsed().as_secs_f64();
         Ok(collection)
+    }
+
+    /// One collection on the kept range profiler, or a new one; it is disabled after the job
+    /// where the options say so or the collection failed.
+    fn collect_once(
+        &mut self,
+        ranges: usize,
+        run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
+    ) -> Result<Collection, CuptiError> {
+        let clock = Instant::now();
+        let object = match self.range {
+            Some(object) => object,
+            None => {
+                let mut enable = ffi::RangeEnable::new();
+                enable.ctx = self.ctx;
+                // SAFETY: a sized parameter struct; the context is current on this thread.
+                self.api.check("cuptiRangeProfilerEnable", unsafe {
+                    (self.api.range_enable)(&mut enable)
+                })?;
+                self.range = Some(enable.pRangeProfilerObject);
+                enable.pRangeProfilerObject
+            }
+        };
+        let enable_s = clock.elapsed().as_secs_f64();
+        let result = self.collect_enabled(object, ranges, run_pass);
+        let clock = Instant::now();
+        let disabled = if result.is_err() || !self.options.keep_enabled {
+            self.disable()
+        } else {
+            Ok(())
+        };
+        let disable_s = clock.elapsed().as_secs_f64();
+        let mut collection = result?;
+        disabled?;
+        collection.phases.enable_s = enable_s;
+        collection.phases.disable_s = disable_s;
+        Ok(collection)
+    }
+
+    /// Disables the range profiler, if enabled.
+    fn disable(&mut self) -> Result<(), CuptiError> {
+        let Some(object) = self.range.take() else {
+            return Ok(());
+        };
+        let mut disable = ffi::RangeDisable::new();
+        disable.pRangeProfilerObject = object;
+        // SAFETY: the object `collect_once` enabled, disabled once (taken out of `range`).
+        self.api.check("cuptiRangeProfilerDisable", unsafe {
+            (self.api.range_disable)(&mut disable)
+        })
     }
 
     fn collect_enabled(
@@ -231,6 +336,9 @@ impl<'a> Session<'a> {
         run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
     ) -> Result<Collection, CuptiError> {
         let api = self.api;
+        let mut phases = Phases::default();
+        let clock = Instant::now();
+        let per_pass = self.options.ranges_per_pass(ranges);
         let mut size = ffi::RangeGetCounterDataSize::new();
         size.pRangeProfilerObject = object;
         size.pMetricNames = self.counters.ptr();
@@ -256,7 +364,7 @@ impl<'a> Session<'a> {
         set.pCounterDataImage = data.as_mut_ptr();
         set.range = ffi::CUPTI_AUTO_RANGE;
         set.replayMode = ffi::CUPTI_USER_REPLAY;
-        set.maxRangesPerPass = ranges.max(1);
+        set.maxRangesPerPass = per_pass;
         set.numNestingLevels = 1;
         set.minNestingLevel = 1;
         set.passIndex = 0;
@@ -264,9 +372,44 @@ impl<'a> Session<'a> {
         api.check("cuptiRangeProfilerSetConfig", unsafe {
             (api.range_set_config)(&mut set)
         })?;
+        phases.configure_s = clock.elapsed().as_secs_f64();
+        let passes = self.run_passes(object, ranges.div_ceil(per_pass), run_pass, &mut phases)?;
+        let clock = Instant::now();
+        let mut decode = ffi::RangeDecodeData::new();
+        decode.pRangeProfilerObject = object;
+        api.check("cuptiRangeProfilerDecodeData", unsafe {
+            (api.range_decode_data)(&mut decode)
+        })?;
+        phases.decode_s = clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let ranges = self.evaluate(&data)?;
+        phases.evaluate_s = clock.elapsed().as_secs_f64();
+        phases.ranges_per_pass = per_pass;
+        Ok(Collection {
+            ranges,
+            passes,
+            dropped_ranges: decode.numOfRangeDropped,
+            seconds: 0.0,
+            phases,
+        })
+    }
+
+    /// Runs passes until CUPTI says every one is submitted; `batches` is how many passes the
+    /// ranges need for each of the configuration's (more than one where fewer ranges fit a pass).
+    fn run_passes(
+        &self,
+        object: *mut ffi::RangeProfilerObject,
+        batches: usize,
+        run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
+        phases: &mut Phases,
+    ) -> Result<usize, CuptiError> {
+        let api = self.api;
         let mut passes = 0usize;
         loop {
+            let clock = Instant::now();
             run_pass(true).map_err(CuptiError::Invalid)?;
+            phases.prepare_s += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
             let mut start = ffi::RangeStart::new();
             start.pRangeProfilerObject = object;
             api.check("cuptiRangeProfilerStart", unsafe {
@@ -278,15 +421,16 @@ impl<'a> Session<'a> {
             let stopped = api.check("cuptiRangeProfilerStop", unsafe {
                 (api.range_stop)(&mut stop)
             });
+            phases.passes_s += clock.elapsed().as_secs_f64();
             ran.map_err(CuptiError::Invalid)?;
             stopped?;
             passes += 1;
             if stop.isAllPassSubmitted != 0 {
-                break;
+                return Ok(passes);
             }
-            // A configuration never needs more passes than the host API counted; a loop past
-            // that is CUPTI refusing to finish, not a workload that needs more.
-            if passes > self.passes.max(1) * 2 + 2 {
+            // A configuration never needs more passes than the host API counted (times the
+            // batches of ranges); a loop past that is CUPTI refusing to finish.
+            if passes > self.passes.max(1) * batches.max(1) * 2 + 2 {
                 return Err(CuptiError::Invalid(format!(
                     "CUPTI asked for pass {} of a configuration of {} passes",
                     passes + 1,
@@ -294,17 +438,6 @@ impl<'a> Session<'a> {
                 )));
             }
         }
-        let mut decode = ffi::RangeDecodeData::new();
-        decode.pRangeProfilerObject = object;
-        api.check("cuptiRangeProfilerDecodeData", unsafe {
-            (api.range_decode_data)(&mut decode)
-        })?;
-        Ok(Collection {
-            ranges: self.evaluate(&data)?,
-            passes,
-            dropped_ranges: decode.numOfRangeDropped,
-            seconds: 0.0,
-        })
     }
 
     /// Every range of a decoded counter data image: its name and its counters' values.
@@ -355,6 +488,8 @@ impl<'a> Session<'a> {
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
+        // A kept range profiler goes before the host object and the profiler it belongs to.
+        let _ = self.disable();
         let mut done = ffi::HostDeinitialize::new();
         done.pHostObject = self.host;
         // SAFETY: the host object made in `open`, freed once; then the profiler that `open`

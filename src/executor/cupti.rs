@@ -62,6 +62,7 @@ fn run(
     let timeout = ctx
         .timeout
         .saturating_mul(u32::try_from(jobs + 1).unwrap_or(u32::MAX));
+    let started = std::time::Instant::now();
     process::run(
         &mut cmd,
         &process::Output::Log(log.to_path_buf()),
@@ -69,7 +70,13 @@ fn run(
     )
     .and_then(|f| f.success())
     .map_err(|e| format!("the CUPTI pass failed: {e} (log: {})", log.display()))?;
-    process::read_result(out).map_err(|e| format!("the CUPTI pass's result: {e}"))
+    let mut pass: CuptiPass =
+        process::read_result(out).map_err(|e| format!("the CUPTI pass's result: {e}"))?;
+    // The child's whole cost, beside its own phases, where the run's evidence keeps it; a file
+    // that cannot be rewritten only loses that figure.
+    pass.phases.child_wall_s = started.elapsed().as_secs_f64();
+    let _ = write_json(out, &pass);
+    Ok(pass)
 }
 
 /// Each job's record from its collection, by the same formulas as ncu's rows.
