@@ -106,7 +106,8 @@ impl Options {
     /// The `maxRangesPerPass` for a job of `ranges` kernels: all of them, or the cap.
     pub fn ranges_per_pass(&self, ranges: usize) -> usize {
         let all = ranges.max(1);
-        self.max_ranges_per_pass.map_or(all, |cap| cap.clamp(1, all))
+        self.max_ranges_per_pass
+            .map_or(all, |cap| cap.clamp(1, all))
     }
 }
 

@@ -3,10 +3,12 @@
 use std::path::Path;
 
 use super::contract::RunContext;
+use crate::cupti::crosscheck::Crosscheck;
 use crate::cupti::rows::{CuptiPass, job_rows, why_not_cupti};
 use crate::metrics::{self, MetricDef};
+use crate::parse::parse_ncu_csv;
 use crate::process;
-use crate::profiler::assign::profile_record;
+use crate::profiler::assign::{assign_kernels, profile_record};
 use crate::records::ProfileRecord;
 use crate::store::write_json;
 use crate::suite::JobSpec;
@@ -25,6 +27,17 @@ pub fn profile(
     tag: &str,
     jobs: &[&JobSpec],
 ) -> Result<Vec<ProfileRecord>, String> {
+    let pass = collect(child, ctx, tag, jobs)?;
+    Ok(records(&pass, jobs, ctx.metrics))
+}
+
+/// What the `__cupti` child collected over the pass, or the reason it must go to ncu instead.
+pub fn collect(
+    child: std::process::Command,
+    ctx: &RunContext,
+    tag: &str,
+    jobs: &[&JobSpec],
+) -> Result<CuptiPass, String> {
     let counters = metrics::counters_needed(ctx.metrics);
     if let Some(why) = why_not_cupti(&counters) {
         return Err(why);
@@ -38,8 +51,49 @@ pub fn profile(
     write_json(&specs, &jobs)
         .and_then(|_| write_json(&list, &counters))
         .map_err(|e| format!("{e:#}"))?;
-    let pass = run(child, ctx, &specs, &list, &out, &log, jobs.len())?;
-    Ok(records(&pass, jobs, ctx.metrics))
+    run(child, ctx, &specs, &list, &out, &log, jobs.len())
+}
+
+/// CUPTI's pass against ncu's raw page of the same jobs (`ncu_csv`): every counter CUPTI
+/// collected, launch by launch, and every metric, both evaluated by the same formulas from
+/// their rows. A job either profiler could not do is named, not compared.
+pub fn crosscheck(
+    pass: &CuptiPass,
+    jobs: &[&JobSpec],
+    defs: &[MetricDef],
+    ncu_csv: &str,
+) -> Crosscheck {
+    let mut check = Crosscheck::default();
+    let ncu_rows = match parse_ncu_csv(ncu_csv) {
+        Ok(parsed) => assign_kernels(jobs, &parsed.kernels),
+        Err(e) => {
+            for job in jobs {
+                check.add_unmatched(job.id(), &format!("ncu's raw page: {e}"));
+            }
+            return check;
+        }
+    };
+    for (job, ncu) in ncu_rows {
+        let entry = pass.jobs.iter().find(|j| j.job_id == job.id());
+        let cupti = match entry.map(|e| &e.collected) {
+            Some(Ok(c)) => job_rows(job, &pass.counters, c, &pass.chip),
+            Some(Err(why)) => Err(format!("CUPTI: {why}")),
+            None => Err("the CUPTI pass has no entry for this job".to_string()),
+        };
+        match (cupti, ncu) {
+            (Ok(c), Ok(n)) => check.add_job(
+                &pass.counters,
+                (&c, &n),
+                (
+                    &profile_record(job, defs, &c, None),
+                    &profile_record(job, defs, &n, None),
+                ),
+            ),
+            (Err(why), _) => check.add_unmatched(job.id(), &why),
+            (_, Err(why)) => check.add_unmatched(job.id(), &format!("ncu: {why}")),
+        }
+    }
+    check
 }
 
 fn run(
@@ -112,8 +166,7 @@ mod tests {
     use super::*;
     use crate::cupti::rows::CuptiPass;
     use crate::metrics::Catalog;
-    use crate::parse::parse_ncu_csv;
-    use crate::profiler::assign::{assign_kernels, tests::job};
+    use crate::profiler::assign::tests::job;
 
     const CUPTI: &str = include_str!("../../tests/fixtures/cupti/shared-memory-h200.cupti.json");
     const NCU: &str = include_str!("../../tests/fixtures/cupti/shared-memory-h200.ncu.csv");
