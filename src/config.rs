@@ -227,6 +227,56 @@ fn catalog(user_files: &[PathBuf]) -> anyhow::Result<Catalog> {
 mod tests {
     use super::*;
 
+    fn cupti_env(
+        pairs: &'static [(&'static str, &'static str)],
+    ) -> anyhow::Result<crate::cupti::session::Options> {
+        let var = move |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        };
+        cupti_options(&Environment {
+            var: &var,
+            exe: None,
+            temp_dir: PathBuf::from("/tmp"),
+        })
+    }
+
+    #[test]
+    fn the_cupti_knobs_default_to_a_kept_profiler_and_whole_jobs_a_pass() {
+        let d = cupti_env(&[]).unwrap();
+        assert_eq!(d, crate::cupti::session::Options::default());
+        let o = cupti_env(&[
+            ("GPU_LAB_CUPTI_ENABLE_PER_JOB", "1"),
+            ("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS", "1"),
+        ])
+        .unwrap();
+        assert!(!o.keep_enabled);
+        assert_eq!(o.max_ranges_per_pass, Some(1));
+    }
+
+    #[test]
+    fn a_bad_cupti_knob_is_an_error_with_the_fix() {
+        for (pairs, name) in [
+            (
+                &[("GPU_LAB_CUPTI_ENABLE_PER_JOB", "yes")][..],
+                "GPU_LAB_CUPTI_ENABLE_PER_JOB",
+            ),
+            (
+                &[("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS", "0")][..],
+                "GPU_LAB_CUPTI_MAX_RANGES_PER_PASS",
+            ),
+            (
+                &[("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS", "-2")][..],
+                "GPU_LAB_CUPTI_MAX_RANGES_PER_PASS",
+            ),
+        ] {
+            let e = cupti_env(pairs).unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains("fix:"), "{e}");
+        }
+    }
+
     #[test]
     fn the_environment_decides_the_search_paths_and_the_cache() {
         let vars = |name: &str| match name {

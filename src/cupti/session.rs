@@ -518,3 +518,34 @@ fn counter_availability(api: &Api, ctx: CUcontext) -> Result<Vec<u8>, CuptiError
     })?;
     Ok(image)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_holds_every_kernel_of_the_job_unless_capped() {
+        let all = Options::default();
+        assert!(all.keep_enabled);
+        assert_eq!(all.ranges_per_pass(3), 3);
+        assert_eq!(all.ranges_per_pass(0), 1);
+        let one = Options {
+            max_ranges_per_pass: Some(1),
+            ..Options::default()
+        };
+        assert_eq!(one.ranges_per_pass(3), 1);
+        let wide = Options {
+            max_ranges_per_pass: Some(8),
+            ..Options::default()
+        };
+        assert_eq!(wide.ranges_per_pass(3), 3);
+    }
+
+    #[test]
+    fn collections_made_before_phases_were_recorded_still_read() {
+        let old = r#"{"ranges":[{"name":"k","values":[1.0]}],"passes":2,"dropped_ranges":0,"seconds":0.2}"#;
+        let c: Collection = serde_json::from_str(old).unwrap();
+        assert_eq!(c.phases, Phases::default());
+        assert_eq!(c.passes, 2);
+    }
+}

@@ -257,6 +257,44 @@ mod tests {
     }
 
     #[test]
+    fn both_profilers_on_the_captured_passes_agree_on_every_counted_instruction() {
+        use crate::cupti::crosscheck::Kind;
+        let pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
+        let jobs = jobs();
+        let refs: Vec<&JobSpec> = jobs.iter().collect();
+        let mut check = crosscheck(&pass, &refs, &shared_set(), NCU);
+        check.sort();
+        assert!(check.unmatched.is_empty(), "{:?}", check.unmatched);
+        // Every counter of both launches, every metric of both jobs.
+        assert_eq!(check.tally(Kind::Counter).2, 2 * pass.counters.len());
+        assert_eq!(check.tally(Kind::Metric).2, 2 * shared_set().len());
+        for d in &check.differences {
+            if d.name.contains("inst_executed") {
+                assert_eq!(d.relative, 0.0, "{d:?}");
+            }
+            // The largest differences of these captures (18 s apart) are timing's, under 6%.
+            assert!(d.relative < 0.06, "{d:?}");
+        }
+        let md = check.markdown(3);
+        assert!(md.contains("| counter | row_write_col_read"), "{md}");
+    }
+
+    #[test]
+    fn an_ncu_page_that_does_not_parse_leaves_every_job_named_and_uncompared() {
+        let pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
+        let jobs = jobs();
+        let refs: Vec<&JobSpec> = jobs.iter().collect();
+        let check = crosscheck(&pass, &refs, &shared_set(), "not,a,raw,page");
+        assert!(check.differences.is_empty());
+        assert_eq!(check.unmatched.len(), 2);
+        assert!(
+            check.unmatched[0].contains("ncu's raw page"),
+            "{:?}",
+            check.unmatched
+        );
+    }
+
+    #[test]
     fn a_job_cupti_failed_gets_the_reason_and_no_numbers() {
         let mut pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
         pass.jobs[1].collected = Err("cuptiRangeProfilerStart failed".into());
