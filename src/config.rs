@@ -69,32 +69,20 @@ pub fn toolkit(env: &Environment) -> crate::build::Toolkit {
     crate::build::Toolkit::locate(home, &path_dirs)
 }
 
-/// How the in-process profiler collects, for measuring its costs (issue 31): the range profiler
-/// enabled again for every job where `GPU_LAB_CUPTI_ENABLE_PER_JOB=1` (kept by default), and at
-/// most `GPU_LAB_CUPTI_MAX_RANGES_PER_PASS` kernels a pass (every kernel of a job by default).
-pub fn cupti_options(env: &Environment) -> anyhow::Result<crate::cupti::session::Options> {
-    let var = |name: &str| {
-        (env.var)(name)
-            .filter(|v| !v.is_empty())
-            .map(|v| v.to_string_lossy().into_owned())
+/// How many jobs the in-process profiler may put in one pass (issue 31, item 4), for measuring
+/// batching against one job a pass: `GPU_LAB_CUPTI_JOBS_PER_PASS=1` is one job a pass; unset,
+/// every run of consecutive jobs that can share their buffers shares its passes.
+pub fn cupti_jobs_per_pass(env: &Environment) -> anyhow::Result<Option<usize>> {
+    let Some(v) = (env.var)("GPU_LAB_CUPTI_JOBS_PER_PASS").filter(|v| !v.is_empty()) else {
+        return Ok(None);
     };
-    let mut options = crate::cupti::session::Options::default();
-    match var("GPU_LAB_CUPTI_ENABLE_PER_JOB").as_deref() {
-        None | Some("0") => {}
-        Some("1") => options.keep_enabled = false,
-        Some(other) => anyhow::bail!(
-            "GPU_LAB_CUPTI_ENABLE_PER_JOB is {other:?}\n  fix: set it to 1 (enable the range profiler for every job) or 0, or unset it"
+    let v = v.to_string_lossy();
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => anyhow::bail!(
+            "GPU_LAB_CUPTI_JOBS_PER_PASS is {v:?}\n  fix: set it to a whole number of jobs, 1 or more, or unset it"
         ),
     }
-    if let Some(v) = var("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS") {
-        match v.parse::<usize>() {
-            Ok(n) if n >= 1 => options.max_ranges_per_pass = Some(n),
-            _ => anyhow::bail!(
-                "GPU_LAB_CUPTI_MAX_RANGES_PER_PASS is {v:?}\n  fix: set it to a whole number of kernels, 1 or more, or unset it"
-            ),
-        }
-    }
-    Ok(options)
 }
 
 impl Config {
@@ -227,16 +215,14 @@ fn catalog(user_files: &[PathBuf]) -> anyhow::Result<Catalog> {
 mod tests {
     use super::*;
 
-    fn cupti_env(
-        pairs: &'static [(&'static str, &'static str)],
-    ) -> anyhow::Result<crate::cupti::session::Options> {
+    fn jobs_per_pass(value: Option<&'static str>) -> anyhow::Result<Option<usize>> {
         let var = move |name: &str| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| OsString::from(v))
+            (name == "GPU_LAB_CUPTI_JOBS_PER_PASS")
+                .then_some(value)
+                .flatten()
+                .map(OsString::from)
         };
-        cupti_options(&Environment {
+        cupti_jobs_per_pass(&Environment {
             var: &var,
             exe: None,
             temp_dir: PathBuf::from("/tmp"),
@@ -244,36 +230,16 @@ mod tests {
     }
 
     #[test]
-    fn the_cupti_knobs_default_to_a_kept_profiler_and_whole_jobs_a_pass() {
-        let d = cupti_env(&[]).unwrap();
-        assert_eq!(d, crate::cupti::session::Options::default());
-        let o = cupti_env(&[
-            ("GPU_LAB_CUPTI_ENABLE_PER_JOB", "1"),
-            ("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS", "1"),
-        ])
-        .unwrap();
-        assert!(!o.keep_enabled);
-        assert_eq!(o.max_ranges_per_pass, Some(1));
-    }
-
-    #[test]
-    fn a_bad_cupti_knob_is_an_error_with_the_fix() {
-        for (pairs, name) in [
-            (
-                &[("GPU_LAB_CUPTI_ENABLE_PER_JOB", "yes")][..],
-                "GPU_LAB_CUPTI_ENABLE_PER_JOB",
-            ),
-            (
-                &[("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS", "0")][..],
-                "GPU_LAB_CUPTI_MAX_RANGES_PER_PASS",
-            ),
-            (
-                &[("GPU_LAB_CUPTI_MAX_RANGES_PER_PASS", "-2")][..],
-                "GPU_LAB_CUPTI_MAX_RANGES_PER_PASS",
-            ),
-        ] {
-            let e = cupti_env(pairs).unwrap_err().to_string();
-            assert!(e.contains(name) && e.contains("fix:"), "{e}");
+    fn jobs_share_passes_unless_the_environment_caps_them() {
+        assert_eq!(jobs_per_pass(None).unwrap(), None);
+        assert_eq!(jobs_per_pass(Some("")).unwrap(), None);
+        assert_eq!(jobs_per_pass(Some("1")).unwrap(), Some(1));
+        for bad in ["0", "-2", "all"] {
+            let e = jobs_per_pass(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains("GPU_LAB_CUPTI_JOBS_PER_PASS") && e.contains("fix:"),
+                "{e}"
+            );
         }
     }
 

@@ -34,8 +34,8 @@ pub struct PassPhases {
     /// The child from start to exit as the parent timed it (process and CUDA context start,
     /// reading the specs, writing this file): filled by the parent.
     pub child_wall_s: f64,
-    /// The range profiler kept enabled from job to job.
-    pub kept_enabled: bool,
+    /// At most this many jobs shared a pass (`GPU_LAB_CUPTI_JOBS_PER_PASS`); None: no cap.
+    pub jobs_per_pass: Option<usize>,
 }
 
 /// One job's costs before its collection.
@@ -56,6 +56,55 @@ pub struct CuptiJob {
     pub collected: Result<Collection, String>,
     #[serde(default)]
     pub phases: JobPhases,
+}
+
+/// Splits the collection of jobs that shared their passes into one collection a job. Each job's
+/// part of a pass is the L2 flush before it (a kernel, so a range, whose name holds `flush`)
+/// and then its own kernels: `launches[i]` ranges. Anything else (a dropped range, a range
+/// where the flush should be, a count that does not add up) is an error, never a shifted row.
+pub fn split_batch(
+    batch: &Collection,
+    launches: &[usize],
+    flush: &str,
+) -> Result<Vec<Collection>, String> {
+    if batch.dropped_ranges > 0 {
+        return Err(format!("CUPTI dropped {} ranges", batch.dropped_ranges));
+    }
+    let expected: usize = launches.iter().map(|n| n + 1).sum();
+    if batch.ranges.len() != expected {
+        return Err(format!(
+            "CUPTI saw {} kernels where the jobs' flushes and launches are {expected}",
+            batch.ranges.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(launches.len());
+    let mut ranges = batch.ranges.iter();
+    for &n in launches {
+        match ranges.next() {
+            Some(r) if r.name.contains(flush) => {}
+            other => {
+                return Err(format!(
+                    "range `{}` stands where the L2 flush before a job should",
+                    other.map_or("", |r| r.name.as_str())
+                ));
+            }
+        }
+        let own: Vec<RangeValues> = ranges.by_ref().take(n).cloned().collect();
+        if let Some(r) = own.iter().find(|r| r.name.contains(flush)) {
+            return Err(format!(
+                "the L2 flush `{}` stands among a job's kernels",
+                r.name
+            ));
+        }
+        let mut phases = batch.phases.clone();
+        phases.jobs_in_pass = launches.len();
+        out.push(Collection {
+            ranges: own,
+            phases,
+            ..batch.clone()
+        });
+    }
+    Ok(out)
 }
 
 /// Counters that only ncu computes (launch statistics, device attributes, ncu's own figures and
@@ -149,4 +198,67 @@ fn range_values(counters: &[String], range: &RangeValues) -> Result<BTreeMap<Str
         .cloned()
         .zip(range.values.iter().copied())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(name: &str, v: f64) -> RangeValues {
+        RangeValues {
+            name: name.into(),
+            values: vec![v],
+        }
+    }
+
+    fn batch(names: &[&str]) -> Collection {
+        Collection {
+            ranges: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| range(n, i as f64))
+                .collect(),
+            passes: 2,
+            dropped_ranges: 0,
+            seconds: 0.5,
+            phases: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_shared_pass_splits_into_each_jobs_kernels_without_the_flushes() {
+        let b = batch(&["gpu_lab_evict_l2", "a", "gpu_lab_evict_l2", "b1", "b2"]);
+        let jobs = split_batch(&b, &[1, 2], "gpu_lab_evict_l2").unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].ranges, vec![range("a", 1.0)]);
+        assert_eq!(jobs[1].ranges, vec![range("b1", 3.0), range("b2", 4.0)]);
+        assert!(
+            jobs.iter()
+                .all(|j| j.passes == 2 && j.phases.jobs_in_pass == 2)
+        );
+    }
+
+    #[test]
+    fn a_shared_pass_that_does_not_add_up_is_an_error_not_a_shift() {
+        let flush = "gpu_lab_evict_l2";
+        let short = split_batch(&batch(&[flush, "a", flush]), &[1, 1], flush).unwrap_err();
+        assert!(
+            short.contains("CUPTI saw 3 kernels where the jobs' flushes and launches are 4"),
+            "{short}"
+        );
+        let no_flush = split_batch(&batch(&["a", flush, flush, "b"]), &[1, 1], flush).unwrap_err();
+        assert!(
+            no_flush.contains("range `a` stands where the L2 flush"),
+            "{no_flush}"
+        );
+        let inside = split_batch(&batch(&[flush, flush, "a", "b"]), &[2, 0], flush).unwrap_err();
+        assert!(inside.contains("stands among a job's kernels"), "{inside}");
+        let mut dropped = batch(&[flush, "a"]);
+        dropped.dropped_ranges = 1;
+        assert!(
+            split_batch(&dropped, &[1], flush)
+                .unwrap_err()
+                .contains("dropped 1")
+        );
+    }
 }

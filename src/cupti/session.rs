@@ -78,37 +78,12 @@ pub struct Phases {
     pub evaluate_s: f64,
     /// Disabling the range profiler (0 where it stays enabled for the next job).
     pub disable_s: f64,
-    /// The `maxRangesPerPass` the collection ran with.
+    /// The `maxRangesPerPass` the collection ran with (every range of the pass).
     pub ranges_per_pass: usize,
-    /// The first try on the kept range profiler failed and this is the second, on a fresh one.
-    pub retried: bool,
-}
-
-/// How a session collects: kept range profiler or one per job, ranges per pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
-    /// Keep the range profiler enabled from one job to the next.
-    pub keep_enabled: bool,
-    /// At most this many ranges a pass (None: every kernel of the job in one pass).
-    pub max_ranges_per_pass: Option<usize>,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            keep_enabled: true,
-            max_ranges_per_pass: None,
-        }
-    }
-}
-
-impl Options {
-    /// The `maxRangesPerPass` for a job of `ranges` kernels: all of them, or the cap.
-    pub fn ranges_per_pass(&self, ranges: usize) -> usize {
-        let all = ranges.max(1);
-        self.max_ranges_per_pass
-            .map_or(all, |cap| cap.clamp(1, all))
-    }
+    /// How many jobs shared the passes (their kernels in one pass, see `runner::cupti_pass`);
+    /// 0 in collections made before batching.
+    #[serde(default)]
+    pub jobs_in_pass: usize,
 }
 
 /// The host side of a collection: chip, host object and configuration image for `counters`.
@@ -118,9 +93,6 @@ pub struct Session<'a> {
     host: *mut ffi::HostObject,
     config: Vec<u8>,
     counters: Counters,
-    options: Options,
-    /// The range profiler, enabled by the first collection and kept (see `Options`).
-    range: Option<*mut ffi::RangeProfilerObject>,
     /// Passes the configuration needs, as the host API counts them.
     pub passes: usize,
     pub chip: String,
@@ -134,7 +106,6 @@ impl<'a> Session<'a> {
         ctx: CUcontext,
         device: usize,
         counters: Counters,
-        options: Options,
     ) -> Result<Session<'a>, CuptiError> {
         let mut init = ffi::ProfilerInitialize::new();
         // SAFETY: a zeroed, sized parameter struct (as every call below).
@@ -162,8 +133,6 @@ impl<'a> Session<'a> {
             host: host.pHostObject,
             config: Vec::new(),
             counters,
-            options,
-            range: None,
             passes: 0,
             chip: chip_name.to_string_lossy().into_owned(),
         };
@@ -258,76 +227,36 @@ impl<'a> Session<'a> {
     /// CUPTI has every pass. `run_pass` gets `before(true)` to prepare the pass (put the inputs
     /// back, flush caches) outside the profiled span, and `before(false)` to launch it.
     ///
-    /// The range profiler stays enabled from one job to the next (enabling it cost about as much
-    /// as a job's passes); a job that fails on a kept profiler is collected once more on a fresh
-    /// one, so a state CUPTI left behind cannot cost a job its numbers.
+    /// The range profiler is enabled for each collection and disabled after it: enabling costs
+    /// microseconds (H200, 2026-11-26), and a kept one that a second job configured with a new
+    /// counter data image killed the child (the image CUPTI still pointed at was gone).
     pub fn collect(
         &mut self,
         ranges: usize,
         run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
     ) -> Result<Collection, CuptiError> {
         let started = Instant::now();
-        let kept = self.range.is_some();
-        let mut result = self.collect_once(ranges, run_pass);
-        if result.is_err() && kept {
-            result = self.collect_once(ranges, run_pass);
-            if let Ok(c) = &mut result {
-                c.phases.retried = true;
-            }
-        }
-        let mut collection = result?;
-        collection.seconds = started.elapsed().as_secs_f64();
-        Ok(collection)
-    }
-
-    /// One collection on the kept range profiler, or a new one; it is disabled after the job
-    /// where the options say so or the collection failed.
-    fn collect_once(
-        &mut self,
-        ranges: usize,
-        run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
-    ) -> Result<Collection, CuptiError> {
-        let clock = Instant::now();
-        let object = match self.range {
-            Some(object) => object,
-            None => {
-                let mut enable = ffi::RangeEnable::new();
-                enable.ctx = self.ctx;
-                // SAFETY: a sized parameter struct; the context is current on this thread.
-                self.api.check("cuptiRangeProfilerEnable", unsafe {
-                    (self.api.range_enable)(&mut enable)
-                })?;
-                self.range = Some(enable.pRangeProfilerObject);
-                enable.pRangeProfilerObject
-            }
-        };
-        let enable_s = clock.elapsed().as_secs_f64();
+        let api = self.api;
+        let mut enable = ffi::RangeEnable::new();
+        enable.ctx = self.ctx;
+        api.check("cuptiRangeProfilerEnable", unsafe {
+            (api.range_enable)(&mut enable)
+        })?;
+        let enable_s = started.elapsed().as_secs_f64();
+        let object = enable.pRangeProfilerObject;
         let result = self.collect_enabled(object, ranges, run_pass);
         let clock = Instant::now();
-        let disabled = if result.is_err() || !self.options.keep_enabled {
-            self.disable()
-        } else {
-            Ok(())
-        };
-        let disable_s = clock.elapsed().as_secs_f64();
+        let mut disable = ffi::RangeDisable::new();
+        disable.pRangeProfilerObject = object;
+        let disabled = api.check("cuptiRangeProfilerDisable", unsafe {
+            (api.range_disable)(&mut disable)
+        });
         let mut collection = result?;
         disabled?;
         collection.phases.enable_s = enable_s;
-        collection.phases.disable_s = disable_s;
+        collection.phases.disable_s = clock.elapsed().as_secs_f64();
+        collection.seconds = started.elapsed().as_secs_f64();
         Ok(collection)
-    }
-
-    /// Disables the range profiler, if enabled.
-    fn disable(&mut self) -> Result<(), CuptiError> {
-        let Some(object) = self.range.take() else {
-            return Ok(());
-        };
-        let mut disable = ffi::RangeDisable::new();
-        disable.pRangeProfilerObject = object;
-        // SAFETY: the object `collect_once` enabled, disabled once (taken out of `range`).
-        self.api.check("cuptiRangeProfilerDisable", unsafe {
-            (self.api.range_disable)(&mut disable)
-        })
     }
 
     fn collect_enabled(
@@ -339,7 +268,7 @@ impl<'a> Session<'a> {
         let api = self.api;
         let mut phases = Phases::default();
         let clock = Instant::now();
-        let per_pass = self.options.ranges_per_pass(ranges);
+        let per_pass = ranges.max(1);
         let mut size = ffi::RangeGetCounterDataSize::new();
         size.pRangeProfilerObject = object;
         size.pMetricNames = self.counters.ptr();
@@ -374,7 +303,7 @@ impl<'a> Session<'a> {
             (api.range_set_config)(&mut set)
         })?;
         phases.configure_s = clock.elapsed().as_secs_f64();
-        let passes = self.run_passes(object, ranges.div_ceil(per_pass), run_pass, &mut phases)?;
+        let passes = self.run_passes(object, run_pass, &mut phases)?;
         let clock = Instant::now();
         let mut decode = ffi::RangeDecodeData::new();
         decode.pRangeProfilerObject = object;
@@ -395,12 +324,10 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Runs passes until CUPTI says every one is submitted; `batches` is how many passes the
-    /// ranges need for each of the configuration's (more than one where fewer ranges fit a pass).
+    /// Runs passes until CUPTI says every one is submitted.
     fn run_passes(
         &self,
         object: *mut ffi::RangeProfilerObject,
-        batches: usize,
         run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
         phases: &mut Phases,
     ) -> Result<usize, CuptiError> {
@@ -429,9 +356,9 @@ impl<'a> Session<'a> {
             if stop.isAllPassSubmitted != 0 {
                 return Ok(passes);
             }
-            // A configuration never needs more passes than the host API counted (times the
-            // batches of ranges); a loop past that is CUPTI refusing to finish.
-            if passes > self.passes.max(1) * batches.max(1) * 2 + 2 {
+            // A configuration never needs more passes than the host API counted; a loop past
+            // that is CUPTI refusing to finish, not a workload that needs more.
+            if passes > self.passes.max(1) * 2 + 2 {
                 return Err(CuptiError::Invalid(format!(
                     "CUPTI asked for pass {} of a configuration of {} passes",
                     passes + 1,
@@ -489,8 +416,6 @@ impl<'a> Session<'a> {
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
-        // A kept range profiler goes before the host object and the profiler it belongs to.
-        let _ = self.disable();
         let mut done = ffi::HostDeinitialize::new();
         done.pHostObject = self.host;
         // SAFETY: the host object made in `open`, freed once; then the profiler that `open`
@@ -522,24 +447,6 @@ fn counter_availability(api: &Api, ctx: CUcontext) -> Result<Vec<u8>, CuptiError
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_pass_holds_every_kernel_of_the_job_unless_capped() {
-        let all = Options::default();
-        assert!(all.keep_enabled);
-        assert_eq!(all.ranges_per_pass(3), 3);
-        assert_eq!(all.ranges_per_pass(0), 1);
-        let one = Options {
-            max_ranges_per_pass: Some(1),
-            ..Options::default()
-        };
-        assert_eq!(one.ranges_per_pass(3), 1);
-        let wide = Options {
-            max_ranges_per_pass: Some(8),
-            ..Options::default()
-        };
-        assert_eq!(wide.ranges_per_pass(3), 3);
-    }
 
     #[test]
     fn collections_made_before_phases_were_recorded_still_read() {
