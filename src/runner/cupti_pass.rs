@@ -6,7 +6,7 @@ use super::buffers::Buffers;
 use super::checking::run_checked;
 use super::device::{Gpu, set_pending_launches};
 use super::error::{Doing, RunError};
-use super::l2_flush::{EVICT_NAME, Flush};
+use super::l2_flush::Flush;
 use super::loading::{Loaded, load};
 use crate::cupti::rows::{CuptiJob, CuptiPass, JobPhases, PassPhases, split_batch};
 use crate::cupti::session::Session;
@@ -202,7 +202,7 @@ impl Batch<'_> {
         let batch = session
             .collect(ranges, &mut run_pass)
             .map_err(|e| e.to_string())?;
-        split_batch(&batch, &launches, EVICT_NAME)
+        split_batch(&batch, &launches)
     }
 
     /// Each job in passes of its own, its inputs put back and the L2 flushed outside the ranges.

@@ -23,9 +23,6 @@ extern "C" __global__ void gpu_lab_evict_l2(const float4* __restrict__ buffer, u
 }
 "#;
 
-/// The eviction kernel's name, as a profiler's range over it is named.
-pub(super) const EVICT_NAME: &str = "gpu_lab_evict_l2";
-
 /// The L2 flush of cold timing: a clean-read of a buffer of twice the L2 (`EVICT_KERNEL`).
 pub(super) struct Flush {
     _buffer: CudaSlice<u8>,
@@ -60,7 +57,7 @@ impl Flush {
         stream.synchronize().doing("clearing the L2 flush buffer")?;
         Ok(Flush {
             _buffer: buffer,
-            kernel: compile_builtin(ctx, arch, EVICT_KERNEL, EVICT_NAME)?,
+            kernel: compile_builtin(ctx, arch, EVICT_KERNEL, "gpu_lab_evict_l2")?,
             pointer,
             n4: (2 * l2 / 16) as u64,
             blocks: sms * 8,
