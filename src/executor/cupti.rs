@@ -280,6 +280,30 @@ mod tests {
     }
 
     #[test]
+    fn the_h200_pass_of_profiler_both_compares_as_the_design_notes_quote() {
+        use crate::cupti::crosscheck::Kind;
+        let specs: Vec<JobSpec> = serde_json::from_str(include_str!(
+            "../../tests/fixtures/cupti/both-shared-memory-h200.specs.json"
+        ))
+        .unwrap();
+        let pass: CuptiPass = serde_json::from_str(include_str!(
+            "../../tests/fixtures/cupti/both-shared-memory-h200.cupti.json"
+        ))
+        .unwrap();
+        let ncu = include_str!("../../tests/fixtures/cupti/both-shared-memory-h200.ncu.csv");
+        let refs: Vec<&JobSpec> = specs.iter().collect();
+        let mut check = crosscheck(&pass, &refs, &shared_set(), ncu);
+        check.sort();
+        assert!(check.unmatched.is_empty(), "{:?}", check.unmatched);
+        let (c, m) = (check.tally(Kind::Counter), check.tally(Kind::Metric));
+        // 54 values, 20 equal, 43 within 1% (docs/design-notes.md).
+        assert_eq!((c.0 + m.0, c.1 + m.1, c.2 + m.2), (20, 43, 54));
+        let top = &check.differences[0];
+        assert_eq!(top.name, "dram__bytes_read.sum.per_second");
+        assert!((top.relative - 0.01725).abs() < 1e-4, "{top:?}");
+    }
+
+    #[test]
     fn an_ncu_page_that_does_not_parse_leaves_every_job_named_and_uncompared() {
         let pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
         let jobs = jobs();
