@@ -300,7 +300,9 @@ pub enum Command {
         #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
         duration_runs: u32,
         /// Who collects the counters: `cupti` in the job's own process (a pass it cannot collect,
-        /// as one of ncu's own launch statistics, goes to ncu, and the report says why), or `ncu`.
+        /// as one of ncu's own launch statistics, goes to ncu, and the report says why), `ncu`, or
+        /// `both`: CUPTI's numbers, and ncu over the same jobs, every counter and metric compared
+        /// (the run's `crosscheck.md`, its largest differences printed).
         #[arg(long, value_enum, default_value_t = crate::profiler::ProfilerChoice::Cupti)]
         profiler: crate::profiler::ProfilerChoice,
         /// Source hot spots of these variants (comma-separated; alone: every variant): an extra ncu

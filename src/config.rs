@@ -69,6 +69,22 @@ pub fn toolkit(env: &Environment) -> crate::build::Toolkit {
     crate::build::Toolkit::locate(home, &path_dirs)
 }
 
+/// How many jobs the in-process profiler may put in one pass (issue 31, item 4), for measuring
+/// batching against one job a pass: `GPU_LAB_CUPTI_JOBS_PER_PASS=1` is one job a pass; unset,
+/// every run of consecutive jobs that can share their buffers shares its passes.
+pub fn cupti_jobs_per_pass(env: &Environment) -> anyhow::Result<Option<usize>> {
+    let Some(v) = (env.var)("GPU_LAB_CUPTI_JOBS_PER_PASS").filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let v = v.to_string_lossy();
+    match v.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => anyhow::bail!(
+            "GPU_LAB_CUPTI_JOBS_PER_PASS is {v:?}\n  fix: set it to a whole number of jobs, 1 or more, or unset it"
+        ),
+    }
+}
+
 impl Config {
     pub fn new(
         env: &Environment,
@@ -198,6 +214,34 @@ fn catalog(user_files: &[PathBuf]) -> anyhow::Result<Catalog> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn jobs_per_pass(value: Option<&'static str>) -> anyhow::Result<Option<usize>> {
+        let var = move |name: &str| {
+            (name == "GPU_LAB_CUPTI_JOBS_PER_PASS")
+                .then_some(value)
+                .flatten()
+                .map(OsString::from)
+        };
+        cupti_jobs_per_pass(&Environment {
+            var: &var,
+            exe: None,
+            temp_dir: PathBuf::from("/tmp"),
+        })
+    }
+
+    #[test]
+    fn jobs_share_passes_unless_the_environment_caps_them() {
+        assert_eq!(jobs_per_pass(None).unwrap(), None);
+        assert_eq!(jobs_per_pass(Some("")).unwrap(), None);
+        assert_eq!(jobs_per_pass(Some("1")).unwrap(), Some(1));
+        for bad in ["0", "-2", "all"] {
+            let e = jobs_per_pass(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains("GPU_LAB_CUPTI_JOBS_PER_PASS") && e.contains("fix:"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn the_environment_decides_the_search_paths_and_the_cache() {

@@ -66,9 +66,10 @@ pub fn cupti_pass(
 ) -> anyhow::Result<i32> {
     let specs: Vec<JobSpec> = read_json(specs)?;
     let counters: Vec<String> = read_json(counters)?;
+    let per_pass = crate::config::cupti_jobs_per_pass(&crate::config::Environment::current())?;
     write_json(
         out,
-        &runner::run_cupti_pass(&open(child)?, &specs, seed, &counters)?,
+        &runner::run_cupti_pass(&open(child)?, &specs, seed, &counters, per_pass)?,
     )?;
     Ok(exit::OK)
 }

@@ -4,6 +4,7 @@ pub mod baseline;
 pub mod check;
 pub mod child;
 pub mod compare;
+pub mod crosscheck;
 pub mod history;
 pub mod import;
 pub mod info;

@@ -66,7 +66,8 @@ pub fn executor(
         (_, Ok(ncu)) => Ok(Box::new(children.with_ncu(ncu))),
         // CUPTI needs no ncu; without one, a pass CUPTI cannot collect says so.
         (profiler::ProfilerChoice::Cupti, Err(_)) => Ok(Box::new(children)),
-        (profiler::ProfilerChoice::Ncu, Err(e)) => Err(e.into()),
+        // `both` compares CUPTI with ncu: without ncu there is nothing to compare with.
+        (profiler::ProfilerChoice::Ncu | profiler::ProfilerChoice::Both, Err(e)) => Err(e.into()),
     }
 }
 
@@ -176,10 +177,16 @@ pub fn run(
     mock: &Mock,
     command_line: String,
 ) -> anyhow::Result<i32> {
+    let both = profile
+        .as_ref()
+        .is_some_and(|p| p.profiler == profiler::ProfilerChoice::Both);
     run_with(config, args, profile, mock, command_line, &mut |dir| {
         println!("{}", dir.display());
         if !config.quiet {
             print_summary(dir, config.colour);
+        }
+        if both && let Err(e) = super::crosscheck::write_and_print(dir) {
+            eprintln!("warning: no comparison of CUPTI with ncu: {e:#}");
         }
     })
 }

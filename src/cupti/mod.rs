@@ -3,6 +3,7 @@
 //! `ffi` holds the C structs and entry points; `session` one context's collection of a list of
 //! counters over a workload that the caller replays once per pass.
 
+pub mod crosscheck;
 pub mod error;
 pub mod ffi;
 pub mod rows;

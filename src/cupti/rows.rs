@@ -17,6 +17,36 @@ pub struct CuptiPass {
     /// Passes the configuration needs (Profiler Host API).
     pub passes: usize,
     pub jobs: Vec<CuptiJob>,
+    /// Where the child's time went outside the jobs (absent from passes made before).
+    #[serde(default)]
+    pub phases: PassPhases,
+}
+
+/// The pass's own costs: the child's start as its parent saw it, loading CUPTI, the session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassPhases {
+    /// Loading libcupti and resolving its symbols.
+    pub load_cupti_s: f64,
+    /// Profiler and host initialisation, counter availability, configuration image, pass count.
+    pub session_s: f64,
+    /// Every job: module, buffers, the unprofiled run, the collection.
+    pub jobs_s: f64,
+    /// The child from start to exit as the parent timed it (process and CUDA context start,
+    /// reading the specs, writing this file): filled by the parent.
+    pub child_wall_s: f64,
+    /// At most this many jobs shared a pass (`GPU_LAB_CUPTI_JOBS_PER_PASS`); None: no cap.
+    pub jobs_per_pass: Option<usize>,
+}
+
+/// One job's costs before its collection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobPhases {
+    /// Loading (or building) the job's module.
+    pub load_s: f64,
+    /// Its buffers: kept from the job before, or made and filled.
+    pub buffers_s: f64,
+    /// The unprofiled run before the passes (inputs put back, launches).
+    pub first_run_s: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +54,40 @@ pub struct CuptiJob {
     pub job_id: String,
     /// The job's ranges (one a kernel) and what the collection cost, or why it failed.
     pub collected: Result<Collection, String>,
+    #[serde(default)]
+    pub phases: JobPhases,
+}
+
+/// Splits the collection of jobs that shared their passes into one collection a job. Each job's
+/// part of a pass is the L2 flush before it (a kernel, so a range) and then its own kernels:
+/// `launches[i]` ranges, in launch order. CUPTI names auto ranges by their index ("0", "1", …,
+/// H200, 2026-11-26), not by kernel, so the split is by position; a dropped range or a count
+/// that does not add up (a copy counted as a range, a kernel missing) is an error, never a
+/// shifted row.
+pub fn split_batch(batch: &Collection, launches: &[usize]) -> Result<Vec<Collection>, String> {
+    if batch.dropped_ranges > 0 {
+        return Err(format!("CUPTI dropped {} ranges", batch.dropped_ranges));
+    }
+    let expected: usize = launches.iter().map(|n| n + 1).sum();
+    if batch.ranges.len() != expected {
+        return Err(format!(
+            "CUPTI saw {} kernels where the jobs' flushes and launches are {expected}",
+            batch.ranges.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(launches.len());
+    let mut ranges = batch.ranges.iter();
+    for &n in launches {
+        ranges.next(); // the L2 flush before the job
+        let mut phases = batch.phases.clone();
+        phases.jobs_in_pass = launches.len();
+        out.push(Collection {
+            ranges: ranges.by_ref().take(n).cloned().collect(),
+            phases,
+            ..batch.clone()
+        });
+    }
+    Ok(out)
 }
 
 /// Counters that only ncu computes (launch statistics, device attributes, ncu's own figures and
@@ -117,4 +181,61 @@ fn range_values(counters: &[String], range: &RangeValues) -> Result<BTreeMap<Str
         .cloned()
         .zip(range.values.iter().copied())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(name: &str, v: f64) -> RangeValues {
+        RangeValues {
+            name: name.into(),
+            values: vec![v],
+        }
+    }
+
+    fn batch(names: &[&str]) -> Collection {
+        Collection {
+            ranges: names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| range(n, i as f64))
+                .collect(),
+            passes: 2,
+            dropped_ranges: 0,
+            seconds: 0.5,
+            phases: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_shared_pass_splits_into_each_jobs_kernels_without_the_flushes() {
+        let b = batch(&["0", "1", "2", "3", "4"]);
+        let jobs = split_batch(&b, &[1, 2]).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].ranges, vec![range("1", 1.0)]);
+        assert_eq!(jobs[1].ranges, vec![range("3", 3.0), range("4", 4.0)]);
+        assert!(
+            jobs.iter()
+                .all(|j| j.passes == 2 && j.phases.jobs_in_pass == 2)
+        );
+    }
+
+    #[test]
+    fn a_shared_pass_that_does_not_add_up_is_an_error_not_a_shift() {
+        let short = split_batch(&batch(&["0", "1", "2"]), &[1, 1]).unwrap_err();
+        assert!(
+            short.contains("CUPTI saw 3 kernels where the jobs' flushes and launches are 4"),
+            "{short}"
+        );
+        let long = split_batch(&batch(&["0", "1", "2", "3", "4"]), &[1, 1]).unwrap_err();
+        assert!(long.contains("CUPTI saw 5 kernels"), "{long}");
+        let mut dropped = batch(&["0", "1"]);
+        dropped.dropped_ranges = 1;
+        assert!(
+            split_batch(&dropped, &[1])
+                .unwrap_err()
+                .contains("dropped 1")
+        );
+    }
 }

@@ -57,6 +57,33 @@ pub struct Collection {
     pub passes: usize,
     pub dropped_ranges: usize,
     pub seconds: f64,
+    /// Where the seconds went (absent from collections made before it was recorded).
+    #[serde(default)]
+    pub phases: Phases,
+}
+
+/// Where one job's collection spent its time, phase by phase (issue 31: what a profile costs
+/// beyond a run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    /// Enabling the range profiler (0 where the job before left it enabled).
+    pub enable_s: f64,
+    /// The counter data image sized and initialised, and the configuration set.
+    pub configure_s: f64,
+    /// Putting the inputs back and flushing the L2 before each pass, outside the ranges.
+    pub prepare_s: f64,
+    /// The passes: Start, the job's launches, Stop.
+    pub passes_s: f64,
+    pub decode_s: f64,
+    pub evaluate_s: f64,
+    /// Disabling the range profiler (0 where it stays enabled for the next job).
+    pub disable_s: f64,
+    /// The `maxRangesPerPass` the collection ran with (every range of the pass).
+    pub ranges_per_pass: usize,
+    /// How many jobs shared the passes (their kernels in one pass, see `runner::cupti_pass`);
+    /// 0 in collections made before batching.
+    #[serde(default)]
+    pub jobs_in_pass: usize,
 }
 
 /// The host side of a collection: chip, host object and configuration image for `counters`.
@@ -199,6 +226,10 @@ impl<'a> Session<'a> {
     /// Collects the counters over `ranges` kernels that `run_pass` launches, once per pass, until
     /// CUPTI has every pass. `run_pass` gets `before(true)` to prepare the pass (put the inputs
     /// back, flush caches) outside the profiled span, and `before(false)` to launch it.
+    ///
+    /// The range profiler is enabled for each collection and disabled after it: enabling costs
+    /// microseconds (H200, 2026-11-26), and a kept one that a second job configured with a new
+    /// counter data image killed the child (the image CUPTI still pointed at was gone).
     pub fn collect(
         &mut self,
         ranges: usize,
@@ -211,8 +242,10 @@ impl<'a> Session<'a> {
         api.check("cuptiRangeProfilerEnable", unsafe {
             (api.range_enable)(&mut enable)
         })?;
+        let enable_s = started.elapsed().as_secs_f64();
         let object = enable.pRangeProfilerObject;
         let result = self.collect_enabled(object, ranges, run_pass);
+        let clock = Instant::now();
         let mut disable = ffi::RangeDisable::new();
         disable.pRangeProfilerObject = object;
         let disabled = api.check("cuptiRangeProfilerDisable", unsafe {
@@ -220,6 +253,8 @@ impl<'a> Session<'a> {
         });
         let mut collection = result?;
         disabled?;
+        collection.phases.enable_s = enable_s;
+        collection.phases.disable_s = clock.elapsed().as_secs_f64();
         collection.seconds = started.elapsed().as_secs_f64();
         Ok(collection)
     }
@@ -231,6 +266,9 @@ impl<'a> Session<'a> {
         run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
     ) -> Result<Collection, CuptiError> {
         let api = self.api;
+        let mut phases = Phases::default();
+        let clock = Instant::now();
+        let per_pass = ranges.max(1);
         let mut size = ffi::RangeGetCounterDataSize::new();
         size.pRangeProfilerObject = object;
         size.pMetricNames = self.counters.ptr();
@@ -256,7 +294,7 @@ impl<'a> Session<'a> {
         set.pCounterDataImage = data.as_mut_ptr();
         set.range = ffi::CUPTI_AUTO_RANGE;
         set.replayMode = ffi::CUPTI_USER_REPLAY;
-        set.maxRangesPerPass = ranges.max(1);
+        set.maxRangesPerPass = per_pass;
         set.numNestingLevels = 1;
         set.minNestingLevel = 1;
         set.passIndex = 0;
@@ -264,9 +302,42 @@ impl<'a> Session<'a> {
         api.check("cuptiRangeProfilerSetConfig", unsafe {
             (api.range_set_config)(&mut set)
         })?;
+        phases.configure_s = clock.elapsed().as_secs_f64();
+        let passes = self.run_passes(object, run_pass, &mut phases)?;
+        let clock = Instant::now();
+        let mut decode = ffi::RangeDecodeData::new();
+        decode.pRangeProfilerObject = object;
+        api.check("cuptiRangeProfilerDecodeData", unsafe {
+            (api.range_decode_data)(&mut decode)
+        })?;
+        phases.decode_s = clock.elapsed().as_secs_f64();
+        let clock = Instant::now();
+        let ranges = self.evaluate(&data)?;
+        phases.evaluate_s = clock.elapsed().as_secs_f64();
+        phases.ranges_per_pass = per_pass;
+        Ok(Collection {
+            ranges,
+            passes,
+            dropped_ranges: decode.numOfRangeDropped,
+            seconds: 0.0,
+            phases,
+        })
+    }
+
+    /// Runs passes until CUPTI says every one is submitted.
+    fn run_passes(
+        &self,
+        object: *mut ffi::RangeProfilerObject,
+        run_pass: &mut dyn FnMut(bool) -> Result<(), String>,
+        phases: &mut Phases,
+    ) -> Result<usize, CuptiError> {
+        let api = self.api;
         let mut passes = 0usize;
         loop {
+            let clock = Instant::now();
             run_pass(true).map_err(CuptiError::Invalid)?;
+            phases.prepare_s += clock.elapsed().as_secs_f64();
+            let clock = Instant::now();
             let mut start = ffi::RangeStart::new();
             start.pRangeProfilerObject = object;
             api.check("cuptiRangeProfilerStart", unsafe {
@@ -278,11 +349,12 @@ impl<'a> Session<'a> {
             let stopped = api.check("cuptiRangeProfilerStop", unsafe {
                 (api.range_stop)(&mut stop)
             });
+            phases.passes_s += clock.elapsed().as_secs_f64();
             ran.map_err(CuptiError::Invalid)?;
             stopped?;
             passes += 1;
             if stop.isAllPassSubmitted != 0 {
-                break;
+                return Ok(passes);
             }
             // A configuration never needs more passes than the host API counted; a loop past
             // that is CUPTI refusing to finish, not a workload that needs more.
@@ -294,17 +366,6 @@ impl<'a> Session<'a> {
                 )));
             }
         }
-        let mut decode = ffi::RangeDecodeData::new();
-        decode.pRangeProfilerObject = object;
-        api.check("cuptiRangeProfilerDecodeData", unsafe {
-            (api.range_decode_data)(&mut decode)
-        })?;
-        Ok(Collection {
-            ranges: self.evaluate(&data)?,
-            passes,
-            dropped_ranges: decode.numOfRangeDropped,
-            seconds: 0.0,
-        })
     }
 
     /// Every range of a decoded counter data image: its name and its counters' values.
@@ -381,4 +442,17 @@ fn counter_availability(api: &Api, ctx: CUcontext) -> Result<Vec<u8>, CuptiError
         (api.get_counter_availability)(&mut fill)
     })?;
     Ok(image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collections_made_before_phases_were_recorded_still_read() {
+        let old = r#"{"ranges":[{"name":"k","values":[1.0]}],"passes":2,"dropped_ranges":0,"seconds":0.2}"#;
+        let c: Collection = serde_json::from_str(old).unwrap();
+        assert_eq!(c.phases, Phases::default());
+        assert_eq!(c.passes, 2);
+    }
 }

@@ -288,6 +288,12 @@ impl Executor for ChildExecutor {
                     Err(why) => Some(why),
                 }
             }
+            ProfilerChoice::Both => {
+                match super::cupti::collect(self.child(protocol::CUPTI_PASS), ctx, tag, jobs) {
+                    Ok(pass) => return self.profile_both(ctx, tag, jobs, &pass),
+                    Err(why) => Some(why),
+                }
+            }
             ProfilerChoice::Ncu => None,
         };
         let mut records = self.profile_with_ncu(ctx, tag, jobs, cupti_said.as_deref());
@@ -434,6 +440,48 @@ impl ChildExecutor {
                 r.hotspots = Some(h);
             }
         }
+    }
+
+    /// `--profiler both`: CUPTI's records are the run's; ncu profiles the same jobs (its
+    /// duration read in the metric set's replay, as CUPTI's is) in a pass of its own,
+    /// `TAG-ncu`, and `TAG.crosscheck.json` holds every value of one against the other.
+    fn profile_both(
+        &self,
+        ctx: &RunContext,
+        tag: &str,
+        jobs: &[&JobSpec],
+        pass: &crate::cupti::rows::CuptiPass,
+    ) -> Vec<ProfileRecord> {
+        let records = super::cupti::records(pass, jobs, ctx.metrics);
+        let name = format!("{tag}-ncu");
+        let replay_only = RunContext {
+            duration_runs: 0,
+            ..*ctx
+        };
+        let ncu = self.profile_with_ncu(&replay_only, &name, jobs, None);
+        let csv = ctx.dir.join(format!("{name}.csv"));
+        let check = match read_regular_text(&csv, FileKind::NCU_CSV) {
+            Ok(text) => super::cupti::crosscheck(pass, jobs, ctx.metrics, &text),
+            Err(e) => {
+                let mut check = crate::cupti::crosscheck::Crosscheck::default();
+                let why = ncu.iter().find_map(|r| r.error.clone());
+                for job in jobs {
+                    check.add_unmatched(
+                        job.id(),
+                        &format!(
+                            "ncu left no raw page ({e}){}",
+                            why.as_deref().map(|w| format!(": {w}")).unwrap_or_default()
+                        ),
+                    );
+                }
+                check
+            }
+        };
+        let out = ctx.dir.join(format!("{tag}.crosscheck.json"));
+        if let Err(e) = write_json(&out, &check) {
+            eprintln!("warning: the comparison of CUPTI and ncu was not written: {e:#}");
+        }
+        records
     }
 
     fn profile_with_ncu(

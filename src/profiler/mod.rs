@@ -48,6 +48,9 @@ pub enum ProfilerChoice {
     #[default]
     Cupti,
     Ncu,
+    /// CUPTI's records, and ncu over the same jobs beside them: every value compared
+    /// (`TAG.crosscheck.json` per pass, `crosscheck.md` for the run).
+    Both,
 }
 
 #[derive(Debug, thiserror::Error)]

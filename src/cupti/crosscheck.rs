@@ -1,0 +1,308 @@
+//! `profile --profiler both` (issue 31, item 3): every counter of every launch and every metric of every job, CUPTI's against ncu's from the same pass, the largest relative differences first (pure).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::parse::KernelRow;
+use crate::records::ProfileRecord;
+
+/// What is compared: a raw counter of one launch, or a metric of one job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Counter,
+    Metric,
+}
+
+/// One value both profilers gave (or one of them did not).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    pub kind: Kind,
+    /// The job, and for a counter the launch (`#0` the job's first kernel).
+    pub job: String,
+    pub name: String,
+    /// None where this profiler gave no number.
+    pub cupti: Option<f64>,
+    pub ncu: Option<f64>,
+    /// |CUPTI − ncu| / max(|CUPTI|, |ncu|); 0 where both are 0 or both missing, 1 where one is.
+    pub relative: f64,
+}
+
+/// Every comparison of one or more passes, the largest differences first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Crosscheck {
+    pub differences: Vec<Difference>,
+    /// Jobs one profiler could not do, with why.
+    pub unmatched: Vec<String>,
+}
+
+/// The relative difference of two values; 1 (all of it) where only one is missing or not a number.
+pub fn relative(cupti: Option<f64>, ncu: Option<f64>) -> f64 {
+    match (cupti, ncu) {
+        (Some(c), Some(n)) if c.is_finite() && n.is_finite() => {
+            let scale = c.abs().max(n.abs());
+            if scale == 0.0 {
+                0.0
+            } else {
+                (c - n).abs() / scale
+            }
+        }
+        (Some(c), Some(n)) if c.is_nan() && n.is_nan() => 0.0,
+        // Neither has a number (a ratio undefined for both, as no shared loads at all): agreed.
+        (None, None) => 0.0,
+        _ => 1.0,
+    }
+}
+
+fn difference(kind: Kind, job: String, name: &str, c: Option<f64>, n: Option<f64>) -> Difference {
+    Difference {
+        kind,
+        job,
+        name: name.to_string(),
+        cupti: c,
+        ncu: n,
+        relative: relative(c, n),
+    }
+}
+
+impl Crosscheck {
+    /// Adds one job: its launches' rows from each profiler (in launch order) and its records.
+    /// Counters only one side has (ncu's own, such as `profiler__replayer_passes`) are left out:
+    /// only counters both were asked for are compared.
+    pub fn add_job(
+        &mut self,
+        counters: &[String],
+        rows: (&[KernelRow], &[KernelRow]),
+        records: (&ProfileRecord, &ProfileRecord),
+    ) {
+        let job = &records.0.job_id;
+        let (cupti_rows, ncu_rows) = rows;
+        if cupti_rows.len() != ncu_rows.len() {
+            self.unmatched.push(format!(
+                "{job}: CUPTI gave {} kernels, ncu {}",
+                cupti_rows.len(),
+                ncu_rows.len()
+            ));
+        }
+        for (i, (c, n)) in cupti_rows.iter().zip(ncu_rows).enumerate() {
+            for counter in counters {
+                self.differences.push(difference(
+                    Kind::Counter,
+                    format!("{job} #{i}"),
+                    counter,
+                    c.values.get(counter).copied(),
+                    n.values.get(counter).copied(),
+                ));
+            }
+        }
+        let (c, n) = records;
+        let names: BTreeMap<&String, ()> = c
+            .metrics
+            .keys()
+            .chain(n.metrics.keys())
+            .map(|k| (k, ()))
+            .collect();
+        for name in names.keys() {
+            let get = |r: &ProfileRecord| r.metrics.get(*name).copied().flatten();
+            self.differences
+                .push(difference(Kind::Metric, job.clone(), name, get(c), get(n)));
+        }
+    }
+
+    /// Notes a job that one profiler could not do.
+    pub fn add_unmatched(&mut self, job: &str, why: &str) {
+        self.unmatched.push(format!("{job}: {why}"));
+    }
+
+    /// Appends another pass's comparison.
+    pub fn extend(&mut self, other: Crosscheck) {
+        self.differences.extend(other.differences);
+        self.unmatched.extend(other.unmatched);
+    }
+
+    /// The largest differences first; ties by kind, job and name, so the order is reproducible.
+    pub fn sort(&mut self) {
+        self.differences.sort_by(|a, b| {
+            b.relative
+                .total_cmp(&a.relative)
+                .then_with(|| (a.kind as u8).cmp(&(b.kind as u8)))
+                .then_with(|| a.job.cmp(&b.job))
+                .then_with(|| a.name.cmp(&b.name))
+        });
+    }
+
+    /// How many values are equal, within 1%, and compared at all, by kind.
+    pub fn tally(&self, kind: Kind) -> (usize, usize, usize) {
+        let of_kind = self.differences.iter().filter(|d| d.kind == kind);
+        let (mut equal, mut within, mut all) = (0, 0, 0);
+        for d in of_kind {
+            all += 1;
+            equal += usize::from(d.relative == 0.0);
+            within += usize::from(d.relative <= 0.01);
+        }
+        (equal, within, all)
+    }
+
+    /// The summary and the `top` largest differences as markdown.
+    pub fn markdown(&self, top: usize) -> String {
+        let mut out = String::from("# CUPTI against ncu, the same passes\n\n");
+        for (kind, label) in [(Kind::Counter, "counters"), (Kind::Metric, "metrics")] {
+            let (equal, within, all) = self.tally(kind);
+            out.push_str(&format!(
+                "- {label}: {all} values compared, {equal} equal, {within} within 1%\n"
+            ));
+        }
+        for why in &self.unmatched {
+            out.push_str(&format!("- not compared: {why}\n"));
+        }
+        out.push_str(&format!(
+            "\nThe {} largest relative differences:\n\n| difference | kind | job | name | CUPTI | ncu |\n| --- | --- | --- | --- | --- | --- |\n",
+            top.min(self.differences.len())
+        ));
+        let cell = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.6}"));
+        for d in self.differences.iter().take(top) {
+            out.push_str(&format!(
+                "| {:.3}% | {} | {} | `{}` | {} | {} |\n",
+                d.relative * 100.0,
+                match d.kind {
+                    Kind::Counter => "counter",
+                    Kind::Metric => "metric",
+                },
+                d.job.replace('|', "\\|"),
+                d.name,
+                cell(d.cupti),
+                cell(d.ncu)
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(values: &[(&str, f64)]) -> KernelRow {
+        KernelRow {
+            id: 0,
+            process_id: String::new(),
+            kernel_name: "k".into(),
+            block_size: String::new(),
+            grid_size: String::new(),
+            device: String::new(),
+            cc: String::new(),
+            values: values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            text: BTreeMap::new(),
+        }
+    }
+
+    fn record(job: &str, metrics: &[(&str, Option<f64>)]) -> ProfileRecord {
+        let mut r = ProfileRecord::failed(job, String::new(), None);
+        r.error = None;
+        r.metrics = metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        r
+    }
+
+    #[test]
+    fn relative_difference_is_symmetric_zero_for_equal_and_one_for_missing() {
+        assert_eq!(relative(Some(100.0), Some(100.0)), 0.0);
+        assert_eq!(relative(Some(0.0), Some(0.0)), 0.0);
+        assert!((relative(Some(90.0), Some(100.0)) - 0.1).abs() < 1e-12);
+        assert_eq!(
+            relative(Some(90.0), Some(100.0)),
+            relative(Some(100.0), Some(90.0))
+        );
+        assert_eq!(relative(None, Some(1.0)), 1.0);
+        assert_eq!(relative(Some(f64::NAN), Some(1.0)), 1.0);
+        assert_eq!(relative(Some(f64::NAN), Some(f64::NAN)), 0.0);
+        assert_eq!(relative(None, None), 0.0);
+    }
+
+    #[test]
+    fn counters_of_each_launch_and_metrics_of_each_job_are_compared_largest_first() {
+        let counters = vec!["a.sum".to_string(), "b.sum".to_string()];
+        let c = [
+            row(&[("a.sum", 10.0), ("b.sum", 95.0)]),
+            row(&[("a.sum", 7.0), ("b.sum", 1.0)]),
+        ];
+        let n = [
+            row(&[
+                ("a.sum", 10.0),
+                ("b.sum", 100.0),
+                ("profiler__replayer_passes", 3.0),
+            ]),
+            row(&[("a.sum", 7.0), ("b.sum", 1.0)]),
+        ];
+        let mut check = Crosscheck::default();
+        check.add_job(
+            &counters,
+            (&c, &n),
+            (
+                &record("j", &[("ratio", Some(0.5)), ("none", None)]),
+                &record("j", &[("ratio", Some(0.5)), ("none", None)]),
+            ),
+        );
+        check.sort();
+        let first = &check.differences[0];
+        assert_eq!(
+            (first.kind, first.job.as_str(), first.name.as_str()),
+            (Kind::Counter, "j #0", "b.sum")
+        );
+        assert!((first.relative - 0.05).abs() < 1e-12);
+        // 4 counters (2 launches x 2, ncu's own counter left out), 2 metrics.
+        assert_eq!(check.tally(Kind::Counter), (3, 3, 4));
+        // A ratio undefined for both (no loads at all) agrees.
+        assert_eq!(check.tally(Kind::Metric), (2, 2, 2));
+        let md = check.markdown(1);
+        assert!(
+            md.contains("- counters: 4 values compared, 3 equal, 3 within 1%"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 5.000% | counter | j #0 | `b.sum` | 95.000000 | 100.000000 |"),
+            "{md}"
+        );
+        assert_eq!(
+            md.matches("| counter |").count() + md.matches("| metric |").count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_metric_one_profiler_could_not_give_counts_as_wholly_different() {
+        let mut check = Crosscheck::default();
+        check.add_job(
+            &[],
+            (&[], &[]),
+            (
+                &record("j", &[("m", Some(1.0))]),
+                &record("j", &[("m", None)]),
+            ),
+        );
+        assert_eq!(check.differences[0].relative, 1.0);
+        assert!(
+            check
+                .markdown(5)
+                .contains("| 100.000% | metric | j | `m` | 1.000000 | – |")
+        );
+    }
+
+    #[test]
+    fn launches_counted_differently_are_named_not_shifted() {
+        let mut check = Crosscheck::default();
+        let one = [row(&[("a", 1.0)])];
+        check.add_job(
+            &["a".to_string()],
+            (&one, &[]),
+            (&record("j", &[]), &record("j", &[])),
+        );
+        assert_eq!(
+            check.unmatched,
+            vec!["j: CUPTI gave 1 kernels, ncu 0".to_string()]
+        );
+        assert!(check.differences.is_empty());
+        check.add_unmatched("k", "ncu failed");
+        assert!(check.markdown(3).contains("- not compared: k: ncu failed"));
+    }
+}
