@@ -168,6 +168,15 @@ pub struct SuiteArgs {
     /// limit and state, and the clock-event reasons (power cap, thermal) seen meanwhile.
     #[arg(long)]
     pub energy: bool,
+    /// Time with CUDA events only: no CUPTI kernel records around the samples (by default each
+    /// job's kernels' GPU start and end are recorded too, and their durations stored beside the
+    /// event times; `profile` takes its `duration` from them).
+    #[arg(long)]
+    pub no_activity: bool,
+    /// Write each job's first raw CUPTI kernel records (hex, one JSON line each) into this folder:
+    /// test fixtures.
+    #[arg(long, hide = true)]
+    pub activity_dump: Option<PathBuf>,
     /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
     /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
     #[arg(long, value_parser = parse_shard)]

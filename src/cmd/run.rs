@@ -103,6 +103,13 @@ pub fn settings(
             rounds: args.rounds,
             verify_every: args.verify_every,
             energy: args.energy,
+            no_activity: args.no_activity,
+            activity_dump: args
+                .activity_dump
+                .as_deref()
+                .map(std::path::absolute)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("resolving --activity-dump: {e}"))?,
             ..TimingConfig::default()
         },
         cache: args.cache,

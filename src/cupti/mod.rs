@@ -3,6 +3,8 @@
 //! `ffi` holds the C structs and entry points; `session` one context's collection of a list of
 //! counters over a workload that the caller replays once per pass.
 
+pub mod activity;
+pub mod activity_records;
 pub mod crosscheck;
 pub mod error;
 pub mod ffi;
@@ -37,45 +39,58 @@ pub fn library_candidates(toolkit: Option<&Path>) -> Vec<PathBuf> {
     out
 }
 
-/// Loads libcupti from the first candidate that opens. libnvperf_host, which CUPTI opens itself,
-/// is opened first from the same folder (where the loader would not look), made global.
+/// Loads libcupti from the first candidate that opens (`open_library`) and resolves the
+/// Profiler Host API and Range Profiler entry points.
 pub fn load(toolkit: Option<&Path>) -> Result<ffi::Api, CuptiError> {
+    let (lib, candidate) = open_library_at(toolkit)?;
+    // SAFETY: a libcupti; `resolve` types each symbol as its header declares it.
+    unsafe { ffi::Api::resolve(lib) }.map_err(|why| CuptiError::NotLoaded {
+        tried: format!("{}: {why}", candidate.display()),
+    })
+}
+
+/// Opens libcupti from the first candidate that opens. libnvperf_host, which CUPTI opens itself,
+/// is opened first from the same folder (where the loader would not look), made global.
+pub fn open_library(toolkit: Option<&Path>) -> Result<libloading::Library, CuptiError> {
+    open_library_at(toolkit).map(|(lib, _)| lib)
+}
+
+fn open_library_at(toolkit: Option<&Path>) -> Result<(libloading::Library, PathBuf), CuptiError> {
     let mut tried = Vec::new();
     for candidate in library_candidates(toolkit) {
         if candidate.components().count() > 1 && !candidate.is_file() {
             continue;
         }
         if let Some(dir) = candidate.parent().filter(|d| !d.as_os_str().is_empty()) {
-            for perf in ["libnvperf_host.so", "libnvperf_target.so"] {
-                let path = dir.join(perf);
-                if path.is_file() {
-                    // SAFETY: NVIDIA's own library, opened for CUPTI to find; its initialisers
-                    // only register themselves. Leaked on purpose: CUPTI keeps using it.
-                    if let Ok(lib) = unsafe {
-                        libloading::os::unix::Library::open(
-                            Some(&path),
-                            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
-                        )
-                    } {
-                        std::mem::forget(lib);
-                    }
-                }
-            }
+            open_perf_libraries(dir);
         }
-        // SAFETY: libcupti's initialisers are NVIDIA's; the symbols are typed in `ffi`.
+        // SAFETY: libcupti's initialisers are NVIDIA's; the symbols are typed where resolved.
         match unsafe { libloading::Library::new(&candidate) } {
-            Ok(lib) => {
-                // SAFETY: a libcupti; `resolve` types each symbol as its header declares it.
-                return unsafe { ffi::Api::resolve(lib) }.map_err(|why| CuptiError::NotLoaded {
-                    tried: format!("{}: {why}", candidate.display()),
-                });
-            }
+            Ok(lib) => return Ok((lib, candidate)),
             Err(e) => tried.push(format!("{}: {e}", candidate.display())),
         }
     }
     Err(CuptiError::NotLoaded {
         tried: tried.join("; "),
     })
+}
+
+fn open_perf_libraries(dir: &Path) {
+    for perf in ["libnvperf_host.so", "libnvperf_target.so"] {
+        let path = dir.join(perf);
+        if path.is_file() {
+            // SAFETY: NVIDIA's own library, opened for CUPTI to find; its initialisers
+            // only register themselves. Leaked on purpose: CUPTI keeps using it.
+            if let Ok(lib) = unsafe {
+                libloading::os::unix::Library::open(
+                    Some(&path),
+                    libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+                )
+            } {
+                std::mem::forget(lib);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -245,6 +245,8 @@ impl Executor for MockExecutor {
                 .timing
                 .energy
                 .then(|| stand_in_energy(self.stand_in_ms(job))),
+            // Nothing ran: no kernel was recorded.
+            activity: None,
         })
     }
 

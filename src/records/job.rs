@@ -281,6 +281,10 @@ pub struct JobRecord {
     /// `--energy`: its energy over at least a second of back-to-back runs after timing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<EnergyRecord>,
+    /// Its samples' kernel durations from CUPTI's Activity API (absent in runs before they were
+    /// recorded, and with `--no-activity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<super::activity::ActivityRecord>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -5,10 +5,11 @@
 //!
 //! The stored format: `run_info` (`run.json`), `job`, `bounds`, `profile` and `sanitize` (the lines of
 //! `results.jsonl`), `hotspots` (a profile record's source lines), `run_data` (a line, and the run its lines make), `environment`, `outcome`,
-//! `timeline`, `fingerprint` and `verified` (the verified timed runs). The rules that judge a run, pure and tested without files:
+//! `timeline`, `fingerprint`, `verified` and `activity` (CUPTI kernel durations) (the verified timed runs). The rules that judge a run, pure and tested without files:
 //! `judge` (bounds, roofline, impossible throughput, ranking), `roofs` (the roof of each math),
 //! `throughput` (GB/s, GFLOP/s, FP32 peak), `rounds` (how rounds combine) and `merge` (which shards merge).
 
+mod activity;
 mod bounds;
 mod clock_events;
 mod energy;
@@ -31,6 +32,7 @@ mod throughput;
 mod timeline;
 mod verified;
 
+pub use activity::ActivityRecord;
 pub use bounds::{
     BoundsRecord, ComputeBoundRecord, FmaRate, HostLinkBounds, RoofRecord, RoofSource,
 };

@@ -66,6 +66,13 @@ pub struct TimingConfig {
     /// total-energy counter is read (`EnergyRecord`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub energy: bool,
+    /// `--no-activity`: no CUPTI kernel records around the samples (events only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_activity: bool,
+    /// `--activity-dump DIR` (hidden): the timing child writes each job's first raw kernel
+    /// records there (test fixtures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_dump: Option<std::path::PathBuf>,
 }
 
 fn one_round() -> u32 {
@@ -85,6 +92,8 @@ impl Default for TimingConfig {
             rounds: 1,
             verify_every: 0,
             energy: false,
+            no_activity: false,
+            activity_dump: None,
         }
     }
 }
@@ -156,6 +165,9 @@ pub struct JobOutcome {
     /// `--energy`: the job's energy over repeated runs after timing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy: Option<super::energy::EnergyRecord>,
+    /// The samples' kernel durations from CUPTI's Activity API (absent with `--no-activity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity: Option<super::activity::ActivityRecord>,
 }
 
 /// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the

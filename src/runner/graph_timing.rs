@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaStream;
 
+use super::activity::Probe;
 use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::events::{Events, check, elapsed_ms};
@@ -27,10 +28,11 @@ pub(super) fn time_graphs(
     flush: &Flush,
     per_run: f64,
     run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
+    probe: &mut Probe,
     check: &mut impl FnMut() -> Result<(), RunError>,
 ) -> Result<Timed, GraphError> {
     let graph = capture_graph(gpu, flush, per_run, run).map_err(GraphError::Capture)?;
-    sample_graph(gpu, cfg, graph, check).map_err(GraphError::Run)
+    sample_graph(gpu, cfg, graph, probe, check).map_err(GraphError::Run)
 }
 
 /// The graph of a graph sample, the stream it was captured on, and its runs' (start, end) events.
@@ -97,6 +99,7 @@ fn sample_graph(
     gpu: &Gpu,
     cfg: &TimingConfig,
     g: RunGraph,
+    probe: &mut Probe,
     check: &mut impl FnMut() -> Result<(), RunError>,
 ) -> Result<Timed, RunError> {
     let RunGraph {
@@ -121,7 +124,11 @@ fn sample_graph(
     let mut clocks = Vec::new();
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
-        samples.push(time()?);
+        // A sample is a graph of n runs, each after its own L2 flush (left out by name).
+        probe.begin();
+        let sample = time()?;
+        probe.end(n as u32);
+        samples.push(sample);
         clocks.push(gpu.clock());
         clock.verify_every(cfg, samples.len(), check)?;
         // The check resets the buffers on the default stream; the capture stream does not wait for it.
@@ -141,5 +148,6 @@ fn sample_graph(
         clocks,
         stopped_by,
         method: graph_method(n),
+        activity: None,
     })
 }

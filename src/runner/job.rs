@@ -99,6 +99,7 @@ pub fn run_job(
         sample_clock_events,
         clock_lowered_kept,
         energy,
+        activity: timed.activity,
     })
 }
 

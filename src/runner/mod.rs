@@ -3,9 +3,10 @@
 //! By stage: `device` opens the GPU; `loading` (with `device_link`) compiles and loads a variant;
 //! `buffers` and `memory` hold its data (`tensor_maps` encodes the views of it TMA kernels take); `launching` and `program` issue its launches or its
 //! host program; `checking` compares its output (`timed_checks`: the checks made between samples and the verified timed runs after them); `timing` (with `graph_timing`, `sampling`,
-//! `l2_flush` and the pure `timing_rules`) times it; `job` and `profile_pass` put those together;
+//! `l2_flush` and the pure `timing_rules`) times it, `activity` collecting CUPTI's kernel records around the samples; `job` and `profile_pass` put those together;
 //! `bounds` and `cublas` measure what a variant is compared with.
 
+mod activity;
 mod bounds;
 mod buffers;
 mod builtin;

@@ -356,6 +356,8 @@ pub(super) fn time_program(
             method,
             clocks,
             warmup_ms,
+            // A host program's copies and host steps are timed with events only.
+            activity: None,
         },
         timeline,
     ))

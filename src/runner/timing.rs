@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaStream;
 
+use super::activity::Probe;
 use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::graph_timing::{GraphError, time_graphs};
@@ -30,9 +31,13 @@ pub(super) fn time_runs(
         CacheState::Warm => None,
         CacheState::Cold => Some(gpu.flush()?),
     };
-    let timed = sample_runs(gpu, cfg, capture, &mut run, flush, &mut || {
+    // CUPTI's kernel records around the samples (finished before the verified runs below).
+    let mut probe = Probe::start(gpu, cfg);
+    let timed = sample_runs(gpu, cfg, capture, &mut run, flush, &mut probe, &mut || {
         checks.between_samples()
-    })?;
+    });
+    let activity = probe.finish(cfg);
+    let timed = Timed { activity, ..timed? };
     let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
     checks.after_samples(&mut |_| {
         if let Some(f) = flush {
@@ -61,6 +66,7 @@ fn sample_runs(
     capture: Capture,
     run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
     flush: Option<&super::l2_flush::Flush>,
+    probe: &mut Probe,
     check: &mut impl FnMut() -> Result<(), RunError>,
 ) -> Result<Timed, RunError> {
     let stream = gpu.stream.clone();
@@ -89,7 +95,7 @@ fn sample_runs(
         mut method,
     } = sampling_plan(flush.is_some(), capture, per_run);
     if let (Some(f), true) = (flush, in_graph) {
-        match time_graphs(gpu, cfg, f, per_run, run, check) {
+        match time_graphs(gpu, cfg, f, per_run, run, probe, check) {
             Ok(timed) => {
                 return Ok(Timed {
                     warmup_runs,
@@ -109,6 +115,7 @@ fn sample_runs(
     let mut clocks = Vec::new();
     let mut clock = SamplingClock::start();
     let stopped_by = loop {
+        probe.begin();
         if let Some(f) = flush {
             f.evict(&stream)?;
         }
@@ -118,6 +125,7 @@ fn sample_runs(
         }
         stop.record(&stream).doing("recording an event")?;
         stop.synchronize().doing("timing the variant")?;
+        probe.end(runs_per_sample);
         samples.push(
             start.elapsed_ms(&stop).doing("reading event time")? as f64 / runs_per_sample as f64,
         );
@@ -135,6 +143,7 @@ fn sample_runs(
         method,
         clocks,
         warmup_ms,
+        activity: None,
     })
 }
 
@@ -145,5 +154,10 @@ pub(super) fn time_runs_plain(
     capture: Capture,
     run: impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
 ) -> Result<Timed, RunError> {
-    time_runs(gpu, cfg, capture, run, &mut NoChecks)
+    // A bound's kernel durations are not recorded: nothing reads them, and CUPTI is left out of its timing.
+    let cfg = TimingConfig {
+        no_activity: true,
+        ..cfg.clone()
+    };
+    time_runs(gpu, &cfg, capture, run, &mut NoChecks)
 }

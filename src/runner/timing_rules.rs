@@ -15,6 +15,8 @@ pub struct Timed {
     pub clocks: Vec<Option<ClockSample>>,
     /// How long the warm-up ran, in ms.
     pub warmup_ms: f64,
+    /// The samples' kernel durations from CUPTI's Activity API (None with `--no-activity`).
+    pub activity: Option<crate::records::ActivityRecord>,
 }
 
 /// Warm-up goes on until the last three SM clock readings are within 1% of each other, for at

@@ -213,6 +213,7 @@ pub(super) fn run_job(
             record.sample_clock_events = o.sample_clock_events;
             record.clock_lowered_kept = o.clock_lowered_kept;
             record.energy = o.energy;
+            record.activity = o.activity;
             record.compilers = o
                 .compile
                 .iter()
@@ -319,6 +320,7 @@ mod status_tests {
             sample_clock_events: Default::default(),
             clock_lowered_kept: 0,
             energy: None,
+            activity: None,
         }
     }
 
