@@ -5,6 +5,10 @@
 # below (within 10%), and for jobs of several launches; each job outside its band is listed. Host
 # programs and kernels that launch kernels are left out: their event time is not their kernels' time;
 # so are jobs of a --gpus run timed on one GPU and profiled on another.
+# Where the jobs have kernel durations from CUPTI's Activity API (the timing child's `activity`,
+# issue 31), the same is printed for the activity median against ncu (target: within 1%) and
+# against the event median. ncu's duration must come from its own session (`profile --profiler ncu
+# --duration-runs 5`): a duration the profile took from the activity records is not ncu's.
 # Usage: ncu-agreement.py RUN_DIR...   (issue 12's "agreement with ncu, measured")
 import statistics, sys
 
@@ -38,13 +42,16 @@ for run in sys.argv[1:]:
             left_out["cards"] += 1
         elif duration_from and not duration_from.startswith("own session"):
             # The duration's own session failed for the job, or the run asked for none
-            # (--duration-runs 0): ncu's reading under the metric set's replay is not the quantity
-            # the others are compared with. (Runs made before the duration had a session of its
-            # own say nothing, and are read as they are.)
+            # (--duration-runs 0, or the duration came from the activity records): ncu's reading
+            # under the metric set's replay is not the quantity the others are compared with. (Runs
+            # made before the duration had a session of its own say nothing, and are read as they are.)
             left_out["fallback"] += 1
         else:
+            activity = ((job.get("activity") or {}).get("summary") or {}).get("median")
             rows.append((job["summary"]["median"] * 1e6 / ncu_ns, ncu_ns / 1e3, "graph" if method.startswith("CUDA graph") else "events",
-                         info["suite"], job_id, job.get("launches", 1) == 1))
+                         info["suite"], job_id, job.get("launches", 1) == 1,
+                         activity * 1e6 / ncu_ns if activity else None,
+                         activity / job["summary"]["median"] if activity else None))
 if first is None:
     sys.exit("no run directory named: ncu-agreement.py RUN_DIR...")
 words = first.get("command", "?").split()[1:]
@@ -55,11 +62,13 @@ print(f"{len(rows) + sum(left_out.values())} jobs with both; left out as not the
       f"the program's time against its kernels') {left_out['host']}, suites whose kernels launch kernels (dynamic-parallelism) {left_out['nested']}, "
       f"jobs timed on one GPU and profiled on another (--gpus) {left_out['cards']}, "
       f"jobs whose duration is the metric set's reading (its own session failed, --duration-runs 0, or CUPTI's replay under --profiler cupti) {left_out['fallback']}")
-for single, title in ((True, "one launch a job"), (False, "several launches a job (each profiled cold by ncu, only the first cold when timed)")):
-    part = [r for r in rows if r[5] == single]
-    print(f"== {title}: {len(part)} jobs")
-    for long_, band in ((True, 0.03), (False, 0.10)):
-        xs = sorted(r for r in part if (r[1] >= 20) == long_)
+
+
+def distribution(label, part, ratio_of, bands):
+    """The distribution of one ratio over `part`, long and short kernels apart; jobs outside their band listed."""
+    print(f"-- {label}")
+    for long_, band in ((True, bands[0]), (False, bands[1])):
+        xs = sorted((ratio_of(r),) + r[1:6] for r in part if (r[1] >= 20) == long_ and ratio_of(r) is not None)
         if not xs:
             continue
         rs = [x[0] for x in xs]
@@ -69,3 +78,12 @@ for single, title in ((True, "one launch a job"), (False, "several launches a jo
         for ratio, us, method, suite, job_id, _ in xs:
             if abs(ratio - 1) > band:
                 print(f"   {ratio:.3f}  ncu {us:.1f} us  {method}  {suite}  {job_id}")
+
+
+for single, title in ((True, "one launch a job"), (False, "several launches a job (each profiled cold by ncu, only the first cold when timed)")):
+    part = [r for r in rows if r[5] == single]
+    print(f"== {title}: {len(part)} jobs")
+    distribution("cold event median / ncu", part, lambda r: r[0], (0.03, 0.10))
+    if any(r[6] is not None for r in part):
+        distribution("activity median (CUPTI Activity API, same samples) / ncu", part, lambda r: r[6], (0.01, 0.01))
+        distribution("activity median / cold event median", part, lambda r: r[7], (0.01, 0.03))

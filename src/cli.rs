@@ -163,18 +163,14 @@ pub struct SuiteArgs {
     /// At most 300, the most samples a job takes.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=300))]
     pub verify_every: u32,
-    /// After timing, run each job back to back for at least a second while NVML's total-energy
-    /// counter is read: joules per run, mean watts, J/TFLOP (flops) or J/GB (bytes), the power
-    /// limit and state, and the clock-event reasons (power cap, thermal) seen meanwhile.
+    /// After timing, run each job back to back for at least a second while NVML's total-energy counter
+    /// is read: J/run, mean W, J/TFLOP or J/GB, power limit and state, clock-event reasons seen.
     #[arg(long)]
     pub energy: bool,
-    /// Time with CUDA events only: no CUPTI kernel records around the samples (by default each
-    /// job's kernels' GPU start and end are recorded too, and their durations stored beside the
-    /// event times; `profile` takes its `duration` from them).
+    /// Events only: no CUPTI kernel records around the samples (which give `profile` its `duration`).
     #[arg(long)]
     pub no_activity: bool,
-    /// Write each job's first raw CUPTI kernel records (hex, one JSON line each) into this folder:
-    /// test fixtures.
+    /// Each job's first raw CUPTI kernel records, as JSON lines, into this folder (test fixtures).
     #[arg(long, hide = true)]
     pub activity_dump: Option<PathBuf>,
     /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
@@ -303,10 +299,9 @@ pub enum Command {
         /// ncu clock control: `none` measures the card as found; `base` locks base clocks (owners only).
         #[arg(long, value_enum, default_value_t = ClockControl::None)]
         clock_control: ClockControl,
-        /// ncu's duration of a job: the median of this many profiled runs, after one unprofiled run, in
-        /// an ncu session that collects only the duration. 0: read it from the metric set's session
-        /// (faster, but a set's replay and a first launch read kernels up to 6% and 14% long).
-        #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
+        /// `duration`: the timed samples' CUPTI kernel durations; N > 0: ncu's, the median of N profiled
+        /// runs in a session of its own (5 before activity); 0 with `--no-activity`: the set's reading.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
         duration_runs: u32,
         /// Who collects the counters: `cupti` in the job's own process (a pass it cannot collect,
         /// as one of ncu's own launch statistics, goes to ncu, and the report says why), `ncu`, or

@@ -245,8 +245,12 @@ impl Executor for MockExecutor {
                 .timing
                 .energy
                 .then(|| stand_in_energy(self.stand_in_ms(job))),
-            // Nothing ran: no kernel was recorded.
-            activity: None,
+            // Nothing ran: no kernel was recorded, and the record says so.
+            activity: (!ctx.timing.no_activity).then(|| {
+                crate::records::ActivityRecord::failed(
+                    "MOCK: nothing ran, so no kernel activity was recorded",
+                )
+            }),
         })
     }
 

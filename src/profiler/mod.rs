@@ -1,5 +1,6 @@
 //! Nsight Compute, all of it: find ncu, profile a pass of launches, read source hot spots, export the raw page, map kernels back to jobs, probe counter access, read ncu's metric list; typed errors for what goes wrong.
 
+pub mod activity_duration;
 pub mod assign;
 pub mod hotspots;
 pub mod pass;

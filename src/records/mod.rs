@@ -53,7 +53,7 @@ pub use outcome::{
     ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig,
     kept_by_clock, sample_clock_events, split_by_clock,
 };
-pub use profile::{DURATION_OWN_SESSION, DURATION_RUNS, ProfileRecord};
+pub use profile::{DURATION_FROM_ACTIVITY, DURATION_OWN_SESSION, DURATION_RUNS, ProfileRecord};
 #[cfg(test)]
 pub(crate) use roofs::fixtures;
 pub use roofs::{Roof, RoofOrigin, giga_unit, rate_text, roof_name};

@@ -46,7 +46,18 @@ pub const DURATION_RUNS: u32 = 5;
 /// How a profile record's `duration_from` begins when its duration came from the session of its own.
 pub const DURATION_OWN_SESSION: &str = "own session";
 
+/// How a profile record's `duration_from` begins when its duration came from the timing child's
+/// CUPTI Activity records (`profiler::activity_duration`).
+pub const DURATION_FROM_ACTIVITY: &str = "activity";
+
 impl ProfileRecord {
+    /// Whether the record's `duration` is its job's activity median from the timing child.
+    pub fn duration_from_activity(&self) -> bool {
+        self.duration_from
+            .as_deref()
+            .is_some_and(|f| f.starts_with(DURATION_FROM_ACTIVITY))
+    }
+
     /// What `duration_from` says of a duration from the session of its own, over `runs` runs.
     pub fn own_session_duration(runs: usize) -> String {
         format!(

@@ -10,6 +10,7 @@ use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::executor::{Environment, Executor};
+use crate::profiler::activity_duration::take_activity_durations;
 use crate::records::{BoundsRecord, ComputeBoundRecord, JobRecord, ProfileRecord, Record, RunInfo};
 use crate::store;
 use crate::suite::JobSpec;
@@ -455,10 +456,13 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
             sr.groups[pass.group],
             pass.jobs.len()
         ));
-        let records = lane
+        let mut records = lane
             .executor
             .profile(&sr.ctx(self.settings.seed), &pass.tag, &pass.jobs);
         let mut p = self.lock();
+        // The group is timed: its jobs' activity durations give the profile its `duration`.
+        let timed: Vec<&JobRecord> = p.so_far[si][pass.group].iter().flatten().collect();
+        take_activity_durations(&mut records, &timed);
         for r in records {
             p.pass_failed[si] |= rules::profile_failed(&r);
             sr.append(&Record::Profile(ProfileRecord {

@@ -40,6 +40,11 @@ fn duration_note(run: &RunData) -> String {
         .values()
         .filter(|p| p.duration_from_metric_set_as_asked())
         .count();
+    let activity = run
+        .profiles
+        .values()
+        .filter(|p| p.duration_from_activity())
+        .count();
     let fell_back = run
         .profiles
         .values()
@@ -47,14 +52,34 @@ fn duration_note(run: &RunData) -> String {
             p.duration_from.is_some()
                 && !p.duration_from_own_session()
                 && !p.duration_from_metric_set_as_asked()
+                && !p.duration_from_activity()
         })
         .count();
+    if activity > 0 {
+        return activity_note(activity, own, fell_back);
+    }
     match (own, fell_back) {
         (0, 0) if asked > 0 => "; each job's ncu duration the set's reading, as `--duration-runs 0` asked: up to 6% longer under its replay than alone".to_string(),
         (0, 0) => String::new(),
         (_, 0) => "; each job's ncu duration from one more session that collects only it: the median of its profiled runs after one unprofiled run".to_string(),
         (_, n) => format!("; each job's ncu duration from one more session that collects only it, except {n} whose duration is the set's reading, longer under its replay (each record's `duration_from` says why)"),
     }
+}
+
+/// The duration note of a run whose jobs' durations came from the timing child's activity records.
+fn activity_note(activity: usize, own: usize, other: usize) -> String {
+    let mut note = format!(
+        "; the duration of {activity} jobs the median of their timed samples' kernel durations from CUPTI's Activity API in the timing child (no profiler session of its own)"
+    );
+    if own > 0 {
+        note.push_str(&format!(", of {own} from ncu's own duration session"));
+    }
+    if other > 0 {
+        note.push_str(&format!(
+            ", of {other} the profiler's reading (each record's `duration_from` says why)"
+        ));
+    }
+    note
 }
 
 /// The legends of the tables the run has: with flops, of occupancy, of every table, of host links.

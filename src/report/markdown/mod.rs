@@ -1,5 +1,6 @@
 //! Markdown exporter: the run's report, section by section: the header (`header`), per group its ladder table (`bandwidth` or `compute`), readings (`readings`), energy and clock events (`energy`), occupancy (`occupancy`) and host programs (`host_programs`), the source hot spots (`hotspots`), the sanitizer's verdicts (`sanitize`), then the closing notes and legends (`footer`).
 
+mod activity;
 mod bandwidth;
 mod cells;
 mod compute;
@@ -49,6 +50,7 @@ fn group_section(
     }
     readings::section(run, imp, &jobs, metrics, out);
     energy::section(&jobs, out);
+    activity::section(&jobs, out);
     occupancy::section(run, imp, &jobs, out);
 }
 
