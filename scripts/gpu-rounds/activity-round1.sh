@@ -8,12 +8,14 @@ O=/tmp/hs; mkdir -p $O
 t() { local s=$(date +%s%N); local to=$1; shift; timeout -k 3 $to "$@" > $O/last.log 2>&1; local rc=$?;
       echo "$(( ($(date +%s%N)-s)/1000000 )) ms rc=$rc: $*" | tee -a $O/timings.txt; tail -3 $O/last.log >> $O/tails.txt; }
 nvidia-smi --query-gpu=name,uuid,driver_version,power.limit --format=csv > $O/gpu.txt 2>&1
-# 1. Activity on (the default) and ncu's gpu__time_duration in the same profile run (ncu duration session, 5 runs).
-t 55 $B profile --suite shared-memory --suite-dir kernels --profiler ncu --max-seconds 0.3 --out $O/sm-ncu
+# 1. Activity on (the default) and ncu's gpu__time_duration in the same profile run (ncu's own duration session, 5 runs, asked for).
+t 55 $B profile --suite shared-memory --suite-dir kernels --profiler ncu --duration-runs 5 --max-seconds 0.3 --out $O/sm-ncu
 # 2. Overhead: the same suite with activity off, then on (raw records dumped as fixtures).
 t 25 $B run --suite shared-memory --suite-dir kernels --max-seconds 0.3 --no-activity --out $O/sm-off
 t 25 $B run --suite shared-memory --suite-dir kernels --max-seconds 0.3 --activity-dump $O/fixtures --out $O/sm-on
-# 3. Reduction (many short kernels: graph timing) the same way, if time is left.
+# 3. The default profile (CUPTI counters; duration from the activity records, no ncu session).
+t 30 $B profile --suite shared-memory --suite-dir kernels --max-seconds 0.3 --out $O/sm-cupti
+# 4. Reduction (many short kernels: graph timing) the same way, if time is left.
 t 25 $B run --suite reduction --suite-dir kernels --max-seconds 0.3 --no-activity --out $O/red-off
 t 25 $B run --suite reduction --suite-dir kernels --max-seconds 0.3 --out $O/red-on
 # Keep what comes back small: the run directories' results and run.json only.
