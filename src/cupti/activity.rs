@@ -64,7 +64,8 @@ static API: OnceLock<Result<ActivityApi, String>> = OnceLock::new();
 struct Collected {
     spans: Vec<KernelSpan>,
     errors: Vec<String>,
-    /// Raw records kept for `--activity-dump` (bytes, name pointer zeroed; the name).
+    /// Raw records kept for `--activity-dump` (bytes, name pointer zeroed; the name): all of them,
+    /// the caller picks.
     dump: Option<Vec<(Vec<u8>, String)>>,
 }
 
@@ -73,9 +74,6 @@ static COLLECTED: Mutex<Collected> = Mutex::new(Collected {
     errors: Vec::new(),
     dump: None,
 });
-
-/// Most raw records a job's dump keeps.
-const DUMP_LIMIT: usize = 48;
 
 fn collected() -> std::sync::MutexGuard<'static, Collected> {
     COLLECTED.lock().unwrap_or_else(|e| e.into_inner())
@@ -180,7 +178,7 @@ unsafe fn read_buffer(api: &ActivityApi, buffer: *mut u8, valid: usize) {
                     end_ns: k.end_ns,
                     flush: records::is_flush_kernel(&name),
                 });
-                if let Some(dump) = out.dump.as_mut().filter(|d| d.len() < DUMP_LIMIT) {
+                if let Some(dump) = out.dump.as_mut() {
                     let mut raw = bytes[at..end].to_vec();
                     raw[records::OFFSET_NAME..records::OFFSET_NAME + 8].fill(0);
                     dump.push((raw, name));
@@ -206,6 +204,8 @@ pub struct Finished {
     pub samples: ActivitySamples,
     pub dropped: usize,
     pub dump: Vec<(Vec<u8>, String)>,
+    /// The samples' windows, in CUPTI's clock.
+    pub windows: Vec<SampleWindow>,
     pub error: Option<String>,
 }
 
@@ -289,6 +289,7 @@ impl Collector {
             samples: records::summarize_samples(&c.spans, &self.windows),
             dropped,
             dump: c.dump.unwrap_or_default(),
+            windows: self.windows,
             error: self.error,
         }
     }

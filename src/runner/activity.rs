@@ -76,14 +76,34 @@ fn record_of(f: &Finished) -> ActivityRecord {
     }
 }
 
-/// One JSON line a record: its bytes in hex (the name pointer zeroed) and its kernel's name.
+/// Raw records dumped per job: the first few (warm-up), and every one in the first samples.
+const DUMP_FIRST: usize = 16;
+const DUMP_SAMPLES: usize = 5;
+
+/// A first JSON line with the first samples' windows and their activity ms, then one line a
+/// record: its bytes in hex (the name pointer zeroed) and its kernel's name.
 fn dump(dir: &std::path::Path, f: &Finished) -> std::io::Result<()> {
     use std::fmt::Write;
     if f.dump.is_empty() {
         return Ok(());
     }
-    let mut text = String::new();
-    for (bytes, name) in &f.dump {
+    let windows = &f.windows[..f.windows.len().min(DUMP_SAMPLES)];
+    let in_windows = |bytes: &[u8]| match crate::cupti::activity_records::parse_kernel(bytes) {
+        Ok(Some(k)) => {
+            let mid = k.start_ns / 2 + k.end_ns / 2;
+            windows.iter().any(|w| w.begin_ns <= mid && mid <= w.end_ns)
+        }
+        _ => false,
+    };
+    let head = serde_json::json!({
+        "windows": windows.iter().map(|w| [w.begin_ns, w.end_ns, w.runs as u64]).collect::<Vec<_>>(),
+        "samples_ms": f.samples.samples_ms.iter().take(DUMP_SAMPLES).collect::<Vec<_>>(),
+    });
+    let mut text = format!("{head}\n");
+    for (i, (bytes, name)) in f.dump.iter().enumerate() {
+        if i >= DUMP_FIRST && !in_windows(bytes) {
+            continue;
+        }
         let hex = bytes.iter().fold(String::new(), |mut h, b| {
             let _ = write!(h, "{b:02x}");
             h
