@@ -103,7 +103,9 @@ fn resolve(toolkit: Option<&Path>) -> Result<ActivityApi, String> {
     std::mem::forget(lib);
     let mut version = 0u32;
     // SAFETY: writes one u32.
-    api.check("cuptiGetVersion", unsafe { (api.get_version)(&mut version) })?;
+    api.check("cuptiGetVersion", unsafe {
+        (api.get_version)(&mut version)
+    })?;
     if !records::layout_known(version) {
         return Err(records::unknown_layout_message(version));
     }
@@ -140,7 +142,12 @@ unsafe extern "C" fn buffer_completed(
         unsafe { read_buffer(api, buffer, valid) };
     }
     // SAFETY: made by `buffer_requested` as a boxed slice of size/8 words; CUPTI is done with it.
-    drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(buffer as *mut u64, size / 8)) });
+    drop(unsafe {
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+            buffer as *mut u64,
+            size / 8,
+        ))
+    });
 }
 
 /// Walks a completed buffer: each record's bytes run to the next record (the last to `valid`).
@@ -233,10 +240,9 @@ impl Collector {
     fn now(&mut self) -> Option<u64> {
         let mut t = 0u64;
         // SAFETY: writes one u64.
-        match self
-            .api
-            .check("cuptiGetTimestamp", unsafe { (self.api.get_timestamp)(&mut t) })
-        {
+        match self.api.check("cuptiGetTimestamp", unsafe {
+            (self.api.get_timestamp)(&mut t)
+        }) {
             Ok(()) => Some(t),
             Err(e) => {
                 self.error.get_or_insert(e);

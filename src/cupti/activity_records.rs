@@ -170,9 +170,7 @@ fn count_in_windows(spans: &[KernelSpan], windows: &[SampleWindow]) -> usize {
         .filter(|s| !s.flush)
         .filter(|s| {
             let mid = s.start_ns / 2 + s.end_ns / 2;
-            windows
-                .iter()
-                .any(|w| w.begin_ns <= mid && mid <= w.end_ns)
+            windows.iter().any(|w| w.begin_ns <= mid && mid <= w.end_ns)
         })
         .count()
 }
@@ -261,7 +259,11 @@ mod tests {
         let s = summarize_samples(&spans, &windows);
         assert_eq!(s.missing, 1);
         assert_eq!(s.samples_ms.len(), 2);
-        assert!((s.kernels_per_run - 1.0).abs() < 1e-12, "{}", s.kernels_per_run);
+        assert!(
+            (s.kernels_per_run - 1.0).abs() < 1e-12,
+            "{}",
+            s.kernels_per_run
+        );
         assert!(s.summary.is_some());
     }
 

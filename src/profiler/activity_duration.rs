@@ -111,7 +111,10 @@ mod tests {
     fn without_activity_the_profiler_reading_stays_and_says_why() {
         let mut records = vec![profile("a", None), profile("b", None)];
         let (a, b) = (
-            job("a", Some(ActivityRecord::failed("CUPTI could not be loaded"))),
+            job(
+                "a",
+                Some(ActivityRecord::failed("CUPTI could not be loaded")),
+            ),
             job("b", None),
         );
         take_activity_durations(&mut records, &[&a, &b]);

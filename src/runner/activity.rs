@@ -68,7 +68,7 @@ fn record_of(f: &Finished) -> ActivityRecord {
     });
     ActivityRecord {
         samples_ms: s.samples_ms.clone(),
-        summary: s.summary.clone(),
+        summary: s.summary,
         kernels_per_run: s.kernels_per_run,
         missing_samples: s.missing,
         dropped_records: f.dropped,
@@ -113,7 +113,11 @@ fn dump(dir: &std::path::Path, f: &Finished) -> std::io::Result<()> {
         text.push('\n');
     }
     std::fs::create_dir_all(dir)?;
-    let name = format!("kernel-records-{}-{}.jsonl", std::process::id(), next_dump());
+    let name = format!(
+        "kernel-records-{}-{}.jsonl",
+        std::process::id(),
+        next_dump()
+    );
     crate::store::write_atomic(&dir.join(name), text.as_bytes())
 }
 
