@@ -6,6 +6,7 @@
 
 mod common;
 
+mod activity;
 mod arch_specific;
 mod architecture;
 mod browser;
