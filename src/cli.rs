@@ -158,9 +158,8 @@ pub struct SuiteArgs {
     /// child of its own; a job's interval is then across rounds (run-to-run noise included).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: u32,
-    /// Also verify a launch between every K timed samples (same module state, inputs restored):
-    /// a kernel that goes wrong while being timed is caught. 0: only before and after timing.
-    /// At most 300, the most samples a job takes.
+    /// Also verify a launch between every K timed samples (same module state, inputs restored): a kernel
+    /// that goes wrong while timed is caught. 0: only before and after timing; at most 300 (samples' most).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=300))]
     pub verify_every: u32,
     /// After timing, run each job back to back for at least a second while NVML's total-energy counter
@@ -173,21 +172,22 @@ pub struct SuiteArgs {
     /// Each job's first raw CUPTI kernel records, as JSON lines, into this folder (test fixtures).
     #[arg(long, hide = true)]
     pub activity_dump: Option<PathBuf>,
+    /// CUPTI kernel records in extra samples after the event samples, not during them.
+    #[arg(long, hide = true, conflicts_with = "no_activity")]
+    pub activity_after: bool,
     /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
     /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<crate::scheduler::Shard>,
-    /// Run each variant once under compute-sanitizer with these tools (memcheck, initcheck,
-    /// synccheck, racecheck; comma-separated), at the cheapest job of its sweep, before timing.
-    /// A finding fails the variant as a wrong result does. racecheck runs only where the
-    /// variant uses shared memory. See docs/sanitize.md.
+    /// Run each variant once under compute-sanitizer with these tools (memcheck, initcheck, synccheck,
+    /// racecheck; comma-separated), at the cheapest job of its sweep, before timing. A finding fails the
+    /// variant as a wrong result does. racecheck only where it uses shared memory. See docs/sanitize.md.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub sanitize: Vec<crate::records::SanitizerTool>,
     /// With --sanitize: only sanitize (no timing, no bounds): cheap enough for CI on a GPU runner.
     #[arg(long, requires = "sanitize")]
     pub sanitize_only: bool,
-    /// Seconds before one sanitized child is killed (racecheck can take 1000x a launch); a child
-    /// running several variants has this much per variant.
+    /// Seconds before one sanitized child is killed (racecheck can take 1000x a launch), per variant.
     #[arg(long, default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub sanitize_timeout: u64,
     /// With --sanitize: one sanitized child per variant and tool, instead of one per tool for a

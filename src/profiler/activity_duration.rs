@@ -3,10 +3,16 @@
 use crate::metrics::DURATION_METRIC;
 use crate::records::{ActivityRecord, DURATION_FROM_ACTIVITY, JobRecord, ProfileRecord};
 
-/// What `duration_from` says of a duration from `samples` samples' activity records.
-pub fn activity_duration_from(samples: usize) -> String {
+/// What `duration_from` says of a duration from `samples` samples' activity records, taken
+/// during the event samples or (`after_timing`) in extra samples after them.
+pub fn activity_duration_from(samples: usize, after_timing: bool) -> String {
+    let which = if after_timing {
+        "extra samples after the event samples"
+    } else {
+        "the samples of the event times"
+    };
     format!(
-        "{DURATION_FROM_ACTIVITY}: the median of {samples} timed samples' kernel durations from CUPTI's Activity API in the timing child (the samples of the event times; the L2 flush left out)"
+        "{DURATION_FROM_ACTIVITY}: the median of {samples} samples' kernel durations from CUPTI's Activity API in the timing child ({which}; the L2 flush left out)"
     )
 }
 
@@ -28,12 +34,12 @@ pub fn take_activity_durations(records: &mut [ProfileRecord], jobs: &[&JobRecord
 }
 
 fn take_one(r: &mut ProfileRecord, activity: Option<&ActivityRecord>) {
-    match activity.and_then(|a| a.summary.as_ref()) {
-        Some(s) => {
+    match activity.and_then(|a| a.summary.as_ref().map(|s| (a, s))) {
+        Some((a, s)) => {
             // Profile durations are in ns, as ncu's gpu__time_duration.
             r.metrics
                 .insert(DURATION_METRIC.to_string(), Some(s.median * 1e6));
-            r.duration_from = Some(activity_duration_from(s.n));
+            r.duration_from = Some(activity_duration_from(s.n, a.after_timing));
         }
         None => {
             let why = match activity {
@@ -91,6 +97,7 @@ mod tests {
         let from = records[0].duration_from.clone().unwrap();
         assert!(from.starts_with("activity: the median of 3 "), "{from}");
         assert!(records[0].duration_from_activity());
+        assert!(activity_duration_from(30, true).contains("extra samples after"));
     }
 
     #[test]

@@ -69,6 +69,10 @@ pub struct TimingConfig {
     /// `--no-activity`: no CUPTI kernel records around the samples (events only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_activity: bool,
+    /// `--activity-after`: the kernel records in extra samples after the event samples, so that
+    /// CUPTI is not active while events time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub activity_after: bool,
     /// `--activity-dump DIR` (hidden): the timing child writes each job's first raw kernel
     /// records there (test fixtures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,6 +97,7 @@ impl Default for TimingConfig {
             verify_every: 0,
             energy: false,
             no_activity: false,
+            activity_after: false,
             activity_dump: None,
         }
     }

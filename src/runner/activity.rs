@@ -72,6 +72,7 @@ fn record_of(f: &Finished) -> ActivityRecord {
         kernels_per_run: s.kernels_per_run,
         missing_samples: s.missing,
         dropped_records: f.dropped,
+        after_timing: false,
         error,
     }
 }

