@@ -172,9 +172,9 @@ pub struct SuiteArgs {
     /// Each job's first raw CUPTI kernel records, as JSON lines, into this folder (test fixtures).
     #[arg(long, hide = true)]
     pub activity_dump: Option<PathBuf>,
-    /// CUPTI kernel records in extra samples after the event samples, not during them.
+    /// CUPTI kernel records during the event samples (CUPTI's instrumentation then slows them).
     #[arg(long, hide = true, conflicts_with = "no_activity")]
-    pub activity_after: bool,
+    pub activity_during: bool,
     /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
     /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
     #[arg(long, value_parser = parse_shard)]
@@ -299,9 +299,9 @@ pub enum Command {
         /// ncu clock control: `none` measures the card as found; `base` locks base clocks (owners only).
         #[arg(long, value_enum, default_value_t = ClockControl::None)]
         clock_control: ClockControl,
-        /// `duration`: the timed samples' CUPTI kernel durations; N > 0: ncu's, the median of N profiled
-        /// runs in a session of its own (5 before activity); 0 with `--no-activity`: the set's reading.
-        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
+        /// ncu's `duration`: the median of N profiled runs in a session of its own. 0: no session; the
+        /// job's CUPTI activity median instead (about 4% long on Hopper), else the set's reading.
+        #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
         duration_runs: u32,
         /// Who collects the counters: `cupti` in the job's own process (a pass it cannot collect,
         /// as one of ncu's own launch statistics, goes to ncu, and the report says why), `ncu`, or

@@ -104,7 +104,7 @@ pub fn settings(
             verify_every: args.verify_every,
             energy: args.energy,
             no_activity: args.no_activity,
-            activity_after: args.activity_after,
+            activity_after: !args.activity_during,
             activity_dump: args
                 .activity_dump
                 .as_deref()

@@ -460,9 +460,17 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
             .executor
             .profile(&sr.ctx(self.settings.seed), &pass.tag, &pass.jobs);
         let mut p = self.lock();
-        // The group is timed: its jobs' activity durations give the profile its `duration`.
-        let timed: Vec<&JobRecord> = p.so_far[si][pass.group].iter().flatten().collect();
-        take_activity_durations(&mut records, &timed);
+        // `--duration-runs 0` (no ncu duration session): the group is timed, and its jobs'
+        // activity durations give the profile its `duration`.
+        if self
+            .settings
+            .profile
+            .as_ref()
+            .is_some_and(|r| r.duration_runs == 0)
+        {
+            let timed: Vec<&JobRecord> = p.so_far[si][pass.group].iter().flatten().collect();
+            take_activity_durations(&mut records, &timed);
+        }
         for r in records {
             p.pass_failed[si] |= rules::profile_failed(&r);
             sr.append(&Record::Profile(ProfileRecord {

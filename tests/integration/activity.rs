@@ -35,7 +35,14 @@ fn a_mock_profile_keeps_the_profilers_duration_and_says_why() {
     let d = tempfile::tempdir().unwrap();
     let out = gpu_lab_with_cache_in(d.path())
         .env("GPU_LAB_KERNELS", kernels_dir())
-        .args(["--mock-gpu", "profile", "--suite", "reduction"])
+        .args([
+            "--mock-gpu",
+            "profile",
+            "--suite",
+            "reduction",
+            "--duration-runs",
+            "0",
+        ])
         .args(["--out", "runs", "--quiet"])
         .assert()
         .code(0);
