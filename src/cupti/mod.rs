@@ -4,6 +4,8 @@
 //! counters over a workload that the caller replays once per pass.
 
 pub mod activity;
+#[cfg(test)]
+mod activity_fixtures;
 pub mod activity_records;
 pub mod crosscheck;
 pub mod error;
