@@ -166,7 +166,7 @@ pub struct SuiteArgs {
     /// is read: J/run, mean W, J/TFLOP or J/GB, power limit and state, clock-event reasons seen.
     #[arg(long)]
     pub energy: bool,
-    /// Events only: no CUPTI kernel records around the samples (which give `profile` its `duration`).
+    /// Events only: no CUPTI Activity kernel durations after the samples (docs/profilers.md).
     #[arg(long)]
     pub no_activity: bool,
     /// Each job's first raw CUPTI kernel records, as JSON lines, into this folder (test fixtures).

@@ -23,7 +23,7 @@ pub struct ActivityRecord {
     /// Records CUPTI dropped (no buffer free): the durations may be partial.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped_records: usize,
-    /// Taken in extra samples after the event samples (`--activity-after`), not during them.
+    /// Taken in extra samples after the event samples (the default), not during them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub after_timing: bool,
     /// Why the durations are absent or partial (CUPTI not loaded, an unknown record layout, …).

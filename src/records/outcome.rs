@@ -69,8 +69,8 @@ pub struct TimingConfig {
     /// `--no-activity`: no CUPTI kernel records around the samples (events only).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_activity: bool,
-    /// `--activity-after`: the kernel records in extra samples after the event samples, so that
-    /// CUPTI is not active while events time.
+    /// The kernel records in extra samples after the event samples (the CLI's default; false with
+    /// the hidden `--activity-during`): CUPTI's instrumentation slows kernels on Hopper.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub activity_after: bool,
     /// `--activity-dump DIR` (hidden): the timing child writes each job's first raw kernel

@@ -31,8 +31,8 @@ pub(super) fn time_runs(
         CacheState::Warm => None,
         CacheState::Cold => Some(gpu.flush()?),
     };
-    // CUPTI's kernel records around the samples (finished before the verified runs below), or
-    // (`--activity-after`) in extra samples of their own after the event samples.
+    // CUPTI's kernel records in extra samples of their own after the event samples (its kernel
+    // instrumentation slowed them ~5% on an H100), or (`--activity-during`) around the samples.
     let mut probe = match cfg.activity_after {
         true => Probe::Off,
         false => Probe::start(gpu, cfg),
@@ -59,7 +59,7 @@ pub(super) fn time_runs(
     Ok(timed)
 }
 
-/// `--activity-after`: kernel records over extra samples after the event samples, made as a cold
+/// Kernel records over extra samples after the event samples, made as a cold
 /// plain sample is (the L2 flushed, one run) or a warm one (its runs back to back), no events.
 fn activity_after(
     gpu: &Gpu,

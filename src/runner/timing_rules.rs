@@ -135,7 +135,7 @@ pub(super) fn stop_sampling(cfg: &TimingConfig, samples: &[f64], seconds: f64) -
     (seconds >= cfg.max_seconds).then(|| format!("time cap {:.1}s", cfg.max_seconds))
 }
 
-/// `--activity-after`: the extra samples whose kernel records are taken, as many as the event
+/// Activity after the event samples: the extra samples whose kernel records are taken, as many as the event
 /// samples, 10 to 30 (a median and its interval, at a bounded cost).
 pub(super) fn activity_samples(event_samples: usize) -> usize {
     event_samples.clamp(10, 30)
