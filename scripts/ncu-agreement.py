@@ -85,5 +85,5 @@ for single, title in ((True, "one launch a job"), (False, "several launches a jo
     print(f"== {title}: {len(part)} jobs")
     distribution("cold event median / ncu", part, lambda r: r[0], (0.03, 0.10))
     if any(r[6] is not None for r in part):
-        distribution("activity median (CUPTI Activity API, same samples) / ncu", part, lambda r: r[6], (0.01, 0.01))
+        distribution("activity median (CUPTI Activity API: its samples, during or after the event samples) / ncu", part, lambda r: r[6], (0.01, 0.01))
         distribution("activity median / cold event median", part, lambda r: r[7], (0.01, 0.03))
