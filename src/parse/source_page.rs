@@ -174,6 +174,27 @@ fn base_name(path: &str) -> String {
     path.trim().rsplit('/').next().unwrap_or("").to_string()
 }
 
+impl KernelSource {
+    /// Adds another launch's counters of the same kernel, line by line (every column is a count
+    /// over the launch: samples, sectors, wavefronts); a line only the other has is appended.
+    pub fn absorb(&mut self, other: KernelSource) {
+        for line in other.lines {
+            match self
+                .lines
+                .iter_mut()
+                .find(|l| l.file == line.file && l.line == line.line)
+            {
+                Some(mine) => {
+                    for (name, v) in line.values {
+                        *mine.values.entry(name).or_insert(0.0) += v;
+                    }
+                }
+                None => self.lines.push(line),
+            }
+        }
+    }
+}
+
 /// The kernel's `top` hottest lines (most samples first, ties by line number), each with its
 /// dominant stall reason, excess sectors and shared wavefronts.
 pub fn hot_lines(k: &KernelSource, top: usize) -> KernelHotspots {
@@ -332,5 +353,33 @@ mod tests {
             SourcePageError::MissingColumn(SAMPLES)
         );
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn absorbing_a_launch_sums_each_lines_counters_and_keeps_lines_only_one_launch_had() {
+        let kernels = parse(H200).unwrap();
+        let (a, b) = (kernels[1].clone(), kernels[2].clone());
+        let samples_at = |k: &KernelSource, line: u32| {
+            k.lines
+                .iter()
+                .find(|l| l.line == line)
+                .map(|l| l.values[SAMPLES])
+                .unwrap()
+        };
+        let mut both = a.clone();
+        both.absorb(b.clone());
+        assert_eq!(both.lines.len(), a.lines.len());
+        assert_eq!(
+            samples_at(&both, 185),
+            samples_at(&a, 185) + samples_at(&b, 185)
+        );
+        let total = |k: &KernelSource| hot_lines(k, 0).samples;
+        assert_eq!(total(&both), total(&a) + total(&b));
+        let mut extra = b.clone();
+        extra.lines[0].line = 9999;
+        let mut with_extra = a.clone();
+        with_extra.absorb(extra);
+        assert_eq!(with_extra.lines.len(), a.lines.len() + 1);
+        assert_eq!(with_extra.lines.last().unwrap().line, 9999);
     }
 }
