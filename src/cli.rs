@@ -446,12 +446,12 @@ pub struct NcuArgs {
     /// Keep ncu's report at this path (.ncu-rep added), for the Nsight Compute GUI or `gpu-lab import`.
     #[arg(long)]
     pub export: Option<PathBuf>,
-    /// Source hot spots of these kernels (comma-separated function names; alone: every kernel):
+    /// Source hot spots of these kernels (comma-separated names, `copy_row,transpose_tile<1, 0>`; alone: every kernel):
     /// the same session also collects SourceCounters and WarpStateStats, and after the table
     /// each kernel's top source lines by warp samples follow, with stall reason, excess sectors
     /// and bank conflicts (the program needs `nvcc -lineinfo`; docs/hotspots.md).
-    #[arg(long, value_name = "KERNELS", num_args = 0..=1, default_missing_value = "", value_delimiter = ',')]
-    pub hotspots: Option<Vec<String>>,
+    #[arg(long, value_name = "KERNELS", num_args = 0..=1, default_missing_value = "")]
+    pub hotspots: Option<String>,
     /// The program to profile and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub program: Vec<String>,

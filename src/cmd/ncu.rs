@@ -197,7 +197,8 @@ fn hotspot_request(args: &NcuArgs) -> anyhow::Result<Option<HotspotRequest>> {
             }
         );
     }
-    Ok(Some(HotspotRequest::new(names.clone())))
+    // Template arguments hold commas: `transpose_tile<1, 0>,copy_row` is two names.
+    Ok(Some(HotspotRequest::new(crate::cxx::split_names(names))))
 }
 
 /// After the table: the source page of the same report, each kernel asked for with its top lines.

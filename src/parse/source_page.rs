@@ -43,6 +43,11 @@ pub const EXCESS_SECTORS: &str = "L2 Theoretical Sectors Global Excessive";
 /// Shared-memory wavefronts of the line, and the ideal number for the same accesses.
 pub const SHARED_WAVEFRONTS: &str = "L1 Wavefronts Shared";
 pub const SHARED_WAVEFRONTS_IDEAL: &str = "L1 Wavefronts Shared Ideal";
+/// What ncu puts in place of a line's text when it could not open the source file (the program
+/// was built on another machine, or the file has moved since).
+const UNREADABLE_SOURCE: &str = "<Unable to open source file>";
+/// A kernel's note when none of its lines has text.
+pub const NO_SOURCE_TEXT: &str = "ncu could not open the source file at the path the program was built with (built on another machine, or moved since), so the lines have no text";
 /// Where the per-reason sample columns start: `stall_long_sb`, `stall_barrier`, ….
 const STALL_PREFIX: &str = "stall_";
 const NOT_ISSUED: &str = " (Not Issued)";
@@ -154,6 +159,12 @@ impl Columns {
         row.truncate(row.len() - 2);
         let line = row[0].trim().parse().unwrap_or(0);
         let source = row[1..].join("\",\"");
+        // ncu's stand-in where it could not read the file at the path the binary records.
+        let source = if source.trim() == UNREADABLE_SOURCE {
+            String::new()
+        } else {
+            source
+        };
         let values = self
             .counters
             .iter()
@@ -206,6 +217,7 @@ pub fn hot_lines(k: &KernelSource, top: usize) -> KernelHotspots {
             .then(a.file.cmp(&b.file))
             .then(a.line.cmp(&b.line))
     });
+    let no_text = !sampled.is_empty() && sampled.iter().all(|l| l.source.trim().is_empty());
     KernelHotspots {
         kernel: k.kernel.clone(),
         samples: k.lines.iter().map(samples_of).sum(),
@@ -228,7 +240,7 @@ pub fn hot_lines(k: &KernelSource, top: usize) -> KernelHotspots {
                 shared_wavefronts_ideal: l.values.get(SHARED_WAVEFRONTS_IDEAL).copied(),
             })
             .collect(),
-        note: None,
+        note: no_text.then(|| NO_SOURCE_TEXT.to_string()),
     }
 }
 
@@ -381,5 +393,25 @@ mod tests {
         with_extra.absorb(extra);
         assert_eq!(with_extra.lines.len(), a.lines.len() + 1);
         assert_eq!(with_extra.lines.last().unwrap().line, 9999);
+    }
+
+    #[test]
+    fn a_source_file_ncu_could_not_open_gives_lines_without_text_and_says_why() {
+        let page = concat!(
+            "\"File Path\",\"/elsewhere/probe.cu\"\n",
+            "\"Function Name\",\"copy_row(const float *, float *, int)\"\n",
+            "\"Line No\",\"Source\",\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"stall_long_sb\"\n",
+            "\"13\",\"<Unable to open source file>\",\"-\",\"-\",\"2888\",\"2504\"\n",
+            "\"\",\"\",\"0x7f1d177ac280\",\"      LDG.E R2, desc[UR4][R2.64]\",\"2888\",\"2504\"\n",
+        );
+        let kernels = parse(page).unwrap();
+        assert_eq!(kernels[0].lines[0].source, "");
+        let hot = hot_lines(&kernels[0], 8);
+        assert_eq!(
+            (hot.lines[0].file.as_str(), hot.lines[0].line),
+            ("probe.cu", 13)
+        );
+        assert_eq!(hot.note.as_deref(), Some(NO_SOURCE_TEXT));
+        assert_eq!(hot_lines(&parse(H200).unwrap()[0], 8).note, None);
     }
 }
