@@ -1,4 +1,4 @@
-//! Command-line interface (clap): the public commands, their choices as value enums, and the hidden ones the parent uses to run a child; only `cmd/` reads it.
+//! Command-line interface (clap): the public commands and their choices as value enums; the hidden ones the parent uses to run a child are in `cli/child.rs`, the flags' value parsers in `cli/values.rs`; only `cmd/` reads it.
 
 use std::path::PathBuf;
 
@@ -6,6 +6,16 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::compare::clocks::Normalize;
 use crate::profiler::ClockControl;
+
+mod child;
+mod values;
+
+pub use child::{ChildArgs, ChildCommand};
+pub use values::{GpuSelection, MAX_GPU_INDEX};
+use values::{
+    gpu_selection, max_seconds, measure, noise_floor_us, noise_threshold, parse_shard, percent,
+    since_date, slowdown,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -53,46 +63,6 @@ pub fn command_line(args: impl IntoIterator<Item = std::ffi::OsString>) -> Strin
         .map(|a| a.to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// `--gpus`: every GPU of the host, or these indices.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GpuSelection {
-    All,
-    Indices(Vec<u32>),
-}
-
-/// The highest GPU index `--gpu` and `--gpus` accept: CUDA numbers a host's GPUs from 0, and no
-/// host has a thousand (a list of `--gpus` is then at most 1024 indices long).
-pub const MAX_GPU_INDEX: u32 = 1023;
-
-fn gpu_selection(s: &str) -> Result<GpuSelection, String> {
-    if s.trim() == "all" {
-        return Ok(GpuSelection::All);
-    }
-    let mut indices: Vec<u32> = Vec::new();
-    for part in s.split(',') {
-        let i: u32 = part.trim().parse().map_err(|_| format!("`{part}` is not a GPU index: write `all` or indices such as 0,2 (as nvidia-smi numbers them)"))?;
-        if i > MAX_GPU_INDEX {
-            return Err(format!(
-                "GPU index {i} is out of range: indices are 0 to {MAX_GPU_INDEX}"
-            ));
-        }
-        if indices.contains(&i) {
-            return Err(format!(
-                "GPU {i} is named twice: a GPU runs one job at a time"
-            ));
-        }
-        indices.push(i);
-    }
-    Ok(GpuSelection::Indices(indices))
-}
-
-fn slowdown(s: &str) -> Result<(String, f64), String> {
-    let (variant, factor) = s
-        .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not VARIANT=FACTOR"))?;
-    Ok((variant.to_string(), bounded(factor, 1e-6, 1e6)?))
 }
 
 /// `gpu-lab compare --format`.
@@ -194,47 +164,6 @@ pub struct SuiteArgs {
     /// suite's variants together (slower: each child starts compute-sanitizer and the GPU).
     #[arg(long, requires = "sanitize")]
     pub sanitize_each: bool,
-}
-
-fn parse_shard(text: &str) -> Result<crate::scheduler::Shard, String> {
-    crate::scheduler::Shard::parse(text)
-}
-
-/// A number in `[low, high]` (`low` > 0: a positive one), or why not with the range.
-fn bounded(s: &str, low: f64, high: f64) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (low..=high).contains(&v) => Ok(v),
-        Ok(v) if v.is_finite() && v <= 0.0 && low > 0.0 => Err(format!(
-            "`{s}` is not a positive number: the allowed range is {low} to {high}"
-        )),
-        Ok(v) if v.is_finite() => Err(format!(
-            "{v} is out of range: the allowed range is {low} to {high}"
-        )),
-        _ => Err(format!(
-            "`{s}` is not a number: write one from {low} to {high}"
-        )),
-    }
-}
-
-/// `--max-seconds`: over 0, at most an hour (a job's child is killed after `--timeout` anyway).
-fn max_seconds(s: &str) -> Result<f64, String> {
-    bounded(s, 1e-3, 3600.0)
-}
-
-/// A percentage threshold or target: over 0, at most 100.
-fn percent(s: &str) -> Result<f64, String> {
-    bounded(s, 1e-6, 100.0)
-}
-
-/// `--noise-threshold`: over 0, at most 1000% (a job ten times slower); more would print
-/// bounds no reference format can hold.
-fn noise_threshold(s: &str) -> Result<f64, String> {
-    bounded(s, 1e-6, 1000.0)
-}
-
-/// `--noise-floor-us`: 0 to an hour in microseconds.
-fn noise_floor_us(s: &str) -> Result<f64, String> {
-    bounded(s, 0.0, 3.6e9)
 }
 
 /// `--color`: whether the summary tables are coloured.
@@ -360,103 +289,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = CompareFormat::Md)]
         format: CompareFormat,
     },
-    /// Child process: run one job and write its outcome (used by run/profile).
-    #[command(name = "__job", hide = true)]
-    Job {
-        #[arg(long)]
-        spec: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        #[command(flatten)]
-        child: ChildArgs,
-        #[arg(long)]
-        seed: u64,
-    },
-    /// Child process: launch each job once, for ncu to profile.
-    #[command(name = "__profile", hide = true)]
-    ProfilePass {
-        #[arg(long)]
-        specs: PathBuf,
-        #[command(flatten)]
-        child: ChildArgs,
-        #[arg(long)]
-        seed: u64,
-        /// With N > 0: run each job once unprofiled, then N times inside cuProfilerStart/Stop (as `--duration-runs`, at most 100).
-        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100))]
-        profiled_runs: u32,
-        /// After each job, the number of jobs finished is written here (a sanitized batch's
-        /// parent reads how far the child got).
-        #[arg(long)]
-        progress: Option<PathBuf>,
-    },
-    /// Child process: collect counters in process through CUPTI, each job replayed once per pass.
-    #[command(name = "__cupti", hide = true)]
-    CuptiPass {
-        #[arg(long)]
-        specs: PathBuf,
-        /// A JSON list of the raw counter names to collect.
-        #[arg(long)]
-        counters: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        #[command(flatten)]
-        child: ChildArgs,
-        #[arg(long)]
-        seed: u64,
-    },
-    /// Child process: measure the copy bounds for a byte count.
-    #[command(name = "__bounds", hide = true)]
-    Bounds {
-        #[arg(long)]
-        bytes: u64,
-        #[arg(long)]
-        out: PathBuf,
-        #[command(flatten)]
-        child: ChildArgs,
-        #[arg(long)]
-        timing: PathBuf,
-        /// Also measure the FP32 multiply-add rate.
-        #[arg(long)]
-        fma: bool,
-        /// Also measure the host link (pinned and pageable copies each way).
-        #[arg(long)]
-        host_link: bool,
-    },
-    /// Child process: time a vendor compute bound (cuBLAS) at a job's shape.
-    #[command(name = "__compute_bound", hide = true)]
-    ComputeBound {
-        /// The bound (JSON, as a job spec holds it).
-        #[arg(long)]
-        bound: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        #[command(flatten)]
-        child: ChildArgs,
-        #[arg(long)]
-        timing: PathBuf,
-    },
-    /// Child process: measure one math's compute roofs (library GEMM and peak kernel).
-    #[command(name = "__roofs", hide = true)]
-    Roofs {
-        /// The math, by its manifest name (`bf16-tensor`).
-        #[arg(long)]
-        math: String,
-        #[arg(long)]
-        out: PathBuf,
-        #[command(flatten)]
-        child: ChildArgs,
-        #[arg(long)]
-        timing: PathBuf,
-    },
-}
-
-/// What every child needs: its GPU and the compile cache.
-#[derive(Debug, Args, Clone)]
-pub struct ChildArgs {
-    #[arg(long)]
-    pub gpu: usize,
-    #[arg(long)]
-    pub cache: Option<PathBuf>,
+    // The hidden children (`cli/child.rs`), each a top-level subcommand of its own.
+    #[command(flatten)]
+    Child(ChildCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -582,27 +417,6 @@ pub struct HistoryArgs {
     pub format: crate::report::history::Format,
 }
 
-fn measure(s: &str) -> Result<crate::history::Measure, String> {
-    crate::history::Measure::parse(s)
-        .ok_or_else(|| format!("`{s}` is not a measure: write time_ms, gb_per_s or gflop_per_s"))
-}
-
-/// `--since`: a date or an RFC 3339 time, kept as text that compares with a run's start time.
-fn since_date(s: &str) -> Result<String, String> {
-    let s = s.trim();
-    if chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() {
-        return Ok(s.to_string());
-    }
-    match chrono::DateTime::parse_from_rfc3339(s) {
-        Ok(t) => Ok(t
-            .with_timezone(&chrono::Utc)
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-        Err(_) => Err(format!(
-            "`{s}` is not a date: write YYYY-MM-DD (UTC) or an RFC 3339 time such as 2026-11-25T10:00:00Z"
-        )),
-    }
-}
-
 /// Which metrics to show and how.
 #[derive(Debug, Args, Clone)]
 pub struct MetricChoice {
@@ -636,6 +450,12 @@ pub struct NcuArgs {
     /// Keep ncu's report at this path (.ncu-rep added), for the Nsight Compute GUI or `gpu-lab import`.
     #[arg(long)]
     pub export: Option<PathBuf>,
+    /// Source hot spots of these kernels (comma-separated names, `copy_row,transpose_tile<1, 0>`; alone: every kernel):
+    /// the same session also collects SourceCounters and WarpStateStats, and after the table
+    /// each kernel's top source lines by warp samples follow, with stall reason, excess sectors
+    /// and bank conflicts (the program needs `nvcc -lineinfo`; docs/hotspots.md).
+    #[arg(long, value_name = "KERNELS", num_args = 0..=1, default_missing_value = "")]
+    pub hotspots: Option<String>,
     /// The program to profile and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM [ARGS]")]
     pub program: Vec<String>,

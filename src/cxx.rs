@@ -63,6 +63,27 @@ pub fn qualified_base(expr: &str) -> String {
     e.split('<').next().unwrap_or(e).to_string()
 }
 
+/// A comma-separated list of C++ names split at the commas outside `<…>` and `(…)`, so that
+/// `transpose_tile<1, 0>,copy_row` is two names; each trimmed, empty ones dropped.
+pub fn split_names(list: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, c) in list.char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ',' if depth <= 0 => {
+                names.push(list[start..i].trim().to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    names.push(list[start..].trim().to_string());
+    names.retain(|n| !n.is_empty());
+    names
+}
+
 /// The function's own name: `wt::gemm<float, 64>` -> `gemm`.
 pub fn base_name(expr: &str) -> String {
     let q = qualified_base(expr);
@@ -377,5 +398,15 @@ template <typename T> __global__ __launch_bounds__(256) void reduce(T* x);
         );
         assert_eq!(normalize("f<(unsigned int)3u, 2ll>"), "f<3,2>");
         assert_eq!(normalize("f<uint4, float2>"), "f<uint4,float2>");
+    }
+
+    #[test]
+    fn a_list_of_names_splits_only_at_commas_outside_template_and_parameter_lists() {
+        assert_eq!(
+            split_names("transpose_tile<1, 0>, copy_row,,void f(int, float)"),
+            ["transpose_tile<1, 0>", "copy_row", "void f(int, float)"]
+        );
+        assert!(split_names("").is_empty());
+        assert_eq!(split_names("a<b<c, d>, e>"), ["a<b<c, d>, e>"]);
     }
 }

@@ -1,7 +1,7 @@
-// Sum of N int32 values with thread-block clusters (Hopper, sm_90): each block sums a grid-stride
-// share of the input, then the blocks of a cluster add their totals through distributed shared
-// memory (cooperative_groups::this_cluster(), map_shared_rank) and the cluster's first block
-// writes one partial sum per cluster. A two-pass kernel pair without clusters is the comparison.
+//! Sum of N int32 values with thread-block clusters (Hopper, sm_90), against a two-pass kernel pair without clusters.
+// Each block sums a grid-stride share of the input, then the blocks of a cluster add their totals
+// through distributed shared memory (cooperative_groups::this_cluster(), map_shared_rank) and the
+// cluster's first block writes one partial sum per cluster.
 //
 // The cluster shape comes from the launch (the manifest's `cluster = [...]`: 16 blocks, which is
 // non-portable and needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, or the portable 8),

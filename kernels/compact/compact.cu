@@ -1,4 +1,4 @@
-// Stream compaction (keep x > 0, stable) kernels of seed 002 §77, fixed for any n: flags + scan + scatter (the seed's Blelloch and a warp-shuffle version), warp-ballot ranks with per-tile counts and ordered offsets, and a single pass with decoupled look-back.
+//! Stream compaction (keep x > 0, stable) kernels of seed 002 §77, fixed for any n: flags + scan + scatter (the seed's Blelloch and a warp-shuffle version), warp-ballot ranks with per-tile counts and ordered offsets, and a single pass with decoupled look-back.
 
 // The elements are int32; KEEP is the predicate (the check's keep = "positive").
 typedef int T;

@@ -1,3 +1,4 @@
+//! GEMV, y = alpha * A x + beta * y and its transposed form, the memory-bound half of seed 003: a thread per row, a warp per row, and two transposed kernels.
 // GEMV y = alpha * A x + beta * y (A is M x K, row-major) and its transposed form y = alpha * A^T x + beta * y
 // (A stored K x M): the memory-bound half of seed 003. Every kernel handles any M and K.
 

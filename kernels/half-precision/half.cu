@@ -1,3 +1,4 @@
+//! Half-precision kernels (fp16, bf16) against their float32 originals, as C++ templates the manifest names and instantiates.
 // Half-precision kernels (fp16, bf16) against their float32 originals: C++ templates named by the
 // manifest (`axpy<__half>`), the toolkit's headers (cuda_fp16.h, cuda_bf16.h, CUB,
 // cooperative_groups) found by NVRTC without paths, and template arguments from parameters.

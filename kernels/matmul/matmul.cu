@@ -1,4 +1,4 @@
-// SGEMM C = alpha * A * B + beta * C, row-major: A is M x K, B is K x N, C is M x N.
+//! SGEMM C = alpha * A * B + beta * C, row-major: A is M x K, B is K x N, C is M x N.
 // The ladder of seed 003 (naive, tiled with TILE_WIDTH 8/16/32 and the `remaining` tail) and the
 // classic register-blocking rungs past it. Every kernel handles any M, N, K (bounds are checked).
 

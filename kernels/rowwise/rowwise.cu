@@ -1,3 +1,4 @@
+//! Row-wise softmax, layernorm and rmsnorm of a row-major matrix in f32 or bf16, as a ladder of rungs (README.md says what each changes).
 // Row-wise kernels: softmax, layernorm and rmsnorm of a rows x cols row-major matrix, in f32 or
 // bf16 (bf16 in and out, f32 math), as a ladder of rungs (README.md says what each changes):
 //

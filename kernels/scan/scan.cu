@@ -1,4 +1,4 @@
-// Inclusive (and exclusive) prefix-sum kernels of seed 002 §72-76, fixed for any n: block-level Hillis-Steele, Blelloch and bank-conflict-free Blelloch in a three-pass multi-block scan, warp-shuffle tile scans, reduce-then-scan, and single-pass decoupled look-back scans (two launches, and one with epoch-tagged status words).
+//! Inclusive (and exclusive) prefix-sum kernels of seed 002 §72-76, fixed for any n: block-level Hillis-Steele, Blelloch and bank-conflict-free Blelloch in a three-pass multi-block scan, warp-shuffle tile scans, reduce-then-scan, and single-pass decoupled look-back scans (two launches, and one with epoch-tagged status words).
 
 // Element type: int by default, float with -DFLOAT=1 (variant `lookback_f32`).
 #ifndef FLOAT

@@ -1,4 +1,4 @@
-// The look-back scan as a persistent, software-pipelined kernel (variant lookback_pipelined): each block takes tile after tile and has the next tile's 1D bulk copy (TMA) in flight while it scans, looks back and stores the current one. Builds on scan.cu's blocks.
+//! The look-back scan as a persistent, software-pipelined kernel (variant lookback_pipelined): each block takes tile after tile and has the next tile's 1D bulk copy (TMA) in flight while it scans, looks back and stores the current one. Builds on scan.cu's blocks.
 
 #include "scan.cu"
 

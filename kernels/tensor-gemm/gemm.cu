@@ -1,3 +1,4 @@
+//! Tensor-core GEMMs of f16 or bf16 row-major inputs (naive, WMMA, and mma.sync with ldmatrix and cp.async stages) into f32, f16 or bf16; the Hopper rungs are in wgmma.cu.
 // Tensor-core GEMMs, C = A * B with A (M x K) and B (K x N) row-major in f16 or bf16 and C
 // (M x N) row-major in f32 (or f16/bf16, rounded once from the f32 accumulators).
 //

@@ -1,3 +1,4 @@
+//! Hopper tensor-core GEMMs (sm_90a: wgmma, TMA, setmaxnreg), C = A * B^T in f16 or bf16 with f32 accumulation, adapted from pranjalssh/fast.cu (MIT).
 // Hopper tensor-core GEMMs (sm_90a: wgmma, setmaxnreg), C = A * B^T: A (M x K) and B (N x K)
 // row-major in f16 or bf16 (both K-major: the "TN" contract cuBLAS is fastest at, the check's
 // trans_b = true), f32 accumulation, C (M x N) row-major in f32 or rounded once to bf16/f16.

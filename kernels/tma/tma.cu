@@ -1,3 +1,4 @@
+//! Tile copies and a transpose through the Tensor Memory Accelerator (TMA), next to plain versions of the same work.
 // Tile copies and a transpose through the Tensor Memory Accelerator (TMA), next to plain
 // versions of the same work. `in` is NY rows x NX columns of float32, row-major (NX innermost).
 //

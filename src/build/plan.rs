@@ -86,11 +86,7 @@ impl BuildPlan {
 pub fn nvrtc_options(program: &Program, arch: &str) -> Vec<String> {
     let mut opts = vec![format!("--gpu-architecture={arch}")];
     // -G already carries full debug info; NVRTC warns when both are given.
-    if !program
-        .options
-        .iter()
-        .any(|o| o == "-G" || o == "--device-debug")
-    {
+    if !device_debug(program) {
         opts.push("-lineinfo".to_string());
     }
     opts.extend(
@@ -103,14 +99,19 @@ pub fn nvrtc_options(program: &Program, arch: &str) -> Vec<String> {
     opts
 }
 
-/// The options nvcc gets (the same choices as NVRTC's, in nvcc's spelling).
-pub fn nvcc_options(program: &Program, arch: &str) -> Vec<String> {
-    let mut opts = vec!["-cubin".to_string(), format!("-arch={arch}")];
-    if !program
+/// Whether the program's options ask for device debug information (`-G`), which carries line
+/// information already (NVRTC warns when `-lineinfo` is given too).
+fn device_debug(program: &Program) -> bool {
+    program
         .options
         .iter()
         .any(|o| o == "-G" || o == "--device-debug")
-    {
+}
+
+/// The options nvcc gets (the same choices as NVRTC's, in nvcc's spelling).
+pub fn nvcc_options(program: &Program, arch: &str) -> Vec<String> {
+    let mut opts = vec!["-cubin".to_string(), format!("-arch={arch}")];
+    if !device_debug(program) {
         opts.push("-lineinfo".to_string());
     }
     opts.extend(

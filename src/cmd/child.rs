@@ -4,12 +4,58 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::cli::ChildArgs;
+use crate::cli::{ChildArgs, ChildCommand};
 use crate::exit;
 use crate::records::{BoundSpec, Math, TimingConfig};
 use crate::runner::{self, Gpu};
 use crate::store::{FileKind, read_regular_text, write_json};
 use crate::suite::JobSpec;
+
+/// Runs the child the command line names; returns its exit code.
+pub fn serve(command: &ChildCommand) -> anyhow::Result<i32> {
+    match command {
+        ChildCommand::Job {
+            spec,
+            out,
+            child,
+            seed,
+        } => job(spec, out, child, *seed),
+        ChildCommand::ProfilePass {
+            specs,
+            child,
+            seed,
+            profiled_runs,
+            progress,
+        } => profile_pass(specs, child, *seed, *profiled_runs, progress.as_deref()),
+        ChildCommand::CuptiPass {
+            specs,
+            counters,
+            out,
+            child,
+            seed,
+        } => cupti_pass(specs, counters, out, child, *seed),
+        ChildCommand::Bounds {
+            bytes,
+            out,
+            child,
+            timing,
+            fma,
+            host_link,
+        } => bounds(*bytes, out, child, timing, *fma, *host_link),
+        ChildCommand::ComputeBound {
+            bound,
+            out,
+            child,
+            timing,
+        } => compute_bound(bound, out, child, timing),
+        ChildCommand::Roofs {
+            math,
+            out,
+            child,
+            timing,
+        } => roofs(math, out, child, timing),
+    }
+}
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     let text = read_regular_text(path, FileKind::CHILD_MESSAGE)
@@ -25,7 +71,7 @@ fn open(child: &ChildArgs) -> anyhow::Result<Gpu> {
     )?)
 }
 
-pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {
+fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {
     let (spec, timing): (JobSpec, TimingConfig) = read_json(spec)?;
     let outcome = runner::run_job(&open(child)?, &spec, &timing, seed)?;
     write_json(out, &outcome)?;
@@ -34,7 +80,7 @@ pub fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Res
 
 /// Launches each job once (and `profiled_runs` more times in a profiler range); with `progress`,
 /// the count of jobs finished is written there after each.
-pub fn profile_pass(
+fn profile_pass(
     specs: &Path,
     child: &ChildArgs,
     seed: u64,
@@ -57,7 +103,7 @@ pub fn profile_pass(
 }
 
 /// Collects the counters named in `counters` (a JSON list) for every job, in process.
-pub fn cupti_pass(
+fn cupti_pass(
     specs: &Path,
     counters: &Path,
     out: &Path,
@@ -74,7 +120,7 @@ pub fn cupti_pass(
     Ok(exit::OK)
 }
 
-pub fn bounds(
+fn bounds(
     bytes: u64,
     out: &Path,
     child: &ChildArgs,
@@ -88,7 +134,7 @@ pub fn bounds(
     Ok(exit::OK)
 }
 
-pub fn compute_bound(
+fn compute_bound(
     bound: &Path,
     out: &Path,
     child: &ChildArgs,
@@ -103,7 +149,7 @@ pub fn compute_bound(
 }
 
 /// Measures one math's roofs (library GEMM and peak kernel); each roof carries its own error.
-pub fn roofs(math: &str, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
+fn roofs(math: &str, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
     let math = Math::parse(math).map_err(anyhow::Error::msg)?;
     let timing: TimingConfig = read_json(timing)?;
     write_json(out, &runner::run_roofs(&open(child)?, math, &timing))?;

@@ -90,14 +90,9 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
         }
         Command::Ncu(args) => ncu::ncu(&config, &args),
         Command::Import(args) => import::import(&config, &args),
-        Command::Job { .. }
-        | Command::ProfilePass { .. }
-        | Command::CuptiPass { .. }
-        | Command::Bounds { .. }
-        | Command::ComputeBound { .. }
-        | Command::Roofs { .. }
-        | Command::Completions { .. }
-        | Command::Man => unreachable!("children, completions and man are served above"),
+        Command::Child(_) | Command::Completions { .. } | Command::Man => {
+            unreachable!("children, completions and man are served above")
+        }
     }
 }
 
@@ -105,46 +100,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
 /// the man page: served before any configuration is read.
 fn without_config(command: &Command) -> Option<anyhow::Result<i32>> {
     Some(match command {
-        Command::Job {
-            spec,
-            out,
-            child,
-            seed,
-        } => child::job(spec, out, child, *seed),
-        Command::ProfilePass {
-            specs,
-            child,
-            seed,
-            profiled_runs,
-            progress,
-        } => child::profile_pass(specs, child, *seed, *profiled_runs, progress.as_deref()),
-        Command::CuptiPass {
-            specs,
-            counters,
-            out,
-            child,
-            seed,
-        } => child::cupti_pass(specs, counters, out, child, *seed),
-        Command::Bounds {
-            bytes,
-            out,
-            child,
-            timing,
-            fma,
-            host_link,
-        } => child::bounds(*bytes, out, child, timing, *fma, *host_link),
-        Command::ComputeBound {
-            bound,
-            out,
-            child,
-            timing,
-        } => child::compute_bound(bound, out, child, timing),
-        Command::Roofs {
-            math,
-            out,
-            child,
-            timing,
-        } => child::roofs(math, out, child, timing),
+        Command::Child(command) => child::serve(command),
         Command::Completions { shell } => install::completions(*shell),
         Command::Man => install::man(),
         _ => return None,

@@ -12,9 +12,12 @@ use crate::config::Config;
 use crate::device::NvmlSession;
 use crate::exit;
 use crate::metrics::{self, MetricDef};
-use crate::parse;
+use crate::parse::{self, NcuOutput, source_page};
 use crate::process;
+use crate::profiler::hotspots::{self, HotspotRequest};
 use crate::profiler::{self, ClockControl, ProfilerError};
+use crate::report::markdown;
+use crate::report::nvprof::Format;
 use crate::store::{FileKind, read_regular_text};
 
 /// What `gpu-lab ncu` shows when no metric is named: each kernel's duration, like nvprof's plain summary.
@@ -55,16 +58,21 @@ fn locate_program(program: &str, path_dirs: &[PathBuf]) -> anyhow::Result<PathBu
 /// code cannot tell the program's failure from ncu's.
 const WRAPPER: &str = r#""$0" "$@"; status=$?; echo $status > "$GPU_LAB_EXIT_FILE"; exit $status"#;
 
-/// The ncu command line: gpu-lab's profile arguments, the kernel filters, then the wrapped program.
+/// The ncu command line: gpu-lab's profile arguments, the hot-spot sections if asked for, the
+/// kernel filters, then the wrapped program.
 pub fn ncu_command_args(
     counters: &[String],
     report_base: &Path,
+    hotspots: bool,
     kernel: Option<&str>,
     launch_count: Option<u64>,
     program: &Path,
     program_args: &[String],
 ) -> Vec<String> {
     let mut a = profiler::profile_args(counters, ClockControl::None, report_base);
+    if hotspots {
+        a.extend(hotspots::section_args());
+    }
     if let Some(k) = kernel {
         a.extend(["--kernel-name".into(), format!("regex:{k}")]);
     }
@@ -83,6 +91,7 @@ pub fn ncu_command_args(
 
 /// `gpu-lab ncu -- PROGRAM ARGS`
 pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
+    let request = hotspot_request(args)?;
     let catalog = config.catalog()?;
     let names = match args.choice.names() {
         n if n.is_empty() => vec![DEFAULT_METRIC.to_string()],
@@ -121,6 +130,7 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     cmd.args(ncu_command_args(
         &counters,
         &report_base,
+        request.is_some(),
         args.kernel.as_deref(),
         args.launch_count,
         &program,
@@ -155,7 +165,13 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
     let csv = profiler::export_raw(&ncu, &report)?;
     let table = parse::read_ncu_csv(csv).context("reading ncu's export")?;
     let out = read_kernels(&table, &defs)?;
-    let code = print_summary(&out, &defs, args.choice.format, 0, "ncu's report")?;
+    let mut code = print_summary(&out, &defs, args.choice.format, 0, "ncu's report")?;
+    if let Some(request) = &request
+        && let Err(why) = print_hotspots(&ncu, &report, &out, request, args.export.is_some())
+    {
+        eprintln!("error: no hot spots: {why:#}");
+        code = code.max(exit::ERROR);
+    }
     if args.export.is_some() {
         eprintln!("report: {}", report.display());
     }
@@ -164,6 +180,59 @@ pub fn ncu(config: &Config, args: &NcuArgs) -> anyhow::Result<i32> {
         return Ok(exit::JOBS_FAILED);
     }
     Ok(code)
+}
+
+/// `--hotspots [KERNELS]`, refused before anything runs where its tables cannot go.
+fn hotspot_request(args: &NcuArgs) -> anyhow::Result<Option<HotspotRequest>> {
+    let Some(names) = &args.hotspots else {
+        return Ok(None);
+    };
+    if matches!(args.choice.format, Format::Csv | Format::Json) {
+        bail!(
+            "--hotspots prints markdown tables after the metric table, which --format {} would mix with its own output\n  fix: use --format table or md with --hotspots, or keep the report (--export R) and run `ncu --import R.ncu-rep --page source --csv --print-source cuda,sass`",
+            if args.choice.format == Format::Csv {
+                "csv"
+            } else {
+                "json"
+            }
+        );
+    }
+    // Template arguments hold commas: `transpose_tile<1, 0>,copy_row` is two names.
+    Ok(Some(HotspotRequest::new(crate::cxx::split_names(names))))
+}
+
+/// After the table: the source page of the same report, each kernel asked for with its top lines.
+fn print_hotspots(
+    ncu: &profiler::Ncu,
+    report: &Path,
+    profiled: &NcuOutput,
+    request: &HotspotRequest,
+    kept: bool,
+) -> anyhow::Result<()> {
+    let launched: Vec<&str> = profiled
+        .kernels
+        .iter()
+        .map(|k| k.kernel_name.as_str())
+        .collect();
+    let unmatched = request.unmatched_kernels(&launched);
+    if !unmatched.is_empty() {
+        eprintln!(
+            "warning: --hotspots names kernels not profiled: {} (a name is a function's, as `copy_row`, or ncu's with template arguments, as `transpose_tile<1, 0>`)",
+            unmatched.join(", ")
+        );
+    }
+    let page = hotspots::export_source(ncu, report)?;
+    let kernels = hotspots::by_kernel(source_page::parse(&page)?, &launched, request)
+        .map_err(anyhow::Error::msg)?;
+    if kernels.is_empty() {
+        bail!("none of the kernels --hotspots names was profiled");
+    }
+    let report_name = report.file_name().map(|n| n.to_string_lossy().to_string());
+    print!(
+        "\n{}",
+        markdown::program_hotspots(&kernels, report_name.as_deref().filter(|_| kept))
+    );
+    Ok(())
 }
 
 /// The metrics of `defs` that this GPU can collect (the others are warned about), or an error
@@ -250,6 +319,7 @@ mod tests {
         let a = ncu_command_args(
             &["gpu__time_duration.sum".into()],
             Path::new("/tmp/r"),
+            false,
             Some("copy_.*"),
             Some(2),
             Path::new("./probe"),

@@ -43,6 +43,11 @@ pub const EXCESS_SECTORS: &str = "L2 Theoretical Sectors Global Excessive";
 /// Shared-memory wavefronts of the line, and the ideal number for the same accesses.
 pub const SHARED_WAVEFRONTS: &str = "L1 Wavefronts Shared";
 pub const SHARED_WAVEFRONTS_IDEAL: &str = "L1 Wavefronts Shared Ideal";
+/// What ncu puts in place of a line's text when it could not open the source file (the program
+/// was built on another machine, or the file has moved since).
+const UNREADABLE_SOURCE: &str = "<Unable to open source file>";
+/// A kernel's note when none of its lines has text.
+pub const NO_SOURCE_TEXT: &str = "ncu could not open the source file at the path the program was built with (built on another machine, or moved since), so the lines have no text";
 /// Where the per-reason sample columns start: `stall_long_sb`, `stall_barrier`, ….
 const STALL_PREFIX: &str = "stall_";
 const NOT_ISSUED: &str = " (Not Issued)";
@@ -154,6 +159,12 @@ impl Columns {
         row.truncate(row.len() - 2);
         let line = row[0].trim().parse().unwrap_or(0);
         let source = row[1..].join("\",\"");
+        // ncu's stand-in where it could not read the file at the path the binary records.
+        let source = if source.trim() == UNREADABLE_SOURCE {
+            String::new()
+        } else {
+            source
+        };
         let values = self
             .counters
             .iter()
@@ -174,6 +185,27 @@ fn base_name(path: &str) -> String {
     path.trim().rsplit('/').next().unwrap_or("").to_string()
 }
 
+impl KernelSource {
+    /// Adds another launch's counters of the same kernel, line by line (every column is a count
+    /// over the launch: samples, sectors, wavefronts); a line only the other has is appended.
+    pub fn absorb(&mut self, other: KernelSource) {
+        for line in other.lines {
+            match self
+                .lines
+                .iter_mut()
+                .find(|l| l.file == line.file && l.line == line.line)
+            {
+                Some(mine) => {
+                    for (name, v) in line.values {
+                        *mine.values.entry(name).or_insert(0.0) += v;
+                    }
+                }
+                None => self.lines.push(line),
+            }
+        }
+    }
+}
+
 /// The kernel's `top` hottest lines (most samples first, ties by line number), each with its
 /// dominant stall reason, excess sectors and shared wavefronts.
 pub fn hot_lines(k: &KernelSource, top: usize) -> KernelHotspots {
@@ -185,6 +217,7 @@ pub fn hot_lines(k: &KernelSource, top: usize) -> KernelHotspots {
             .then(a.file.cmp(&b.file))
             .then(a.line.cmp(&b.line))
     });
+    let no_text = !sampled.is_empty() && sampled.iter().all(|l| l.source.trim().is_empty());
     KernelHotspots {
         kernel: k.kernel.clone(),
         samples: k.lines.iter().map(samples_of).sum(),
@@ -207,7 +240,7 @@ pub fn hot_lines(k: &KernelSource, top: usize) -> KernelHotspots {
                 shared_wavefronts_ideal: l.values.get(SHARED_WAVEFRONTS_IDEAL).copied(),
             })
             .collect(),
-        note: None,
+        note: no_text.then(|| NO_SOURCE_TEXT.to_string()),
     }
 }
 
@@ -332,5 +365,53 @@ mod tests {
             SourcePageError::MissingColumn(SAMPLES)
         );
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn absorbing_a_launch_sums_each_lines_counters_and_keeps_lines_only_one_launch_had() {
+        let kernels = parse(H200).unwrap();
+        let (a, b) = (kernels[1].clone(), kernels[2].clone());
+        let samples_at = |k: &KernelSource, line: u32| {
+            k.lines
+                .iter()
+                .find(|l| l.line == line)
+                .map(|l| l.values[SAMPLES])
+                .unwrap()
+        };
+        let mut both = a.clone();
+        both.absorb(b.clone());
+        assert_eq!(both.lines.len(), a.lines.len());
+        assert_eq!(
+            samples_at(&both, 185),
+            samples_at(&a, 185) + samples_at(&b, 185)
+        );
+        let total = |k: &KernelSource| hot_lines(k, 0).samples;
+        assert_eq!(total(&both), total(&a) + total(&b));
+        let mut extra = b.clone();
+        extra.lines[0].line = 9999;
+        let mut with_extra = a.clone();
+        with_extra.absorb(extra);
+        assert_eq!(with_extra.lines.len(), a.lines.len() + 1);
+        assert_eq!(with_extra.lines.last().unwrap().line, 9999);
+    }
+
+    #[test]
+    fn a_source_file_ncu_could_not_open_gives_lines_without_text_and_says_why() {
+        let page = concat!(
+            "\"File Path\",\"/elsewhere/probe.cu\"\n",
+            "\"Function Name\",\"copy_row(const float *, float *, int)\"\n",
+            "\"Line No\",\"Source\",\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\",\"stall_long_sb\"\n",
+            "\"13\",\"<Unable to open source file>\",\"-\",\"-\",\"2888\",\"2504\"\n",
+            "\"\",\"\",\"0x7f1d177ac280\",\"      LDG.E R2, desc[UR4][R2.64]\",\"2888\",\"2504\"\n",
+        );
+        let kernels = parse(page).unwrap();
+        assert_eq!(kernels[0].lines[0].source, "");
+        let hot = hot_lines(&kernels[0], 8);
+        assert_eq!(
+            (hot.lines[0].file.as_str(), hot.lines[0].line),
+            ("probe.cu", 13)
+        );
+        assert_eq!(hot.note.as_deref(), Some(NO_SOURCE_TEXT));
+        assert_eq!(hot_lines(&parse(H200).unwrap()[0], 8).note, None);
     }
 }

@@ -4,11 +4,11 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
-use super::assign::kernel_name_matches;
+use super::assign::{kernel_name_matches, reported_base_name};
 use super::{ClockControl, Ncu, ProfilerError, diagnose, report_path};
 use crate::parse::source_page;
 use crate::process::{self, FailureKind};
-use crate::records::Hotspots;
+use crate::records::{Hotspots, ProgramKernel};
 use crate::store::{FileKind, read_regular_text, write_atomic};
 use crate::suite::JobSpec;
 
@@ -43,33 +43,62 @@ impl HotspotRequest {
 
     /// The variants named that none of `jobs` is (a typo, or a variant not selected).
     pub fn unmatched<'a>(&self, jobs: impl Iterator<Item = &'a JobSpec> + Clone) -> Vec<String> {
+        self.names_not(|v| jobs.clone().any(|j| j.key.variant == v))
+    }
+
+    /// `gpu-lab ncu --hotspots [KERNELS]`: whether a profiled kernel (its name as ncu prints it)
+    /// is wanted: every kernel, or one whose name or whose function's own name was given.
+    pub fn wants_kernel(&self, reported: &str) -> bool {
+        self.variants.is_empty() || self.variants.iter().any(|n| names_kernel(n, reported))
+    }
+
+    /// The kernel names given that no profiled kernel has.
+    pub fn unmatched_kernels(&self, reported: &[&str]) -> Vec<String> {
+        self.names_not(|n| reported.iter().any(|r| names_kernel(n, r)))
+    }
+
+    fn names_not(&self, found: impl Fn(&str) -> bool) -> Vec<String> {
         self.variants
             .iter()
-            .filter(|v| !jobs.clone().any(|j| &&j.key.variant == v))
+            .filter(|n| !found(n))
             .cloned()
             .collect()
     }
+}
+
+/// `copy_row`, `transpose_tile` (every instance), `transpose_tile<1, 0>` (one, as ncu writes its
+/// arguments) or ncu's whole `void transpose_tile<1, 0>(const float *, float *, int)` name the
+/// kernel ncu reports as that.
+fn names_kernel(name: &str, reported: &str) -> bool {
+    let (name, reported) = (name.trim(), reported.trim());
+    name == reported
+        || reported
+            .strip_prefix("void ")
+            .unwrap_or(reported)
+            .split('(')
+            .next()
+            == Some(name)
+        || (!name.contains('<') && name == reported_base_name(reported))
 }
 
 /// The arguments of the hot-spot session: clocks as asked, the two sections, the source files
 /// copied into the report (so the line text survives the run's scratch files), every process.
 pub fn session_args(clock_control: ClockControl, report_base: &Path) -> Vec<String> {
     let mut a = vec!["--clock-control".to_string(), clock_control.as_str().into()];
+    a.extend(section_args());
+    a.extend(["--target-processes", "all", "--force-overwrite", "--export"].map(String::from));
+    a.push(report_base.display().to_string());
+    a
+}
+
+/// What an ncu session adds to read hot spots: the two sections, and the source files copied
+/// into the report (so the lines' text survives the program's build directory).
+pub fn section_args() -> Vec<String> {
+    let mut a = Vec::new();
     for s in SECTIONS {
         a.extend(["--section".to_string(), s.to_string()]);
     }
-    a.extend(
-        [
-            "--import-source",
-            "yes",
-            "--target-processes",
-            "all",
-            "--force-overwrite",
-            "--export",
-        ]
-        .map(String::from),
-    );
-    a.push(report_base.display().to_string());
+    a.extend(["--import-source".to_string(), "yes".to_string()]);
     a
 }
 
@@ -168,25 +197,7 @@ pub fn by_job(
         .iter()
         .flat_map(|j| j.launches.iter().map(|l| l.kernel.as_str()))
         .collect();
-    let why = if kernels.len() != launched.len() {
-        Some(format!(
-            "ncu's source page has {} kernels where the pass launched {}: which lines are whose is uncertain, so none are kept",
-            kernels.len(),
-            launched.len()
-        ))
-    } else {
-        kernels
-            .iter()
-            .zip(&launched)
-            .find(|(k, wanted)| !kernel_name_matches(&k.kernel, wanted))
-            .map(|(k, wanted)| {
-                format!(
-                    "ncu's source page has kernel `{}` where the pass launched `{wanted}`: which lines are whose is uncertain, so none are kept",
-                    k.kernel
-                )
-            })
-    };
-    if let Some(why) = why {
+    if let Some(why) = mismatch(&kernels, &launched, "the pass launched") {
         return jobs
             .iter()
             .map(|_| Hotspots::failed(why.clone(), report_file.clone()))
@@ -205,6 +216,76 @@ pub fn by_job(
         })
         .collect()
 }
+
+/// Why the source page's kernels cannot be handed out to these launches in order (`launched`:
+/// the kernels as declared or as ncu's raw page names them, `whose` says which), if they cannot.
+fn mismatch(
+    kernels: &[source_page::KernelSource],
+    launched: &[&str],
+    whose: &str,
+) -> Option<String> {
+    if kernels.len() != launched.len() {
+        return Some(format!(
+            "ncu's source page has {} kernels where {whose} {}: which lines are whose is uncertain, so none are kept",
+            kernels.len(),
+            launched.len()
+        ));
+    }
+    kernels
+        .iter()
+        .zip(launched)
+        .find(|(k, wanted)| !kernel_name_matches(&k.kernel, wanted))
+        .map(|(k, wanted)| {
+            format!(
+                "ncu's source page has kernel `{}` where {whose} `{wanted}`: which lines are whose is uncertain, so none are kept",
+                k.kernel
+            )
+        })
+}
+
+/// `gpu-lab ncu --hotspots`: the source page's kernels handed to the raw page's launches in
+/// order (`launched`: ncu's full names, which tell template instances apart), the launches of
+/// one kernel summed into one table, in the order of their first launch; only the kernels
+/// `request` wants. Err: why the page and the launches do not agree.
+pub fn by_kernel(
+    kernels: Vec<source_page::KernelSource>,
+    launched: &[&str],
+    request: &HotspotRequest,
+) -> Result<Vec<ProgramKernel>, String> {
+    // The page names a kernel by its function alone; the raw page by its demangled signature.
+    let functions: Vec<String> = launched.iter().map(|n| reported_base_name(n)).collect();
+    let functions: Vec<&str> = functions.iter().map(String::as_str).collect();
+    if let Some(why) = mismatch(&kernels, &functions, "the report profiled") {
+        return Err(why);
+    }
+    let mut merged: Vec<(String, usize, source_page::KernelSource)> = Vec::new();
+    for (k, name) in kernels.into_iter().zip(launched) {
+        if !request.wants_kernel(name) {
+            continue;
+        }
+        match merged.iter_mut().find(|(n, _, _)| n == name) {
+            Some((_, launches, into)) => {
+                *launches += 1;
+                into.absorb(k);
+            }
+            None => merged.push((name.to_string(), 1, k)),
+        }
+    }
+    Ok(merged
+        .into_iter()
+        .map(|(name, launches, k)| {
+            let mut hotspots = source_page::hot_lines(&k, TOP_LINES);
+            hotspots.kernel = name;
+            if k.lines.is_empty() {
+                hotspots.note = Some(NO_LINES.into());
+            }
+            ProgramKernel { launches, hotspots }
+        })
+        .collect())
+}
+
+/// Why a kernel of a program has no source lines on ncu's page.
+const NO_LINES: &str = "ncu has no CUDA source lines for it: build the program with `nvcc -lineinfo` (cuBLAS's and other libraries' kernels have none)";
 
 /// ncu's source page of a report as CSV: per kernel, every CUDA source line with its counters.
 pub fn export_source(ncu: &Ncu, report: &Path) -> Result<String, ProfilerError> {
@@ -405,6 +486,104 @@ mod tests {
                 .as_deref()
                 .is_some_and(|e| e.contains("kernel `scale`"))),
             "{other:?}"
+        );
+    }
+
+    fn page() -> Vec<KernelSource> {
+        source_page::parse(include_str!(
+            "../../tests/fixtures/ncu-source/transpose-h200.csv"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_programs_kernels_sum_their_launches_and_keep_the_first_launchs_order() {
+        let launched = [
+            "naive_column(const float *, float *, int, int)",
+            "smem_tile",
+            "smem_tile",
+        ];
+        let all = by_kernel(page(), &launched, &HotspotRequest::new(vec![])).unwrap();
+        let names: Vec<(&str, usize)> = all
+            .iter()
+            .map(|k| (k.hotspots.kernel.as_str(), k.launches))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("naive_column(const float *, float *, int, int)", 1),
+                ("smem_tile", 2)
+            ]
+        );
+        let each: Vec<f64> = page()
+            .iter()
+            .map(|k| source_page::hot_lines(k, TOP_LINES).samples)
+            .collect();
+        assert_eq!(all[0].hotspots.samples, each[0]);
+        assert_eq!(all[1].hotspots.samples, each[1] + each[2]);
+        assert_eq!(all[0].hotspots.lines[0].line, 108);
+        assert!(all.iter().all(|k| k.hotspots.note.is_none()));
+        let one = by_kernel(
+            page(),
+            &launched,
+            &HotspotRequest::new(vec!["smem_tile".into()]),
+        )
+        .unwrap();
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].launches, 2);
+    }
+
+    #[test]
+    fn a_program_whose_page_and_launches_disagree_gets_why() {
+        let all = HotspotRequest::new(vec![]);
+        let e = by_kernel(page(), &["naive_column", "smem_tile"], &all).unwrap_err();
+        assert!(
+            e.contains("has 3 kernels where the report profiled 2"),
+            "{e}"
+        );
+        let e = by_kernel(page(), &["naive_column", "copy_row", "smem_tile"], &all).unwrap_err();
+        assert!(
+            e.contains("kernel `smem_tile` where the report profiled `copy_row`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_kernel_without_line_info_is_listed_with_how_to_get_lines() {
+        let mut kernels = page();
+        kernels[0].lines.clear();
+        let got = by_kernel(
+            kernels,
+            &["naive_column", "smem_tile", "smem_tile"],
+            &HotspotRequest::new(vec![]),
+        )
+        .unwrap();
+        assert!(got[0].hotspots.lines.is_empty());
+        assert!(
+            got[0]
+                .hotspots
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("-lineinfo")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn kernels_are_named_by_function_by_instance_or_by_ncus_whole_name() {
+        let tile = "void transpose_tile<1, 0>(const float *, float *, int)";
+        let want =
+            |names: &[&str]| HotspotRequest::new(names.iter().map(|n| n.to_string()).collect());
+        assert!(want(&[]).wants_kernel(tile));
+        assert!(want(&["transpose_tile"]).wants_kernel(tile));
+        assert!(want(&["transpose_tile<1, 0>"]).wants_kernel(tile));
+        assert!(want(&[tile]).wants_kernel(tile));
+        assert!(!want(&["transpose_tile<1, 1>"]).wants_kernel(tile));
+        assert!(!want(&["copy_row"]).wants_kernel(tile));
+        assert_eq!(
+            want(&["copy_row", "transpose_tile", "zz"])
+                .unmatched_kernels(&["copy_row(const float *, float *, int)", tile]),
+            ["zz"]
         );
     }
 }

@@ -32,6 +32,13 @@ pub struct KernelHotspots {
     pub note: Option<String>,
 }
 
+/// One kernel of a program that `gpu-lab ncu --hotspots` profiled: its launches' lines summed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProgramKernel {
+    pub launches: usize,
+    pub hotspots: KernelHotspots,
+}
+
 /// One CUDA source line (every SASS instruction ncu attributes to it, summed).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HotLine {

@@ -43,7 +43,7 @@ pub use energy::EnergyRecord;
 pub use environment::{DeviceInfo, Snapshot, peak_bandwidth_gbs};
 pub use fingerprint::Fingerprint;
 pub use gemm::{Accumulate, GemmTypes, SUPPORTED as SUPPORTED_GEMMS, tn_shape};
-pub use hotspots::{HotLine, Hotspots, KernelHotspots, Stall};
+pub use hotspots::{HotLine, Hotspots, KernelHotspots, ProgramKernel, Stall};
 pub use job::{BoundSpec, JobKey, JobRecord, JobStatus, RoundRecord, Work, format_params};
 pub use judge::{IMPOSSIBLE_COPY, IMPOSSIBLE_PEAK, Impossible, Roofline};
 pub use math::Math;

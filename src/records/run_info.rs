@@ -49,6 +49,15 @@ pub struct RunInfo {
     pub gpus: Vec<DeviceInfo>,
 }
 
+impl RunInfo {
+    /// The GPU's name as the reports print it; `unknown GPU` for a run that recorded no device.
+    pub fn gpu_name(&self) -> &str {
+        self.device
+            .as_ref()
+            .map_or("unknown GPU", |d| d.name.as_str())
+    }
+}
+
 /// Which build of gpu-lab made a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct BuildInfo {

@@ -76,12 +76,7 @@ pub fn side_by_side_markdown(
     let summary = frame::run_summary(frame)?;
     let mut out = String::from("# gpu-lab compare\n\n");
     for (i, (label, run)) in labels.iter().zip(runs).enumerate() {
-        let gpu = run
-            .info
-            .device
-            .as_ref()
-            .map(|d| d.name.clone())
-            .unwrap_or_else(|| "unknown GPU".into());
+        let gpu = run.info.gpu_name();
         let mock = if run.info.mock {
             " — **MOCK: stand-in numbers, not measurements**"
         } else {

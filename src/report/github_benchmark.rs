@@ -38,11 +38,7 @@ impl Exporter<RunData> for GithubBenchmark {
             .build
             .as_ref()
             .map_or_else(|| "unknown build".to_string(), |b| b.describe());
-        let gpu = run
-            .info
-            .device
-            .as_ref()
-            .map_or("unknown GPU", |d| d.name.as_str());
+        let gpu = run.info.gpu_name();
         let entries: Vec<_> = rows_of("", run)
             .into_iter()
             .filter(|r| r.measure.smaller_is_better() == smaller)

@@ -122,12 +122,7 @@ fn draw(
     } else {
         fp32_points(run)
     };
-    let device = run
-        .info
-        .device
-        .as_ref()
-        .map(|d| d.name.clone())
-        .unwrap_or_else(|| "unknown GPU".into());
+    let device = run.info.gpu_name();
     let xs = jobs.iter().map(|p| p.x).chain([0.1, 100.0]);
     let (x_lo, x_hi) = xs.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
     let y_hi = roofs

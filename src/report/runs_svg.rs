@@ -57,11 +57,7 @@ fn draw(
     area.draw(&Text::new(format!("{suite}: % of each run's own bound, measured in that run (copy; cuBLAS or a variant where the suite names one)"), (10, 8), ("sans-serif", 14).into_font()))?;
     let mut y = 30;
     for (i, (label, run)) in runs.iter().enumerate() {
-        let gpu = run
-            .info
-            .device
-            .as_ref()
-            .map_or("unknown GPU", |d| d.name.as_str());
+        let gpu = run.info.gpu_name();
         let color = COLORS[i % COLORS.len()];
         area.draw(&Rectangle::new(
             [(10, y + 2), (22, y + ROW - 2)],

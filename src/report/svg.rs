@@ -19,12 +19,7 @@ fn draw(
     area.fill(&WHITE)?;
     let text = ("sans-serif", 12).into_font();
     let title = ("sans-serif", 15).into_font();
-    let device = run
-        .info
-        .device
-        .as_ref()
-        .map(|d| d.name.clone())
-        .unwrap_or_else(|| "unknown GPU".into());
+    let device = run.info.gpu_name();
     area.draw(&Text::new(
         run.info.timing.cache.marked(&format!(
             "{} on {} ({}): effective GB/s, copy bound dashed",

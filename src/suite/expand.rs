@@ -27,26 +27,33 @@ pub(crate) fn expand(ctx: &Ctx, m: &Manifest, dir: &Path) -> Result<Vec<JobSpec>
         ));
     }
     let mut jobs = Vec::new();
-    for group_params in combinations(&m.axes) {
-        let mut group_all = m.params.clone();
-        group_all.extend(group_params.clone());
+    for point in combinations(&m.axes) {
         for v in &m.variants {
-            for vaxes in combinations(&v.axes) {
-                let mut variant_params = v.params.clone();
-                variant_params.extend(vaxes);
-                jobs.push(resolve_job(
-                    ctx,
-                    m,
-                    dir,
-                    v,
-                    &group_all,
-                    &group_params,
-                    &variant_params,
-                )?);
-            }
+            jobs.extend(variant_jobs(ctx, m, dir, v, &point)?);
         }
     }
     Ok(jobs)
+}
+
+/// Variant `v`'s jobs at one point of the suite's sweep (`point`: a value for each of the suite's
+/// axes, which may also change `[params]`), one per combination of the variant's own axes.
+fn variant_jobs(
+    ctx: &Ctx,
+    m: &Manifest,
+    dir: &Path,
+    v: &VariantDecl,
+    point: &BTreeMap<String, i64>,
+) -> Result<Vec<JobSpec>, SuiteError> {
+    let mut group_all = m.params.clone();
+    group_all.extend(point.clone());
+    combinations(&v.axes)
+        .into_iter()
+        .map(|vaxes| {
+            let mut variant_params = v.params.clone();
+            variant_params.extend(vaxes);
+            resolve_job(ctx, m, dir, v, &group_all, point, &variant_params)
+        })
+        .collect()
 }
 
 /// The jobs `--sanitize` runs where the manifest names a shape (`sanitize = { shape = { N = 4096 } }`
@@ -70,21 +77,7 @@ pub(crate) fn expand_sanitize(
             (None, None) => continue,
         };
         check_shape(ctx, shape, (&axis_names, &m.params), place)?;
-        let mut group_all = m.params.clone();
-        group_all.extend(shape.clone());
-        for vaxes in combinations(&v.axes) {
-            let mut variant_params = v.params.clone();
-            variant_params.extend(vaxes);
-            jobs.push(resolve_job(
-                ctx,
-                m,
-                dir,
-                v,
-                &group_all,
-                shape,
-                &variant_params,
-            )?);
-        }
+        jobs.extend(variant_jobs(ctx, m, dir, v, shape)?);
     }
     Ok(jobs)
 }

@@ -128,19 +128,7 @@ pub(crate) fn check_options(
             return Err(ctx.err(at!["variants", i, "defines", name], format!("variant `{}`: define name `{}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters)", v.name, name.escape_debug()), "name the macro with letters, digits and `_`, starting with a letter or `_`; the value goes on the right of `=`"));
         }
     }
-    let include_dirs = m
-        .suite
-        .include_dirs
-        .iter()
-        .enumerate()
-        .map(|(j, d)| (d, at!["suite", "include_dirs", j]))
-        .chain(m.variants.iter().enumerate().flat_map(|(i, v)| {
-            v.include_dirs
-                .iter()
-                .enumerate()
-                .map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))
-        }));
-    for (d, named_at) in include_dirs {
+    for (d, named_at) in include_dirs_named(m) {
         if let Some(c) = option_grammar::first_unsafe(d) {
             return Err(ctx.err(
                 named_at,
@@ -154,6 +142,24 @@ pub(crate) fn check_options(
         }
     }
     Ok(())
+}
+
+/// Every `include_dirs` entry of the manifest, the suite's then each variant's, with where it
+/// is named.
+fn include_dirs_named(m: &Manifest) -> impl Iterator<Item = (&String, Vec<Seg>)> {
+    let suite = m
+        .suite
+        .include_dirs
+        .iter()
+        .enumerate()
+        .map(|(j, d)| (d, at!["suite", "include_dirs", j]));
+    let variants = m.variants.iter().enumerate().flat_map(|(i, v)| {
+        v.include_dirs
+            .iter()
+            .enumerate()
+            .map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))
+    });
+    suite.chain(variants)
 }
 
 /// One option at `named_at` (`next`: the entry after it, the value of a split `-Xptxas`).
@@ -255,19 +261,7 @@ pub(crate) fn include_options(
             .chain(m.variants.iter().flat_map(|v| v.options.iter())),
     );
     // `include_dirs` likewise, each where it is first named.
-    let include_dirs = m
-        .suite
-        .include_dirs
-        .iter()
-        .enumerate()
-        .map(|(j, d)| (d, at!["suite", "include_dirs", j]))
-        .chain(m.variants.iter().enumerate().flat_map(|(i, v)| {
-            v.include_dirs
-                .iter()
-                .enumerate()
-                .map(move |(j, d)| (d, at!["variants", i, "include_dirs", j]))
-        }));
-    for (d, named_at) in include_dirs {
+    for (d, named_at) in include_dirs_named(m) {
         let p = confined_entry(
             ctx,
             suite_dir,

@@ -1,8 +1,9 @@
-//! `profile --hotspots`: the flag reaches the profile records of the variants asked for (and only theirs), the report gets its section, a variant that no selected job is refused, all without a GPU through the mock.
+//! `profile --hotspots`: the flag reaches the profile records of the variants asked for (and only theirs), the report gets its section, a variant that no selected job is refused, all without a GPU through the mock; and `ncu --hotspots` over a stand-in ncu that gives back an H100 capture of examples/nvprof-probe.
 
 use serde_json::Value;
 
-use crate::common::{gpu_lab_with_cache_in, kernels_dir, stdout};
+use crate::common::{gpu_lab, gpu_lab_with_cache_in, kernels_dir, repo, stdout};
+use crate::import::install_script;
 
 fn profile_records(run_dir: &std::path::Path) -> Vec<Value> {
     std::fs::read_to_string(run_dir.join("results.jsonl"))
@@ -94,4 +95,134 @@ fn hot_spots_of_a_variant_no_selected_job_is_are_refused_with_the_fix() {
         "{err}"
     );
     assert!(!d.path().join("runs").exists(), "nothing ran");
+}
+
+/// A stand-in ncu: a session runs the program and writes a report; an import prints the raw or
+/// the source page of the H100 capture of examples/nvprof-probe (one report, round 1 of
+/// 2026-11-26: six launches, copy_row twice).
+fn probe_ncu(dir: &std::path::Path) -> std::path::PathBuf {
+    let fixtures = repo().join("tests/fixtures");
+    let script = format!(
+        r#"#!/bin/sh
+echo "$@" >> {dir}/ncu-args
+case "$1" in
+  --version) echo "NVIDIA (R) Nsight Compute Command Line Profiler"; echo "Version 2025.3.1.0 (stand-in)";;
+  --query-metrics) gzip -dc {fixtures}/ncu-h200/query-metrics.txt.gz;;
+  --import) case "$*" in *"--page source"*) gzip -dc {fixtures}/ncu-source/probe-h100.csv.gz;; *) gzip -dc {fixtures}/ncu-source/probe-h100-raw.csv.gz;; esac;;
+  *) while [ $# -gt 0 ]; do case "$1" in --export) shift; rep="$1";; /bin/sh) break;; esac; shift; done
+     "$@"; status=$?
+     echo report > "$rep.ncu-rep"
+     exit $status;;
+esac
+"#,
+        dir = dir.display(),
+        fixtures = fixtures.display()
+    );
+    let path = dir.join("ncu");
+    install_script(&path, &script);
+    path
+}
+
+#[test]
+fn ncu_hotspots_follow_the_table_one_per_kernel_with_its_launches_summed() {
+    // Under target/, not /tmp, which may be mounted noexec.
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ncu = probe_ncu(d.path());
+    let run = |extra: &[&str]| {
+        let mut c = gpu_lab();
+        c.args(["ncu", "--metrics", "shared_load_transactions_per_request"])
+            .args(extra)
+            .args(["--", "/bin/true"])
+            .env("NCU", &ncu)
+            .env("GPU_LAB_CACHE", d.path().join("cache"));
+        c
+    };
+    let out = run(&["--hotspots"]).assert().code(0).get_output().clone();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (table, hot) = text.split_once("## Source hot spots").expect(&text);
+    assert!(
+        table.contains("Kernel: void transpose_tile<1, 0>"),
+        "{table}"
+    );
+    let headings: Vec<&str> = hot.lines().filter(|l| l.starts_with("### ")).collect();
+    assert_eq!(
+        headings,
+        [
+            "### 2 launches — `copy_row(const float *, float *, int)`",
+            "### 1 launch — `copy_column(const float *, float *, int)`",
+            "### 1 launch — `void transpose_tile<0, 0>(const float *, float *, int)`",
+            "### 1 launch — `void transpose_tile<1, 0>(const float *, float *, int)`",
+            "### 1 launch — `void transpose_tile<1, 1>(const float *, float *, int)`",
+        ]
+    );
+    // The column read of the unpadded tile: 32-way conflicts; padded: none. The strided copy's
+    // load line moves 7340032 sectors more than it needs.
+    let section = |kernel: &str| {
+        let at = hot.find(kernel).unwrap();
+        hot[at..].split("### ").next().unwrap().to_string()
+    };
+    assert!(
+        section("transpose_tile<1, 0>")
+            .contains("| probe.cu:36 | – | 1469 | 40.4% | short_sb (63.4%) | – | 32.0× |"),
+        "{hot}"
+    );
+    assert!(
+        section("transpose_tile<1, 1>").contains("| probe.cu:36 | – | 705 |"),
+        "{hot}"
+    );
+    assert!(
+        section("copy_column")
+            .contains("| probe.cu:20 | – | 5182 | 55.4% | long_sb (97.8%) | 7340032 |"),
+        "{hot}"
+    );
+    // Built on another machine: ncu had the line numbers but not the file.
+    assert!(
+        section("copy_row").contains("could not open the source file"),
+        "{hot}"
+    );
+    let args = std::fs::read_to_string(d.path().join("ncu-args")).unwrap();
+    assert!(
+        args.contains("--section SourceCounters --section WarpStateStats --import-source yes")
+            && args.contains("--page source --csv --print-source cuda,sass"),
+        "{args}"
+    );
+
+    // A filter: a template instance (its arguments hold a comma) and a function's name.
+    let out = run(&["--hotspots", "transpose_tile<1, 0>,copy_row"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("### ")).collect();
+    assert_eq!(headings.len(), 2, "{text}");
+    assert!(headings[0].contains("copy_row") && headings[1].contains("transpose_tile<1, 0>"));
+
+    // No kernel of that name: a warning, the table, and exit 1.
+    run(&["--hotspots", "nope"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains(
+            "names kernels not profiled: nope",
+        ))
+        .stderr(predicates::str::contains(
+            "no hot spots: none of the kernels",
+        ));
+}
+
+#[test]
+fn ncu_hotspots_refuse_csv_and_json_before_anything_runs() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ncu = probe_ncu(d.path());
+    for format in ["csv", "json"] {
+        gpu_lab()
+            .args(["ncu", "--hotspots", "--format", format, "--", "/bin/true"])
+            .env("NCU", &ncu)
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(
+                "fix: use --format table or md with --hotspots",
+            ));
+    }
+    assert!(!d.path().join("ncu-args").exists());
 }

@@ -404,7 +404,7 @@ esac
 /// Puts an executable script at `path` without this process ever holding it open for writing: a
 /// parallel test that forks meanwhile would inherit that descriptor, and running the script would
 /// then fail with ETXTBSY. A child writes it under a temporary name, renamed into place when done.
-fn install_script(path: &std::path::Path, text: &str) {
+pub fn install_script(path: &std::path::Path, text: &str) {
     use std::io::Write;
     let partial = path.with_extension("partial");
     let mut writer = std::process::Command::new("/bin/sh")

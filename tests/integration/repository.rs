@@ -1,4 +1,4 @@
-//! The repository as shipped: every relative link in its markdown resolves, every run directory a document links re-renders, and examples/reports holds a current, cold run of every built-in suite.
+//! The repository as shipped: every relative link in its markdown resolves, every run directory a document links re-renders, examples/reports holds a current, cold run of every built-in suite, and every CUDA source of ours opens with a `//!` line saying what it is.
 
 use std::path::{Path, PathBuf};
 
@@ -174,4 +174,69 @@ fn the_link_parser_finds_inline_links_outside_code_blocks() {
     assert_eq!(local_path("x/y.md#top"), Some("x/y.md"));
     assert_eq!(local_path("https://e.org"), None);
     assert_eq!(local_path("#here"), None);
+}
+
+/// The CUDA sources and headers (`.cu`, `.cuh`, `.h`) under `dir`, ours in `own` and those of a
+/// folder that holds a LICENSE (code copied unmodified from another project, with its licence)
+/// in `copied`: those keep their first line as published.
+fn cuda_sources(dir: &Path, copied_here: bool, own: &mut Vec<PathBuf>, copied: &mut Vec<PathBuf>) {
+    let copied_here = copied_here || dir.join("LICENSE").is_file();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            cuda_sources(&path, copied_here, own, copied);
+        } else if path
+            .extension()
+            .is_some_and(|x| x == "cu" || x == "cuh" || x == "h")
+        {
+            if copied_here {
+                copied.push(path);
+            } else {
+                own.push(path);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_kernel_source_opens_with_one_line_saying_what_it_is() {
+    let (mut own, mut copied) = (Vec::new(), Vec::new());
+    for dir in ["kernels", "tests/gpu"] {
+        cuda_sources(&repo().join(dir), false, &mut own, &mut copied);
+    }
+    assert!(own.len() >= 30, "{own:?}");
+    // siboehm's SGEMM tutorial, copied unmodified under its MIT licence, keeps its `#pragma once`.
+    assert!(
+        copied
+            .iter()
+            .any(|p| p.ends_with("sgemm-tutorial/src/kernels.cuh")),
+        "{copied:?}"
+    );
+    let wrong: Vec<String> = own
+        .iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("");
+            let second = lines.next().unwrap_or("");
+            let says = first
+                .strip_prefix("//! ")
+                .is_some_and(|t| t.trim().len() >= 20);
+            (!says || second.starts_with("//!")).then(|| {
+                format!(
+                    "{}: {first:?}",
+                    p.strip_prefix(repo()).unwrap_or(p).display()
+                )
+            })
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "these CUDA sources do not open with one `//! what this file is` line (the rest of the header is `//`; docs/suite-format.md):\n{}",
+        wrong.join("\n")
+    );
 }

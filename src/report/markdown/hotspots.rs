@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::records::{HotLine, Hotspots, KernelHotspots, RunData};
+use crate::records::{HotLine, Hotspots, KernelHotspots, ProgramKernel, RunData};
 
 use super::cells::{cell_text, table};
 
@@ -19,10 +19,33 @@ pub fn section(run: &RunData, out: &mut String) {
     if asked.is_empty() {
         return;
     }
-    out.push_str("## Source hot spots\n\nPer kernel, the CUDA source lines where ncu's warp-state sampling (SourceCounters, WarpStateStats) found its warps most often, in one extra ncu session of the jobs asked for (`--hotspots`). samples = warp samples at the line (every SASS instruction of the line), % = of the kernel's samples; stall = the reason with most of the line's samples, % of its samples; excess sectors = global L2 sectors beyond the ideal for the line's accesses (uncoalesced); bank conflicts = shared-memory wavefronts per ideal wavefront (n-way; 1× = none).\n\n");
+    let _ = write!(
+        out,
+        "## Source hot spots\n\nPer kernel, the CUDA source lines where ncu's warp-state sampling (SourceCounters, WarpStateStats) found its warps most often, in one extra ncu session of the jobs asked for (`--hotspots`). {COLUMNS}\n\n"
+    );
     for (label, h) in asked {
         job(&label, h, out);
     }
+}
+
+/// What the columns of a hot-spot table mean.
+const COLUMNS: &str = "samples = warp samples at the line (every SASS instruction of the line), % = of the kernel's samples; stall = the reason with most of the line's samples, % of its samples; excess sectors = global L2 sectors beyond the ideal for the line's accesses (uncoalesced); bank conflicts = shared-memory wavefronts per ideal wavefront (n-way; 1× = none).";
+
+/// `gpu-lab ncu --hotspots`: one table per kernel of the program, its launches summed, in the
+/// order of their first launch; `report` is the `.ncu-rep` kept (`--export`), if any.
+pub fn program_section(kernels: &[ProgramKernel], report: Option<&str>) -> String {
+    let mut out = format!(
+        "## Source hot spots\n\nPer kernel (its launches summed), the CUDA source lines where ncu's warp-state sampling (SourceCounters, WarpStateStats) found its warps most often. {COLUMNS}\n\n"
+    );
+    for k in kernels {
+        let label = format!(
+            "{} launch{}",
+            k.launches,
+            if k.launches == 1 { "" } else { "es" }
+        );
+        kernel(&label, &k.hotspots, report, &mut out);
+    }
+    out
 }
 
 fn job(label: &str, h: &Hotspots, out: &mut String) {

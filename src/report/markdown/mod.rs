@@ -25,6 +25,7 @@ use crate::records::{Impossible, JobRecord, RunData};
 pub use cells::is_compute;
 pub(crate) use cells::{pct, reference, speedup, status_cell, table, timing_cell};
 pub use host_programs::transfers_pct_of_pinned;
+pub use hotspots::program_section as program_hotspots;
 
 pub struct Markdown;
 

@@ -62,10 +62,7 @@ fn job_title(run: &RunData, job: &JobRecord) -> String {
     let gpu = if run.info.mock {
         "the MOCK GPU"
     } else {
-        run.info
-            .device
-            .as_ref()
-            .map_or("unknown GPU", |d| d.name.as_str())
+        run.info.gpu_name()
     };
     format!("{}: {} on {gpu}", run.info.suite, job.key.id)
 }

@@ -1,3 +1,4 @@
+//! Kernels that must not pass the checks (state kept between launches, work skipped after the first call, wrong arguments), beside a correct template copy.
 // Kernels that must not pass: one right only on its first launch (state in a __device__ global),
 // one that skips work after the first call by keeping its result, and one the manifest calls with
 // the wrong arguments. A C++ template copy (correct) runs beside them.

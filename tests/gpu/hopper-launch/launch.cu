@@ -1,3 +1,4 @@
+//! GPU smoke kernels for gpu-lab's launch features (sm_90): a TMA tile copy, a 16-block cluster sum and a programmatic-dependent-launch pair.
 // GPU smoke kernels for gpu-lab's launch features (sm_90): a TMA 2D tile copy taking a tensor
 // map by value, a 16-block cluster sum over distributed shared memory (compiled and runtime
 // cluster shapes), and a programmatic-dependent-launch pair.

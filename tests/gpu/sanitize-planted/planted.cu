@@ -1,4 +1,4 @@
-// Planted bugs that every check passes: only compute-sanitizer (`--sanitize`) finds them.
+//! Planted bugs that every check passes: only compute-sanitizer (`--sanitize`) finds them.
 extern "C" __global__ void copy_clean(const float* in, float* out, long long n) {
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = in[i];

@@ -1,4 +1,4 @@
-// Transposes that cheat the way leaderboard submissions do (issue 32), beside two honest ones.
+//! Transposes that cheat the way leaderboard submissions do (issue 32), beside two honest ones.
 // Each cheat keeps state between launches in __device__ globals of its own: a fingerprint of the
 // input it last saw, a launch counter, a stash of its last output. `in` is NY rows x NX columns,
 // `out` its NX x NY transpose; every kernel takes the same launch (32 x 8 threads, one 32 x 32

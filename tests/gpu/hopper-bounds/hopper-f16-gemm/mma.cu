@@ -1,3 +1,4 @@
+//! An f16 GEMM with mma.sync m16n8k16 (f32 accumulate), one warp per 16x8 tile of C from global memory: the Hopper bounds test's kernel.
 // f16 inputs, f32 output: one warp computes a 16x8 tile of C with mma.sync m16n8k16 (f32 accumulate),
 // operands read straight from global memory (row-major A: M x K, row-major B: K x N, row-major C).
 // Fragment layouts as the PTX ISA gives them for m16n8k16 .f16: g = lane / 4, t = lane % 4;
