@@ -19,7 +19,7 @@ check() { # kernel BM BN threads defines...
     "$tmp/check" "$m" "$n" "$k" $(((n + bn - 1) / bn)) $(((m + bm - 1) / bm)) "$threads" || status=1
   done
 }
-for cfg in "256 128 8 2 0" "256 128 8 2 4" "128 256 8 2 4" "128 128 8 2 4" "256 128 16 1 0"; do
+for cfg in "256 128 8 2 0" "256 128 8 2 4" "128 256 8 2 4" "128 128 8 2 4" "256 128 16 1 0" "128 128 16 1 4"; do
   read -r bm bn bk frags pad <<<"$cfg"
   check mm_thread_tile_16x8 "$bm" "$bn" $((bm * bn / 128)) -DBUILD_ONLY=10 -DBM="$bm" -DBN="$bn" -DBK="$bk" -DFRAGS="$frags" -DPAD="$pad"
 done
