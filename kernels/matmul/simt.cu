@@ -16,6 +16,9 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#ifndef K_UNROLL
+#define K_UNROLL BK
+#endif
 
 // The thread layout shared by warptiled_8w, multistage and thread_tile_16x8 (CUTLASS's SIMT
 // layout): a warp's 32 lanes as 4 x 8, each lane's (4 MS) x (4 NS) results held as MS x NS
@@ -99,8 +102,9 @@ __device__ __forceinline__ int2 grouped_block() {
 // with A_PAD floats of padding a row (PAD 4 puts the two k's of a thread's transposing stores on
 // different banks). FRAGS 2 reads the fragments of k + 1 while the multiply-adds of k run; the
 // next tile goes to shared memory before the last k of this one, and the first fragments of the
-// next tile are read right after the barrier.
-template <int TBM, int TBN, int TBK, int MS, int NS, int FRAG_BUFS, int A_PAD>
+// next tile are read right after the barrier. FRAGS 1 unrolls the k loop K_UNROLL steps at a time
+// (TBK: fully), so that a 16 x 8 tile's loop body can fit the instruction cache.
+template <int TBM, int TBN, int TBK, int MS, int NS, int FRAG_BUFS, int A_PAD, int K_STEPS = TBK>
 __device__ __forceinline__ void simt_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   using Tile = SimtTile<MS, NS>;
   constexpr int WARPS_N = TBN / Tile::warp_n, THREADS = (TBM / Tile::warp_m) * WARPS_N * 32, A_LD = TBM + A_PAD;
@@ -144,7 +148,7 @@ __device__ __forceinline__ void simt_gemm(int M, int N, int K, float alpha, cons
     for (int t = 0; t < K; t += TBK) {
       const bool more = t + TBK < K;
       if (more) fetch(t + TBK);
-#pragma unroll
+#pragma unroll K_STEPS
       for (int k = 0; k < TBK; ++k) {
         float a[Tile::rows], b[Tile::cols];
         load_frags(buf, k, a, b);
@@ -172,7 +176,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w(int M, int 
 // (BM / 64) * (BN / 64) warps, MIN_BLOCKS blocks an SM under 255 registers.
 #if BUILD(10)
 extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, MIN_BLOCKS) mm_thread_tile_16x8(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
-  simt_gemm<BM, BN, BK, 4, 2, FRAGS, PAD>(M, N, K, alpha, A, B, beta, C);
+  simt_gemm<BM, BN, BK, 4, 2, FRAGS, PAD, K_UNROLL>(M, N, K, alpha, A, B, beta, C);
 }
 #endif
 

@@ -23,6 +23,7 @@ for cfg in "256 128 8 2 0" "256 128 8 2 4" "128 256 8 2 4" "128 128 8 2 4" "256 
   read -r bm bn bk frags pad <<<"$cfg"
   check mm_thread_tile_16x8 "$bm" "$bn" $((bm * bn / 128)) -DBUILD_ONLY=10 -DBM="$bm" -DBN="$bn" -DBK="$bk" -DFRAGS="$frags" -DPAD="$pad"
 done
+check mm_thread_tile_16x8 256 128 256 -DBUILD_ONLY=10 -DBM=256 -DBN=128 -DBK=16 -DFRAGS=1 -DPAD=0 -DK_UNROLL=4
 for cfg in "16 1 1" "8 1 2" "8 8 2"; do
   read -r bk group frags <<<"$cfg"
   check mm_warptiled_8w 128 128 256 -DBUILD_ONLY=9 -DBK="$bk" -DGROUP="$group" -DFRAGS="$frags"
