@@ -2,6 +2,18 @@
 // The ladder of seed 003 (naive, tiled with TILE_WIDTH 8/16/32 and the `remaining` tail) and the
 // classic register-blocking rungs past it. Every kernel handles any M, N, K (bounds are checked).
 
+// BUILD_ONLY (set by every variant in suite.toml) compiles one kernel of this file and simt.cu
+// (which includes it) instead of all eleven: NVRTC builds every extern "C" kernel of a source, and
+// a job that built this file took 6-10 s on an H100 against ~1 s for the next shape's job, which
+// reuses the build. 0 or unset (a plain nvcc or NVRTC build) builds them all.
+// 1 naive, 2 coalesced, 3 tiled, 4 blocktile_1d, 5 blocktile_2d, 6 vectorized, 7 double_buffered,
+// 8 warptiled, 9 warptiled_8w, 10 thread_tile_16x8, 11 multistage.
+#ifndef BUILD_ONLY
+#define BUILD_ONLY 0
+#endif
+#define BUILD(id) (BUILD_ONLY == 0 || BUILD_ONLY == (id))
+
+#if BUILD(1)
 extern "C" __global__ void mm_naive(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   // x walks rows: the 32 threads of a warp read 32 rows of A and write 32 rows of C (strided).
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
@@ -12,7 +24,9 @@ extern "C" __global__ void mm_naive(int M, int N, int K, float alpha, const floa
     C[row * N + col] = alpha * acc + beta * C[row * N + col];
   }
 }
+#endif
 
+#if BUILD(2)
 extern "C" __global__ void mm_coalesced(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   // x walks columns: a warp reads one row of A (broadcast) and 32 consecutive columns of B.
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
@@ -23,6 +37,7 @@ extern "C" __global__ void mm_coalesced(int M, int N, int K, float alpha, const 
     C[row * N + col] = alpha * acc + beta * C[row * N + col];
   }
 }
+#endif
 
 #ifndef TILE_WIDTH
 #define TILE_WIDTH 32
@@ -30,6 +45,7 @@ extern "C" __global__ void mm_coalesced(int M, int N, int K, float alpha, const 
 
 // Seed 003: shared-memory tiles of TILE_WIDTH x TILE_WIDTH; the last, partial tile (`remaining`)
 // is loaded with zeros past the matrix, so any size works.
+#if BUILD(3)
 extern "C" __global__ void mm_tiled(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   __shared__ float As[TILE_WIDTH][TILE_WIDTH];
   __shared__ float Bs[TILE_WIDTH][TILE_WIDTH];
@@ -46,6 +62,7 @@ extern "C" __global__ void mm_tiled(int M, int N, int K, float alpha, const floa
   }
   if (row < M && col < N) C[row * N + col] = alpha * acc + beta * C[row * N + col];
 }
+#endif
 
 #ifndef BM
 #define BM 64
@@ -64,6 +81,7 @@ extern "C" __global__ void mm_tiled(int M, int N, int K, float alpha, const floa
 #endif
 
 // 1D register blocking: each thread computes TM results of one column; BM*BN/TM threads per block.
+#if BUILD(4)
 extern "C" __global__ void mm_blocktile_1d(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   __shared__ float As[BM * BK];
   __shared__ __align__(16) float Bs[BK * BN];
@@ -92,10 +110,12 @@ extern "C" __global__ void mm_blocktile_1d(int M, int N, int K, float alpha, con
     if (row < M && col < N) C[row * N + col] = alpha * acc[r] + beta * C[row * N + col];
   }
 }
+#endif
 
 // 2D register blocking: each thread computes a TM x TN block; (BM/TM)*(BN/TN) threads per block,
 // each loading several elements of the A and B tiles. At most 128 registers a thread, so that two
 // blocks share an SM (140 without the bound: one block, 12.5% occupancy on an H100).
+#if BUILD(5)
 extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_blocktile_2d(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   __shared__ float As[BM * BK];
   __shared__ __align__(16) float Bs[BK * BN];
@@ -138,6 +158,7 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_blockt
     }
   }
 }
+#endif
 
 // The tile traffic of the vectorized kernels: the A and B tiles at depth t loaded into registers as
 // float4s (zeros past the matrices; scalar loads where a float4 would cross an edge), then stored
@@ -185,7 +206,8 @@ __device__ __forceinline__ void fetch_tiles(int M, int N, int K, const float* A,
   }
 }
 
-template <int THREADS, int TBM, int TBN, int TBK>
+// A_LD: the leading dimension of the transposed A tile (TBM plus any padding).
+template <int THREADS, int TBM, int TBN, int TBK, int A_LD = TBM>
 __device__ __forceinline__ void store_tiles(float* As, float* Bs, const float4* next_a, const float4* next_b) {
   constexpr int A_LOADS = (TBM * TBK / 4 + THREADS - 1) / THREADS;
   constexpr int B_LOADS = (TBK * TBN / 4 + THREADS - 1) / THREADS;
@@ -194,10 +216,10 @@ __device__ __forceinline__ void store_tiles(float* As, float* Bs, const float4* 
     const int i = threadIdx.x + l * THREADS;
     if (i < TBM * TBK / 4) {
       const int r = i / (TBK / 4), c = (i % (TBK / 4)) * 4;
-      As[(c + 0) * TBM + r] = next_a[l].x;
-      As[(c + 1) * TBM + r] = next_a[l].y;
-      As[(c + 2) * TBM + r] = next_a[l].z;
-      As[(c + 3) * TBM + r] = next_a[l].w;
+      As[(c + 0) * A_LD + r] = next_a[l].x;
+      As[(c + 1) * A_LD + r] = next_a[l].y;
+      As[(c + 2) * A_LD + r] = next_a[l].z;
+      As[(c + 3) * A_LD + r] = next_a[l].w;
     }
   }
 #pragma unroll
@@ -212,6 +234,7 @@ __device__ __forceinline__ void store_tiles(float* As, float* Bs, const float4* 
 
 // 2D blocking with the A tile stored transposed (As[k][m]: conflict-free, float4 reads of the
 // register column) and float4 global loads where a whole float4 lies inside the matrix.
+#if BUILD(6)
 extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_vectorized(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   __shared__ __align__(16) float As[BK * BM];
   __shared__ __align__(16) float Bs[BK * BN];
@@ -249,10 +272,12 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_vector
     }
   }
 }
+#endif
 
 // The vectorized kernel with the next tiles' global loads issued before this tile's math (staged
 // in registers) and two shared buffers: one __syncthreads per tile, and the loads' latency hidden
 // behind 8 x 8 x BK multiply-adds.
+#if BUILD(7)
 extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_double_buffered(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   __shared__ __align__(16) float As[2][BK * BM];
   __shared__ __align__(16) float Bs[2][BK * BN];
@@ -315,6 +340,7 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_double
     }
   }
 }
+#endif
 
 #ifndef WM
 #define WM 64
@@ -333,6 +359,7 @@ extern "C" __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2) mm_double
 // walks it in WMITER x WNITER steps of (8 rows x 4 lanes of TM) x (4 lanes x TN), so a warp's shared
 // reads of one k are 8 distinct float4s of A and 4 of B (broadcast within the warp), and each thread
 // holds (WMITER*TM) x (WNITER*TN) results.
+#if BUILD(8)
 extern "C" __global__ void __launch_bounds__(WTHREADS) mm_warptiled(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
   constexpr int THREADS = WTHREADS;
   // At least 1: other kernels of this file compile with TM/TN that do not fit a warp tile.
@@ -399,240 +426,4 @@ extern "C" __global__ void __launch_bounds__(WTHREADS) mm_warptiled(int M, int N
         }
     }
 }
-
-#ifndef GROUP
-#define GROUP 1
 #endif
-#ifndef FRAGS
-#define FRAGS 1
-#endif
-
-// Eight warps of 32 x 64 over a 128 x 128 block tile (4 warps down, 2 across), 8 x 8 results a
-// thread held as 2 x 2 sub-tiles of 4 x 4 that lie 16 rows and 32 columns apart (CUTLASS's SIMT
-// layout): a warp's float4 reads of one k are 4 distinct addresses of A (broadcast) and 8
-// consecutive float4s of B (one 128-byte row: no bank conflicts), while each thread keeps
-// double_buffered's 64 accumulators, so two blocks of 256 threads fit an SM under 128 registers.
-// GROUP > 1 walks the block tiles GROUP rows at a time (Triton's grouped order), so the blocks
-// running together share panels of A and B in L2.
-extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
-  constexpr int TBM = 128, TBN = 128, THREADS = 256;
-  constexpr int A_LOADS = (TBM * BK / 4 + THREADS - 1) / THREADS;
-  constexpr int B_LOADS = (BK * TBN / 4 + THREADS - 1) / THREADS;
-  __shared__ __align__(16) float As[2][BK * TBM];
-  __shared__ __align__(16) float Bs[2][BK * TBN];
-  const int grid_n = gridDim.x, grid_m = gridDim.y;
-  const int pid = blockIdx.y * grid_n + blockIdx.x;
-  const int group_width = GROUP * grid_n;
-  const int first_m = (pid / group_width) * GROUP;
-  const int group_m = min(grid_m - first_m, GROUP);
-  const int c_row = first_m + (pid % group_width) % group_m, c_col = (pid % group_width) / group_m;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row0 = (warp / 2) * 32 + (lane / 8) * 4; // + i * 16 + ii
-  const int col0 = (warp % 2) * 64 + (lane % 8) * 4; // + j * 32 + jj
-  float acc[8][8] = {{0.0f}};
-  float4 next_a[A_LOADS], next_b[B_LOADS];
-
-  auto fetch = [&](int t) { fetch_tiles<THREADS, TBM, TBN, BK>(M, N, K, A, B, c_row, c_col, t, next_a, next_b); };
-  auto store = [&](int buf) { store_tiles<THREADS, TBM, TBN, BK>(As[buf], Bs[buf], next_a, next_b); };
-
-  // The fragments of one k: 2 float4s of A (rows 16 apart) and 2 of B (columns 32 apart).
-  auto load_frags = [&](int buf, int k, float* a, float* b) {
-    *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0]);
-    *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(&As[buf][k * TBM + row0 + 16]);
-    *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0]);
-    *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(&Bs[buf][k * TBN + col0 + 32]);
-  };
-  auto outer_product = [&](const float* a, const float* b) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc[i][j] += a[i] * b[j];
-  };
-
-  fetch(0);
-  store(0);
-  __syncthreads();
-  int buf = 0;
-#if FRAGS == 2
-  // Register double buffering: the fragments of k + 1 are read from shared memory while the
-  // multiply-adds of k run; the next tile goes to shared memory before the last k of this one,
-  // and the first fragments of the next tile are read right after the barrier.
-  float a[2][8], b[2][8];
-  load_frags(0, 0, a[0], b[0]);
-  for (int t = 0; t < K; t += BK) {
-    const bool more = t + BK < K;
-    if (more) fetch(t + BK);
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      if (k == BK - 1) {
-        if (more) store(buf ^ 1);
-        __syncthreads();
-        if (more) load_frags(buf ^ 1, 0, a[(k + 1) % 2], b[(k + 1) % 2]);
-      } else {
-        load_frags(buf, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
-      }
-      outer_product(a[k % 2], b[k % 2]);
-    }
-    buf ^= 1;
-  }
-#else
-  for (int t = 0; t < K; t += BK) {
-    const bool more = t + BK < K;
-    if (more) fetch(t + BK);
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      float a[8], b[8];
-      load_frags(buf, k, a, b);
-      outer_product(a, b);
-    }
-    if (more) store(buf ^ 1);
-    __syncthreads();
-    buf ^= 1;
-  }
-#endif
-  const bool vec_c = (N % 4) == 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int row = c_row * TBM + row0 + (i / 4) * 16 + i % 4;
-    if (row >= M) continue;
-#pragma unroll
-    for (int jh = 0; jh < 2; ++jh) {
-      const int col = c_col * TBN + col0 + jh * 32;
-      if (vec_c && col + 4 <= N) {
-        float4* p = reinterpret_cast<float4*>(&C[row * N + col]);
-        float4 c = *p;
-        c.x = alpha * acc[i][jh * 4 + 0] + beta * c.x;
-        c.y = alpha * acc[i][jh * 4 + 1] + beta * c.y;
-        c.z = alpha * acc[i][jh * 4 + 2] + beta * c.z;
-        c.w = alpha * acc[i][jh * 4 + 3] + beta * c.w;
-        *p = c;
-      } else {
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj)
-          if (col + jj < N) C[row * N + col + jj] = alpha * acc[i][jh * 4 + jj] + beta * C[row * N + col + jj];
-      }
-    }
-  }
-}
-
-#ifndef STAGES
-#define STAGES 3
-#endif
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
-
-// cp.async of 4 or 16 bytes; `bytes` 0 fills the destination with zeros and reads nothing.
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
-
-// One stage of mm_multistage: the A tile (128 x BK) copied transposed into As[k][m] by 4-byte
-// copies, 32 consecutive rows a warp (conflict-free shared writes; the 8 or 16 reads of a row's
-// sector hit L1, .ca), and the B tile (BK x 128) by 16-byte copies; zeros past the matrices.
-template <int TBK>
-__device__ __forceinline__ void copy_stage(int M, int N, int K, const float* A, const float* B, int c_row, int c_col, int t, float* As, float* Bs) {
-  constexpr int TBM = 128, TBN = 128, THREADS = 256;
-#pragma unroll
-  for (int j = 0; j < TBM * TBK / THREADS; ++j) {
-    const int e = threadIdx.x + j * THREADS, r = e % TBM, k = e / TBM;
-    const int ar = c_row * TBM + r, ac = t + k;
-    const bool in = ar < M && ac < K;
-    cp_async4(&As[k * TBM + r], in ? &A[ar * K + ac] : A, in ? 4 : 0);
-  }
-  const bool vec_b = (N % 4) == 0;
-#pragma unroll
-  for (int j = 0; j < TBK * TBN / 4 / THREADS; ++j) {
-    const int e = threadIdx.x + j * THREADS, r = e / (TBN / 4), c = (e % (TBN / 4)) * 4;
-    const int br = t + r, bc = c_col * TBN + c;
-    if (vec_b) {
-      const bool in = br < K && bc < N; // bc + 3 < N too: N and bc are multiples of 4
-      cp_async16(&Bs[r * TBN + c], in ? &B[br * N + bc] : B, in ? 16 : 0);
-    } else {
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const bool in = br < K && bc + q < N;
-        cp_async4(&Bs[r * TBN + c + q], in ? &B[br * N + bc + q] : B, in ? 4 : 0);
-      }
-    }
-  }
-}
-
-// warptiled_8w's thread and warp layout fed by a STAGES-deep cp.async pipeline: the copies go
-// from global to shared memory without passing through registers (no staging registers, so the
-// fragments are double-buffered at BK 16 within the 128-register bound), STAGES - 1 tiles in flight.
-extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
-  constexpr int TBM = 128, TBN = 128;
-  __shared__ __align__(16) float As[STAGES][BK * TBM];
-  __shared__ __align__(16) float Bs[STAGES][BK * TBN];
-  const int grid_n = gridDim.x, grid_m = gridDim.y;
-  const int pid = blockIdx.y * grid_n + blockIdx.x;
-  const int group_width = GROUP * grid_n;
-  const int first_m = (pid / group_width) * GROUP;
-  const int group_m = min(grid_m - first_m, GROUP);
-  const int c_row = first_m + (pid % group_width) % group_m, c_col = (pid % group_width) / group_m;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int row0 = (warp / 2) * 32 + (lane / 8) * 4;
-  const int col0 = (warp % 2) * 64 + (lane % 8) * 4;
-  float acc[8][8] = {{0.0f}};
-  const int tiles = (K + BK - 1) / BK;
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < tiles) copy_stage<BK>(M, N, K, A, B, c_row, c_col, s * BK, As[s], Bs[s]);
-    cp_async_commit();
-  }
-  for (int t = 0; t < tiles; ++t) {
-    cp_async_wait<STAGES - 2>(); // this thread's copies of tile t have landed
-    __syncthreads();             // everyone's have; everyone is done with tile t - 1's stage
-    const int ahead = t + STAGES - 1;
-    if (ahead < tiles) copy_stage<BK>(M, N, K, A, B, c_row, c_col, ahead * BK, As[ahead % STAGES], Bs[ahead % STAGES]);
-    cp_async_commit();
-    const float* as = As[t % STAGES];
-    const float* bs = Bs[t % STAGES];
-    float a[2][8], b[2][8];
-    auto load_frags = [&](int k, float* fa, float* fb) {
-      *reinterpret_cast<float4*>(&fa[0]) = *reinterpret_cast<const float4*>(&as[k * TBM + row0]);
-      *reinterpret_cast<float4*>(&fa[4]) = *reinterpret_cast<const float4*>(&as[k * TBM + row0 + 16]);
-      *reinterpret_cast<float4*>(&fb[0]) = *reinterpret_cast<const float4*>(&bs[k * TBN + col0]);
-      *reinterpret_cast<float4*>(&fb[4]) = *reinterpret_cast<const float4*>(&bs[k * TBN + col0 + 32]);
-    };
-    load_frags(0, a[0], b[0]);
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-      if (k + 1 < BK) load_frags(k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[i][j] += a[k % 2][i] * b[k % 2][j];
-    }
-  }
-  cp_async_wait<0>();
-  const bool vec_c = (N % 4) == 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const int row = c_row * TBM + row0 + (i / 4) * 16 + i % 4;
-    if (row >= M) continue;
-#pragma unroll
-    for (int jh = 0; jh < 2; ++jh) {
-      const int col = c_col * TBN + col0 + jh * 32;
-      if (vec_c && col + 4 <= N) {
-        float4* p = reinterpret_cast<float4*>(&C[row * N + col]);
-        float4 c = *p;
-        c.x = alpha * acc[i][jh * 4 + 0] + beta * c.x;
-        c.y = alpha * acc[i][jh * 4 + 1] + beta * c.y;
-        c.z = alpha * acc[i][jh * 4 + 2] + beta * c.z;
-        c.w = alpha * acc[i][jh * 4 + 3] + beta * c.w;
-        *p = c;
-      } else {
-#pragma unroll
-        for (int jj = 0; jj < 4; ++jj)
-          if (col + jj < N) C[row * N + col + jj] = alpha * acc[i][jh * 4 + jj] + beta * C[row * N + col + jj];
-      }
-    }
-  }
-}
