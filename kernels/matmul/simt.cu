@@ -1,4 +1,4 @@
-// The SIMT rungs of the matmul suite past `warptiled` (issue 30 part 5): one thread layout
+//! The SIMT rungs of the matmul suite past `warptiled` (issue 30 part 5): one thread layout
 // (SimtTile) with its fragment reads, outer product and epilogue shared by warptiled_8w,
 // thread_tile_16x8 and multistage. Includes matmul.cu for its defines, BUILD() and the
 // register-staged tile loads (fetch_tiles, store_tiles); every kernel handles any M, N, K.
