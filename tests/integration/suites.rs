@@ -783,7 +783,7 @@ fn the_scan_suite_adds_a_large_size_and_one_launch_lookbacks_without_losing_a_me
 
 #[test]
 fn the_warp_specialised_scan_launches_its_consumers_and_two_role_warps_with_every_stage_in_shared_memory()
-{
+ {
     let s = suite::load(&kernels_dir().join("scan/suite.toml")).unwrap();
     let jobs: Vec<_> = s
         .jobs
@@ -792,8 +792,16 @@ fn the_warp_specialised_scan_launches_its_consumers_and_two_role_warps_with_ever
         .collect();
     assert!(!jobs.is_empty());
     let (status, counter) = (
-        s.manifest.buffers.iter().position(|b| b.name == "status").unwrap(),
-        s.manifest.buffers.iter().position(|b| b.name == "counter").unwrap(),
+        s.manifest
+            .buffers
+            .iter()
+            .position(|b| b.name == "status")
+            .unwrap(),
+        s.manifest
+            .buffers
+            .iter()
+            .position(|b| b.name == "counter")
+            .unwrap(),
     );
     for j in jobs {
         let p = |k: &str| j.key.variant_params[k] as u64;
@@ -812,12 +820,21 @@ fn the_warp_specialised_scan_launches_its_consumers_and_two_role_warps_with_ever
         assert_eq!(scan.kernel, "scan_lookback_specialized");
         assert_eq!(scan.args[2], suite::ArgSpec::Buffer(status));
         assert_eq!(scan.args[3], suite::ArgSpec::Buffer(counter));
-        assert!(j.buffers[status].len >= n.div_ceil(block * items), "{}", j.id());
+        assert!(
+            j.buffers[status].len >= n.div_ceil(block * items),
+            "{}",
+            j.id()
+        );
         // BLOCK consumer threads (whole warps), then the producer and the aggregator warp.
         assert_eq!(block % 32, 0, "{}", j.id());
         assert_eq!(scan.block[0] as u64, block + 64, "{}", j.id());
         // The stages are dynamic shared memory, within the 227 KB a block may opt into.
-        assert_eq!(scan.shared_bytes as u64, stages * block * items * 4, "{}", j.id());
+        assert_eq!(
+            scan.shared_bytes as u64,
+            stages * block * items * 4,
+            "{}",
+            j.id()
+        );
         assert!(scan.shared_bytes <= 227 * 1024, "{}", j.id());
         // The unpadded stage (a bulk copy cannot pad) is read blocked without bank conflicts
         // only when a thread's int4 count is odd.
@@ -826,7 +843,12 @@ fn the_warp_specialised_scan_launches_its_consumers_and_two_role_warps_with_ever
         // 1 KB of it reserved a block, plus the kernel's small static arrays).
         assert_eq!(grid % 132, 0, "{}", j.id());
         let per_sm = 228 * 1024 / (scan.shared_bytes as u64 + 1024 + 512);
-        assert!(grid / 132 <= per_sm, "{}: {} blocks an SM", j.id(), grid / 132);
+        assert!(
+            grid / 132 <= per_sm,
+            "{}: {} blocks an SM",
+            j.id(),
+            grid / 132
+        );
         assert_eq!(scan.grid[0] as u64, grid, "{}", j.id());
     }
 }
