@@ -33,6 +33,13 @@
 #define BULK_STORE 0
 #endif
 
+// 0: the aggregator looks back as every other look-back does (lookback(): 32 predecessors a round
+// trip, until one holds an inclusive prefix). W > 0: it reads W windows of 32 at once and counts
+// its block's previous tile as an inclusive prefix it already holds (see lookback_from()).
+#ifndef WIDE
+#define WIDE 0
+#endif
+
 #define CONSUMER_WARPS (BLOCK / 32)
 #define PRODUCER_WARP CONSUMER_WARPS
 #define AGGREGATOR_WARP (CONSUMER_WARPS + 1)
@@ -97,11 +104,68 @@ __device__ __forceinline__ void produce(const T* __restrict__ x, int n, unsigned
     }
 }
 
+// Round 1 on an H100 (README): with the look-back of lookback(), DRAM was 45-53% busy at 2^27.
+// The persistent blocks advance in step, so when a tile looks back its 32, 64, ... predecessors are
+// the same round's tiles of the other blocks, all looking back at once: the nearest inclusive
+// prefix is a whole round (about GRID tiles) back, GRID / 32 windows of one L2 round trip each.
+// But the block's own previous tile `prev` is about GRID tiles back, and the aggregator holds its
+// inclusive prefix. So: read W windows of 32 at once (lane l, window j: tile end - l - 32 j),
+// count tile prev as (P, prev_inclusive) and anything before it as (P, 0), wait until the tiles
+// read have published, and add back to the nearest inclusive prefix: one round trip while
+// prev is within 32 W tiles. Publishes flag A first and flag P last, as lookback() does.
+__device__ __forceinline__ T lookback_from(unsigned long long* status, unsigned tile, T aggregate, long long prev, T prev_inclusive)
+{
+    const int lane = threadIdx.x & 31;
+    volatile unsigned long long* vs = status;
+    if (tile == 0) {
+        if (lane == 0)
+            vs[0] = pack(FLAG_P, aggregate);
+        return (T)0;
+    }
+    if (lane == 0)
+        vs[tile] = pack(FLAG_A, aggregate);
+    T prefix = (T)0;
+    long long end = (long long)tile - 1;
+    while (true) {
+        unsigned long long s[WIDE > 0 ? WIDE : 1];
+        bool missing;
+        do {
+            missing = false;
+#pragma unroll
+            for (int j = 0; j < WIDE; ++j) {
+                const long long idx = end - lane - 32 * j;
+                s[j] = idx > prev ? vs[idx] : pack(FLAG_P, idx == prev ? prev_inclusive : (T)0);
+            }
+#pragma unroll
+            for (int j = 0; j < WIDE; ++j)
+                missing |= (s[j] >> 32) == 0ull;
+        } while (__any_sync(FULL_MASK, missing));
+        bool found = false;
+#pragma unroll
+        for (int j = 0; j < WIDE; ++j) { // windows nearest first; lanes nearest first within one
+            const unsigned pmask = __ballot_sync(FULL_MASK, (s[j] >> 32) == FLAG_P);
+            if (!found) { // uniform
+                const int stop = pmask ? __ffs(pmask) - 1 : 31;
+                prefix += warp_sum(lane <= stop ? from_bits((unsigned)(s[j] & 0xffffffffull)) : (T)0);
+                found = pmask != 0u;
+            }
+        }
+        if (found)
+            break;
+        end -= 32 * WIDE;
+    }
+    if (lane == 0)
+        vs[tile] = pack(FLAG_P, prefix + aggregate);
+    return prefix;
+}
+
 // The aggregator warp: the tile's sum from shared memory (lane l adds vectors l, l + 32, ...: no
 // bank conflicts), published with the look-back (lookback() publishes flag A before it reads).
 __device__ __forceinline__ void aggregate(unsigned tiles, const T4* stages, Pipeline& p, unsigned long long* status)
 {
     const int lane = threadIdx.x & 31;
+    long long prev = -1; // the block's previous tile and its inclusive prefix (none yet: tile -1, 0)
+    T prev_inclusive = (T)0;
     for (unsigned k = 0;; ++k) {
         const int s = stage_of(k);
         barrier_wait(&p.full[s], phase_of(k));
@@ -119,7 +183,9 @@ __device__ __forceinline__ void aggregate(unsigned tiles, const T4* stages, Pipe
             sum[3] += q.w;
         }
         const T total = warp_sum((sum[0] + sum[1]) + (sum[2] + sum[3]));
-        const T prefix = lookback(status, tile, total);
+        const T prefix = WIDE > 0 ? lookback_from(status, tile, total, prev, prev_inclusive) : lookback(status, tile, total);
+        prev = tile;
+        prev_inclusive = prefix + total;
         if (lane == 0) {
             p.prefix_of[s] = prefix;
             barrier_arrive(&p.ready[s]);
