@@ -55,9 +55,20 @@ __device__ __forceinline__ T warp_inclusive_scan(T v)
     return v;
 }
 
+// The barrier of a block scan: __syncthreads (BAR 0), or named barrier BAR over the NT threads
+// of warps 0 .. NT/32 - 1 only (a warp-specialised kernel's consumer warps).
+template <int BAR, int NT>
+__device__ __forceinline__ void block_sync()
+{
+    if (BAR == 0)
+        __syncthreads();
+    else
+        asm volatile("bar.sync %0, %1;\n" ::"n"(BAR), "n"(NT) : "memory");
+}
+
 // Exclusive scan of one value per thread over a block of NT threads; *total gets the block's sum.
-// Every thread of the block must call it (it holds __syncthreads). warp_sh: NT/32 + 1 elements.
-template <int NT>
+// Every thread of the block (of the NT with BAR) must call it (it holds barriers). warp_sh: NT/32 + 1 elements.
+template <int NT, int BAR = 0>
 __device__ __forceinline__ T block_exclusive_scan(T val, T* warp_sh, T* total)
 {
     const int lane = threadIdx.x & 31;
@@ -68,7 +79,7 @@ __device__ __forceinline__ T block_exclusive_scan(T val, T* warp_sh, T* total)
         exc = (T)0;
     if (lane == 31)
         warp_sh[warp] = inc;
-    __syncthreads();
+    block_sync<BAR, NT>();
     if (warp == 0) {
         T w = lane < NT / 32 ? warp_sh[lane] : (T)0;
         T wi = warp_inclusive_scan(w);
@@ -80,10 +91,10 @@ __device__ __forceinline__ T block_exclusive_scan(T val, T* warp_sh, T* total)
         if (lane == 31)
             warp_sh[NT / 32] = wi; // lanes past the last warp added 0: wi is the block's sum
     }
-    __syncthreads();
+    block_sync<BAR, NT>();
     T result = warp_sh[warp] + exc;
     *total = warp_sh[NT / 32];
-    __syncthreads(); // warp_sh may be reused by the caller
+    block_sync<BAR, NT>(); // warp_sh may be reused by the caller
     return result;
 }
 
@@ -182,6 +193,63 @@ __device__ __forceinline__ T thread_scan(T v[ITEMS])
         v[k] = EXCLUSIVE_SCAN ? before : run;
     }
     return run;
+}
+
+// A tile staged in shared memory as TILE / 4 vectors, unpadded or (PAD) with one vector of padding
+// in every nine, which keeps both access patterns below free of bank conflicts when a thread's
+// ITEMS / 4 vectors are an even count (an odd count is conflict-free unpadded).
+template <bool PAD>
+__device__ __forceinline__ int stage_at(int i)
+{
+    return PAD ? i + (i >> 3) : i;
+}
+
+// Warp-striped loads into the stage (vector k * BLOCK + threadIdx.x: a warp reads 512 contiguous
+// bytes), 0 past n; and the matching stores of the stage to y.
+template <bool PAD>
+__device__ __forceinline__ void stage_load_striped(const T* __restrict__ x, long long tile_first, int n, T4* stage)
+{
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const int c = k * BLOCK + threadIdx.x;
+        T q[4];
+        load_vec4(x, tile_first + 4 * c, n, q);
+        stage[stage_at<PAD>(c)] = make_vec4(q);
+    }
+}
+
+template <bool PAD>
+__device__ __forceinline__ void stage_store_striped(T* __restrict__ y, long long tile_first, int n, const T4* stage)
+{
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const int c = k * BLOCK + threadIdx.x;
+        store_vec4(y, tile_first + 4 * c, n, stage[stage_at<PAD>(c)]);
+    }
+}
+
+// The thread's ITEMS consecutive elements of the stage (blocked), and writing them back plus `add`.
+template <bool PAD>
+__device__ __forceinline__ void stage_read_blocked(const T4* stage, T v[ITEMS])
+{
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const T4 q = stage[stage_at<PAD>(threadIdx.x * (ITEMS / 4) + k)];
+        v[4 * k] = q.x;
+        v[4 * k + 1] = q.y;
+        v[4 * k + 2] = q.z;
+        v[4 * k + 3] = q.w;
+    }
+}
+
+template <bool PAD>
+__device__ __forceinline__ void stage_write_blocked(T4* stage, const T v[ITEMS], T add)
+{
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        T q[4] = { v[4 * k] + add, v[4 * k + 1] + add, v[4 * k + 2] + add, v[4 * k + 3] + add };
+        stage[stage_at<PAD>(threadIdx.x * (ITEMS / 4) + k)] = make_vec4(q);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -522,23 +590,10 @@ extern "C" __global__ void scan_lookback_smem(const T* __restrict__ x, T* y, uns
     __syncthreads();
     const unsigned tile = tile_sh;
     const long long tile_first = (long long)tile * TILE;
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        const int c = k * BLOCK + threadIdx.x;
-        T q[4];
-        load_vec4(x, tile_first + 4 * c, n, q);
-        stage[c] = make_vec4(q);
-    }
+    stage_load_striped<false>(x, tile_first, n, stage);
     __syncthreads();
     T v[ITEMS];
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        const T4 q = stage[threadIdx.x * (ITEMS / 4) + k];
-        v[4 * k] = q.x;
-        v[4 * k + 1] = q.y;
-        v[4 * k + 2] = q.z;
-        v[4 * k + 3] = q.w;
-    }
+    stage_read_blocked<false>(stage, v);
     T run = thread_scan<EXCLUSIVE != 0>(v);
     T total;
     T excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers also order the reads of stage above before the writes below
@@ -548,18 +603,9 @@ extern "C" __global__ void scan_lookback_smem(const T* __restrict__ x, T* y, uns
             prefix_sh = prefix;
     }
     __syncthreads();
-    const T add = prefix_sh + excl;
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        T q[4] = { v[4 * k] + add, v[4 * k + 1] + add, v[4 * k + 2] + add, v[4 * k + 3] + add };
-        stage[threadIdx.x * (ITEMS / 4) + k] = make_vec4(q);
-    }
+    stage_write_blocked<false>(stage, v, prefix_sh + excl);
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        const int c = k * BLOCK + threadIdx.x;
-        store_vec4(y, tile_first + 4 * c, n, stage[c]);
-    }
+    stage_store_striped<false>(y, tile_first, n, stage);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,13 +622,8 @@ extern "C" __global__ void scan_lookback_smem(const T* __restrict__ x, T* y, uns
 
 #define EPOCH_SHIFT 34
 #define EPOCHS ((1ull << 30) - 1)
-#if (ITEMS / 4) % 2 == 0
-#define STAGE_AT(i) ((i) + ((i) >> 3))
-#define STAGE_LEN (TILE / 4 + TILE / 32)
-#else
-#define STAGE_AT(i) (i)
-#define STAGE_LEN (TILE / 4)
-#endif
+#define STAGE_PAD ((ITEMS / 4) % 2 == 0)
+#define STAGE_LEN (STAGE_PAD ? TILE / 4 + TILE / 32 : TILE / 4)
 
 __device__ __forceinline__ unsigned long long pack_epoch(unsigned long long epoch, unsigned long long flag, T v)
 {
@@ -637,23 +678,10 @@ extern "C" __global__ void scan_lookback_onepass(const T* __restrict__ x, T* y, 
     __syncthreads();
     const unsigned tile = tile_sh;
     const long long tile_first = (long long)tile * TILE;
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        const int c = k * BLOCK + threadIdx.x;
-        T q[4];
-        load_vec4(x, tile_first + 4 * c, n, q);
-        stage[STAGE_AT(c)] = make_vec4(q);
-    }
+    stage_load_striped<STAGE_PAD>(x, tile_first, n, stage);
     __syncthreads();
     T v[ITEMS];
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        const T4 q = stage[STAGE_AT(threadIdx.x * (ITEMS / 4) + k)];
-        v[4 * k] = q.x;
-        v[4 * k + 1] = q.y;
-        v[4 * k + 2] = q.z;
-        v[4 * k + 3] = q.w;
-    }
+    stage_read_blocked<STAGE_PAD>(stage, v);
     T run = thread_scan<EXCLUSIVE != 0>(v);
     T total;
     T excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage above before the writes below
@@ -663,16 +691,7 @@ extern "C" __global__ void scan_lookback_onepass(const T* __restrict__ x, T* y, 
             prefix_sh = prefix;
     }
     __syncthreads();
-    const T add = prefix_sh + excl;
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        T q[4] = { v[4 * k] + add, v[4 * k + 1] + add, v[4 * k + 2] + add, v[4 * k + 3] + add };
-        stage[STAGE_AT(threadIdx.x * (ITEMS / 4) + k)] = make_vec4(q);
-    }
+    stage_write_blocked<STAGE_PAD>(stage, v, prefix_sh + excl);
     __syncthreads();
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        const int c = k * BLOCK + threadIdx.x;
-        store_vec4(y, tile_first + 4 * c, n, stage[STAGE_AT(c)]);
-    }
+    stage_store_striped<STAGE_PAD>(y, tile_first, n, stage);
 }

@@ -1,6 +1,7 @@
 //! The look-back scan as a persistent, software-pipelined kernel (variant lookback_pipelined): each block takes tile after tile and has the next tile's 1D bulk copy (TMA) in flight while it scans, looks back and stores the current one. Builds on scan.cu's blocks.
 
 #include "scan.cu"
+#include "scan_bulk.cuh"
 
 // A scan.cu tile at a time through two shared buffers. Thread 0 takes the next tile's ticket and
 // starts its copy (cp.async.bulk, one instruction for TILE * 4 bytes, completion counted in bytes
@@ -18,47 +19,6 @@
 #ifndef TAKE_AHEAD
 #define TAKE_AHEAD 1
 #endif
-
-__device__ __forceinline__ unsigned smem_addr(const void* p)
-{
-    return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// One arrival (the issuing thread's) and the copy's bytes complete each phase.
-__device__ __forceinline__ void full_barrier_init(unsigned long long* bar)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
-}
-
-// Orders this thread's generic-proxy accesses of shared memory before later async-proxy (bulk
-// copy) accesses; with the barrier after it, the whole block's.
-__device__ __forceinline__ void fence_proxy_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, unsigned long long* bar)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
-                 : "memory");
-}
-
-__device__ __forceinline__ void barrier_wait(unsigned long long* bar, unsigned parity)
-{
-    unsigned done = 0;
-    do {
-        asm volatile("{\n"
-                     ".reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n"
-                     "}\n"
-                     : "=r"(done)
-                     : "r"(smem_addr(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
 
 // Thread 0: publishes `ticket` as the tile of the buffer `stage` and starts its bulk copy when it
 // is a whole tile (the partial last tile is loaded by the threads when its turn comes).
@@ -84,8 +44,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_pipelined(cons
     // is hidden behind a whole tile of work instead of delaying the copy and warp 0.
     unsigned ticket = 0;
     if (threadIdx.x == 0) {
-        full_barrier_init(&full[0]);
-        full_barrier_init(&full[1]);
+        barrier_init(&full[0], 1);
+        barrier_init(&full[1], 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); // as kernels/tma: the initialised
         fence_proxy_async();                                                // barriers visible to the copy engine
         prefetch(x, atomicAdd(counter, 1u), full_tiles, stage[0], &tile_sh[0], &full[0]);
@@ -110,24 +70,11 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_pipelined(cons
             barrier_wait(&full[buf], (parity >> buf) & 1u);
             parity ^= 1u << buf;
         } else {
-#pragma unroll
-            for (int k = 0; k < ITEMS / 4; ++k) {
-                const int c = k * BLOCK + threadIdx.x;
-                T q[4];
-                load_vec4(x, tile_first + 4 * c, n, q);
-                stage[buf][c] = make_vec4(q);
-            }
+            stage_load_striped<false>(x, tile_first, n, stage[buf]);
             __syncthreads();
         }
         T v[ITEMS];
-#pragma unroll
-        for (int k = 0; k < ITEMS / 4; ++k) {
-            const T4 q = stage[buf][threadIdx.x * (ITEMS / 4) + k];
-            v[4 * k] = q.x;
-            v[4 * k + 1] = q.y;
-            v[4 * k + 2] = q.z;
-            v[4 * k + 3] = q.w;
-        }
+        stage_read_blocked<false>(stage[buf], v);
         T run = thread_scan<EXCLUSIVE != 0>(v);
         T total;
         T excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage above before the writes below
@@ -137,18 +84,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_pipelined(cons
                 prefix_sh = prefix;
         }
         __syncthreads();
-        const T add = prefix_sh + excl;
-#pragma unroll
-        for (int k = 0; k < ITEMS / 4; ++k) {
-            T q[4] = { v[4 * k] + add, v[4 * k + 1] + add, v[4 * k + 2] + add, v[4 * k + 3] + add };
-            stage[buf][threadIdx.x * (ITEMS / 4) + k] = make_vec4(q);
-        }
+        stage_write_blocked<false>(stage[buf], v, prefix_sh + excl);
         __syncthreads();
-#pragma unroll
-        for (int k = 0; k < ITEMS / 4; ++k) {
-            const int c = k * BLOCK + threadIdx.x;
-            store_vec4(y, tile_first + 4 * c, n, stage[buf][c]);
-        }
+        stage_store_striped<false>(y, tile_first, n, stage[buf]);
         fence_proxy_async(); // this thread's accesses of stage[buf] before the copy that will refill it
     }
 }
@@ -175,24 +113,10 @@ __device__ __forceinline__ T scan_staged_tile(const T* __restrict__ x, int n, un
         barrier_wait(bar, (parity >> buf) & 1u);
         parity ^= 1u << buf;
     } else {
-        const long long tile_first = (long long)tile * TILE;
-#pragma unroll
-        for (int k = 0; k < ITEMS / 4; ++k) {
-            const int c = k * BLOCK + threadIdx.x;
-            T q[4];
-            load_vec4(x, tile_first + 4 * c, n, q);
-            stage[c] = make_vec4(q);
-        }
+        stage_load_striped<false>(x, (long long)tile * TILE, n, stage);
         __syncthreads();
     }
-#pragma unroll
-    for (int k = 0; k < ITEMS / 4; ++k) {
-        const T4 q = stage[threadIdx.x * (ITEMS / 4) + k];
-        v[4 * k] = q.x;
-        v[4 * k + 1] = q.y;
-        v[4 * k + 2] = q.z;
-        v[4 * k + 3] = q.w;
-    }
+    stage_read_blocked<false>(stage, v);
     T run = thread_scan<EXCLUSIVE != 0>(v);
     T total;
     excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage before later writes
@@ -220,8 +144,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_early(const T*
     const unsigned tiles = (unsigned)(((long long)n + TILE - 1) / TILE);
     const unsigned full_tiles = (unsigned)(n / TILE);
     if (threadIdx.x == 0) {
-        full_barrier_init(&full[0]);
-        full_barrier_init(&full[1]);
+        barrier_init(&full[0], 1);
+        barrier_init(&full[1], 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         fence_proxy_async();
         prefetch(x, atomicAdd(counter, 1u), full_tiles, stage[0], &tile_sh[0], &full[0]);
@@ -245,19 +169,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK) scan_lookback_early(const T*
                 prefix_sh = prefix;
         }
         __syncthreads(); // prefix_sh and tile_sh[buf ^ 1] written
-        const T add = prefix_sh + excl;
-#pragma unroll
-        for (int k = 0; k < ITEMS / 4; ++k) {
-            T q[4] = { v[4 * k] + add, v[4 * k + 1] + add, v[4 * k + 2] + add, v[4 * k + 3] + add };
-            stage[buf][threadIdx.x * (ITEMS / 4) + k] = make_vec4(q);
-        }
+        stage_write_blocked<false>(stage[buf], v, prefix_sh + excl);
         __syncthreads();
-        const long long tile_first = (long long)tile * TILE;
-#pragma unroll
-        for (int k = 0; k < ITEMS / 4; ++k) {
-            const int c = k * BLOCK + threadIdx.x;
-            store_vec4(y, tile_first + 4 * c, n, stage[buf][c]);
-        }
+        stage_store_striped<false>(y, (long long)tile * TILE, n, stage[buf]);
         fence_proxy_async(); // this thread's accesses of stage[buf] before the copy that will refill it
         const unsigned next = tile_sh[buf ^ 1];
         if (next >= tiles) // uniform: no copy was started
