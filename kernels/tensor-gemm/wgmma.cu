@@ -409,27 +409,48 @@ __device__ __forceinline__ unsigned pack_pair<__half>(float x, float y) {
 // thread stores them with cp.async.bulk.tensor (clipped at C's edges) while the warpgroup goes on
 // to the next tile's k-loop. Before writing the buffer again that thread waits for the previous
 // stores to have read it.
-template <typename OutT>
+// STMATRIX: the same layout written with stmatrix.x4 (four 8 x 8 matrices of 16-bit elements a
+// warp instruction, one 16-byte row of each from each lane's address): the accumulator fragment of
+// 16 columns is exactly the instruction's four matrices, so a thread issues 16 stores a tile
+// instead of 64, and each matrix's 8 rows land on 8 different 16-byte chunks (no bank conflicts).
+template <typename OutT, bool STMATRIX = false>
 __device__ __forceinline__ void store_tile_tma(const float (&d)[S_BN / 16][8], OutT* sC, const CUtensorMap* mapC,
                                                int row0, int col0, int named_barrier) {
   static_assert(sizeof(OutT) == 2, "the TMA epilogue is for f16/bf16 outputs");
   const int t = threadIdx.x % 128;
   if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
   asm volatile("bar.sync %0, 128;\n" ::"r"(named_barrier) : "memory");
-  const int r = 16 * (t / 32) + (t % 32) / 4;  // and r + 8
   unsigned char* base = reinterpret_cast<unsigned char*>(sC);
+  if constexpr (STMATRIX) {
+    // Lane l gives the address of row l % 8 of matrix l / 8: matrices 0 and 1 are rows 0-7 and
+    // 8-15 of the warp's 16 at the first 8 columns, 2 and 3 the same at the next 8.
+    const int lane = t % 32, j = lane / 8, i = lane % 8;
+    const int row = 16 * (t / 32) + 8 * (j % 2) + i;
+    const unsigned row_addr = smem_addr(base) + row * 128;
 #pragma unroll
-  for (int c16 = 0; c16 < S_BN / 16; ++c16) {
+    for (int c16 = 0; c16 < S_BN / 16; ++c16) {
+      const int chunk = (c16 % 4) * 2 + j / 2;
+      const unsigned addr = row_addr + (c16 / 4) * (64 * 128) + ((chunk ^ i) * 16);
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+                   "r"(pack_pair<OutT>(d[c16][0], d[c16][1])), "r"(pack_pair<OutT>(d[c16][2], d[c16][3])),
+                   "r"(pack_pair<OutT>(d[c16][4], d[c16][5])), "r"(pack_pair<OutT>(d[c16][6], d[c16][7]))
+                   : "memory");
+    }
+  } else {
+    const int r = 16 * (t / 32) + (t % 32) / 4;  // and r + 8
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int col = 16 * c16 + 8 * half + 2 * (t % 4);  // 0 .. 255 in the tile
-      unsigned char* box = base + (col / 64) * (64 * 128);
-      const int chunk = (col % 64) / 8, within = (col % 8) * 2;
+    for (int c16 = 0; c16 < S_BN / 16; ++c16) {
 #pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int row = r + 8 * rr;
-        *reinterpret_cast<unsigned*>(box + row * 128 + ((chunk ^ (row % 8)) * 16) + within) =
-            pack_pair<OutT>(d[c16][4 * half + 2 * rr], d[c16][4 * half + 2 * rr + 1]);
+      for (int half = 0; half < 2; ++half) {
+        const int col = 16 * c16 + 8 * half + 2 * (t % 4);  // 0 .. 255 in the tile
+        unsigned char* box = base + (col / 64) * (64 * 128);
+        const int chunk = (col % 64) / 8, within = (col % 8) * 2;
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          const int row = r + 8 * rr;
+          *reinterpret_cast<unsigned*>(box + row * 128 + ((chunk ^ (row % 8)) * 16) + within) =
+              pack_pair<OutT>(d[c16][4 * half + 2 * rr], d[c16][4 * half + 2 * rr + 1]);
+        }
       }
     }
   }
@@ -459,7 +480,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&d)[S_BN / 16][8], O
 // along a column (by rm = 0): each block loads a 1/CLUSTER_N of A's and 1/CLUSTER_M of B's bytes
 // from L2.
 template <typename T, typename OutT, int CLUSTER_M, int STAGES, bool TMA_STORE, bool KEEP_ONE = false,
-          int CLUSTER_N = 1>
+          int CLUSTER_N = 1, bool STMATRIX = false>
 __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* mapA, const CUtensorMap* mapB,
                                         const CUtensorMap* mapC, OutT* C) {
   require_multiples_of_8(N, K);
@@ -565,7 +586,7 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
         free_slot<CLUSTER>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
       }
       if constexpr (TMA_STORE) {
-        store_tile_tma(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
+        store_tile_tma<OutT, STMATRIX>(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
       } else {
         store_tile(d, C, M, N, row0 + 64 * c, col0);
       }
@@ -602,6 +623,14 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
     ws_gemm_tma_store_keep1(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                             const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
   ws_body<T, OutT, CLUSTER_M, 3, true, true, CLUSTER_N>(M, N, K, &mapA, &mapB, &mapC, nullptr);
+}
+
+// The keep-one TMA-store kernel with the epilogue written by stmatrix (fast.cu kernel 12's).
+template <typename T, typename OutT, int CLUSTER_M, int CLUSTER_N = 1>
+__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
+    ws_gemm_stmatrix(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                     const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
+  ws_body<T, OutT, CLUSTER_M, 3, true, true, CLUSTER_N, true>(M, N, K, &mapA, &mapB, &mapC, nullptr);
 }
 
 }  // namespace tgh
