@@ -38,6 +38,32 @@ pub fn cuda_device_count() -> Result<usize, DeviceError> {
         .map_err(|e| DeviceError::Cuda(e.to_string()))
 }
 
+/// The multiprocessor count of the GPU at PCI bus id `bus_id` (as NVML writes it), from the CUDA
+/// driver: found by its bus id because CUDA's own numbering need not be NVML's. No context is made.
+pub fn cuda_sm_count(bus_id: &str) -> Result<u32, DeviceError> {
+    use cudarc::driver::{result, sys};
+    if !driver_present() {
+        return Err(DeviceError::NoDriver);
+    }
+    let cuda = |e: String| DeviceError::Cuda(format!("reading the SM count of {bus_id}: {e}"));
+    result::init().map_err(|e| cuda(e.to_string()))?;
+    let id = std::ffi::CString::new(bus_id).map_err(|e| cuda(e.to_string()))?;
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: `dev` is written by the call; `id` is a NUL-terminated string that outlives it.
+    unsafe { sys::cuDeviceGetByPCIBusId(&mut dev, id.as_ptr()) }
+        .result()
+        .map_err(|e| cuda(e.to_string()))?;
+    // SAFETY: `dev` is a device the driver just returned.
+    let n = unsafe {
+        result::device::get_attribute(
+            dev,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+    }
+    .map_err(|e| cuda(e.to_string()))?;
+    u32::try_from(n).map_err(|_| cuda(format!("the driver said {n}")))
+}
+
 /// Fails, with the fix, unless GPU `gpu` exists.
 pub fn require_gpu(gpu: u32) -> Result<(), DeviceError> {
     let count = cuda_device_count()?;
@@ -96,6 +122,10 @@ impl NvmlSession {
             max_sm_clock_mhz: d.max_clock_info(Clock::SM).unwrap_or(0),
             max_mem_clock_mhz: max_mem,
             peak_bandwidth_gbs: peak_bandwidth_gbs(max_mem, bus),
+            sm_count: d
+                .pci_info()
+                .ok()
+                .and_then(|p| cuda_sm_count(&p.bus_id).ok()),
         })
     }
 

@@ -112,6 +112,10 @@ pub struct LaunchSpec {
     /// Programmatic dependent launch: may overlap the end of the launch before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pdl: bool,
+    /// A grid that names `SMS`: its expressions, evaluated again at each GPU's multiprocessor
+    /// count before the job runs (`grid` holds the value at the nominal count until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid_of_sms: Option<super::device_grid::SmsGrid>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

@@ -221,6 +221,7 @@ fn the_signature_check_knows_a_tensor_map_parameter() {
         args,
         cluster: None,
         pdl: false,
+        grid_of_sms: None,
     };
     // The kernel takes (CUtensorMap, float*, int).
     let kernel = [128, 8, 4];
