@@ -2,9 +2,7 @@
 //! SM): evaluated at a nominal count when the suite loads, where no GPU is known, and again at each
 //! GPU model's own count before its jobs run. Pure: the count is passed in.
 
-use serde::{Deserialize, Serialize};
-
-use super::job::JobSpec;
+use super::job::{JobSpec, SmsGrid};
 use crate::expr::{self, Bindings};
 
 /// The name grid expressions use for the device's multiprocessor count.
@@ -13,14 +11,6 @@ pub const SMS: &str = "SMS";
 /// The multiprocessor count a grid that names `SMS` is evaluated at before a GPU is known
 /// (loading, `plan`, `--mock-gpu`): an H100 SXM's or H200's.
 pub const NOMINAL_SMS: u32 = 132;
-
-/// A launch's grid expressions that name `SMS`, with the job's bindings: what evaluating the grid
-/// again at another count needs.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SmsGrid {
-    pub exprs: Vec<String>,
-    pub env: Bindings,
-}
 
 /// A grid that does not evaluate at a GPU's count, or breaks the launch's clusters there.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -35,7 +35,7 @@ mod validate;
 pub use crate::records::BoundSpec;
 pub use crate::verify::{CopyMap, CorrectnessSpec, ElemType, Init, MatmulShape, RowwiseSpec};
 pub use check::CheckOp;
-pub use device_grid::{NOMINAL_SMS, SMS, SmsGrid, SmsGridError, any_sms_grid, bind_sms};
+pub use device_grid::{NOMINAL_SMS, SMS, SmsGridError, any_sms_grid, bind_sms};
 pub use files::MAX_FILE_BYTES;
 pub use job::*;
 pub use load::{MAX_MANIFEST_BYTES, Suite, discover, load, load_named};
