@@ -38,6 +38,40 @@ pub fn cuda_device_count() -> Result<usize, DeviceError> {
         .map_err(|e| DeviceError::Cuda(e.to_string()))
 }
 
+/// The multiprocessor count of GPU `index` (PCI bus order) from the CUDA driver, found by its PCI
+/// bus id as NVML writes it where there is one (CUDA's own numbering need not be the bus's), else
+/// by CUDA's ordinal. No context is made.
+pub fn cuda_sm_count(index: u32, bus_id: Option<&str>) -> Result<u32, DeviceError> {
+    use cudarc::driver::{result, sys};
+    if !driver_present() {
+        return Err(DeviceError::NoDriver);
+    }
+    let cuda = |e: String| DeviceError::Cuda(format!("reading the SM count of GPU {index}: {e}"));
+    result::init().map_err(|e| cuda(e.to_string()))?;
+    let by_bus = bus_id.and_then(|id| {
+        let id = std::ffi::CString::new(id).ok()?;
+        let mut dev: sys::CUdevice = 0;
+        // SAFETY: `dev` is written by the call; `id` is a NUL-terminated string that outlives it.
+        unsafe { sys::cuDeviceGetByPCIBusId(&mut dev, id.as_ptr()) }
+            .result()
+            .ok()
+            .map(|_| dev)
+    });
+    let dev = match by_bus {
+        Some(dev) => dev,
+        None => result::device::get(index as i32).map_err(|e| cuda(e.to_string()))?,
+    };
+    // SAFETY: `dev` is a device the driver just returned.
+    let n = unsafe {
+        result::device::get_attribute(
+            dev,
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+    }
+    .map_err(|e| cuda(e.to_string()))?;
+    u32::try_from(n).map_err(|_| cuda(format!("the driver said {n}")))
+}
+
 /// Fails, with the fix, unless GPU `gpu` exists.
 pub fn require_gpu(gpu: u32) -> Result<(), DeviceError> {
     let count = cuda_device_count()?;
@@ -96,6 +130,7 @@ impl NvmlSession {
             max_sm_clock_mhz: d.max_clock_info(Clock::SM).unwrap_or(0),
             max_mem_clock_mhz: max_mem,
             peak_bandwidth_gbs: peak_bandwidth_gbs(max_mem, bus),
+            sm_count: cuda_sm_count(index, d.pci_info().ok().map(|p| p.bus_id).as_deref()).ok(),
         })
     }
 

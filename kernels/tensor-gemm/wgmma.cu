@@ -379,12 +379,13 @@ struct TileOrder {
 };
 
 // A consumer warpgroup's arrival on a slot's empty barrier: thread r arrives on block r's
-// (every block of the cluster received B's multicast into that slot).
-template <int CLUSTER_M>
+// (the multicasts into that slot came from other blocks of the cluster, whose producers wait
+// for every block's consumers before they write it again).
+template <int CLUSTER_SIZE>
 __device__ __forceinline__ void free_slot(unsigned long long* empty, int t) {
-  if (CLUSTER_M == 1) {
+  if (CLUSTER_SIZE == 1) {
     if (t == 0) bar_arrive(empty);
-  } else if (t < CLUSTER_M) {
+  } else if (t < CLUSTER_SIZE) {
     bar_arrive_cluster(empty, t);
   }
 }
@@ -409,27 +410,48 @@ __device__ __forceinline__ unsigned pack_pair<__half>(float x, float y) {
 // thread stores them with cp.async.bulk.tensor (clipped at C's edges) while the warpgroup goes on
 // to the next tile's k-loop. Before writing the buffer again that thread waits for the previous
 // stores to have read it.
-template <typename OutT>
+// STMATRIX: the same layout written with stmatrix.x4 (four 8 x 8 matrices of 16-bit elements a
+// warp instruction, one 16-byte row of each from each lane's address): the accumulator fragment of
+// 16 columns is exactly the instruction's four matrices, so a thread issues 16 stores a tile
+// instead of 64, and each matrix's 8 rows land on 8 different 16-byte chunks (no bank conflicts).
+template <typename OutT, bool STMATRIX = false>
 __device__ __forceinline__ void store_tile_tma(const float (&d)[S_BN / 16][8], OutT* sC, const CUtensorMap* mapC,
                                                int row0, int col0, int named_barrier) {
   static_assert(sizeof(OutT) == 2, "the TMA epilogue is for f16/bf16 outputs");
   const int t = threadIdx.x % 128;
   if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
   asm volatile("bar.sync %0, 128;\n" ::"r"(named_barrier) : "memory");
-  const int r = 16 * (t / 32) + (t % 32) / 4;  // and r + 8
   unsigned char* base = reinterpret_cast<unsigned char*>(sC);
+  if constexpr (STMATRIX) {
+    // Lane l gives the address of row l % 8 of matrix l / 8: matrices 0 and 1 are rows 0-7 and
+    // 8-15 of the warp's 16 at the first 8 columns, 2 and 3 the same at the next 8.
+    const int lane = t % 32, j = lane / 8, i = lane % 8;
+    const int row = 16 * (t / 32) + 8 * (j % 2) + i;
+    const unsigned row_addr = smem_addr(base) + row * 128;
 #pragma unroll
-  for (int c16 = 0; c16 < S_BN / 16; ++c16) {
+    for (int c16 = 0; c16 < S_BN / 16; ++c16) {
+      const int chunk = (c16 % 4) * 2 + j / 2;
+      const unsigned addr = row_addr + (c16 / 4) * (64 * 128) + ((chunk ^ i) * 16);
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+                   "r"(pack_pair<OutT>(d[c16][0], d[c16][1])), "r"(pack_pair<OutT>(d[c16][2], d[c16][3])),
+                   "r"(pack_pair<OutT>(d[c16][4], d[c16][5])), "r"(pack_pair<OutT>(d[c16][6], d[c16][7]))
+                   : "memory");
+    }
+  } else {
+    const int r = 16 * (t / 32) + (t % 32) / 4;  // and r + 8
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int col = 16 * c16 + 8 * half + 2 * (t % 4);  // 0 .. 255 in the tile
-      unsigned char* box = base + (col / 64) * (64 * 128);
-      const int chunk = (col % 64) / 8, within = (col % 8) * 2;
+    for (int c16 = 0; c16 < S_BN / 16; ++c16) {
 #pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int row = r + 8 * rr;
-        *reinterpret_cast<unsigned*>(box + row * 128 + ((chunk ^ (row % 8)) * 16) + within) =
-            pack_pair<OutT>(d[c16][4 * half + 2 * rr], d[c16][4 * half + 2 * rr + 1]);
+      for (int half = 0; half < 2; ++half) {
+        const int col = 16 * c16 + 8 * half + 2 * (t % 4);  // 0 .. 255 in the tile
+        unsigned char* box = base + (col / 64) * (64 * 128);
+        const int chunk = (col % 64) / 8, within = (col % 8) * 2;
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr) {
+          const int row = r + 8 * rr;
+          *reinterpret_cast<unsigned*>(box + row * 128 + ((chunk ^ (row % 8)) * 16) + within) =
+              pack_pair<OutT>(d[c16][4 * half + 2 * rr], d[c16][4 * half + 2 * rr + 1]);
+        }
       }
     }
   }
@@ -454,7 +476,12 @@ __device__ __forceinline__ void store_tile_tma(const float (&d)[S_BN / 16][8], O
 // KEEP_ONE: a consumer keeps its last k-tile's wgmmas in flight (wgmma.wait_group 1) and frees
 // that tile's slot only once the next tile's wgmmas are issued, instead of waiting for all of them
 // (wait_group 0) before it frees the slot and waits for the next: CUTLASS's mainloop.
-template <typename T, typename OutT, int CLUSTER_M, int STAGES, bool TMA_STORE, bool KEEP_ONE = false>
+// CLUSTER_N = 2: clusters of CLUSTER_M x CLUSTER_N blocks (rank = rm + CLUSTER_M * rn) on
+// neighbouring tiles; A's k-tile is multicast along a row of the cluster (by rn = 0) as B's is
+// along a column (by rm = 0): each block loads a 1/CLUSTER_N of A's and 1/CLUSTER_M of B's bytes
+// from L2.
+template <typename T, typename OutT, int CLUSTER_M, int STAGES, bool TMA_STORE, bool KEEP_ONE = false,
+          int CLUSTER_N = 1, bool STMATRIX = false>
 __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* mapA, const CUtensorMap* mapB,
                                         const CUtensorMap* mapC, OutT* C) {
   require_multiples_of_8(N, K);
@@ -468,18 +495,20 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
       reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(sC) + (TMA_STORE ? S_CONSUMERS * 64 * S_BN * sizeof(OutT) : 0));
   unsigned long long* empty = full + STAGES;
 
+  constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
   unsigned rank = 0;  // this block's rank in its cluster
-  if (CLUSTER_M > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-  const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
-  const TileOrder order{(M + S_BM * CLUSTER_M - 1) / (S_BM * CLUSTER_M), (N + S_BN - 1) / S_BN};
+  if (CLUSTER > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  const int rm = rank % CLUSTER_M, rn = rank / CLUSTER_M;
+  const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+  const TileOrder order{(M + S_BM * CLUSTER_M - 1) / (S_BM * CLUSTER_M), (N + S_BN * CLUSTER_N - 1) / (S_BN * CLUSTER_N)};
   const int tiles = order.super_rows * order.cols;
   const int k_tiles = (K + BK - 1) / BK;
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       bar_init(&full[s], 1);
-      // Every consumer of every block of the cluster frees a slot: the B multicast writes it in all.
-      bar_init(&empty[s], S_CONSUMERS * CLUSTER_M);
+      // Every consumer of every block of the cluster frees a slot: the multicasts write it in all.
+      bar_init(&empty[s], S_CONSUMERS * CLUSTER);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -495,16 +524,23 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
       for (int tile = cluster; tile < tiles; tile += clusters) {
         int super_row, col;
         order.at(tile, super_row, col);
-        const int row0 = (super_row * CLUSTER_M + rank) * S_BM, col0 = col * S_BN;
+        const int row0 = (super_row * CLUSTER_M + rm) * S_BM, col0 = (col * CLUSTER_N + rn) * S_BN;
         for (int kt = 0; kt < k_tiles; ++kt) {
           bar_wait(&empty[slot], phase);
           bar_expect_bytes(&full[slot], (S_BM + S_BN) * BK * sizeof(T));
-          tma_load(sA + slot * S_BM * BK, mapA, &full[slot], kt * BK, row0);
+          if (CLUSTER_N == 1) {
+            tma_load(sA + slot * S_BM * BK, mapA, &full[slot], kt * BK, row0);
+          } else if (rn == 0) {
+            // The blocks rm, rm + CLUSTER_M, ...: this row of the cluster.
+            unsigned short row_mask = 0;
+            for (int j = 0; j < CLUSTER_N; ++j) row_mask |= (unsigned short)(1u << (rm + j * CLUSTER_M));
+            tma_load_multicast(sA + slot * S_BM * BK, mapA, &full[slot], kt * BK, row0, row_mask);
+          }
           if (CLUSTER_M == 1) {
             tma_load(sB + slot * S_BN * BK, mapB, &full[slot], kt * BK, col0);
-          } else if (rank == 0) {
+          } else if (rm == 0) {
             tma_load_multicast(sB + slot * S_BN * BK, mapB, &full[slot], kt * BK, col0,
-                               (unsigned short)((1u << CLUSTER_M) - 1));
+                               (unsigned short)(((1u << CLUSTER_M) - 1) << (rn * CLUSTER_M)));
           }
           if (++slot == STAGES) {
             slot = 0;
@@ -517,14 +553,14 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
     regs_alloc<240>();
     const int c = wg - 1;
     // Every slot starts empty: its first phase completes with one arrival per consumer per block.
-    for (int s = 0; s < STAGES; ++s) free_slot<CLUSTER_M>(&empty[s], t);
+    for (int s = 0; s < STAGES; ++s) free_slot<CLUSTER>(&empty[s], t);
     int slot = 0;
     unsigned phase = 0;
     float d[S_BN / 16][8];
     for (int tile = cluster; tile < tiles; tile += clusters) {
       int super_row, col;
       order.at(tile, super_row, col);
-      const int row0 = (super_row * CLUSTER_M + rank) * S_BM, col0 = col * S_BN;
+      const int row0 = (super_row * CLUSTER_M + rm) * S_BM, col0 = (col * CLUSTER_N + rn) * S_BN;
       zero(d);
       for (int kt = 0; kt < k_tiles; ++kt) {
         bar_wait(&full[slot], phase);
@@ -536,10 +572,10 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
         wgmma_commit();
         if constexpr (KEEP_ONE) {
           asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-          if (kt > 0) free_slot<CLUSTER_M>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
+          if (kt > 0) free_slot<CLUSTER>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
         } else {
           wgmma_wait_all();
-          free_slot<CLUSTER_M>(&empty[slot], t);
+          free_slot<CLUSTER>(&empty[slot], t);
         }
         if (++slot == STAGES) {
           slot = 0;
@@ -548,10 +584,10 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
       }
       if constexpr (KEEP_ONE) {
         wgmma_wait_all();
-        free_slot<CLUSTER_M>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
+        free_slot<CLUSTER>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
       }
       if constexpr (TMA_STORE) {
-        store_tile_tma(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
+        store_tile_tma<OutT, STMATRIX>(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
       } else {
         store_tile(d, C, M, N, row0 + 64 * c, col0);
       }
@@ -566,11 +602,11 @@ __device__ __forceinline__ void ws_body(int M, int N, int K, const CUtensorMap* 
 }
 
 
-template <typename T, typename OutT, int CLUSTER_M>
+template <typename T, typename OutT, int CLUSTER_M, int CLUSTER_N = 1>
 __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
     ws_gemm(int M, int N, int K, const __grid_constant__ CUtensorMap mapA, const __grid_constant__ CUtensorMap mapB,
             OutT* C) {
-  ws_body<T, OutT, CLUSTER_M, S_STAGES, false>(M, N, K, &mapA, &mapB, nullptr, C);
+  ws_body<T, OutT, CLUSTER_M, S_STAGES, false, false, CLUSTER_N>(M, N, K, &mapA, &mapB, nullptr, C);
 }
 
 // The same with the TMA epilogue (f16/bf16 C through mapC: 64 x 64 boxes, 128B swizzle) and 3
@@ -583,11 +619,19 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
 }
 
 // The TMA-epilogue kernel with the last k-tile's wgmmas kept in flight (KEEP_ONE).
-template <typename T, typename OutT, int CLUSTER_M>
+template <typename T, typename OutT, int CLUSTER_M, int CLUSTER_N = 1>
 __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
     ws_gemm_tma_store_keep1(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                             const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
-  ws_body<T, OutT, CLUSTER_M, 3, true, true>(M, N, K, &mapA, &mapB, &mapC, nullptr);
+  ws_body<T, OutT, CLUSTER_M, 3, true, true, CLUSTER_N>(M, N, K, &mapA, &mapB, &mapC, nullptr);
+}
+
+// The keep-one TMA-store kernel with the epilogue written by stmatrix (fast.cu kernel 12's).
+template <typename T, typename OutT, int CLUSTER_M, int CLUSTER_N = 1>
+__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
+    ws_gemm_stmatrix(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                     const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
+  ws_body<T, OutT, CLUSTER_M, 3, true, true, CLUSTER_N, true>(M, N, K, &mapA, &mapB, &mapC, nullptr);
 }
 
 }  // namespace tgh

@@ -119,6 +119,8 @@ impl Executor for MockExecutor {
             compute_capability: "MOCK".into(),
             // A stand-in clock, so that the stand-in FMA rate names a lane count.
             max_sm_clock_mhz: 1953,
+            // The stand-in multiprocessor count: grids that name `SMS` take the nominal value.
+            sm_count: Some(crate::suite::NOMINAL_SMS),
             ..Default::default()
         };
         let label = match &self.model {

@@ -205,6 +205,7 @@ pub(crate) mod tests {
                 args: vec![],
                 cluster: None,
                 pdl: false,
+                grid_of_sms: None,
             }],
             buffers: vec![],
             correctness: CorrectnessSpec::None,

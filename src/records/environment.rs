@@ -18,6 +18,9 @@ pub struct DeviceInfo {
     pub max_mem_clock_mhz: u32,
     /// 2 x memory clock x bus width: the datasheet-style peak DRAM bandwidth.
     pub peak_bandwidth_gbs: f64,
+    /// Streaming multiprocessors (the CUDA driver's count): the `SMS` of grid expressions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_count: Option<u32>,
 }
 
 /// Clocks, temperature, power and throttle reasons at one moment.

@@ -125,6 +125,10 @@ pub fn plan<'a>(
 
 /// Leaves out of each plan the metrics this GPU cannot collect, saying why in the run.
 pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Result<()> {
+    for plan in plans.iter_mut() {
+        bind_device_grids(&mut plan.jobs, executor)
+            .with_context(|| format!("suite `{}`", plan.suite.name()))?;
+    }
     for plan in plans.iter_mut().filter(|p| !p.metrics.is_empty()) {
         let screened = executor
             .screen(std::mem::take(&mut plan.metrics))
@@ -137,6 +141,26 @@ pub fn screen(plans: &mut [SuitePlan], executor: &dyn Executor) -> anyhow::Resul
             .collect();
     }
     Ok(())
+}
+
+/// Evaluates the grids that name `SMS` at this executor's GPU's multiprocessor count (each GPU
+/// model's pool binds its own copy of the jobs).
+pub(super) fn bind_device_grids(
+    jobs: &mut [JobSpec],
+    executor: &dyn Executor,
+) -> anyhow::Result<()> {
+    if !crate::suite::any_sms_grid(jobs) {
+        return Ok(());
+    }
+    let env = executor.environment();
+    let sms = env.device.as_ref().and_then(|d| d.sm_count).ok_or_else(|| {
+        anyhow::anyhow!(
+            "a grid names SMS (the GPU's multiprocessor count), and the CUDA driver could not say {}'s{}\n  fix: `gpu-lab doctor` checks the driver; or write the grid without SMS",
+            env.label,
+            env.nvml_error.map(|e| format!(" ({e})")).unwrap_or_default()
+        )
+    })?;
+    Ok(crate::suite::bind_sms(jobs, sms)?)
 }
 
 #[cfg(test)]

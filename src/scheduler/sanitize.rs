@@ -103,7 +103,14 @@ pub(super) fn sanitize_suite(
     settings: &RunSettings,
 ) -> anyhow::Result<Failed> {
     sr.began.get_or_init(|| (Instant::now(), now()));
-    let jobs = chosen_jobs(&sr.plan.jobs, &sr.plan.suite.sanitize_jobs);
+    // The manifest's sanitize jobs are the suite's own, not this GPU's copy: their grids that
+    // name SMS are bound here.
+    let mut owned: Vec<JobSpec> = chosen_jobs(&sr.plan.jobs, &sr.plan.suite.sanitize_jobs)
+        .into_iter()
+        .cloned()
+        .collect();
+    super::planning::bind_device_grids(&mut owned, executor)?;
+    let jobs: Vec<&JobSpec> = owned.iter().collect();
     let sources: Vec<Option<String>> = jobs
         .iter()
         .map(|j| read_regular_text(&j.program.source_path, FileKind::KERNEL_SOURCE).ok())

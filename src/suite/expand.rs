@@ -152,6 +152,13 @@ fn resolve_job(
     variant_params: &BTreeMap<String, i64>,
 ) -> Result<JobSpec, SuiteError> {
     let env = &to_bindings(&[group_all, variant_params]);
+    if env.contains_key(super::device_grid::SMS) {
+        return Err(ctx.err(
+            at!["axes"],
+            format!("variant `{}`: the suite binds `SMS`, the name grids use for the device's multiprocessor count", v.name),
+            "rename the axis or param (`SMS` is built in: grid = [\"SMS\"] launches one block an SM)",
+        ));
+    }
     let buffers = resolve_buffers(ctx, m, env, group_all)?;
     let math = resolve_math(ctx, m, v)?;
     let job = JobPoint {

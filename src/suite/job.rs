@@ -112,6 +112,18 @@ pub struct LaunchSpec {
     /// Programmatic dependent launch: may overlap the end of the launch before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pdl: bool,
+    /// A grid that names `SMS`: its expressions, evaluated again at each GPU's multiprocessor
+    /// count before the job runs (`grid` holds the value at the nominal count until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid_of_sms: Option<SmsGrid>,
+}
+
+/// A launch's grid expressions that name `SMS` (the GPU's multiprocessor count), with the job's
+/// bindings: what evaluating the grid again at a GPU's own count needs (suite/device_grid.rs).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SmsGrid {
+    pub exprs: Vec<String>,
+    pub env: crate::expr::Bindings,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]

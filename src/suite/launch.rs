@@ -2,6 +2,7 @@
 //! evaluated at a job's bindings into numbers, buffer indices and typed scalars.
 
 use super::args::{buffer_arg, parse_scalar_arg, scalar_arg, tensor_map_arg};
+use super::device_grid::{NOMINAL_SMS, SMS, names_sms, sms_grid, with_sms};
 use super::job::{ArgSpec, BufferSpec, LaunchSpec};
 use super::location::{Ctx, Seg, SuiteError};
 use super::manifest::{LaunchDecl, Manifest, VariantDecl};
@@ -120,6 +121,13 @@ impl Place<'_> {
                     exprs.len()
                 ),
                 "write it as [\"x\"], [\"x\", \"y\"] or [\"x\", \"y\", \"z\"]",
+            ));
+        }
+        if what != "grid" && exprs.iter().any(|e| names_sms(e)) {
+            return Err(self.err(
+                what,
+                format!("variant `{variant}`: {what} names `{SMS}`, the device's multiprocessor count, which only a grid may use"),
+                "compute it from the suite's axes and params; `SMS` belongs in `grid` (a persistent kernel's blocks: grid = [\"SMS\"])",
             ));
         }
         let mut d = [1u32; 3];
@@ -265,7 +273,13 @@ pub(crate) fn resolve_launch(
 ) -> Result<LaunchSpec, SuiteError> {
     let place = Place { ctx, variant, at };
     let block = place.dims(l.block.as_ref().expect("validated"), "block", env)?;
-    let grid = place.dims(l.grid.as_ref().expect("validated"), "grid", env)?;
+    // A grid that names SMS: the nominal count until a GPU's own is bound (device_grid.rs).
+    let grid_exprs = l.grid.as_ref().expect("validated");
+    let grid_of_sms = sms_grid(grid_exprs, env);
+    let grid = match grid_of_sms {
+        Some(_) => place.dims(grid_exprs, "grid", &with_sms(env, NOMINAL_SMS))?,
+        None => place.dims(grid_exprs, "grid", env)?,
+    };
     if block.iter().map(|&b| b as u64).product::<u64>() > 1024 {
         return Err(place.err(
             "block",
@@ -287,5 +301,6 @@ pub(crate) fn resolve_launch(
         args,
         cluster,
         pdl: l.pdl,
+        grid_of_sms,
     })
 }

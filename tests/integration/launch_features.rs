@@ -221,6 +221,7 @@ fn the_signature_check_knows_a_tensor_map_parameter() {
         args,
         cluster: None,
         pdl: false,
+        grid_of_sms: None,
     };
     // The kernel takes (CUtensorMap, float*, int).
     let kernel = [128, 8, 4];
@@ -265,4 +266,50 @@ fn the_gpu_smoke_suite_loads() {
     );
     let pdl = &job("pdl_pair").launches;
     assert_eq!((pdl[0].pdl, pdl[1].pdl), (false, true));
+}
+
+#[test]
+fn a_grid_of_sms_loads_at_the_nominal_count_and_binds_each_gpus_own() {
+    let persistent = CLUSTER.replace(
+        "grid = [\"N / 256\"]\nblock = [\"256\"]\ncluster = [\"16\", \"1\", \"1\"]",
+        "grid = [\"SMS - SMS % 2\"]\nblock = [\"256\"]\ncluster = [\"2\", \"1\", \"1\"]",
+    );
+    let s = load(&persistent).unwrap();
+    let mut jobs = s.jobs.clone();
+    assert_eq!(jobs[0].launches[0].grid, [suite::NOMINAL_SMS, 1, 1]);
+    assert!(jobs[0].launches[0].grid_of_sms.is_some());
+    suite::bind_sms(&mut jobs, 114).unwrap();
+    assert_eq!(jobs[0].launches[0].grid, [114, 1, 1]);
+    suite::bind_sms(&mut jobs, 133).unwrap();
+    assert_eq!(jobs[0].launches[0].grid, [132, 1, 1]);
+    // A grid of SMS alone in clusters of 2 loads (132 is even) and is refused, with the fix, on
+    // a GPU whose count is odd.
+    let mut odd = load(&persistent.replace("SMS - SMS % 2", "SMS"))
+        .unwrap()
+        .jobs;
+    let e = suite::bind_sms(&mut odd, 133).unwrap_err().to_string();
+    assert!(
+        e.contains("SMS = 133") && e.contains("clusters of 2"),
+        "{e}"
+    );
+    assert!(e.contains("fix:") && e.contains("SMS - SMS % 2"), "{e}");
+    // A grid without SMS is left alone.
+    let mut fixed = load(CLUSTER).unwrap().jobs;
+    let before = fixed[0].launches[0].grid;
+    suite::bind_sms(&mut fixed, 7).unwrap();
+    assert_eq!(fixed[0].launches[0].grid, before);
+    assert!(!suite::any_sms_grid(&fixed));
+}
+
+#[test]
+fn sms_outside_a_grid_or_bound_by_the_suite_is_refused_with_the_fix() {
+    let e = load(&CLUSTER.replace("block = [\"256\"]", "block = [\"SMS\"]")).unwrap_err();
+    assert!(
+        e.contains("block names `SMS`") && e.contains("only a grid"),
+        "{e}"
+    );
+    assert!(e.contains("fix:"), "{e}");
+    let e = load(&CLUSTER.replace("N = 1048576", "N = 1048576\nSMS = 4")).unwrap_err();
+    assert!(e.contains("binds `SMS`"), "{e}");
+    assert!(e.contains("fix:") && e.contains("rename"), "{e}");
 }
