@@ -124,6 +124,11 @@ pub struct SuiteArgs {
     /// Only these variants (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub variant: Vec<String>,
+    /// Only these sweep points of each suite (repeatable): `first`, `smallest` (least bytes and
+    /// flops), or a point's parameters, `NX=8192,NY=8192` (a part, `NX=8192`, names every point
+    /// with it; `gpu-lab plan` shows each job's point after its `@`).
+    #[arg(long, value_parser = crate::scheduler::ShapeChoice::parse)]
+    pub shape: Vec<crate::scheduler::ShapeChoice>,
     /// Extra directories holding user suites (DIR/<suite>/suite.toml).
     #[arg(long)]
     pub suite_dir: Vec<PathBuf>,
@@ -310,6 +315,11 @@ pub enum Command {
         /// samples in the report, with stall reason, excess sectors and bank conflicts.
         #[arg(long, value_name = "VARIANTS", num_args = 0..=1, default_missing_value = "", value_delimiter = ',')]
         hotspots: Option<Vec<String>>,
+        /// Counters only: each group's profile pass at once, with no timing, no copy bounds and
+        /// no checks (the report then has counters and no times; with `--profiler both`, the
+        /// cheapest cross-check of CUPTI against ncu).
+        #[arg(long)]
+        counters_only: bool,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
     #[command(after_help = NCU_HELP)]
