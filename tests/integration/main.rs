@@ -36,6 +36,7 @@ mod report;
 mod repository;
 mod rowwise_checks;
 mod sanitize;
+mod shapes;
 mod shards;
 mod slurm;
 mod special_files;
