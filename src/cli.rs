@@ -124,9 +124,7 @@ pub struct SuiteArgs {
     /// Only these variants (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub variant: Vec<String>,
-    /// Only these sweep points of each suite (repeatable): `first`, `smallest` (least bytes and
-    /// flops), or a point's parameters, `NX=8192,NY=8192` (a part, `NX=8192`, names every point
-    /// with it; `gpu-lab plan` shows each job's point after its `@`).
+    /// Only these sweep points (repeatable): `first`, `smallest`, or a point's `NX=8192,NY=8192`.
     #[arg(long, value_parser = crate::scheduler::ShapeChoice::parse)]
     pub shape: Vec<crate::scheduler::ShapeChoice>,
     /// Extra directories holding user suites (DIR/<suite>/suite.toml).
@@ -304,10 +302,8 @@ pub enum Command {
         /// (faster, but a set's replay and a first launch read kernels up to 6% and 14% long).
         #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
         duration_runs: u32,
-        /// Who collects the counters: `cupti` in the job's own process (a pass it cannot collect,
-        /// as one of ncu's own launch statistics, goes to ncu, and the report says why), `ncu`, or
-        /// `both`: CUPTI's numbers, and ncu over the same jobs, every counter and metric compared
-        /// (the run's `crosscheck.md`, its largest differences printed).
+        /// Who collects the counters: `cupti` in process (a pass it cannot do goes to ncu, the report
+        /// says why), `ncu`, or `both`: CUPTI's, and ncu's compared with them (the run's crosscheck.md).
         #[arg(long, value_enum, default_value_t = crate::profiler::ProfilerChoice::Cupti)]
         profiler: crate::profiler::ProfilerChoice,
         /// Source hot spots of these variants (comma-separated; alone: every variant): an extra ncu
@@ -315,9 +311,7 @@ pub enum Command {
         /// samples in the report, with stall reason, excess sectors and bank conflicts.
         #[arg(long, value_name = "VARIANTS", num_args = 0..=1, default_missing_value = "", value_delimiter = ',')]
         hotspots: Option<Vec<String>>,
-        /// Counters only: each group's profile pass at once, with no timing, no copy bounds and
-        /// no checks (the report then has counters and no times; with `--profiler both`, the
-        /// cheapest cross-check of CUPTI against ncu).
+        /// Each group's profile pass at once: no timing, no copy bounds, no checks (docs/profilers.md).
         #[arg(long)]
         counters_only: bool,
     },

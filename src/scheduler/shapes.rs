@@ -235,7 +235,7 @@ mod tests {
     fn first_and_smallest_keep_one_point_of_each_suite() {
         let suites = [suite("transpose"), suite("shared-memory")];
         let catalog = Catalog::builtin().unwrap();
-        let all = crate::scheduler::plan(&suites, &[], None, &catalog).unwrap();
+        let all = super::super::planning::plan(&suites, &[], None, &catalog).unwrap();
         let every = groups_kept(&all);
         assert_eq!(every[0].len(), 4, "transpose sweeps four shapes");
 
@@ -262,7 +262,7 @@ mod tests {
     fn named_shapes_keep_every_point_that_has_them_and_none_is_an_error() {
         let suites = [suite("transpose"), suite("shared-memory")];
         let catalog = Catalog::builtin().unwrap();
-        let all = crate::scheduler::plan(&suites, &[], None, &catalog).unwrap();
+        let all = super::super::planning::plan(&suites, &[], None, &catalog).unwrap();
 
         let mut both = all.clone();
         keep_shapes(&mut both, &[shape("NX=8192")]).unwrap();
