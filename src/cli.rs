@@ -312,7 +312,7 @@ pub enum Command {
         #[arg(long, value_name = "VARIANTS", num_args = 0..=1, default_missing_value = "", value_delimiter = ',')]
         hotspots: Option<Vec<String>>,
         /// Each group's profile pass at once: no timing, no copy bounds, no checks (docs/profilers.md).
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["rounds", "energy", "verify_every", "max_seconds", "noise"])]
         counters_only: bool,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.

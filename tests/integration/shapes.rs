@@ -149,3 +149,27 @@ fn counters_only_profiles_every_job_without_timing_and_says_so() {
         .count();
     assert_eq!(table_rows, 15, "one row a job:\n{report}");
 }
+
+#[test]
+fn counters_only_refuses_the_timing_options_it_would_ignore() {
+    let d = tempfile::tempdir().unwrap();
+    for (flag, value) in [
+        ("--rounds", "3"),
+        ("--max-seconds", "0.2"),
+        ("--verify-every", "2"),
+    ] {
+        gpu_lab_with_cache_in(d.path())
+            .args([
+                "--mock-gpu",
+                "profile",
+                "--suite",
+                "transpose",
+                "--counters-only",
+                flag,
+                value,
+            ])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--counters-only"));
+    }
+}
