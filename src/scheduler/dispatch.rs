@@ -473,6 +473,8 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
     fn profile(&self, lane: &Lane, pass: Pass, held: HeldSlot) -> anyhow::Result<()> {
         let si = pass.suite;
         let sr = &self.suites[si];
+        // A counters-only run starts with its first pass (no job is timed before it).
+        sr.began.get_or_init(|| (Instant::now(), now()));
         self.bar.set_message(format!(
             "{}: ncu ({} variants)",
             sr.groups[pass.group],

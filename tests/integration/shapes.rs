@@ -137,6 +137,12 @@ fn counters_only_profiles_every_job_without_timing_and_says_so() {
     let profiled: Vec<&str> = recs.iter().map(|r| r["job_id"].as_str().unwrap()).collect();
     assert_eq!(profiled.len(), 15, "every job of the point: {profiled:?}");
     assert!(profiled.iter().all(|j| j.ends_with("@ NX=4000,NY=2000")));
+    let info: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert!(
+        info["wall_seconds"].as_f64().is_some(),
+        "its wall time: {info}"
+    );
     let report = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(
         report.contains("none: counters only (`--counters-only`)"),
