@@ -94,6 +94,9 @@ pub struct SuiteArgs {
     /// Only these variants (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     pub variant: Vec<String>,
+    /// Only these sweep points (repeatable): `first`, `smallest`, or a point's `NX=8192,NY=8192`.
+    #[arg(long, value_parser = crate::scheduler::ShapeChoice::parse)]
+    pub shape: Vec<crate::scheduler::ShapeChoice>,
     /// Extra directories holding user suites (DIR/<suite>/suite.toml).
     #[arg(long)]
     pub suite_dir: Vec<PathBuf>,
@@ -232,10 +235,8 @@ pub enum Command {
         /// job's CUPTI activity median instead (about 4% long on Hopper), else the set's reading.
         #[arg(long, default_value_t = crate::records::DURATION_RUNS, value_parser = clap::value_parser!(u32).range(0..=100))]
         duration_runs: u32,
-        /// Who collects the counters: `cupti` in the job's own process (a pass it cannot collect,
-        /// as one of ncu's own launch statistics, goes to ncu, and the report says why), `ncu`, or
-        /// `both`: CUPTI's numbers, and ncu over the same jobs, every counter and metric compared
-        /// (the run's `crosscheck.md`, its largest differences printed).
+        /// Who collects the counters: `cupti` in process (a pass it cannot do goes to ncu, the report
+        /// says why), `ncu`, or `both`: CUPTI's, and ncu's compared with them (the run's crosscheck.md).
         #[arg(long, value_enum, default_value_t = crate::profiler::ProfilerChoice::Cupti)]
         profiler: crate::profiler::ProfilerChoice,
         /// Source hot spots of these variants (comma-separated; alone: every variant): an extra ncu
@@ -243,6 +244,9 @@ pub enum Command {
         /// samples in the report, with stall reason, excess sectors and bank conflicts.
         #[arg(long, value_name = "VARIANTS", num_args = 0..=1, default_missing_value = "", value_delimiter = ',')]
         hotspots: Option<Vec<String>>,
+        /// Each group's profile pass at once: no timing, no copy bounds, no checks (docs/profilers.md).
+        #[arg(long, conflicts_with_all = ["rounds", "energy", "verify_every", "max_seconds", "noise"])]
+        counters_only: bool,
     },
     /// Profile any CUDA program under ncu and print nvprof's `--metrics` table, per kernel.
     #[command(after_help = NCU_HELP)]

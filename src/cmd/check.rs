@@ -72,6 +72,7 @@ fn run_suite(
             // goes to ncu.
             profiler: crate::profiler::ProfilerChoice::default(),
             hotspots: None,
+            counters_only: false,
         })
     } else {
         None

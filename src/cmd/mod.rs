@@ -56,6 +56,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
             duration_runs,
             profiler,
             hotspots,
+            counters_only,
         } => {
             let names = set.into_iter().chain(metrics).collect();
             run::run(
@@ -67,6 +68,7 @@ pub fn dispatch(cli: Cli, command_line: String) -> anyhow::Result<i32> {
                     duration_runs,
                     profiler,
                     hotspots: hotspots.map(HotspotRequest::new),
+                    counters_only,
                 }),
                 &mock,
                 command_line,

@@ -225,6 +225,7 @@ pub fn run_with(
     // Planned once, before any GPU starts (a typo in a variant name fails here); each model's
     // GPUs then screen their own copy of the plans against what their ncu can collect.
     let mut plans = scheduler::plan(&suites, &args.variant, profile.as_ref(), config.catalog()?)?;
+    scheduler::keep_shapes(&mut plans, &args.shape)?;
     let shard = args.shard.map(|s| scheduler::keep_shard(&mut plans, s));
     let gpus = selected_gpus(args, mock)?;
     let executors = gpus

@@ -70,11 +70,12 @@ pub fn run_sharing(
             }
         })
         .collect::<anyhow::Result<Vec<super::sanitize::Failed>>>()?;
+    let counters_only = settings.profile.as_ref().is_some_and(|p| p.counters_only);
     let shapes: Vec<rules::SuiteShape> = suites
         .iter()
         .map(|s| rules::SuiteShape {
-            // --sanitize-only: no group to time.
-            group_sizes: if settings.sanitize_only {
+            // --sanitize-only, --counters-only: no group to time.
+            group_sizes: if settings.sanitize_only || counters_only {
                 Vec::new()
             } else {
                 s.shape().group_sizes
@@ -86,6 +87,9 @@ pub fn run_sharing(
     let bar = progress_bar(settings, &suites, tasks.len());
     let mut shared = Shared::new(&shapes, infos, finished);
     shared.pass_failed = sanitize_failed.iter().map(|f| !f.is_empty()).collect();
+    if counters_only {
+        queue_every_pass(&mut shared, &suites);
+    }
     let shared = Mutex::new(shared);
     let dispatch = Dispatch {
         sanitize_failed,
@@ -139,6 +143,25 @@ fn open_suites<'p>(
         infos.push(info);
     }
     Ok((suites, infos))
+}
+
+/// `--counters-only`: every group's pass is ready at once, with all its jobs (none is timed, so
+/// none has failed its timing).
+fn queue_every_pass<'p>(shared: &mut Shared<'p, '_>, suites: &[SuiteRun<'p>]) {
+    for (si, sr) in suites.iter().enumerate() {
+        for (gi, jobs) in sr.group_jobs.iter().enumerate() {
+            if jobs.is_empty() {
+                continue;
+            }
+            shared.open_passes[si] += 1;
+            shared.passes.push_back(Pass {
+                suite: si,
+                group: gi,
+                tag: rules::pass_tag(gi),
+                jobs: jobs.clone(),
+            });
+        }
+    }
 }
 
 /// The progress bar: a step per timing task, and per job profiled.
@@ -451,6 +474,8 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
     fn profile(&self, lane: &Lane, pass: Pass, held: HeldSlot) -> anyhow::Result<()> {
         let si = pass.suite;
         let sr = &self.suites[si];
+        // A counters-only run starts with its first pass (no job is timed before it).
+        sr.began.get_or_init(|| (Instant::now(), now()));
         self.bar.set_message(format!(
             "{}: ncu ({} variants)",
             sr.groups[pass.group],

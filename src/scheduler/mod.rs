@@ -16,6 +16,7 @@ mod reports;
 mod rules;
 mod sanitize;
 mod sanitize_batch;
+mod shapes;
 mod shards;
 mod suite_run;
 
@@ -24,4 +25,5 @@ pub use host_share::HostShare;
 pub use planning::{ProfileRequest, RunSettings, SuitePlan, plan, screen};
 pub use reports::{render_reports, write_timelines};
 pub use sanitize::{NO_SHARED_MEMORY, chosen_jobs, uses_shared_memory};
+pub use shapes::{ShapeChoice, keep_shapes};
 pub use shards::{MAX_SHARDS, Shard, expected_cost, keep_shard, pools_by_model, shard_of};

@@ -34,6 +34,8 @@ pub struct ProfileRequest {
     pub profiler: crate::profiler::ProfilerChoice,
     /// `--hotspots`: the variants whose source hot spots an extra ncu session reads.
     pub hotspots: Option<HotspotRequest>,
+    /// `--counters-only`: each group's pass right away, no timing, no bounds, no checks.
+    pub counters_only: bool,
 }
 
 /// How every suite of one command runs.

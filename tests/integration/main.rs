@@ -37,6 +37,7 @@ mod report;
 mod repository;
 mod rowwise_checks;
 mod sanitize;
+mod shapes;
 mod shards;
 mod slurm;
 mod special_files;

@@ -33,7 +33,18 @@ pub(super) fn header(run: &RunData, out: &mut String) {
     device_rows(i, &mut rows);
     setting_rows(run, &mut rows);
     build_rows(run, &mut rows);
-    timing_rows(i, &mut rows);
+    if super::counters::counters_only(run) {
+        kv(
+            &mut rows,
+            "timing",
+            "none: counters only (`--counters-only`), no job timed or checked".into(),
+        );
+        if let Some(w) = i.wall_seconds {
+            kv(&mut rows, "wall time", format!("{w:.0} s"));
+        }
+    } else {
+        timing_rows(i, &mut rows);
+    }
     out.push_str(&table(rows));
     let _ = write!(
         out,

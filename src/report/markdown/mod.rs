@@ -4,6 +4,7 @@ mod activity;
 mod bandwidth;
 mod cells;
 mod compute;
+mod counters;
 mod energy;
 mod footer;
 mod header;
@@ -76,6 +77,7 @@ impl Exporter<RunData> for Markdown {
             group_section(run, &impossible, &g, &metrics, &mut out);
             host_programs::section(run, &impossible, &g, &mut out);
         }
+        counters::section(run, &run.info.metrics, &mut out);
         hotspots::section(run, &mut out);
         sanitize::section(run, &mut out);
         footer::ncu_passes(run, &mut out);

@@ -29,6 +29,7 @@ fn settings(out: &Path, profile: bool) -> RunSettings {
             duration_runs: crate::records::DURATION_RUNS,
             profiler: crate::profiler::ProfilerChoice::Ncu,
             hotspots: None,
+            counters_only: false,
         }),
         command_line: "test".into(),
         build: Default::default(),
@@ -354,6 +355,7 @@ fn two_models_side_by_side(watch: &Watch, suites: &[Suite], profile: bool) {
         duration_runs: crate::records::DURATION_RUNS,
         profiler: crate::profiler::ProfilerChoice::Ncu,
         hotspots: None,
+        counters_only: false,
     };
     let plans = plan(
         suites,

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""CUPTI against ncu over many suites (issue 31, item 3): one summary of the runs of
+`gpu-lab profile --suite all --shape smallest --counters-only --profiler both`.
+
+Usage: scripts/crosscheck-catalogue.py RUN_DIR... [--top N] [--json OUT.json]
+
+Reads each run's passes' comparisons (`profile-N.crosscheck.json`, as `gpu-lab` writes them) and
+prints markdown: per suite, the values compared, equal and within 1%, and the largest difference;
+per counter or metric name, over every suite, its largest difference; then the N largest
+differences of all (default 40). Jobs either profiler could not do are listed (`unmatched`).
+With --json, writes the per-suite and per-name summaries there too (small, for committing).
+"""
+import glob
+import json
+import os
+import sys
+
+WITHIN = 0.01
+
+
+def suite_of(run):
+    with open(os.path.join(run, "run.json")) as f:
+        return json.load(f).get("suite", os.path.basename(run))
+
+
+def load(run):
+    diffs, unmatched = [], []
+    for path in sorted(glob.glob(os.path.join(run, "*.crosscheck.json"))):
+        with open(path) as f:
+            d = json.load(f)
+        diffs += d.get("differences", [])
+        unmatched += d.get("unmatched", [])
+    return diffs, unmatched
+
+
+def counts(diffs, kind):
+    these = [d for d in diffs if d["kind"] == kind]
+    return (
+        len(these),
+        sum(1 for d in these if d["relative"] == 0),
+        sum(1 for d in these if d["relative"] <= WITHIN),
+    )
+
+
+def pct(x):
+    return f"{100 * x:.2f}%"
+
+
+def value(v):
+    return "–" if v is None else f"{v:.6g}"
+
+
+def main(argv):
+    top, out_json, runs = 40, None, []
+    it = iter(argv)
+    for a in it:
+        if a == "--top":
+            top = int(next(it))
+        elif a == "--json":
+            out_json = next(it)
+        else:
+            runs.append(a)
+    if not runs:
+        sys.exit(__doc__)
+    suites, everything, names = [], [], {}
+    for run in sorted(runs, key=suite_of):
+        suite = suite_of(run)
+        diffs, unmatched = load(run)
+        for d in diffs:
+            d["suite"] = suite
+            key = (d["kind"], d["name"])
+            if key not in names or d["relative"] > names[key]["relative"]:
+                names[key] = d
+        everything += diffs
+        c, m = counts(diffs, "counter"), counts(diffs, "metric")
+        largest = max(diffs, key=lambda d: d["relative"], default=None)
+        suites.append(
+            {
+                "suite": suite,
+                "jobs": len({d["job"].split(" #")[0] for d in diffs}),
+                "counters": c,
+                "metrics": m,
+                "largest": largest,
+                "unmatched": unmatched,
+            }
+        )
+    c = [sum(s["counters"][i] for s in suites) for i in range(3)]
+    m = [sum(s["metrics"][i] for s in suites) for i in range(3)]
+    print("# CUPTI against ncu over the catalogue, one shape a suite\n")
+    print(f"- suites: {len(suites)}; jobs compared: {sum(s['jobs'] for s in suites)}")
+    print(f"- counters: {c[0]} values compared, {c[1]} equal, {c[2]} within 1%")
+    print(f"- metrics: {m[0]} values compared, {m[1]} equal, {m[2]} within 1%\n")
+    print("| suite | jobs | counters: compared, equal, within 1% | metrics: compared, equal, within 1% | largest difference | not compared |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for s in suites:
+        l = s["largest"]
+        largest = "–" if l is None else f"{pct(l['relative'])} `{l['name']}` ({l['job']})"
+        print(
+            f"| {s['suite']} | {s['jobs']} | {', '.join(map(str, s['counters']))} | "
+            f"{', '.join(map(str, s['metrics']))} | {largest} | {len(s['unmatched'])} |"
+        )
+    print("\n## The largest difference of each counter and metric\n")
+    print("| difference | kind | name | suite | job | CUPTI | ncu |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for d in sorted(names.values(), key=lambda d: -d["relative"]):
+        print(
+            f"| {pct(d['relative'])} | {d['kind']} | `{d['name']}` | {d['suite']} | {d['job']} | "
+            f"{value(d['cupti'])} | {value(d['ncu'])} |"
+        )
+    print(f"\n## The {top} largest differences\n")
+    print("| difference | kind | suite | job | name | CUPTI | ncu |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for d in sorted(everything, key=lambda d: -d["relative"])[:top]:
+        print(
+            f"| {pct(d['relative'])} | {d['kind']} | {d['suite']} | {d['job']} | `{d['name']}` | "
+            f"{value(d['cupti'])} | {value(d['ncu'])} |"
+        )
+    not_compared = [(s["suite"], u) for s in suites for u in s["unmatched"]]
+    if not_compared:
+        print("\n## Not compared (one profiler could not do the job)\n")
+        for suite, u in not_compared:
+            print(f"- {suite}: {json.dumps(u)}")
+    if out_json:
+        with open(out_json, "w") as f:
+            json.dump(
+                {
+                    "suites": suites,
+                    "largest_by_name": sorted(names.values(), key=lambda d: -d["relative"]),
+                },
+                f,
+                indent=1,
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
