@@ -1,4 +1,4 @@
-// Hopper bulk copies (cp.async.bulk, the 1D form of TMA) and the mbarriers that count them, shared by the persistent look-back scans (scan_pipelined.cu, scan_specialized.cu).
+//! Hopper bulk copies (cp.async.bulk, the 1D form of TMA) and the mbarriers that count them, shared by the persistent look-back scans (scan_pipelined.cu, scan_specialized.cu).
 
 #pragma once
 

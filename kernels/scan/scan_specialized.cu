@@ -1,4 +1,4 @@
-// The look-back scan as a persistent, warp-specialised kernel (variant lookback_specialized): a producer warp keeps STAGES tiles' bulk copies in flight, an aggregator warp publishes each tile's sum the moment its copy lands and does its look-back, and BLOCK consumer threads scan, offset and store. Builds on scan.cu's staged tiles and look-back and scan_bulk.cuh's bulk copies and barriers.
+//! The look-back scan as a persistent, warp-specialised kernel (variant lookback_specialized): a producer warp keeps STAGES tiles' bulk copies in flight, an aggregator warp publishes each tile's sum the moment its copy lands and does its look-back, and BLOCK consumer threads scan, offset and store. Builds on scan.cu's staged tiles and look-back and scan_bulk.cuh's bulk copies and barriers.
 
 #include "scan.cu"
 #include "scan_bulk.cuh"
