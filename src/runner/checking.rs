@@ -29,6 +29,26 @@ pub(super) fn run_checked(
     ))
 }
 
+/// Runs a job's variant once and waits for it: [`run_checked`] with the job's own launches,
+/// host program and buffers.
+pub(super) fn run_spec(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    spec: &JobSpec,
+    bufs: &Buffers,
+    what: &str,
+) -> Result<(), RunError> {
+    run_checked(
+        gpu,
+        loaded,
+        &spec.launches,
+        spec.steps.as_ref(),
+        &spec.buffers,
+        bufs,
+        what,
+    )
+}
+
 /// Verifies the variant's output against its correctness spec, on fresh buffers.
 pub(super) fn verify(
     gpu: &Gpu,
@@ -45,15 +65,7 @@ pub(super) fn verify(
     };
     // Run once on fresh buffers, compare the output with the expectation.
     bufs.reset(gpu, spec)?;
-    run_checked(
-        gpu,
-        loaded,
-        &spec.launches,
-        spec.steps.as_ref(),
-        &spec.buffers,
-        bufs,
-        "the variant",
-    )?;
+    run_spec(gpu, loaded, spec, bufs, "the variant")?;
     let got = bufs.download(gpu, spec, output)?;
     let outcome = compare(spec, &expected, &bufs.initial, &got);
     bufs.recycle(output, got);

@@ -3,11 +3,11 @@
 use std::time::Instant;
 
 use super::buffers::Buffers;
-use super::checking::run_checked;
+use super::checking::run_spec;
 use super::device::{Gpu, set_pending_launches};
 use super::error::{Doing, RunError};
 use super::l2_flush::Flush;
-use super::loading::{Loaded, load};
+use super::loading::{Loaded, load_job};
 use crate::cupti::rows::{CuptiJob, CuptiPass, JobPhases, PassPhases, split_batch};
 use crate::cupti::session::Session;
 use crate::cupti::{self, Counters};
@@ -55,14 +55,7 @@ pub fn run_cupti_pass(
         for (spec, cost) in batch.iter().zip(&mut costs) {
             let step = Instant::now();
             let mut compile = Vec::new();
-            loaded.push(load(
-                gpu,
-                &spec.program,
-                &spec.key.variant,
-                &spec.launches,
-                &spec.buffers,
-                &mut compile,
-            )?);
+            loaded.push(load_job(gpu, spec, &mut compile)?);
             cost.load_s = step.elapsed().as_secs_f64();
         }
         let step = Instant::now();
@@ -74,15 +67,7 @@ pub fn run_cupti_pass(
         for ((spec, loaded), cost) in batch.iter().zip(&loaded).zip(&mut costs) {
             let step = Instant::now();
             bufs.reset(gpu, spec)?;
-            run_checked(
-                gpu,
-                loaded,
-                &spec.launches,
-                spec.steps.as_ref(),
-                &spec.buffers,
-                bufs,
-                spec.id(),
-            )?;
+            run_spec(gpu, loaded, spec, bufs, spec.id())?;
             cost.first_run_s = step.elapsed().as_secs_f64();
         }
         let batch = Batch {
@@ -185,15 +170,7 @@ impl Batch<'_> {
                 for (spec, loaded) in self.jobs.iter().zip(self.loaded) {
                     bufs.reset(self.gpu, spec)?;
                     self.flush.evict(&self.gpu.stream)?;
-                    run_checked(
-                        self.gpu,
-                        loaded,
-                        &spec.launches,
-                        spec.steps.as_ref(),
-                        &spec.buffers,
-                        bufs,
-                        spec.id(),
-                    )?;
+                    run_spec(self.gpu, loaded, spec, bufs, spec.id())?;
                 }
                 Ok(())
             };
@@ -220,15 +197,7 @@ impl Batch<'_> {
                         self.flush.evict(&self.gpu.stream)?;
                         self.gpu.stream.synchronize().doing("flushing the L2")
                     } else {
-                        run_checked(
-                            self.gpu,
-                            loaded,
-                            &spec.launches,
-                            spec.steps.as_ref(),
-                            &spec.buffers,
-                            bufs,
-                            spec.id(),
-                        )
+                        run_spec(self.gpu, loaded, spec, bufs, spec.id())
                     }
                 };
                 step().map_err(|e| e.to_string())

@@ -7,7 +7,7 @@ use super::energy::measure_energy;
 use super::error::RunError;
 use super::launch_occupancy::{occupancy_of, refuse_unrunnable_clusters};
 use super::launching::launch_all;
-use super::loading::{Loaded, load};
+use super::loading::{Loaded, load_job};
 use super::program::{self, HostProgram};
 use super::timed_checks::JobChecks;
 use super::timing::time_runs;
@@ -26,14 +26,7 @@ pub fn run_job(
 ) -> Result<JobOutcome, RunError> {
     let mut compile = Vec::new();
     set_pending_launches(gpu, &[spec])?;
-    let loaded = load(
-        gpu,
-        &spec.program,
-        &spec.key.variant,
-        &spec.launches,
-        &spec.buffers,
-        &mut compile,
-    )?;
+    let loaded = load_job(gpu, spec, &mut compile)?;
     // What the SM can hold of each launch; a driver that refuses an attribute costs the job its
     // occupancy record, not its measurement.
     let (occupancy, occupancy_error) = match occupancy_of(gpu, &loaded, &spec.launches) {

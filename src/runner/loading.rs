@@ -10,12 +10,29 @@ use super::device_link::link_device_runtime;
 use super::error::{Doing, RunError};
 use crate::build;
 use crate::records::CompileInfo;
-use crate::suite::{BufferSpec, LaunchSpec, Program};
+use crate::suite::{BufferSpec, JobSpec, LaunchSpec, Program};
 
 /// Compiled functions of one program, by kernel name.
 pub(super) struct Loaded {
     _module: Option<Arc<CudaModule>>,
     pub(super) functions: HashMap<String, CudaFunction>,
+}
+
+/// Compiles (or takes from the cache) and loads a job's program: [`load`] with the job's own
+/// program, variant, launches and buffers.
+pub(super) fn load_job(
+    gpu: &Gpu,
+    spec: &JobSpec,
+    info: &mut Vec<CompileInfo>,
+) -> Result<Loaded, RunError> {
+    load(
+        gpu,
+        &spec.program,
+        &spec.key.variant,
+        &spec.launches,
+        &spec.buffers,
+        info,
+    )
 }
 
 pub(super) fn load(

@@ -1,10 +1,10 @@
 //! The profile pass: each job's launches run once, in order, for `ncu` to profile (no check, no timing), the profiled runs between cuProfilerStart and cuProfilerStop.
 
 use super::buffers::Buffers;
-use super::checking::run_checked;
+use super::checking::run_spec;
 use super::device::{Gpu, set_pending_launches};
 use super::error::{Doing, RunError};
-use super::loading::load;
+use super::loading::load_job;
 use crate::suite::JobSpec;
 
 /// Runs each job's launches once, in order, for `ncu` to profile: no check, no timing, so that
@@ -30,38 +30,15 @@ pub fn run_profile_pass(
     let mut kept: Option<(&JobSpec, Buffers)> = None;
     for (done, spec) in specs.iter().enumerate() {
         let mut compile = Vec::new();
-        let loaded = load(
-            gpu,
-            &spec.program,
-            &spec.key.variant,
-            &spec.launches,
-            &spec.buffers,
-            &mut compile,
-        )?;
+        let loaded = load_job(gpu, spec, &mut compile)?;
         let bufs = kept_or_new(gpu, kept.take(), spec, seed)?;
         let (_, bufs) = kept.insert((spec, bufs));
         bufs.reset(gpu, spec)?;
-        run_checked(
-            gpu,
-            &loaded,
-            &spec.launches,
-            spec.steps.as_ref(),
-            &spec.buffers,
-            bufs,
-            spec.id(),
-        )?;
+        run_spec(gpu, &loaded, spec, bufs, spec.id())?;
         for _ in 0..profiled_runs {
             bufs.reset(gpu, spec)?;
             profiler_range(gpu, true)?;
-            run_checked(
-                gpu,
-                &loaded,
-                &spec.launches,
-                spec.steps.as_ref(),
-                &spec.buffers,
-                bufs,
-                spec.id(),
-            )?;
+            run_spec(gpu, &loaded, spec, bufs, spec.id())?;
             profiler_range(gpu, false)?;
         }
         finished(done + 1);
