@@ -127,8 +127,8 @@ pub struct SuiteArgs {
     /// L2 state while timing: `cold` flushes it before every sample, `warm` reuses it (default: the suite's `cache`, else cold).
     #[arg(long, value_enum)]
     pub cache: Option<crate::records::CacheState>,
-    /// Time every job this many times, the variants interleaved (A B C A B C …), each time in a
-    /// child of its own; a job's interval is then across rounds (run-to-run noise included).
+    /// Time every job this many times, the variants interleaved (A B C A B C …), each time as a
+    /// job of its own; a job's interval is then across rounds (run-to-run noise included).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: u32,
     /// Also verify a launch between every K timed samples (same module state, inputs restored): a kernel
@@ -148,6 +148,10 @@ pub struct SuiteArgs {
     /// CUPTI kernel records during the event samples (CUPTI's instrumentation then slows them).
     #[arg(long, hide = true, conflicts_with = "no_activity")]
     pub activity_during: bool,
+    /// Every job in a child process of its own, not served in turn by one child per suite (to
+    /// measure what the serving child saves).
+    #[arg(long, hide = true)]
+    pub child_per_job: bool,
     /// Run only shard I of N (`0/4` … `3/4`, as a Slurm array's SLURM_ARRAY_TASK_ID counts): every
     /// job of the selected suites lands in exactly one shard, balanced by its expected cost.
     #[arg(long, value_parser = parse_shard)]

@@ -1,4 +1,4 @@
-//! The hidden child subcommands (`__job`, `__profile`, `__cupti`, `__bounds`, `__compute_bound`, `__roofs`) the parent starts to run one piece of GPU work in a process of its own; their names are `executor::child`'s.
+//! The hidden child subcommands (`__job`, `__jobs`, `__profile`, `__cupti`, `__bounds`, `__compute_bound`, `__roofs`) the parent starts to run one piece of GPU work in a process of its own; their names are `executor::child`'s.
 
 use std::path::PathBuf;
 
@@ -18,6 +18,13 @@ pub enum ChildCommand {
         child: ChildArgs,
         #[arg(long)]
         seed: u64,
+    },
+    /// Child process: run jobs one after another, each asked for as a line of JSON on stdin
+    /// (`executor::job_server`); ends at the end of stdin or at the first job that fails.
+    #[command(name = "__jobs", hide = true)]
+    Jobs {
+        #[command(flatten)]
+        child: ChildArgs,
     },
     /// Child process: launch each job once, for ncu to profile.
     #[command(name = "__profile", hide = true)]

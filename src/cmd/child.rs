@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::cli::{ChildArgs, ChildCommand};
+use crate::executor::job_server;
 use crate::exit;
 use crate::records::{BoundSpec, Math, TimingConfig};
 use crate::runner::{self, Gpu};
@@ -20,6 +21,7 @@ pub fn serve(command: &ChildCommand) -> anyhow::Result<i32> {
             child,
             seed,
         } => job(spec, out, child, *seed),
+        ChildCommand::Jobs { child } => jobs(child),
         ChildCommand::ProfilePass {
             specs,
             child,
@@ -72,9 +74,30 @@ fn open(child: &ChildArgs) -> anyhow::Result<Gpu> {
 }
 
 fn job(spec: &Path, out: &Path, child: &ChildArgs, seed: u64) -> anyhow::Result<i32> {
+    run_one(&open(child)?, spec, out, seed)?;
+    Ok(exit::OK)
+}
+
+fn run_one(gpu: &Gpu, spec: &Path, out: &Path, seed: u64) -> anyhow::Result<()> {
     let (spec, timing): (JobSpec, TimingConfig) = read_json(spec)?;
-    let outcome = runner::run_job(&open(child)?, &spec, &timing, seed)?;
-    write_json(out, &outcome)?;
+    let outcome = runner::run_job(gpu, &spec, &timing, seed)?;
+    write_json(out, &outcome)
+}
+
+/// Serves jobs asked for on stdin, one line each, on one GPU context: after each, the reply line
+/// on stdout. The first job that fails ends the child with its error (its context may be broken);
+/// the parent starts another for the next job.
+fn jobs(child: &ChildArgs) -> anyhow::Result<i32> {
+    use std::io::{BufRead, Write};
+    let gpu = open(child)?;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.context("reading the next job request")?;
+        let request: job_server::JobRequest = serde_json::from_str(&line)
+            .with_context(|| format!("parsing the job request {line:?}"))?;
+        run_one(&gpu, &request.spec, &request.out, request.seed)?;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{}", job_server::REPLY).and_then(|_| stdout.flush())?;
+    }
     Ok(exit::OK)
 }
 

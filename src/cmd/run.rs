@@ -37,7 +37,7 @@ impl Mock {
 pub fn executor(
     config: &Config,
     gpu: u32,
-    (profile, sanitize): (Option<profiler::ProfilerChoice>, bool),
+    (profile, sanitize, child_per_job): (Option<profiler::ProfilerChoice>, bool, bool),
     mock: &Mock,
 ) -> anyhow::Result<Box<dyn Executor>> {
     if mock.on {
@@ -54,7 +54,8 @@ pub fn executor(
             model: mock.models.get(gpu as usize).cloned(),
         }));
     }
-    let mut children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?;
+    let mut children = ChildExecutor::start(config.exe.clone(), gpu, config.cache_dir.clone())?
+        .with_child_per_job(child_per_job);
     if sanitize {
         children = children.with_sanitizer(crate::sanitizer::find(&config.sanitizer)?);
     }
@@ -237,6 +238,7 @@ pub fn run_with(
                 (
                     profile.as_ref().map(|p| p.profiler),
                     !args.sanitize.is_empty(),
+                    args.child_per_job,
                 ),
                 mock,
             )

@@ -1,4 +1,4 @@
-//! The real executor: every job in a child process of this binary on one GPU (a fault or a hang costs that child only), and ncu over a child that launches each job once.
+//! The real executor: jobs in a child process of this binary on one GPU, served in turn by one `__jobs` child (a fault or a hang ends that child and fails that job only; the next job starts another), and ncu over a child that launches each job once.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::contract::{Environment, Executor, Failure, RunContext};
+use super::job_server::{JobRequest, Serving};
 use crate::device::{self, NvmlSession};
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
@@ -23,6 +24,7 @@ use crate::suite::JobSpec;
 /// The hidden subcommands a child runs (`cli.rs` declares them; `cmd/child.rs` serves them).
 pub mod protocol {
     pub const JOB: &str = "__job";
+    pub const JOBS: &str = "__jobs";
     pub const PROFILE_PASS: &str = "__profile";
     pub const CUPTI_PASS: &str = "__cupti";
     pub const BOUNDS: &str = "__bounds";
@@ -42,6 +44,10 @@ pub struct ChildExecutor {
     profiler: ProfilerChoice,
     sanitizer: Option<Sanitizer>,
     nvml: NvmlSession,
+    /// The `__jobs` child serving this GPU's jobs, while one runs.
+    serving: Serving,
+    /// The hidden `--child-per-job`: every job in a `__job` child of its own, as before servers.
+    child_per_job: bool,
 }
 
 impl ChildExecutor {
@@ -60,7 +66,18 @@ impl ChildExecutor {
             profiler: ProfilerChoice::Ncu,
             sanitizer: None,
             nvml: NvmlSession::open(),
+            serving: Serving::default(),
+            child_per_job: false,
         })
+    }
+
+    /// Every job in a child process of its own (the hidden `--child-per-job`: for measuring what
+    /// the serving child saves, and as a way back should it ever misbehave).
+    pub fn with_child_per_job(self, child_per_job: bool) -> ChildExecutor {
+        ChildExecutor {
+            child_per_job,
+            ..self
+        }
     }
 
     /// Profiles with this ncu.
@@ -268,6 +285,20 @@ impl Executor for ChildExecutor {
             message: format!("{e:#}"),
             log: None,
         })?;
+        if !self.child_per_job {
+            let log_name = format!("jobs-gpu{}", self.gpu);
+            return self.serving.run(
+                || self.child(protocol::JOBS),
+                &log_name,
+                ctx,
+                JobRequest {
+                    spec,
+                    out,
+                    seed: ctx.seed,
+                },
+                &log,
+            );
+        }
         let mut cmd = self.child(protocol::JOB);
         cmd.arg("--spec")
             .arg(&spec)
@@ -278,6 +309,7 @@ impl Executor for ChildExecutor {
     }
 
     fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
+        self.serving.stop();
         let cupti_said = match self.profiler {
             ProfilerChoice::Cupti => {
                 match super::cupti::profile(self.child(protocol::CUPTI_PASS), ctx, tag, jobs) {
@@ -316,6 +348,7 @@ impl Executor for ChildExecutor {
         tool: SanitizerTool,
         timeout: Duration,
     ) -> SanitizeRecord {
+        self.serving.stop();
         let blank = SanitizeRecord::new(job.id(), &job.label(), &job.key.group, tool);
         let Some(s) = &self.sanitizer else {
             return blank
@@ -351,6 +384,7 @@ impl Executor for ChildExecutor {
         tool: SanitizerTool,
         timeout: Duration,
     ) -> BatchRun {
+        self.serving.stop();
         let blank = SanitizeRecord::new(tag, &format!("{} variants", jobs.len()), "", tool);
         let unanswered = |record: SanitizeRecord| BatchRun {
             record,

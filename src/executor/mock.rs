@@ -253,6 +253,8 @@ impl Executor for MockExecutor {
                     "MOCK: nothing ran, so no kernel activity was recorded",
                 )
             }),
+            // No child ran: no phase has a time.
+            phases: Vec::new(),
         })
     }
 

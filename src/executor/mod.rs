@@ -1,4 +1,4 @@
-//! How the scheduler gets jobs run: a trait with one implementation that starts a child process per job on a real GPU, and a mock that needs no GPU.
+//! How the scheduler gets jobs run: a trait with one implementation that runs jobs in child processes on a real GPU (one `__jobs` child serving a suite's jobs in turn), and a mock that needs no GPU.
 //!
 //! hyperfine's `MockExecutor` behind a hidden flag is the model: the mock exercises every step of
 //! orchestration (plans, records, saving after each job, reports, baselines, verdicts) with
@@ -7,6 +7,7 @@
 pub mod child;
 pub mod contract;
 pub mod cupti;
+pub mod job_server;
 pub mod mock;
 
 pub use child::ChildExecutor;

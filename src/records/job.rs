@@ -285,6 +285,9 @@ pub struct JobRecord {
     /// recorded, and with `--no-activity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<super::activity::ActivityRecord>,
+    /// Where the job's child spent its time, phase by phase (absent in runs before it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<super::outcome::JobPhase>,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -50,7 +50,7 @@ pub use math::Math;
 pub use merge::merge_refusal;
 pub use outcome::{
     BoundsOutcome, CLOCK_FLOOR, CacheState, ClockSample, CompileInfo, ComputeOutcome,
-    ExcludedSample, HostLink, HostLinkSamples, JobOutcome, LaunchOccupancy, TimingConfig,
+    ExcludedSample, HostLink, HostLinkSamples, JobOutcome, JobPhase, LaunchOccupancy, TimingConfig,
     kept_by_clock, sample_clock_events, split_by_clock,
 };
 pub use profile::{DURATION_FROM_ACTIVITY, DURATION_OWN_SESSION, DURATION_RUNS, ProfileRecord};

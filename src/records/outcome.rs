@@ -173,6 +173,17 @@ pub struct JobOutcome {
     /// The samples' kernel durations from CUPTI's Activity API (absent with `--no-activity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activity: Option<super::activity::ActivityRecord>,
+    /// Where the child's time for the job went, phase by phase, in order (absent in runs before
+    /// it was recorded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<JobPhase>,
+}
+
+/// One phase of a job in its timing child (loading, inputs, checks, timing …) and its wall time.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobPhase {
+    pub phase: String,
+    pub seconds: f64,
 }
 
 /// One launch of a job as the SM sees it: the kernel's resources (function attributes read by the

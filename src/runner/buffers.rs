@@ -1,5 +1,7 @@
 //! A job's buffers on the GPU: allocated by kind, given their initial data from a seed, put back to it before every check, and read back for the checks.
 
+use std::sync::Arc;
+
 use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::memory::Allocation;
@@ -10,7 +12,8 @@ use crate::verify::{HostData, Init};
 /// Device buffers of a job with the host data they start from.
 pub(super) struct Buffers {
     memory: Vec<Allocation>,
-    pub(super) initial: Vec<Option<HostData>>,
+    /// Shared with the child's `HostCache`: the next job of the group starts from the same draw.
+    pub(super) initial: Vec<Option<Arc<HostData>>>,
     pub(super) pointers: Pointers,
     /// Where each buffer is for copies (host memory by its host pointer).
     pub(super) copy_pointers: Pointers,
@@ -75,36 +78,39 @@ impl Buffers {
             copy_pointers,
             spare: vec![None; spec.buffers.len()],
         };
-        bufs.reseed(spec, seed);
+        bufs.reseed(gpu, spec, seed);
         Ok(bufs)
     }
 
     /// Initial data drawn from `seed` (another seed for a second verification on inputs the
     /// first never saw); a buffer `from` another gets that buffer's new values, converted.
-    pub(super) fn reseed(&mut self, spec: &JobSpec, seed: u64) {
+    pub(super) fn reseed(&mut self, gpu: &Gpu, spec: &JobSpec, seed: u64) {
+        let mut host = gpu.host.borrow_mut();
         for (i, b) in spec.buffers.iter().enumerate() {
             self.initial[i] = match b.from {
                 // The manifest only lets a buffer start from an earlier one, so it is filled already.
                 Some(src) => self.initial[src].as_ref().map(|d| {
                     let mut data = d.converted(spec.buffers[src].elem, b.elem);
                     data.truncate(b.len as usize);
-                    data
+                    Arc::new(data)
                 }),
-                None if b.has_data() => Some(HostData::init(
-                    b.elem,
-                    b.len as usize,
-                    b.init,
-                    seed.wrapping_add(i as u64),
-                )),
+                None if b.has_data() => {
+                    Some(host.draw(b.elem, b.len as usize, b.init, seed.wrapping_add(i as u64)))
+                }
                 None => None,
             };
         }
     }
 
     /// `reseed` to `seed`, handing back the initial data it replaces (kept for a check made later).
-    pub(super) fn reseed_keeping(&mut self, spec: &JobSpec, seed: u64) -> Vec<Option<HostData>> {
+    pub(super) fn reseed_keeping(
+        &mut self,
+        gpu: &Gpu,
+        spec: &JobSpec,
+        seed: u64,
+    ) -> Vec<Option<Arc<HostData>>> {
         let kept = std::mem::replace(&mut self.initial, vec![None; spec.buffers.len()]);
-        self.reseed(spec, seed);
+        self.reseed(gpu, spec, seed);
         kept
     }
 
@@ -171,7 +177,7 @@ impl Buffers {
         let b = &spec.buffers[index];
         let mut data = match self.spare[index].take() {
             Some(d) if d.len() == b.len as usize => d,
-            _ => HostData::zeroed(b.elem, b.len as usize),
+            _ => gpu.host.borrow_mut().spare(b.elem, b.len as usize),
         };
         let len = data.as_bytes().len();
         match self.memory[index].host_bytes() {
@@ -197,5 +203,13 @@ impl Buffers {
     /// Gives a download's host memory back for the next download of buffer `index`.
     pub(super) fn recycle(&mut self, index: usize, data: HostData) {
         self.spare[index] = Some(data);
+    }
+
+    /// Hands the host buffers of the job's downloads to the child, for the next job it serves.
+    pub(super) fn keep_spares(&mut self, gpu: &Gpu) {
+        let mut host = gpu.host.borrow_mut();
+        for data in self.spare.iter_mut().filter_map(Option::take) {
+            host.keep_spare(data);
+        }
     }
 }

@@ -111,7 +111,7 @@ pub(super) fn expected_output(
 pub(super) fn compare(
     spec: &JobSpec,
     expected: &Expected,
-    initial: &[Option<HostData>],
+    initial: &[Option<std::sync::Arc<HostData>>],
     got: &HostData,
 ) -> Result<Correctness, RunError> {
     let elem_of = |i: usize| spec.buffers[i].elem;
@@ -126,7 +126,7 @@ pub(super) fn compare(
         }
         (Expected::Inputs, c) => {
             let input_elem = c.inputs().first().map_or(elem, |&i| elem_of(i));
-            let initial: Vec<Option<&HostData>> = initial.iter().map(Option::as_ref).collect();
+            let initial: Vec<Option<&HostData>> = initial.iter().map(Option::as_deref).collect();
             c.against_inputs(elem, input_elem, &initial, got)
                 .ok_or_else(|| {
                     RunError::Invalid(

@@ -24,6 +24,8 @@ pub struct Gpu {
     pub(super) ordinal: u32,
     /// The cold-L2 eviction kernel and its buffer, made once (`Gpu::flush`).
     flush: std::cell::OnceCell<Flush>,
+    /// Inputs drawn and download buffers, kept for the next job a child serves.
+    pub(super) host: std::cell::RefCell<super::host_cache::HostCache>,
 }
 
 impl Gpu {
@@ -64,6 +66,7 @@ impl Gpu {
             nvml: NvmlSession::open(),
             ordinal: ordinal as u32,
             flush: std::cell::OnceCell::new(),
+            host: Default::default(),
         })
     }
 

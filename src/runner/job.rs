@@ -13,7 +13,7 @@ use super::timed_checks::JobChecks;
 use super::timing::time_runs;
 use super::timing_rules::{Capture, Timed, clock_range};
 use crate::records::{
-    EnergyRecord, JobOutcome, Timeline, TimingConfig, sample_clock_events, split_by_clock,
+    EnergyRecord, JobOutcome, JobPhase, Timeline, TimingConfig, sample_clock_events, split_by_clock,
 };
 use crate::suite::JobSpec;
 
@@ -25,8 +25,10 @@ pub fn run_job(
     seed: u64,
 ) -> Result<JobOutcome, RunError> {
     let mut compile = Vec::new();
+    let mut clock = PhaseClock::new();
     set_pending_launches(gpu, &[spec])?;
     let loaded = load_job(gpu, spec, &mut compile)?;
+    clock.mark("load");
     // What the SM can hold of each launch; a driver that refuses an attribute costs the job its
     // occupancy record, not its measurement.
     let (occupancy, occupancy_error) = match occupancy_of(gpu, &loaded, &spec.launches) {
@@ -35,8 +37,10 @@ pub fn run_job(
     };
     refuse_unrunnable_clusters(&occupancy)?;
     let mut bufs = Buffers::new(gpu, spec, seed)?;
+    clock.mark("inputs");
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
     bufs.reset(gpu, spec)?;
+    clock.mark("check");
     // `--verify-every K` between samples; after them, the verified timed runs (issue 32).
     let mut checks = JobChecks {
         gpu,
@@ -52,19 +56,23 @@ pub fn run_job(
     let (timed, timeline) = time_variant(gpu, cfg, spec, &mut checks)?;
     let (during, verified_during, timed_checks) =
         (checks.during, checks.verified_during, checks.timed);
+    clock.mark("timing");
     let energy = cfg
         .energy
         .then(|| energy_of(gpu, spec, &loaded, &bufs, &timed))
         .transpose()?;
+    clock.mark("energy");
     // Again after timing, on inputs of another seed: a kernel right only on its first launch, or
     // only on the data it was first given, is caught.
     let correctness_after = match correctness {
         Some(_) => {
-            bufs.reseed(spec, seed.wrapping_add(1));
+            bufs.reseed(gpu, spec, seed.wrapping_add(1));
             verify(gpu, spec, &loaded, &mut bufs, &mut compile)?
         }
         None => None,
     };
+    bufs.keep_spares(gpu);
+    clock.mark("check after");
     // Samples taken while throttled or below the clock floor stay out of the median, counted.
     let (samples_ms, excluded_samples) = split_by_clock(&timed.samples_ms, &timed.clocks);
     // Every reason NVML gave after a sample is counted: a power-capped job is never silent.
@@ -93,7 +101,35 @@ pub fn run_job(
         clock_lowered_kept,
         energy,
         activity: timed.activity,
+        phases: clock.phases,
     })
+}
+
+/// The wall time of each phase of a job, each measured from the end of the one before.
+struct PhaseClock {
+    last: std::time::Instant,
+    phases: Vec<JobPhase>,
+}
+
+impl PhaseClock {
+    fn new() -> Self {
+        PhaseClock {
+            last: std::time::Instant::now(),
+            phases: Vec::new(),
+        }
+    }
+
+    /// Ends `phase` now (a phase that did not run, such as `energy` without `--energy`, is left out).
+    fn mark(&mut self, phase: &str) {
+        let seconds = self.last.elapsed().as_secs_f64();
+        self.last = std::time::Instant::now();
+        if seconds >= 1e-4 {
+            self.phases.push(JobPhase {
+                phase: phase.to_string(),
+                seconds,
+            });
+        }
+    }
 }
 
 /// `--energy`: the variant's launches back to back after timing, at about the timing's median

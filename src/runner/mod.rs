@@ -1,7 +1,7 @@
 //! One job on one GPU, run inside the child process: build, allocate, initialise, check against the reference, time with CUDA events.
 //!
 //! By stage: `device` opens the GPU; `loading` (with `device_link`) compiles and loads a variant;
-//! `buffers` and `memory` hold its data (`tensor_maps` encodes the views of it TMA kernels take); `launching` and `program` issue its launches or its
+//! `buffers` and `memory` hold its data (`host_cache` keeps drawn inputs and host buffers for the next job a child serves) (`tensor_maps` encodes the views of it TMA kernels take); `launching` and `program` issue its launches or its
 //! host program; `checking` compares its output (`timed_checks`: the checks made between samples and the verified timed runs after them); `timing` (with `graph_timing`, `sampling`,
 //! `l2_flush` and the pure `timing_rules`) times it, `activity` collecting CUPTI's kernel records around the samples; `job` and `profile_pass` put those together;
 //! `bounds` and `cublas` measure what a variant is compared with.
@@ -21,6 +21,7 @@ mod energy_rules;
 mod error;
 mod events;
 mod graph_timing;
+mod host_cache;
 mod job;
 mod l2_flush;
 mod launch_occupancy;

@@ -92,7 +92,7 @@ impl JobChecks<'_> {
         // lowered) before the third run only.
         let seen = self.seen_seed(attempt);
         let unseen = unseen_seed(self.seed, attempt);
-        let seen_initial = self.bufs.reseed_keeping(spec, unseen);
+        let seen_initial = self.bufs.reseed_keeping(gpu, spec, unseen);
         let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);
         let mut timed = Vec::new();
         self.bufs.reset_where(gpu, spec, starts_with_data)?;

@@ -214,6 +214,7 @@ pub(super) fn run_job(
             record.clock_lowered_kept = o.clock_lowered_kept;
             record.energy = o.energy;
             record.activity = o.activity;
+            record.phases = o.phases;
             record.compilers = o
                 .compile
                 .iter()
@@ -321,6 +322,7 @@ mod status_tests {
             clock_lowered_kept: 0,
             energy: None,
             activity: None,
+            phases: Vec::new(),
         }
     }
 
