@@ -1,4 +1,4 @@
-//! The hidden child subcommands (`__job`, `__jobs`, `__profile`, `__cupti`, `__bounds`, `__compute_bound`, `__roofs`) the parent starts to run one piece of GPU work in a process of its own; their names are `executor::child`'s.
+//! The hidden child subcommands (`__job`, `__jobs`, `__build`, `__profile`, `__cupti`, `__bounds`, `__compute_bound`, `__roofs`) the parent starts to run one piece of GPU work in a process of its own; their names are `executor::child`'s.
 
 use std::path::PathBuf;
 
@@ -23,6 +23,15 @@ pub enum ChildCommand {
     /// (`executor::job_server`); ends at the end of stdin or at the first job that fails.
     #[command(name = "__jobs", hide = true)]
     Jobs {
+        #[command(flatten)]
+        child: ChildArgs,
+    },
+    /// Child process: compile every program of the jobs in `specs` into the build cache, on all
+    /// cores (ahead of a suite's first job).
+    #[command(name = "__build", hide = true)]
+    Build {
+        #[arg(long)]
+        specs: PathBuf,
         #[command(flatten)]
         child: ChildArgs,
     },

@@ -22,6 +22,12 @@ pub fn serve(command: &ChildCommand) -> anyhow::Result<i32> {
             seed,
         } => job(spec, out, child, *seed),
         ChildCommand::Jobs { child } => jobs(child),
+        ChildCommand::Build { specs, child } => {
+            let specs: Vec<JobSpec> = read_json(specs)?;
+            let built = runner::prebuild(&open(child)?, &specs);
+            eprintln!("compiled {} programs ahead of their jobs", built);
+            Ok(exit::OK)
+        }
         ChildCommand::ProfilePass {
             specs,
             child,

@@ -25,6 +25,7 @@ use crate::suite::JobSpec;
 pub mod protocol {
     pub const JOB: &str = "__job";
     pub const JOBS: &str = "__jobs";
+    pub const BUILD: &str = "__build";
     pub const PROFILE_PASS: &str = "__profile";
     pub const CUPTI_PASS: &str = "__cupti";
     pub const BOUNDS: &str = "__bounds";
@@ -273,6 +274,20 @@ impl Executor for ChildExecutor {
             .arg("--timing")
             .arg(&timing);
         self.run_child(ctx, cmd, &log, &out)
+    }
+
+    fn prebuild(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) {
+        let (specs, log) = (
+            ctx.work.join(format!("{tag}.specs.json")),
+            ctx.work.join(format!("{tag}.log")),
+        );
+        if write_json(&specs, &jobs).is_err() {
+            return;
+        }
+        let mut cmd = self.child(protocol::BUILD);
+        cmd.arg("--specs").arg(&specs);
+        // Best effort: each job still compiles what is missing, and says why it could not.
+        let _ = process::run(&mut cmd, &process::Output::Log(log), Some(ctx.timeout));
     }
 
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure> {

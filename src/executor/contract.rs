@@ -103,6 +103,9 @@ pub trait Executor: Send + Sync {
     /// The compute roofs of one math (not FP32, whose roof is the FMA rate): cuBLAS/cuBLASLt at a
     /// large square GEMM and gpu-lab's peak kernel, each with its own error.
     fn roofs(&self, ctx: &RunContext, tag: &str, math: Math) -> Result<Vec<RoofRecord>, Failure>;
+    /// Compiles the programs of `jobs` into the build cache ahead of them, as far as it can
+    /// (a program that fails to build fails its own job later, with its own error).
+    fn prebuild(&self, _ctx: &RunContext, _tag: &str, _jobs: &[&JobSpec]) {}
     /// Verifies and times one job.
     fn job(&self, ctx: &RunContext, tag: &str, job: &JobSpec) -> Result<JobOutcome, Failure>;
     /// Profiles jobs that already ran to completion, one record per job.

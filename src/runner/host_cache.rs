@@ -58,14 +58,22 @@ impl HostCache {
     /// A host buffer of `len` elements of `elem`'s width, from an earlier download where one fits
     /// (its contents are to be overwritten), else fresh.
     pub(super) fn spare(&mut self, elem: ElemType, len: usize) -> HostData {
-        match self
+        self.take_spare(len, len * elem.size())
+            .unwrap_or_else(|| HostData::zeroed(elem, len))
+    }
+
+    /// A host buffer of `like`'s width and length (contents to be overwritten).
+    pub(super) fn spare_like(&mut self, like: &HostData) -> HostData {
+        self.take_spare(like.len(), like.as_bytes().len())
+            .unwrap_or_else(|| like.clone())
+    }
+
+    fn take_spare(&mut self, len: usize, bytes: usize) -> Option<HostData> {
+        let at = self
             .spares
             .iter()
-            .position(|d| d.len() == len && d.as_bytes().len() == len * elem.size())
-        {
-            Some(at) => self.spares.remove(at),
-            None => HostData::zeroed(elem, len),
-        }
+            .position(|d| d.len() == len && d.as_bytes().len() == bytes)?;
+        Some(self.spares.remove(at))
     }
 
     /// Keeps a download's host buffer for a later job (the newest kept first, within the budget).

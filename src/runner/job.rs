@@ -52,11 +52,12 @@ pub fn run_job(
         during: None,
         verified_during: 0,
         timed: None,
+        took: Vec::new(),
     };
     let (timed, timeline) = time_variant(gpu, cfg, spec, &mut checks)?;
     let (during, verified_during, timed_checks) =
         (checks.during, checks.verified_during, checks.timed);
-    clock.mark("timing");
+    clock.mark_with_parts("samples", &checks.took);
     let energy = cfg
         .energy
         .then(|| energy_of(gpu, spec, &loaded, &bufs, &timed))
@@ -121,13 +122,21 @@ impl PhaseClock {
 
     /// Ends `phase` now (a phase that did not run, such as `energy` without `--energy`, is left out).
     fn mark(&mut self, phase: &str) {
-        let seconds = self.last.elapsed().as_secs_f64();
+        self.mark_with_parts(phase, &[]);
+    }
+
+    /// Ends a phase now whose `parts` were timed inside it: each part, and `phase` for the rest.
+    fn mark_with_parts(&mut self, phase: &str, parts: &[(&str, f64)]) {
+        let total = self.last.elapsed().as_secs_f64();
         self.last = std::time::Instant::now();
-        if seconds >= 1e-4 {
-            self.phases.push(JobPhase {
-                phase: phase.to_string(),
-                seconds,
-            });
+        let rest = total - parts.iter().map(|(_, s)| s).sum::<f64>();
+        for (phase, seconds) in std::iter::once((phase, rest)).chain(parts.iter().copied()) {
+            if seconds >= 1e-4 {
+                self.phases.push(JobPhase {
+                    phase: phase.to_string(),
+                    seconds,
+                });
+            }
         }
     }
 }

@@ -76,6 +76,8 @@ pub(super) trait SampleChecks {
     fn between_samples(&mut self) -> Result<(), RunError>;
     /// After the last sample: the verified timed runs, each timed by `time_one`.
     fn after_samples(&mut self, time_one: &mut TimeOne) -> Result<(), RunError>;
+    /// A part of the timing that took `seconds` (the job's phases show it apart from the samples).
+    fn took(&mut self, _part: &'static str, _seconds: f64) {}
 }
 
 /// What a timing loop that runs on a job's buffers (a host program) asks of the job too.

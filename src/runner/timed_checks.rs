@@ -1,7 +1,7 @@
 //! The checks a timing loop makes: a verification between samples (`--verify-every K`), and after the samples the verified timed runs (issue 32): tries of four consecutive runs, each timed as a sample's run is and set up against one family of cheats, their outputs checked. The rules that judge them are `records::verified`.
 
 use super::buffers::Buffers;
-use super::checking::{compare, expected_output, verify};
+use super::checking::{expected_output, judge, verify};
 use super::device::Gpu;
 use super::error::RunError;
 use super::loading::Loaded;
@@ -25,6 +25,8 @@ pub(super) struct JobChecks<'a> {
     pub(super) during: Option<Correctness>,
     pub(super) verified_during: u32,
     pub(super) timed: Option<TimedChecks>,
+    /// Parts of the timing and how long each took (the verified runs, the activity samples).
+    pub(super) took: Vec<(&'static str, f64)>,
 }
 
 /// A seed for the inputs of try `attempt` that no other verification of the job draws: far from
@@ -57,6 +59,7 @@ impl SampleChecks for JobChecks<'_> {
         let Some(output) = self.spec.correctness.output() else {
             return Ok(());
         };
+        let t0 = std::time::Instant::now();
         let mut runs = Vec::new();
         for attempt in 1..=TRIES {
             runs.extend(self.one_try(time_one, output, attempt)?);
@@ -66,7 +69,12 @@ impl SampleChecks for JobChecks<'_> {
         }
         let wrong = timed_wrong(&runs);
         self.timed = Some(TimedChecks { runs, wrong });
+        self.took("verified runs", t0.elapsed().as_secs_f64());
         Ok(())
+    }
+
+    fn took(&mut self, part: &'static str, seconds: f64) {
+        self.took.push((part, seconds));
     }
 }
 
@@ -157,7 +165,7 @@ impl JobChecks<'_> {
             .ok_or_else(|| RunError::Invalid("a verified timed run without a check".into()))?;
         timed
             .iter()
-            .map(|(_, got)| compare(self.spec, &expected, &self.bufs.initial, got))
+            .map(|(_, got)| judge(self.gpu, self.spec, &expected, self.bufs, got))
             .collect()
     }
 }

@@ -43,7 +43,9 @@ pub(super) fn time_runs(
     let activity = probe.finish(cfg);
     let mut timed = Timed { activity, ..timed? };
     if cfg.activity_after && !cfg.no_activity {
+        let t0 = std::time::Instant::now();
         timed.activity = activity_after(gpu, cfg, flush, &timed, &mut run)?;
+        checks.took("activity", t0.elapsed().as_secs_f64());
     }
     let (start, stop) = (timing_event(gpu)?, timing_event(gpu)?);
     checks.after_samples(&mut |_| {

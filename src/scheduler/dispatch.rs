@@ -369,6 +369,15 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
     ) -> anyhow::Result<()> {
         let sr = &self.suites[task.suite];
         sr.began.get_or_init(|| (Instant::now(), now()));
+        // Every program of the suite compiled at once, on all cores, before its first job: the
+        // jobs then load from the cache instead of compiling one by one.
+        sr.prebuilt.get_or_init(|| {
+            self.bar
+                .set_message(format!("{}: compiling", sr.plan.suite.name()));
+            let jobs: Vec<&JobSpec> = sr.group_jobs.iter().flatten().copied().collect();
+            lane.executor
+                .prebuild(&sr.ctx(self.settings.seed), "prebuild", &jobs);
+        });
         if !measured.contains(&(task.suite, task.group)) {
             self.measure_bounds(lane, task.suite, task.group)?;
             measured.push((task.suite, task.group));

@@ -37,6 +37,8 @@ pub(super) struct SuiteRun<'p> {
     pub(super) group_jobs: Vec<Vec<&'p JobSpec>>,
     /// When its first job started (its `started` and wall time).
     pub(super) began: OnceLock<(Instant, String)>,
+    /// Set once its programs were compiled ahead of its first job.
+    pub(super) prebuilt: OnceLock<()>,
 }
 
 impl<'p> SuiteRun<'p> {
@@ -121,6 +123,7 @@ impl<'p> SuiteRun<'p> {
                 groups,
                 group_jobs,
                 began: OnceLock::new(),
+                prebuilt: OnceLock::new(),
             },
             info,
         ))
