@@ -6,7 +6,6 @@ use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::memory::Allocation;
 use super::tensor_maps::{EncodedMap, encode_all};
-use super::verdicts::Verdicts;
 use crate::suite::{BufferSpec, JobSpec};
 use crate::verify::{HostData, Init};
 
@@ -22,8 +21,6 @@ pub(super) struct Buffers {
     /// in a fresh 1 GiB allocation takes longer than the copy into it. The price: one host copy
     /// of each checked output stays allocated through timing.
     spare: Vec<Option<HostData>>,
-    /// The built-in checks' verdicts so far, with what they judged.
-    pub(super) verdicts: Verdicts,
 }
 
 /// Where each buffer is, as a kernel (or a copy) sees it, and its element size (for `a[offset]`).
@@ -80,7 +77,6 @@ impl Buffers {
             pointers,
             copy_pointers,
             spare: vec![None; spec.buffers.len()],
-            verdicts: Verdicts::default(),
         };
         bufs.reseed(gpu, spec, seed);
         Ok(bufs)
@@ -209,10 +205,8 @@ impl Buffers {
         self.spare[index] = Some(data);
     }
 
-    /// Hands the host buffers of the job's downloads and judged outputs to the child, for the
-    /// next job it serves.
+    /// Hands the host buffers of the job's downloads to the child, for the next job it serves.
     pub(super) fn keep_spares(&mut self, gpu: &Gpu) {
-        self.verdicts.release(gpu);
         let mut host = gpu.host.borrow_mut();
         for data in self.spare.iter_mut().filter_map(Option::take) {
             host.keep_spare(data);

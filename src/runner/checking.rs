@@ -67,7 +67,7 @@ pub(super) fn verify(
     bufs.reset(gpu, spec)?;
     run_spec(gpu, loaded, spec, bufs, "the variant")?;
     let got = bufs.download(gpu, spec, output)?;
-    let outcome = judge(gpu, spec, &expected, bufs, &got);
+    let outcome = compare(spec, &expected, &bufs.initial, &got);
     bufs.recycle(output, got);
     if let Expected::Reference { buffer, data } = expected {
         bufs.recycle(buffer, data);
@@ -104,29 +104,6 @@ pub(super) fn expected_output(
         }
         _ => Some(Expected::Inputs),
     })
-}
-
-/// [`compare`] on the buffers' initial data, or the verdict already given to a byte-identical
-/// output of the same inputs: a built-in check is a function of the inputs and the output, so
-/// the verified timed runs, whose outputs repeat the check's, need not recompute its reference.
-/// (A `same_as` reference may itself differ run to run: its comparisons are always made.)
-pub(super) fn judge(
-    gpu: &Gpu,
-    spec: &JobSpec,
-    expected: &Expected,
-    bufs: &mut Buffers,
-    got: &HostData,
-) -> Result<Correctness, RunError> {
-    if !matches!(expected, Expected::Inputs) {
-        return compare(spec, expected, &bufs.initial, got);
-    }
-    if let Some(known) = bufs.verdicts.find(&bufs.initial, got) {
-        return Ok(known);
-    }
-    let verdict = compare(spec, expected, &bufs.initial, got)?;
-    let initial = bufs.initial.clone();
-    bufs.verdicts.keep(gpu, initial, got, &verdict);
-    Ok(verdict)
 }
 
 /// Compares `got` (the checked output after a run) with `expected`; `initial`: the data the

@@ -62,12 +62,6 @@ impl HostCache {
             .unwrap_or_else(|| HostData::zeroed(elem, len))
     }
 
-    /// A host buffer of `like`'s width and length (contents to be overwritten).
-    pub(super) fn spare_like(&mut self, like: &HostData) -> HostData {
-        self.take_spare(like.len(), like.as_bytes().len())
-            .unwrap_or_else(|| like.clone())
-    }
-
     fn take_spare(&mut self, len: usize, bytes: usize) -> Option<HostData> {
         let at = self
             .spares

@@ -38,7 +38,6 @@ mod tensor_maps;
 mod timed_checks;
 mod timing;
 mod timing_rules;
-mod verdicts;
 
 pub use bounds::run_bounds;
 pub use cublas::run_cublas;

@@ -1,7 +1,7 @@
 //! The checks a timing loop makes: a verification between samples (`--verify-every K`), and after the samples the verified timed runs (issue 32): tries of four consecutive runs, each timed as a sample's run is and set up against one family of cheats, their outputs checked. The rules that judge them are `records::verified`.
 
 use super::buffers::Buffers;
-use super::checking::{expected_output, judge, verify};
+use super::checking::{compare, expected_output, verify};
 use super::device::Gpu;
 use super::error::RunError;
 use super::loading::Loaded;
@@ -165,7 +165,7 @@ impl JobChecks<'_> {
             .ok_or_else(|| RunError::Invalid("a verified timed run without a check".into()))?;
         timed
             .iter()
-            .map(|(_, got)| judge(self.gpu, self.spec, &expected, self.bufs, got))
+            .map(|(_, got)| compare(self.spec, &expected, &self.bufs.initial, got))
             .collect()
     }
 }
