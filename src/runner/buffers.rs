@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use cudarc::driver::{CudaSlice, DevicePtr};
+
 use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::memory::Allocation;
@@ -21,7 +23,13 @@ pub(super) struct Buffers {
     /// in a fresh 1 GiB allocation takes longer than the copy into it. The price: one host copy
     /// of each checked output stays allocated through timing.
     spare: Vec<Option<HostData>>,
+    /// Device-memory copies of recent initial data of each device buffer (the samples' inputs and
+    /// a try's unseen ones): a reset copies from one on the device instead of uploading again.
+    pristine: Vec<Vec<(Arc<HostData>, CudaSlice<u8>)>>,
 }
+
+/// Pristine copies kept a buffer: the inputs a verified try alternates between.
+const PRISTINE_KEPT: usize = 2;
 
 /// Where each buffer is, as a kernel (or a copy) sees it, and its element size (for `a[offset]`).
 #[derive(Clone, Default)]
@@ -77,6 +85,7 @@ impl Buffers {
             pointers,
             copy_pointers,
             spare: vec![None; spec.buffers.len()],
+            pristine: (0..spec.buffers.len()).map(|_| Vec::new()).collect(),
         };
         bufs.reseed(gpu, spec, seed);
         Ok(bufs)
@@ -146,12 +155,10 @@ impl Buffers {
                     host[..data.as_bytes().len()].copy_from_slice(data.as_bytes())
                 }
                 (Some(host), None) => host.fill(fill),
-                // SAFETY: the pointer and length are those of a live device allocation (from
-                // pageable memory the call may return before the DMA ends: hence the sync below).
-                (None, Some(data)) => unsafe {
-                    cudarc::driver::result::memcpy_htod_sync(self.pointers.base[i], data.as_bytes())
+                (None, Some(data)) => {
+                    restore(gpu, &mut self.pristine[i], self.pointers.base[i], data)
+                        .doing(format!("uploading buffer `{}`", b.name))?
                 }
-                .doing(format!("uploading buffer `{}`", b.name))?,
                 // SAFETY: the pointer and length are those of a live allocation on this stream.
                 (None, None) => unsafe {
                     cudarc::driver::result::memset_d8_async(
@@ -211,5 +218,45 @@ impl Buffers {
         for data in self.spare.iter_mut().filter_map(Option::take) {
             host.keep_spare(data);
         }
+    }
+}
+
+/// Puts `data` into the device buffer at `dst`: copied on the device from a pristine copy of it,
+/// made (uploaded once) where none is kept; uploaded directly where the device has no memory
+/// left for one.
+fn restore(
+    gpu: &Gpu,
+    pristine: &mut Vec<(Arc<HostData>, CudaSlice<u8>)>,
+    dst: u64,
+    data: &Arc<HostData>,
+) -> Result<(), cudarc::driver::DriverError> {
+    let bytes = data.as_bytes();
+    let kept = match pristine.iter().position(|(d, _)| Arc::ptr_eq(d, data)) {
+        Some(at) => Some(at),
+        // SAFETY: every byte is written by the upload right after.
+        None => match unsafe { gpu.stream.alloc::<u8>(bytes.len().max(1)) } {
+            Ok(copy) => {
+                // SAFETY: a live device allocation of `bytes.len()` bytes; the copy is synchronous.
+                unsafe {
+                    cudarc::driver::result::memcpy_htod_sync(copy.device_ptr(&gpu.stream).0, bytes)
+                }?;
+                if pristine.len() >= PRISTINE_KEPT {
+                    pristine.remove(0);
+                }
+                pristine.push((data.clone(), copy));
+                Some(pristine.len() - 1)
+            }
+            Err(_) => None,
+        },
+    };
+    match kept {
+        // SAFETY: both are live device allocations of at least `bytes.len()` bytes, on this stream.
+        Some(at) => unsafe {
+            let src = pristine[at].1.device_ptr(&gpu.stream).0;
+            cudarc::driver::result::memcpy_dtod_async(dst, src, bytes.len(), gpu.stream.cu_stream())
+        },
+        // SAFETY: a live device allocation of at least `bytes.len()` bytes (from pageable memory
+        // the call may return before the DMA ends: the reset synchronizes after).
+        None => unsafe { cudarc::driver::result::memcpy_htod_sync(dst, bytes) },
     }
 }
