@@ -57,22 +57,34 @@ const NOT_ISSUED: &str = " (Not Issued)";
 /// The page (`--print-source cuda,sass`, ncu 2025.3) gives per kernel a `"File Path","PATH"` row,
 /// a `"Function Name","NAME"` row, a header (`"Line No","Source","Address","Source",COUNTERS…`),
 /// then each CUDA line with its counters summed over its SASS instructions, followed by those
-/// instructions (line number empty) and `...` gaps. ncu writes the source text unescaped: a
+/// instructions (line number empty) and `...` gaps; a kernel whose code comes from several files
+/// (a header's functions inlined) has one such block per file, one after another. ncu writes the source text unescaped: a
 /// line holding `"` or `","` is put back together from the cells it split into.
 pub fn parse(text: &str) -> Result<Vec<KernelSource>, SourcePageError> {
     let mut kernels: Vec<KernelSource> = Vec::new();
     let mut header: Option<Columns> = None;
     let mut file = String::new();
+    // The files of the last kernel's blocks so far.
+    let mut files_of_last: Vec<String> = Vec::new();
     for row in text.lines().filter_map(cells) {
         match row.first().map(|c| c.trim()) {
             Some("File Path" | "File Name") => {
                 file = row.get(1).map_or_else(String::new, |p| base_name(p));
             }
             Some("Function Name" | "Kernel Name") => {
-                kernels.push(KernelSource {
-                    kernel: row.get(1).map_or("", |c| c.trim()).to_string(),
-                    lines: Vec::new(),
-                });
+                let name = row.get(1).map_or("", |c| c.trim()).to_string();
+                // A kernel built from several files has a block per file: the same name in a file
+                // its blocks have not had yet continues it; a file again starts the next launch.
+                let continues = kernels.last().is_some_and(|k| k.kernel == name)
+                    && !files_of_last.contains(&file);
+                if !continues {
+                    kernels.push(KernelSource {
+                        kernel: name,
+                        lines: Vec::new(),
+                    });
+                    files_of_last.clear();
+                }
+                files_of_last.push(file.clone());
                 header = None;
             }
             Some("Line No") => {
@@ -327,6 +339,33 @@ mod tests {
     const HEADER: &str = r#""File Path","/x/k.cu"
 "Function Name","k"
 "Line No","Source","Address","Source","Warp Stall Sampling (All Samples)","stall_wait","stall_wait (Not Issued)","stall_barrier""#;
+
+    #[test]
+    fn a_kernel_built_from_several_files_is_one_kernel_and_its_next_launch_another() {
+        // As ncu 2025.3 printed a scan kernel whose code is partly in a header (H100, 2026-11-26).
+        let block = |file: &str, kernel: &str, line: u32| {
+            format!(
+                "\"File Path\",\"/x/{file}\"\n\"Function Name\",\"{kernel}\"\n\"Line No\",\"Source\",\"Address\",\"Source\",\"Warp Stall Sampling (All Samples)\"\n\"{line}\",\"x\",\"\",\"\",\"5\"\n"
+            )
+        };
+        let page = [
+            block("scan.cu", "init", 1),
+            block("scan.cu", "scan", 10),
+            block("bulk.cuh", "scan", 20),
+            block("scan.cu", "init", 1),
+            block("scan.cu", "scan", 10),
+            block("bulk.cuh", "scan", 20),
+        ]
+        .concat();
+        let kernels = parse(&page).unwrap();
+        let names: Vec<&str> = kernels.iter().map(|k| k.kernel.as_str()).collect();
+        assert_eq!(names, ["init", "scan", "init", "scan"]);
+        assert_eq!(kernels[1].lines.len(), 2);
+        assert_eq!(kernels[3].lines[1].file, "bulk.cuh");
+        // The same kernel launched twice in a row, each from one file: two kernels.
+        let twice = [block("k.cu", "k", 1), block("k.cu", "k", 1)].concat();
+        assert_eq!(parse(&twice).unwrap().len(), 2);
+    }
 
     #[test]
     fn a_source_line_holding_the_separator_is_put_back_and_the_not_issued_subset_is_no_reason() {
