@@ -134,8 +134,12 @@ __device__ __forceinline__ void add_partials(float (&d)[S_BN / 16][8], const SkS
   }
 }
 
-// The producer thread: the same pieces as its consumers, 3-stage ring, B multicast by rank 0.
-template <typename T>
+// The producer thread: the same pieces as its consumers, 3-stage ring. B's 256-row k-tile is
+// multicast into both blocks of the cluster: by rank 0 as one box, or (SPLIT_B) as two 128-row
+// boxes, one issued by each rank (mapB then has 64 x 128 boxes), so both SMs issue and request
+// the same bytes from L2, as CUTLASS splits a multicast among a cluster's blocks. The two boxes
+// land where the one would: 128 rows of 128 bytes is a whole number of 1024-byte swizzle spans.
+template <typename T, bool SPLIT_B>
 __device__ __forceinline__ void sk_produce(const SkSchedule& s, const TileOrder& order, int cluster, int rm, T* sA,
                                            T* sB, unsigned long long* full, unsigned long long* empty,
                                            const CUtensorMap* mapA, const CUtensorMap* mapB) {
@@ -152,7 +156,12 @@ __device__ __forceinline__ void sk_produce(const SkSchedule& s, const TileOrder&
       bar_wait(&empty[slot], phase);
       bar_expect_bytes(&full[slot], (S_BM + S_BN) * BK * sizeof(T));
       tma_load(sA + slot * S_BM * BK, mapA, &full[slot], kt * BK, row0);
-      if (rm == 0) tma_load_multicast(sB + slot * S_BN * BK, mapB, &full[slot], kt * BK, col0, 0x3);
+      if (SPLIT_B) {
+        tma_load_multicast(sB + slot * S_BN * BK + rm * (S_BN / 2) * BK, mapB, &full[slot], kt * BK,
+                           col0 + rm * (S_BN / 2), 0x3);
+      } else if (rm == 0) {
+        tma_load_multicast(sB + slot * S_BN * BK, mapB, &full[slot], kt * BK, col0, 0x3);
+      }
       if (++slot == STAGES) {
         slot = 0;
         phase ^= 1;
@@ -208,9 +217,10 @@ __device__ __forceinline__ void sk_consume(const SkSchedule& s, const TileOrder&
 }
 
 // The persistent keep-one stmatrix kernel (2-block clusters, B multicast, 3 stages) with the
-// stream-K tail. `work`: SK_MAX_BLOCKS * SK_PARTIAL_FLOATS floats; `flags`: SK_MAX_BLOCKS *
-// S_CONSUMERS ints, zero at the first launch (the kernel leaves them zero).
-template <typename T, typename OutT>
+// stream-K tail; SPLIT_B: B's multicast issued half by each block (mapB with 64 x 128 boxes).
+// `work`: SK_MAX_BLOCKS * SK_PARTIAL_FLOATS floats; `flags`: SK_MAX_BLOCKS * S_CONSUMERS ints,
+// zero at the first launch (the kernel leaves them zero).
+template <typename T, typename OutT, bool SPLIT_B = false>
 __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
     ws_gemm_streamk(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                     const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC, float* work,
@@ -245,7 +255,7 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
   if (wg == 0) {
     regs_dealloc<24>();
-    if (t == 0) sk_produce<T>(sched, order, cluster, rank, sA, sB, full, empty, &mapA, &mapB);
+    if (t == 0) sk_produce<T, SPLIT_B>(sched, order, cluster, rank, sA, sB, full, empty, &mapA, &mapB);
   } else {
     regs_alloc<240>();
     sk_consume<T, OutT>(sched, order, cluster, rank, sA, sB, sC, full, empty, &mapC, work, flags, wg - 1, t);
