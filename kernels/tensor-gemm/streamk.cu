@@ -37,10 +37,11 @@ struct SkPiece {
 struct SkSchedule {
   // sk_iters < clusters * k_tiles: an int while K < 2^31 * 64 / SK_MAX_BLOCKS.
   int dp_tiles, k_tiles, clusters, sk_clusters, sk_iters;
-  __device__ __forceinline__ SkSchedule(int tiles, int k_tiles_, int clusters_) {
+  // stream_k false: every tile data-parallel (the persistent schedule of wgmma.cu).
+  __device__ __forceinline__ SkSchedule(int tiles, int k_tiles_, int clusters_, bool stream_k) {
     k_tiles = k_tiles_;
     clusters = clusters_;
-    dp_tiles = tiles - tiles % clusters;
+    dp_tiles = stream_k ? tiles - tiles % clusters : tiles;
     sk_iters = (tiles - dp_tiles) * k_tiles;
     // No range longer than a tile (at least one cluster a leftover tile), none shorter than
     // SK_MIN_ITERS where the tiles allow it.
@@ -134,16 +135,53 @@ __device__ __forceinline__ void add_partials(float (&d)[S_BN / 16][8], const SkS
   }
 }
 
-// The producer thread: the same pieces as its consumers, 3-stage ring. B's 256-row k-tile is
+// The stmatrix epilogue through half the shared memory (4-stage rungs): the 64 x 256 tile in two
+// passes of 64 x 128 (two 64 x 64 swizzled boxes each, 16 KiB a consumer); before the second
+// pass one thread waits for the first pass's TMA stores to have read the buffer.
+template <typename OutT>
+__device__ __forceinline__ void store_tile_halves(const float (&d)[S_BN / 16][8], OutT* sC, const CUtensorMap* mapC,
+                                                  int row0, int col0, int named_barrier) {
+  const int t = threadIdx.x % 128;
+  unsigned char* base = reinterpret_cast<unsigned char*>(sC);
+  const int lane = t % 32, j = lane / 8, i = lane % 8;
+  const unsigned row_addr = smem_addr(base) + (16 * (t / 32) + 8 * (j % 2) + i) * 128;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    asm volatile("bar.sync %0, 128;\n" ::"r"(named_barrier) : "memory");
+#pragma unroll
+    for (int c = 0; c < S_BN / 32; ++c) {
+      const int c16 = (S_BN / 32) * h + c, chunk = (c16 % 4) * 2 + j / 2;
+      const unsigned addr = row_addr + (c / 4) * (64 * 128) + ((chunk ^ i) * 16);
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+                   "r"(pack_pair<OutT>(d[c16][0], d[c16][1])), "r"(pack_pair<OutT>(d[c16][2], d[c16][3])),
+                   "r"(pack_pair<OutT>(d[c16][4], d[c16][5])), "r"(pack_pair<OutT>(d[c16][6], d[c16][7]))
+                   : "memory");
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    asm volatile("bar.sync %0, 128;\n" ::"r"(named_barrier) : "memory");
+    if (t == 0) {
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                         reinterpret_cast<unsigned long long>(mapC)),
+                     "r"(col0 + (S_BN / 2) * h + 64 * b), "r"(row0), "r"(smem_addr(base + b * 64 * 128))
+                     : "memory");
+      }
+      asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+    }
+  }
+}
+
+// The producer thread: the same pieces as its consumers, a ring of STAGES. B's 256-row k-tile is
 // multicast into both blocks of the cluster: by rank 0 as one box, or (SPLIT_B) as two 128-row
 // boxes, one issued by each rank (mapB then has 64 x 128 boxes), so both SMs issue and request
 // the same bytes from L2, as CUTLASS splits a multicast among a cluster's blocks. The two boxes
 // land where the one would: 128 rows of 128 bytes is a whole number of 1024-byte swizzle spans.
-template <typename T, bool SPLIT_B>
+template <typename T, bool SPLIT_B, int STAGES>
 __device__ __forceinline__ void sk_produce(const SkSchedule& s, const TileOrder& order, int cluster, int rm, T* sA,
                                            T* sB, unsigned long long* full, unsigned long long* empty,
                                            const CUtensorMap* mapA, const CUtensorMap* mapB) {
-  constexpr int STAGES = 3;
   int slot = 0;
   unsigned phase = 0;
   SkCursor cursor(s, cluster);
@@ -172,11 +210,11 @@ __device__ __forceinline__ void sk_produce(const SkSchedule& s, const TileOrder&
 
 // Consumer warpgroup c: the keep-one mainloop over each piece's k-tiles, then either the tile's
 // epilogue (a whole tile, or a finisher after adding the partials) or a saved partial.
-template <typename T, typename OutT>
+template <typename T, typename OutT, int STAGES>
 __device__ __forceinline__ void sk_consume(const SkSchedule& s, const TileOrder& order, int cluster, int rm, T* sA,
                                            T* sB, OutT* sC, unsigned long long* full, unsigned long long* empty,
                                            const CUtensorMap* mapC, float* work, int* flags, int c, int t) {
-  constexpr int STAGES = 3, CLUSTER = 2;
+  constexpr int CLUSTER = 2;
   for (int st = 0; st < STAGES; ++st) free_slot<CLUSTER>(&empty[st], t);
   int slot = 0;
   unsigned phase = 0;
@@ -210,22 +248,26 @@ __device__ __forceinline__ void sk_consume(const SkSchedule& s, const TileOrder&
       continue;
     }
     if (p.ke < s.k_tiles) add_partials(d, s, p, cluster, rm, work, flags, c, t);
-    store_tile_tma<OutT, true>(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
+    if constexpr (STAGES == 3) {
+      store_tile_tma<OutT, true>(d, sC + c * 64 * S_BN, mapC, row0 + 64 * c, col0, 2 + c);
+    } else {
+      store_tile_halves(d, sC + c * 64 * (S_BN / 2), mapC, row0 + 64 * c, col0, 2 + c);
+    }
   }
   // Shared memory must outlive the stores' reads of it.
   if (t == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
-// The persistent keep-one stmatrix kernel (2-block clusters, B multicast, 3 stages) with the
-// stream-K tail; SPLIT_B: B's multicast issued half by each block (mapB with 64 x 128 boxes).
+// The persistent keep-one stmatrix kernel's body (2-block clusters, B multicast) with the
+// stream-K tail (STREAM_K) or without; SPLIT_B: B's multicast issued half by each block (mapB
+// with 64 x 128 boxes); STAGES 3 (a 32 KiB output tile a consumer) or 4 (16 KiB, two passes).
 // `work`: SK_MAX_BLOCKS * SK_PARTIAL_FLOATS floats; `flags`: SK_MAX_BLOCKS * S_CONSUMERS ints,
-// zero at the first launch (the kernel leaves them zero).
-template <typename T, typename OutT, bool SPLIT_B = false>
-__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
-    ws_gemm_streamk(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
-                    const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC, float* work,
-                    int* flags) {
-  constexpr int STAGES = 3, CLUSTER = 2;
+// zero at the first launch (the kernel leaves them zero); unused without STREAM_K.
+template <typename T, typename OutT, bool SPLIT_B, bool STREAM_K, int STAGES>
+__device__ __forceinline__ void sk_body(int M, int N, int K, const CUtensorMap* mapA, const CUtensorMap* mapB,
+                                        const CUtensorMap* mapC, float* work, int* flags) {
+  constexpr int CLUSTER = 2;
+  static_assert(STAGES == 3 || STAGES == 4, "3 stages with a whole output tile, 4 with half");
   require_multiples_of_8(N, K);
   if (gridDim.x > SK_MAX_BLOCKS || gridDim.x % CLUSTER != 0) __trap();
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -233,15 +275,15 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
   T* sA = reinterpret_cast<T*>(smem);
   T* sB = sA + STAGES * S_BM * BK;
   OutT* sC = reinterpret_cast<OutT*>(sB + STAGES * S_BN * BK);
-  unsigned long long* full =
-      reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(sC) + S_CONSUMERS * 64 * S_BN * sizeof(OutT));
+  constexpr int C_BYTES = S_CONSUMERS * 64 * (STAGES == 3 ? S_BN : S_BN / 2) * sizeof(OutT);
+  unsigned long long* full = reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(sC) + C_BYTES);
   unsigned long long* empty = full + STAGES;
 
   unsigned rank;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
   const int cluster = blockIdx.x / CLUSTER;
   const TileOrder order{(M + S_BM * CLUSTER - 1) / (S_BM * CLUSTER), (N + S_BN - 1) / S_BN};
-  const SkSchedule sched(order.super_rows * order.cols, (K + BK - 1) / BK, gridDim.x / CLUSTER);
+  const SkSchedule sched(order.super_rows * order.cols, (K + BK - 1) / BK, gridDim.x / CLUSTER, STREAM_K);
 
   if (threadIdx.x == 0) {
     for (int st = 0; st < STAGES; ++st) {
@@ -255,13 +297,31 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
   if (wg == 0) {
     regs_dealloc<24>();
-    if (t == 0) sk_produce<T, SPLIT_B>(sched, order, cluster, rank, sA, sB, full, empty, &mapA, &mapB);
+    if (t == 0) sk_produce<T, SPLIT_B, STAGES>(sched, order, cluster, rank, sA, sB, full, empty, mapA, mapB);
   } else {
     regs_alloc<240>();
-    sk_consume<T, OutT>(sched, order, cluster, rank, sA, sB, sC, full, empty, &mapC, work, flags, wg - 1, t);
+    sk_consume<T, OutT, STAGES>(sched, order, cluster, rank, sA, sB, sC, full, empty, mapC, work, flags, wg - 1, t);
   }
   // No block leaves while another of its cluster may still arrive on its barriers.
   cluster_sync();
+}
+
+// The stream-K rungs: 3 stages and the whole-tile epilogue.
+template <typename T, typename OutT, bool SPLIT_B = false>
+__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
+    ws_gemm_streamk(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                    const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC, float* work,
+                    int* flags) {
+  sk_body<T, OutT, SPLIT_B, true, 3>(M, N, K, &mapA, &mapB, &mapC, work, flags);
+}
+
+// 4 stages, the output tile stored in two halves; STREAM_K: with the stream-K tail.
+template <typename T, typename OutT, bool STREAM_K>
+__global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
+    ws_gemm_stages4(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                    const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC, float* work,
+                    int* flags) {
+  sk_body<T, OutT, false, STREAM_K, 4>(M, N, K, &mapA, &mapB, &mapC, work, flags);
 }
 
 }  // namespace tgh
