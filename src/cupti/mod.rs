@@ -9,6 +9,7 @@ mod activity_fixtures;
 pub mod activity_records;
 pub mod crosscheck;
 pub mod error;
+pub mod launch_stats;
 pub mod ffi;
 pub mod rows;
 pub mod session;
