@@ -73,7 +73,10 @@ pub fn ncu_values(f: &LaunchFacts) -> BTreeMap<String, f64> {
     };
     let grid_size: u64 = f.grid.iter().map(|&d| d as u64).product();
     let driver = f.sm.reserved_shared_bytes_per_block;
-    put("launch__registers_per_thread", o.registers_per_thread as f64);
+    put(
+        "launch__registers_per_thread",
+        o.registers_per_thread as f64,
+    );
     put("launch__block_size", o.threads_per_block as f64);
     put("launch__grid_size", grid_size as f64);
     put(
@@ -115,11 +118,16 @@ pub fn ncu_values(f: &LaunchFacts) -> BTreeMap<String, f64> {
         return v;
     };
     put("launch__occupancy_limit_shared_mem", shared as f64);
-    let active = [Some(model.warps), Some(model.blocks), model.registers, Some(shared)]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(0);
+    let active = [
+        Some(model.warps),
+        Some(model.blocks),
+        model.registers,
+        Some(shared),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(0);
     let warps = active as u64 * f.sm.warps_per_block(o.threads_per_block) as u64;
     put("sm__maximum_warps_avg_per_active_cycle", warps as f64);
     if let Some(pct) = f.sm.occupancy_pct(active, o.threads_per_block) {
@@ -146,4 +154,4 @@ fn shared_limit(f: &LaunchFacts, carveout: u32) -> Option<u32> {
 
 #[cfg(test)]
 #[path = "launch_stats_tests.rs"]
-mod tests;
+pub(crate) mod tests;

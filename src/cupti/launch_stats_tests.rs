@@ -54,7 +54,7 @@ fn dims(text: &str) -> [u32; 3] {
 
 /// What the child would have recorded for ncu's launch `row`: the function's registers and
 /// shared memory, the launch's shape, a Hopper SM, and the carveout CUPTI's record gives.
-fn facts_of(row: &KernelRow) -> LaunchFacts {
+pub(crate) fn facts_of(row: &KernelRow) -> LaunchFacts {
     let get = |name: &str| row.values[name] as u32;
     let sm = SmLimits::hopper();
     let kernel = KernelUse {
@@ -185,5 +185,7 @@ fn only_ncus_launch_and_occupancy_names_are_computed() {
     assert!(computed("launch__occupancy_limit_shared_mem"));
     assert!(computed("sm__maximum_warps_per_active_cycle_pct"));
     assert!(!computed("launch__barrier_count"));
-    assert!(!computed("sm__warps_active.avg.pct_of_peak_sustained_active"));
+    assert!(!computed(
+        "sm__warps_active.avg.pct_of_peak_sustained_active"
+    ));
 }

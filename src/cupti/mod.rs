@@ -9,8 +9,8 @@ mod activity_fixtures;
 pub mod activity_records;
 pub mod crosscheck;
 pub mod error;
-pub mod launch_stats;
 pub mod ffi;
+pub mod launch_stats;
 pub mod rows;
 pub mod session;
 
