@@ -326,6 +326,18 @@ mod tests {
     }
 
     #[test]
+    fn every_built_in_set_stays_in_process() {
+        // The six suites of the `compute` and `occupancy` sets went to ncu whole before.
+        let catalog = Catalog::builtin().unwrap();
+        for (name, set) in &catalog.sets {
+            let defs = catalog.resolve(&set.metrics).unwrap();
+            let (_, collected) = split_computed(&metrics::counters_needed(&defs));
+            assert_eq!(why_not_cupti(&collected), None, "set {name}");
+        }
+        assert!(catalog.sets.contains_key("occupancy") && catalog.sets.contains_key("compute"));
+    }
+
+    #[test]
     fn counted_instructions_equal_ncus_exactly() {
         let pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
         let jobs = jobs();
