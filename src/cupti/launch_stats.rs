@@ -73,10 +73,7 @@ pub fn ncu_values(f: &LaunchFacts) -> BTreeMap<String, f64> {
     };
     let grid_size: u64 = f.grid.iter().map(|&d| d as u64).product();
     let driver = f.sm.reserved_shared_bytes_per_block;
-    put(
-        "launch__registers_per_thread",
-        o.registers_per_thread as f64,
-    );
+    put("launch__registers_per_thread", ncu_registers(f) as f64);
     put("launch__block_size", o.threads_per_block as f64);
     put("launch__grid_size", grid_size as f64);
     put(
@@ -140,6 +137,23 @@ pub fn ncu_values(f: &LaunchFacts) -> BTreeMap<String, f64> {
         );
     }
     v
+}
+
+/// The fewest registers per thread ncu reports on Hopper: an H200 round (2026-11-26,
+/// docs/evidence/h200-2026-11-26-launch) gave 16 for each of 12 launches that
+/// `CU_FUNC_ATTRIBUTE_NUM_REGS` put at 10 to 15, and NUM_REGS itself for every launch of 16 or more
+/// (98). The register limit is the same either way (a warp's registers are allocated in units of
+/// 256, 16 × 32 = 512 for both); other architectures were not compared, so keep NUM_REGS there.
+pub const NCU_MIN_REGISTERS_HOPPER: u32 = 16;
+
+/// ncu's `launch__registers_per_thread` of a launch (see `NCU_MIN_REGISTERS_HOPPER`).
+fn ncu_registers(f: &LaunchFacts) -> u32 {
+    let regs = f.occupancy.registers_per_thread;
+    if f.sm.compute_capability[0] == 9 {
+        regs.max(NCU_MIN_REGISTERS_HOPPER)
+    } else {
+        regs
+    }
 }
 
 /// Blocks the configured carveout holds: the block's static + dynamic shared memory and the

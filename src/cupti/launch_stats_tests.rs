@@ -189,3 +189,43 @@ fn only_ncus_launch_and_occupancy_names_are_computed() {
         "sm__warps_active.avg.pct_of_peak_sustained_active"
     ));
 }
+
+#[test]
+fn the_h200_passes_facts_give_ncus_values_fewer_than_16_registers_included() {
+    // `gpu-lab profile --suite intrinsics --shape smallest --counters-only --profiler both` on an
+    // H200, 2026-11-26 (docs/evidence/h200-2026-11-26-launch): what the `__cupti` child recorded
+    // of each launch, and ncu's page of the same 16 jobs right after. NUM_REGS is 10 to 29 there;
+    // ncu reports 16 for the 12 launches under 16.
+    let pass: crate::cupti::rows::CuptiPass = serde_json::from_str(include_str!(
+        "../../tests/fixtures/cupti/intrinsics-h200.cupti.json"
+    ))
+    .unwrap();
+    let ncu = parse_ncu_csv(include_str!(
+        "../../tests/fixtures/cupti/intrinsics-h200.ncu.csv"
+    ))
+    .unwrap()
+    .kernels;
+    assert_eq!((pass.jobs.len(), ncu.len()), (16, 16));
+    let mut under_16 = 0;
+    for (job, row) in pass.jobs.iter().zip(&ncu) {
+        let facts = &job.launches[0];
+        assert_eq!(facts.occupancy.kernel, row.kernel_name, "{}", job.job_id);
+        under_16 += usize::from(facts.occupancy.registers_per_thread < 16);
+        let computed = ncu_values(facts);
+        assert_eq!(computed.len(), COMPUTED.len(), "{}", job.job_id);
+        for (name, value) in &computed {
+            let tolerance = if name == "launch__waves_per_multiprocessor" {
+                0.005
+            } else {
+                0.0
+            };
+            assert!(
+                (value - row.values[name]).abs() <= tolerance,
+                "{} {name}: computed {value}, ncu {}",
+                job.job_id,
+                row.values[name]
+            );
+        }
+    }
+    assert_eq!(under_16, 12);
+}
