@@ -184,6 +184,7 @@ unsafe fn read_buffer(api: &ActivityApi, buffer: *mut u8, valid: usize) {
                     start_ns: k.start_ns,
                     end_ns: k.end_ns,
                     flush: records::is_flush_kernel(&name),
+                    shared_executed: k.shared_executed,
                 });
                 if let Some(dump) = out.dump.as_mut() {
                     let mut raw = bytes[at..end].to_vec();
@@ -213,6 +214,8 @@ pub struct Finished {
     pub dump: Vec<(Vec<u8>, String)>,
     /// The samples' windows, in CUPTI's clock.
     pub windows: Vec<SampleWindow>,
+    /// Every kernel recorded, in start order (the profile pass reads each launch's carveout).
+    pub spans: Vec<KernelSpan>,
     pub error: Option<String>,
 }
 
@@ -296,6 +299,7 @@ impl Collector {
             dropped,
             dump: c.dump.unwrap_or_default(),
             windows: self.windows,
+            spans: c.spans,
             error: self.error,
         }
     }

@@ -73,6 +73,7 @@ fn spans(c: &Capture) -> Vec<KernelSpan> {
                 start_ns: k.start_ns,
                 end_ns: k.end_ns,
                 flush: records::is_flush_kernel(name),
+                shared_executed: k.shared_executed,
             }
         })
         .collect()
@@ -111,4 +112,31 @@ fn captured_samples_sum_to_what_the_child_recorded() {
             );
         }
     }
+}
+
+#[test]
+fn the_carveout_read_from_captured_records_is_ncus_config_size() {
+    // copy_row, 256 threads, 16 registers, no shared memory: ncu's launch__shared_mem_config_size
+    // of the same kernel and block is 32768 on the H100 and the H200 (tests/fixtures/h100/
+    // transpose-raw-2048x1024.csv, tests/fixtures/h200/transpose-raw-8192x8192.csv).
+    for (file, text) in CAPTURES {
+        let c = capture(text);
+        let copies: Vec<Option<u32>> = c
+            .records
+            .iter()
+            .filter(|(_, name)| name == "copy_row")
+            .map(|(bytes, _)| parse_kernel(bytes).unwrap().unwrap().shared_executed)
+            .collect();
+        assert!(!copies.is_empty(), "{file}");
+        assert!(
+            copies.iter().all(|&s| s == Some(32768)),
+            "{file}: {copies:?}"
+        );
+    }
+    // A record too short to hold the field has none (its other fields still read).
+    let (bytes, _) = &capture(CAPTURES[0].1).records[0];
+    let short = parse_kernel(&bytes[..records::MIN_RECORD_BYTES])
+        .unwrap()
+        .unwrap();
+    assert_eq!(short.shared_executed, None);
 }

@@ -22,6 +22,9 @@ const OFFSET_CORRELATION: usize = 92;
 pub const OFFSET_NAME: usize = 104;
 /// Where the fields read end: a record must be at least this long.
 pub const MIN_RECORD_BYTES: usize = OFFSET_NAME + 8;
+/// `uint32_t sharedMemoryExecuted`: the shared memory the driver configured for the launch (its
+/// carveout, ncu's `launch__shared_mem_config_size`); offset printed as the others (2026-11-26).
+const OFFSET_SHARED_EXECUTED: usize = 140;
 /// `sizeof(CUpti_ActivityKernel10)`, the record CUPTI 13.0 writes.
 pub const KERNEL10_BYTES: usize = 216;
 
@@ -46,6 +49,8 @@ pub struct KernelRecord {
     pub stream: u32,
     pub correlation: u32,
     pub name_ptr: u64,
+    /// `sharedMemoryExecuted`, where the record is long enough to hold it.
+    pub shared_executed: Option<u32>,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -79,6 +84,8 @@ pub fn parse_kernel(bytes: &[u8]) -> Result<Option<KernelRecord>, String> {
         stream: u32_at(bytes, OFFSET_STREAM),
         correlation: u32_at(bytes, OFFSET_CORRELATION),
         name_ptr: u64_at(bytes, OFFSET_NAME),
+        shared_executed: (bytes.len() >= OFFSET_SHARED_EXECUTED + 4)
+            .then(|| u32_at(bytes, OFFSET_SHARED_EXECUTED)),
     };
     if r.end_ns < r.start_ns {
         return Err(format!(
@@ -95,6 +102,8 @@ pub struct KernelSpan {
     pub start_ns: u64,
     pub end_ns: u64,
     pub flush: bool,
+    /// The carveout the driver configured (`KernelRecord::shared_executed`).
+    pub shared_executed: Option<u32>,
 }
 
 /// The kernel of cold timing's L2 flush (`runner::l2_flush`), left out of a sample's time.
@@ -223,6 +232,7 @@ mod tests {
             start_ns: start,
             end_ns: end,
             flush,
+            shared_executed: None,
         }
     }
 

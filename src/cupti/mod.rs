@@ -10,6 +10,7 @@ pub mod activity_records;
 pub mod crosscheck;
 pub mod error;
 pub mod ffi;
+pub mod launch_stats;
 pub mod rows;
 pub mod session;
 

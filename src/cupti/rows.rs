@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::launch_stats::{self, LaunchFacts};
 use super::session::{Collection, RangeValues};
 use crate::parse::KernelRow;
 use crate::suite::JobSpec;
@@ -17,6 +18,10 @@ pub struct CuptiPass {
     /// Passes the configuration needs (Profiler Host API).
     pub passes: usize,
     pub jobs: Vec<CuptiJob>,
+    /// The set's counters that gpu-lab computes from each launch's facts (`launch_stats`), not
+    /// collected: filled by the parent (absent from passes made before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub computed: Vec<String>,
     /// Where the child's time went outside the jobs (absent from passes made before).
     #[serde(default)]
     pub phases: PassPhases,
@@ -56,6 +61,12 @@ pub struct CuptiJob {
     pub collected: Result<Collection, String>,
     #[serde(default)]
     pub phases: JobPhases,
+    /// Each launch's facts, from which gpu-lab computes ncu's launch statistics (absent from
+    /// passes made before; `launches_error` says why where the child could not read them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub launches: Vec<LaunchFacts>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launches_error: Option<String>,
 }
 
 /// Splits the collection of jobs that shared their passes into one collection a job. Each job's
@@ -90,14 +101,65 @@ pub fn split_batch(batch: &Collection, launches: &[usize]) -> Result<Vec<Collect
     Ok(out)
 }
 
-/// Counters that only ncu computes (launch statistics, device attributes, ncu's own figures and
-/// its occupancy section): the Profiler Host API has no metric of these names.
+/// Counters that only ncu gives: the Profiler Host API has no metric of these names, and gpu-lab
+/// does not compute them (`launch_stats::computed` names those it does). Left: the launch
+/// statistics no metric uses (barriers, stack size, stream, cache config, function PCs), the
+/// `device__attribute_*` list, ncu's own `profiler__*` and its PM sampling.
 pub fn ncu_only(counter: &str) -> bool {
-    ["launch__", "device__", "profiler__", "pmsampling:"]
-        .iter()
-        .any(|p| counter.starts_with(p))
-        || counter == "sm__maximum_warps_per_active_cycle_pct"
+    !launch_stats::computed(counter)
+        && (["launch__", "device__", "profiler__", "pmsampling:"]
+            .iter()
+            .any(|p| counter.starts_with(p))
+            || counter.starts_with("sm__maximum_warps_"))
 }
+
+/// The counters of a set that gpu-lab computes in ncu's place (`launch_stats`), and the rest,
+/// which the `__cupti` child collects.
+pub fn split_computed(counters: &[String]) -> (Vec<String>, Vec<String>) {
+    counters
+        .iter()
+        .cloned()
+        .partition(|c| launch_stats::computed(c))
+}
+
+/// Adds the values gpu-lab computes in ncu's place (`computed`: the names the set needs) to each
+/// launch's row, saying so in the row's text. A launch whose facts the child could not read, or a
+/// value that needs what is missing (the carveout), gets no number: its metrics are missing, the
+/// reason in the row's text, never a guess.
+pub fn add_launch_stats(rows: &mut [KernelRow], computed: &[String], job: &CuptiJob) {
+    if computed.is_empty() {
+        return;
+    }
+    for (i, row) in rows.iter_mut().enumerate() {
+        row.text
+            .insert(COMPUTED_BY.to_string(), launch_stats::COMPUTED_NOTE.into());
+        let Some(facts) = job.launches.get(i) else {
+            let why = job
+                .launches_error
+                .clone()
+                .unwrap_or_else(|| format!("the CUPTI pass has no launch facts for launch {i}"));
+            row.text.insert(NOT_COMPUTED.to_string(), why);
+            continue;
+        };
+        let values = launch_stats::ncu_values(facts);
+        for name in computed {
+            if let Some(v) = values.get(name) {
+                row.values.insert(name.clone(), *v);
+            }
+        }
+        if let Some(why) = &facts.carveout_error {
+            row.text.insert(
+                NOT_COMPUTED.to_string(),
+                format!("no carveout, so no shared-memory limit or theoretical occupancy: {why}"),
+            );
+        }
+    }
+}
+
+/// The row text that says which values gpu-lab computed.
+pub const COMPUTED_BY: &str = "gpu_lab__computed";
+/// The row text that says why some could not be.
+pub const NOT_COMPUTED: &str = "gpu_lab__not_computed";
 
 /// Why a set of counters must go to ncu instead, or None where CUPTI can collect them all.
 pub fn why_not_cupti(counters: &[String]) -> Option<String> {
@@ -108,7 +170,7 @@ pub fn why_not_cupti(counters: &[String]) -> Option<String> {
         .collect();
     (!own.is_empty()).then(|| {
         format!(
-            "{} {} ncu's own (launch statistics or occupancy), which CUPTI does not compute",
+            "{} {} ncu's own, which CUPTI does not collect and gpu-lab does not compute",
             own.join(", "),
             if own.len() == 1 { "is" } else { "are" }
         )

@@ -4,9 +4,11 @@ use std::path::Path;
 
 use super::contract::RunContext;
 use crate::cupti::crosscheck::Crosscheck;
-use crate::cupti::rows::{CuptiPass, job_rows, why_not_cupti};
+use crate::cupti::rows::{
+    CuptiJob, CuptiPass, add_launch_stats, job_rows, split_computed, why_not_cupti,
+};
 use crate::metrics::{self, MetricDef};
-use crate::parse::parse_ncu_csv;
+use crate::parse::{KernelRow, parse_ncu_csv};
 use crate::process;
 use crate::profiler::assign::{assign_kernels, profile_record};
 use crate::records::ProfileRecord;
@@ -18,6 +20,10 @@ pub const CUPTI_DURATION: &str = "CUPTI: gpu__time_duration in the metric set's 
 
 /// What `profiler` says of records CUPTI made.
 pub const BY_CUPTI: &str = "cupti";
+
+/// What `profiler` says of records CUPTI made where gpu-lab computed ncu's launch statistics
+/// (`cupti::launch_stats`); each row's text says which and from what.
+pub const BY_CUPTI_COMPUTED: &str = "cupti, with the launch statistics and theoretical occupancy computed by gpu-lab (not measured)";
 
 /// Records of the pass from CUPTI, or the reason it must go to ncu instead; `child` is the
 /// `__cupti` child's command, its pass's arguments still to come.
@@ -38,7 +44,7 @@ pub fn collect(
     tag: &str,
     jobs: &[&JobSpec],
 ) -> Result<CuptiPass, String> {
-    let counters = metrics::counters_needed(ctx.metrics);
+    let (computed, counters) = split_computed(&metrics::counters_needed(ctx.metrics));
     if let Some(why) = why_not_cupti(&counters) {
         return Err(why);
     }
@@ -51,7 +57,28 @@ pub fn collect(
     write_json(&specs, &jobs)
         .and_then(|_| write_json(&list, &counters))
         .map_err(|e| format!("{e:#}"))?;
-    run(child, ctx, &specs, &list, &out, &log, jobs.len())
+    let mut pass = run(child, ctx, &specs, &list, &out, &log, jobs.len())?;
+    pass.computed = computed;
+    // The pass's file says which counters were computed; one that cannot be rewritten only
+    // loses that line (the records say it too).
+    let _ = write_json(&out, &pass);
+    Ok(pass)
+}
+
+/// A job's rows from its collection, with the values gpu-lab computes in ncu's place.
+fn rows_of(
+    pass: &CuptiPass,
+    job: &JobSpec,
+    entry: Option<&CuptiJob>,
+) -> Result<Vec<KernelRow>, String> {
+    let entry = entry.ok_or_else(|| "the CUPTI pass has no entry for this job".to_string())?;
+    let c = entry
+        .collected
+        .as_ref()
+        .map_err(|why| format!("CUPTI: {why}"))?;
+    let mut rows = job_rows(job, &pass.counters, c, &pass.chip)?;
+    add_launch_stats(&mut rows, &pass.computed, entry);
+    Ok(rows)
 }
 
 /// CUPTI's pass against ncu's raw page of the same jobs (`ncu_csv`): every counter CUPTI
@@ -64,6 +91,12 @@ pub fn crosscheck(
     ncu_csv: &str,
 ) -> Crosscheck {
     let mut check = Crosscheck::default();
+    let compared: Vec<String> = pass
+        .counters
+        .iter()
+        .chain(&pass.computed)
+        .cloned()
+        .collect();
     let ncu_rows = match parse_ncu_csv(ncu_csv) {
         Ok(parsed) => assign_kernels(jobs, &parsed.kernels),
         Err(e) => {
@@ -75,14 +108,10 @@ pub fn crosscheck(
     };
     for (job, ncu) in ncu_rows {
         let entry = pass.jobs.iter().find(|j| j.job_id == job.id());
-        let cupti = match entry.map(|e| &e.collected) {
-            Some(Ok(c)) => job_rows(job, &pass.counters, c, &pass.chip),
-            Some(Err(why)) => Err(format!("CUPTI: {why}")),
-            None => Err("the CUPTI pass has no entry for this job".to_string()),
-        };
+        let cupti = rows_of(pass, job, entry);
         match (cupti, ncu) {
             (Ok(c), Ok(n)) => check.add_job(
-                &pass.counters,
+                &compared,
                 (&c, &n),
                 (
                     &profile_record(job, defs, &c, None),
@@ -138,11 +167,7 @@ pub fn records(pass: &CuptiPass, jobs: &[&JobSpec], defs: &[MetricDef]) -> Vec<P
     jobs.iter()
         .map(|job| {
             let entry = pass.jobs.iter().find(|j| j.job_id == job.id());
-            let rows = match entry.map(|e| &e.collected) {
-                None => Err("the CUPTI pass has no entry for this job".to_string()),
-                Some(Err(why)) => Err(format!("CUPTI: {why}")),
-                Some(Ok(c)) => job_rows(job, &pass.counters, c, &pass.chip),
-            };
+            let rows = rows_of(pass, job, entry);
             let mut record = match rows {
                 Ok(rows) => profile_record(job, defs, &rows, None),
                 Err(why) => ProfileRecord::failed(job.id(), why, None),
@@ -150,7 +175,14 @@ pub fn records(pass: &CuptiPass, jobs: &[&JobSpec], defs: &[MetricDef]) -> Vec<P
             if record.metrics.contains_key(metrics::DURATION_METRIC) {
                 record.duration_from = Some(CUPTI_DURATION.to_string());
             }
-            record.profiler = Some(BY_CUPTI.to_string());
+            record.profiler = Some(
+                if pass.computed.is_empty() {
+                    BY_CUPTI
+                } else {
+                    BY_CUPTI_COMPUTED
+                }
+                .to_string(),
+            );
             record
         })
         .collect()
@@ -233,6 +265,76 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn computed_launch_statistics_make_the_occupancy_metrics_as_ncus_rows_do() {
+        use crate::cupti::crosscheck::Kind;
+        use crate::cupti::launch_stats::tests::facts_of;
+        let names = [
+            "registers_per_thread",
+            "occupancy_limit_registers",
+            "occupancy_limit_shared_mem",
+            "occupancy_limit_block_size",
+            "occupancy_limit_blocks",
+            "theoretical_occupancy",
+        ];
+        let defs = Catalog::builtin()
+            .unwrap()
+            .resolve(&names.map(String::from))
+            .unwrap();
+        let mut pass: CuptiPass = serde_json::from_str(CUPTI).unwrap();
+        let ncu_rows = parse_ncu_csv(NCU).unwrap().kernels;
+        pass.computed = split_computed(&metrics::counters_needed(&defs)).0;
+        assert_eq!(pass.computed.len(), 6, "{:?}", pass.computed);
+        for (entry, row) in pass.jobs.iter_mut().zip(&ncu_rows) {
+            entry.launches = vec![facts_of(row)];
+        }
+        let jobs = jobs();
+        let refs: Vec<&JobSpec> = jobs.iter().collect();
+        for (c, row) in records(&pass, &refs, &defs).iter().zip(&ncu_rows) {
+            assert_eq!(c.profiler.as_deref(), Some(BY_CUPTI_COMPUTED));
+            assert_eq!(c.metrics["occupancy_limit_shared_mem"], Some(3.0), "{c:?}");
+            assert_eq!(c.metrics["theoretical_occupancy"], Some(100.0));
+            assert_eq!(
+                c.metrics["registers_per_thread"],
+                Some(row.values["launch__registers_per_thread"])
+            );
+        }
+        let check = crosscheck(&pass, &refs, &defs, NCU);
+        assert!(check.unmatched.is_empty(), "{:?}", check.unmatched);
+        let computed: Vec<_> = check
+            .differences
+            .iter()
+            .filter(|d| pass.computed.contains(&d.name) || names.contains(&d.name.as_str()))
+            .collect();
+        assert_eq!(computed.len(), 2 * 6 + 2 * 6, "{computed:?}");
+        assert!(computed.iter().all(|d| d.relative == 0.0), "{computed:?}");
+        assert!(check.tally(Kind::Counter).2 >= 2 * pass.counters.len() + 12);
+        // A job whose facts the child could not read: its launch metrics are missing, and why.
+        pass.jobs[1].launches.clear();
+        pass.jobs[1].launches_error = Some("CUPTI's kernel activity: not loaded".into());
+        let r = records(&pass, &refs, &defs);
+        assert!(
+            r[1].missing.contains(&"theoretical_occupancy".to_string()),
+            "{:?}",
+            r[1]
+        );
+        let entry = &pass.jobs[1];
+        let rows = rows_of(&pass, &jobs[1], Some(entry)).unwrap();
+        assert!(rows[0].text[crate::cupti::rows::NOT_COMPUTED].contains("not loaded"));
+    }
+
+    #[test]
+    fn every_built_in_set_stays_in_process() {
+        // The six suites of the `compute` and `occupancy` sets went to ncu whole before.
+        let catalog = Catalog::builtin().unwrap();
+        for (name, set) in &catalog.sets {
+            let defs = catalog.resolve(&set.metrics).unwrap();
+            let (_, collected) = split_computed(&metrics::counters_needed(&defs));
+            assert_eq!(why_not_cupti(&collected), None, "set {name}");
+        }
+        assert!(catalog.sets.contains_key("occupancy") && catalog.sets.contains_key("compute"));
     }
 
     #[test]
@@ -347,14 +449,23 @@ mod tests {
     #[test]
     fn ncus_own_counters_send_the_pass_to_ncu_with_the_names() {
         let own = why_not_cupti(&[
-            "launch__registers_per_thread".to_string(),
+            "launch__barrier_count".to_string(),
             "dram__bytes_read.sum".to_string(),
         ])
         .unwrap();
         assert!(
-            own.starts_with("launch__registers_per_thread is ncu's own"),
+            own.starts_with("launch__barrier_count is ncu's own"),
             "{own}"
         );
+        // What gpu-lab computes stays in process: the occupancy set's launch statistics.
+        let (computed, collected) = split_computed(&[
+            "launch__registers_per_thread".to_string(),
+            "launch__occupancy_limit_shared_mem".to_string(),
+            "sm__maximum_warps_per_active_cycle_pct".to_string(),
+            "dram__bytes_read.sum".to_string(),
+        ]);
+        assert_eq!(computed.len(), 3);
+        assert_eq!(why_not_cupti(&collected), None);
         assert_eq!(why_not_cupti(&["dram__bytes_read.sum".to_string()]), None);
         assert!(by_ncu_because(&own).starts_with("ncu, since CUPTI could not: "));
     }

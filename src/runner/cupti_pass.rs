@@ -7,7 +7,10 @@ use super::checking::run_spec;
 use super::device::{Gpu, set_pending_launches};
 use super::error::{Doing, RunError};
 use super::l2_flush::Flush;
+use super::launch_occupancy::launch_facts;
 use super::loading::{Loaded, load_job};
+use crate::cupti::activity::Collector;
+use crate::cupti::launch_stats::LaunchFacts;
 use crate::cupti::rows::{CuptiJob, CuptiPass, JobPhases, PassPhases, split_batch};
 use crate::cupti::session::Session;
 use crate::cupti::{self, Counters};
@@ -63,11 +66,18 @@ pub fn run_cupti_pass(
         let (_, bufs) = kept.insert((&batch[batch.len() - 1], bufs));
         costs[0].buffers_s = step.elapsed().as_secs_f64();
         // One unprofiled run of each job first: a module's first launch pays for loading, as
-        // in ncu's pass.
+        // in ncu's pass. Its kernel records give each launch's carveout, for the launch
+        // statistics gpu-lab computes in ncu's place.
+        let mut facts = Vec::with_capacity(batch.len());
         for ((spec, loaded), cost) in batch.iter().zip(&loaded).zip(&mut costs) {
             let step = Instant::now();
             bufs.reset(gpu, spec)?;
+            let records = Collector::start(gpu.toolkit.root.as_deref(), false);
             run_spec(gpu, loaded, spec, bufs, spec.id())?;
+            let carveouts = carveouts(gpu, records, spec.launches.len());
+            facts.push(
+                launch_facts(gpu, loaded, &spec.launches, carveouts).map_err(|e| e.to_string()),
+            );
             cost.first_run_s = step.elapsed().as_secs_f64();
         }
         let batch = Batch {
@@ -76,7 +86,7 @@ pub fn run_cupti_pass(
             jobs: batch,
             loaded: &loaded,
         };
-        jobs.extend(batch.collect(&mut session, bufs, costs));
+        jobs.extend(batch.collect(&mut session, bufs, costs, facts));
     }
     phases.jobs_s = clock.elapsed().as_secs_f64();
     Ok(CuptiPass {
@@ -84,8 +94,43 @@ pub fn run_cupti_pass(
         counters: counters.to_vec(),
         passes: session.passes,
         jobs,
+        computed: Vec::new(),
         phases,
     })
+}
+
+/// Each launch's carveout (`sharedMemoryExecuted`) from the kernel records of a job's run, in
+/// launch order, or why there are none: CUPTI's activity would not start, or the job's kernels
+/// (the L2 flush left out) are not its launches one for one (a host program's library kernels).
+fn carveouts(
+    gpu: &Gpu,
+    records: Result<Collector, String>,
+    launches: usize,
+) -> Result<Vec<u32>, String> {
+    let records = records.map_err(|why| format!("CUPTI's kernel activity: {why}"))?;
+    gpu.ctx
+        .synchronize()
+        .map_err(|e| format!("waiting for the job's kernels: {e}"))?;
+    let finished = records.finish();
+    if let Some(why) = finished.error {
+        return Err(format!("CUPTI's kernel activity: {why}"));
+    }
+    let kernels: Vec<Option<u32>> = finished
+        .spans
+        .iter()
+        .filter(|s| !s.flush)
+        .map(|s| s.shared_executed)
+        .collect();
+    if kernels.len() != launches {
+        return Err(format!(
+            "CUPTI recorded {} kernels in the job's run where it launches {launches}",
+            kernels.len()
+        ));
+    }
+    kernels
+        .into_iter()
+        .collect::<Option<Vec<u32>>>()
+        .ok_or_else(|| "a kernel record too short to hold sharedMemoryExecuted".to_string())
 }
 
 /// Runs of consecutive jobs that can share passes, at most `cap` jobs each: jobs whose
@@ -127,6 +172,7 @@ impl Batch<'_> {
         session: &mut Session,
         bufs: &mut Buffers,
         costs: Vec<JobPhases>,
+        facts: Vec<Result<Vec<LaunchFacts>, String>>,
     ) -> Vec<CuptiJob> {
         let shared = (self.jobs.len() > 1).then(|| self.collect_shared(session, bufs));
         let mut parts = match shared {
@@ -145,10 +191,19 @@ impl Batch<'_> {
             .drain(..)
             .zip(self.jobs)
             .zip(costs)
-            .map(|((collected, spec), phases)| CuptiJob {
-                job_id: spec.id().to_string(),
-                collected,
-                phases,
+            .zip(facts)
+            .map(|(((collected, spec), phases), facts)| {
+                let (launches, launches_error) = match facts {
+                    Ok(f) => (f, None),
+                    Err(why) => (Vec::new(), Some(why)),
+                };
+                CuptiJob {
+                    job_id: spec.id().to_string(),
+                    collected,
+                    phases,
+                    launches,
+                    launches_error,
+                }
             })
             .collect()
     }

@@ -4,6 +4,7 @@ use super::device::Gpu;
 use super::error::{Doing, RunError};
 use super::launching::launch_config;
 use super::loading::{Loaded, compiled_cluster};
+use crate::cupti::launch_stats::LaunchFacts;
 use crate::occupancy::{self, KernelUse, SmLimits};
 use crate::records::LaunchOccupancy;
 use crate::suite::LaunchSpec;
@@ -179,6 +180,47 @@ fn cluster_occupancy(loaded: &Loaded, l: &LaunchSpec) -> Result<ClusterOccupancy
             Some(format!("cuOccupancyMaxActiveClusters: {other:?}")),
         ),
     })
+}
+
+/// Each launch's facts for ncu's launch statistics in the CUPTI pass: its occupancy record, grid,
+/// the device's limits and SM count, and the carveout of its CUPTI kernel record (`carveouts`, one
+/// a launch in launch order, or why there are none: each launch then carries the reason).
+pub(super) fn launch_facts(
+    gpu: &Gpu,
+    loaded: &Loaded,
+    launches: &[LaunchSpec],
+    carveouts: Result<Vec<u32>, String>,
+) -> Result<Vec<LaunchFacts>, RunError> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let sm = sm_limits(gpu)?;
+    let sm_count = gpu
+        .ctx
+        .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .doing("reading the device's SM count")?
+        .max(0) as u32;
+    let occupancy = occupancy_of(gpu, loaded, launches)?;
+    Ok(occupancy
+        .into_iter()
+        .zip(launches)
+        .enumerate()
+        .map(|(i, (occupancy, l))| {
+            let carveout = match &carveouts {
+                Ok(c) => c
+                    .get(i)
+                    .copied()
+                    .ok_or_else(|| format!("no kernel record for launch {i}")),
+                Err(why) => Err(why.clone()),
+            };
+            LaunchFacts {
+                occupancy,
+                grid: l.grid,
+                sm,
+                sm_count,
+                carveout_bytes: carveout.as_ref().ok().copied(),
+                carveout_error: carveout.err(),
+            }
+        })
+        .collect())
 }
 
 /// A launch of which not one cluster fits on the GPU cannot run: refused with what to change.

@@ -502,7 +502,13 @@ impl<'p, 's, 'f> Dispatch<'p, 's, 'f> {
             .as_ref()
             .is_some_and(|r| r.duration_runs == 0)
         {
-            let timed: Vec<&JobRecord> = p.so_far[si][pass.group].iter().flatten().collect();
+            // `--counters-only` times nothing: no group, no activity durations to take.
+            let timed: Vec<&JobRecord> = p.so_far[si]
+                .get(pass.group)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .collect();
             take_activity_durations(&mut records, &timed);
         }
         for r in records {

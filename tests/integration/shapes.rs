@@ -157,6 +157,38 @@ fn counters_only_profiles_every_job_without_timing_and_says_so() {
 }
 
 #[test]
+fn counters_only_with_no_duration_session_profiles_without_a_panic() {
+    // `--duration-runs 0` takes each job's duration from its timing; `--counters-only` times
+    // nothing, so there is none to take (a lane's thread panicked here before).
+    let d = tempfile::tempdir().unwrap();
+    let out = gpu_lab_with_cache_in(d.path())
+        .env("GPU_LAB_KERNELS", kernels_dir())
+        .args([
+            "--mock-gpu",
+            "profile",
+            "--suite",
+            "occupancy",
+            "--shape",
+            "smallest",
+            "--counters-only",
+            "--duration-runs",
+            "0",
+            "--out",
+            "runs",
+            "--quiet",
+        ])
+        .assert()
+        .code(0);
+    let run = d.path().join(stdout(&out).trim());
+    let recs = records(&run);
+    assert!(!recs.is_empty());
+    assert!(
+        recs.iter()
+            .all(|r| r["kind"] == "profile" && r["error"].is_null())
+    );
+}
+
+#[test]
 fn counters_only_refuses_the_timing_options_it_would_ignore() {
     let d = tempfile::tempdir().unwrap();
     for (flag, value) in [
