@@ -65,8 +65,12 @@ impl Serving {
                 let n = self.started.fetch_add(1, Ordering::SeqCst);
                 let server_log = ctx.work.join(format!("{name}-{n}.log"));
                 let server = JobServer::start(command(), &server_log, ctx.work).map_err(|why| {
+                    let why = match why {
+                        FailureKind::Start(why) => why,
+                        other => format!("{other:?}"),
+                    };
                     Failure::Fatal(format!(
-                        "could not start the timing child ({why:?})\n  fix: check that the gpu-lab binary is still in place and the run directory writable"
+                        "could not start the timing child: {why}\n  fix: check that the gpu-lab binary is still in place and the run directory writable"
                     ))
                 })?;
                 held.insert(server)
