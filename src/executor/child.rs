@@ -10,7 +10,7 @@ use super::job_server::{JobRequest, Serving};
 use crate::device::{self, NvmlSession};
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
-use crate::process::{self, FailureKind};
+use crate::process;
 use crate::profiler::hotspots::{self, HotspotSession};
 use crate::profiler::{self, Ncu, ProfilerChoice, pass};
 use crate::records::{
@@ -121,10 +121,6 @@ impl ChildExecutor {
         log: &Path,
         out: &Path,
     ) -> Result<T, Failure> {
-        let failed = |message: String| Failure::Failed {
-            message,
-            log: Some(log.to_path_buf()),
-        };
         match process::run(
             &mut cmd,
             &process::Output::Log(log.to_path_buf()),
@@ -132,24 +128,15 @@ impl ChildExecutor {
         )
         .and_then(|f| f.success())
         {
-            Ok(_) => process::read_result(out).map_err(|e| failed(e.to_string())),
-            Err(e) => match e.kind {
-                FailureKind::TimedOut(after) => Err(Failure::TimedOut {
-                    after,
-                    log: Some(log.to_path_buf()),
-                }),
-                // The end of the child's output holds its error chain.
-                FailureKind::Exited { status, tail } => Err(failed(if tail.is_empty() {
-                    format!("child exited with {status}")
-                } else {
-                    tail
-                })),
-                // This binary (or its log) cannot be had: no later job could start either.
-                FailureKind::Start(why) => Err(Failure::Fatal(format!(
-                    "could not start {}: {why}\n  fix: check that the gpu-lab binary is still in place and the run directory writable",
-                    e.command
-                ))),
-            },
+            Ok(_) => process::read_result(out).map_err(|e| Failure::Failed {
+                message: e.to_string(),
+                log: Some(log.to_path_buf()),
+            }),
+            Err(e) => Err(Failure::of_child(
+                &e.command,
+                e.kind,
+                Some(log.to_path_buf()),
+            )),
         }
     }
 

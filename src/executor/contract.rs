@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
+use crate::process::FailureKind;
 use crate::profiler::ClockControl;
 use crate::profiler::hotspots::HotspotRequest;
 use crate::records::{
@@ -65,6 +66,26 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// How a child (`command`) that wrote no result failed. The end of its output holds its error
+    /// chain; a child that could not start fails the run: this binary or its log cannot be had,
+    /// so no later job could start either.
+    pub fn of_child(command: &str, kind: FailureKind, log: Option<PathBuf>) -> Failure {
+        match kind {
+            FailureKind::TimedOut(after) => Failure::TimedOut { after, log },
+            FailureKind::Exited { status, tail } => Failure::Failed {
+                message: if tail.is_empty() {
+                    format!("child exited with {status}")
+                } else {
+                    tail
+                },
+                log,
+            },
+            FailureKind::Start(why) => Failure::Fatal(format!(
+                "could not start {command}: {why}\n  fix: check that the gpu-lab binary is still in place and the run directory writable"
+            )),
+        }
+    }
+
     pub fn message(&self) -> String {
         match self {
             Failure::Failed { message, .. } | Failure::Fatal(message) => message.clone(),

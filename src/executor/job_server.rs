@@ -64,15 +64,8 @@ impl Serving {
             None => {
                 let n = self.started.fetch_add(1, Ordering::SeqCst);
                 let server_log = ctx.work.join(format!("{name}-{n}.log"));
-                let server = JobServer::start(command(), &server_log, ctx.work).map_err(|why| {
-                    let why = match why {
-                        FailureKind::Start(why) => why,
-                        other => format!("{other:?}"),
-                    };
-                    Failure::Fatal(format!(
-                        "could not start the timing child: {why}\n  fix: check that the gpu-lab binary is still in place and the run directory writable"
-                    ))
-                })?;
+                let server = JobServer::start(command(), &server_log, ctx.work)
+                    .map_err(|why| Failure::of_child("the timing child", why, None))?;
                 held.insert(server)
             }
         };
@@ -86,18 +79,7 @@ impl Serving {
         let log = crate::store::write_atomic(log, failed.log_text.as_bytes())
             .is_ok()
             .then(|| log.to_path_buf());
-        Err(match failed.kind {
-            FailureKind::TimedOut(after) => Failure::TimedOut { after, log },
-            FailureKind::Exited { status, tail } => Failure::Failed {
-                message: if tail.is_empty() {
-                    format!("the timing child exited with {status}")
-                } else {
-                    tail
-                },
-                log,
-            },
-            FailureKind::Start(why) => Failure::Failed { message: why, log },
-        })
+        Err(Failure::of_child("the timing child", failed.kind, log))
     }
 
     /// Ends the serving child: a profiler or sanitizer is about to run its own on this GPU.
