@@ -90,17 +90,22 @@ fn run_one(gpu: &Gpu, spec: &Path, out: &Path, seed: u64) -> anyhow::Result<()> 
     write_json(out, &outcome)
 }
 
-/// Serves jobs asked for on stdin, one line each, on one GPU context: after each, the reply line
-/// on stdout. The first job that fails ends the child with its error (its context may be broken);
-/// the parent starts another for the next job.
+/// Serves jobs and CUPTI passes asked for on stdin, one line each, on one GPU context: after
+/// each, the reply line on stdout. The first request that fails ends the child with its error
+/// (its context may be broken); the parent starts another for the next request.
 fn jobs(child: &ChildArgs) -> anyhow::Result<i32> {
     use std::io::{BufRead, Write};
     let gpu = open(child)?;
     for line in std::io::stdin().lock().lines() {
-        let line = line.context("reading the next job request")?;
-        let request: job_server::JobRequest = serde_json::from_str(&line)
-            .with_context(|| format!("parsing the job request {line:?}"))?;
-        run_one(&gpu, &request.spec, &request.out, request.seed)?;
+        let line = line.context("reading the next request")?;
+        let request: job_server::Request =
+            serde_json::from_str(&line).with_context(|| format!("parsing the request {line:?}"))?;
+        match request {
+            job_server::Request::Job(job) => run_one(&gpu, &job.spec, &job.out, job.seed)?,
+            job_server::Request::CuptiPass(pass) => {
+                collect_counters(&gpu, &pass.specs, &pass.counters, &pass.out, pass.seed)?
+            }
+        }
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{}", job_server::REPLY).and_then(|_| stdout.flush())?;
     }
@@ -139,14 +144,24 @@ fn cupti_pass(
     child: &ChildArgs,
     seed: u64,
 ) -> anyhow::Result<i32> {
+    collect_counters(&open(child)?, specs, counters, out, seed)?;
+    Ok(exit::OK)
+}
+
+fn collect_counters(
+    gpu: &Gpu,
+    specs: &Path,
+    counters: &Path,
+    out: &Path,
+    seed: u64,
+) -> anyhow::Result<()> {
     let specs: Vec<JobSpec> = read_json(specs)?;
     let counters: Vec<String> = read_json(counters)?;
     let per_pass = crate::config::cupti_jobs_per_pass(&crate::config::Environment::current())?;
     write_json(
         out,
-        &runner::run_cupti_pass(&open(child)?, &specs, seed, &counters, per_pass)?,
-    )?;
-    Ok(exit::OK)
+        &runner::run_cupti_pass(gpu, &specs, seed, &counters, per_pass)?,
+    )
 }
 
 fn bounds(

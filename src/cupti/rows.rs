@@ -36,8 +36,9 @@ pub struct PassPhases {
     pub session_s: f64,
     /// Every job: module, buffers, the unprofiled run, the collection.
     pub jobs_s: f64,
-    /// The child from start to exit as the parent timed it (process and CUDA context start,
-    /// reading the specs, writing this file): filled by the parent.
+    /// The pass from request to answer as the parent timed it (in a `__cupti` child of its own,
+    /// its process and CUDA context start too; in the serving child, reading the specs and
+    /// writing this file): filled by the parent.
     pub child_wall_s: f64,
     /// At most this many jobs shared a pass (`GPU_LAB_CUPTI_JOBS_PER_PASS`); None: no cap.
     pub jobs_per_pass: Option<usize>,

@@ -311,10 +311,9 @@ impl Executor for ChildExecutor {
     }
 
     fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
-        self.serving.stop();
         let cupti_said = match self.profiler {
             ProfilerChoice::Cupti => {
-                match super::cupti::profile(self.child(protocol::CUPTI_PASS), ctx, tag, jobs) {
+                match super::cupti::profile(|files| self.collect_pass(ctx, files), ctx, tag, jobs) {
                     Ok(mut records) => {
                         self.add_hotspots(ctx, tag, jobs, &mut records);
                         return records;
@@ -323,13 +322,18 @@ impl Executor for ChildExecutor {
                 }
             }
             ProfilerChoice::Both => {
-                match super::cupti::collect(self.child(protocol::CUPTI_PASS), ctx, tag, jobs) {
-                    Ok(pass) => return self.profile_both(ctx, tag, jobs, &pass),
+                match super::cupti::collect(|files| self.collect_pass(ctx, files), ctx, tag, jobs) {
+                    Ok(pass) => {
+                        self.serving.stop();
+                        return self.profile_both(ctx, tag, jobs, &pass);
+                    }
                     Err(why) => Some(why),
                 }
             }
             ProfilerChoice::Ncu => None,
         };
+        // ncu runs a child of its own, which must find the GPU free.
+        self.serving.stop();
         let mut records = self.profile_with_ncu(ctx, tag, jobs, cupti_said.as_deref());
         if let Some(why) = &cupti_said {
             for r in &mut records {
@@ -438,6 +442,26 @@ impl Executor for ChildExecutor {
 }
 
 impl ChildExecutor {
+    /// Collects a CUPTI pass in the serving child, which has the context, the modules' builds and
+    /// the drawn inputs already; with `--child-per-job`, in a `__cupti` child of its own.
+    fn collect_pass(&self, ctx: &RunContext, files: super::cupti::PassFiles) -> Result<(), String> {
+        if self.child_per_job {
+            return files.in_child(self.child(protocol::CUPTI_PASS));
+        }
+        let request = super::job_server::Request::CuptiPass(files.request);
+        let name = format!("jobs-gpu{}", self.gpu);
+        self.serving
+            .ask(
+                || self.child(protocol::JOBS),
+                &name,
+                ctx,
+                &request,
+                files.log,
+                files.timeout,
+            )
+            .map_err(|f| f.message())
+    }
+
     /// `--hotspots`: the chosen jobs of the pass once more under ncu, their source lines ranked
     /// into their records (matched by job id).
     fn add_hotspots(
@@ -454,6 +478,8 @@ impl ChildExecutor {
         if chosen.is_empty() {
             return;
         }
+        // ncu runs a child of its own, which must find the GPU free.
+        self.serving.stop();
         let name = format!("{tag}-hotspots");
         let specs = ctx.work.join(format!("{name}.specs.json"));
         let found = match (&self.ncu, write_json(&specs, &chosen)) {

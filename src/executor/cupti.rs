@@ -1,8 +1,10 @@
 //! A pass profiled in process: the `__cupti` child collects each job's counters through CUPTI, and the same kernel mapping and formulas as ncu's pass make its records; where CUPTI cannot, the pass goes to ncu and its records say why.
 
 use std::path::Path;
+use std::time::Duration;
 
 use super::contract::RunContext;
+use super::job_server::CuptiRequest;
 use crate::cupti::crosscheck::Crosscheck;
 use crate::cupti::rows::{
     CuptiJob, CuptiPass, add_launch_stats, job_rows, split_computed, why_not_cupti,
@@ -25,21 +27,51 @@ pub const BY_CUPTI: &str = "cupti";
 /// (`cupti::launch_stats`); each row's text says which and from what.
 pub const BY_CUPTI_COMPUTED: &str = "cupti, with the launch statistics and theoretical occupancy computed by gpu-lab (not measured)";
 
-/// Records of the pass from CUPTI, or the reason it must go to ncu instead; `child` is the
-/// `__cupti` child's command, its pass's arguments still to come.
+/// The files of one pass, for whichever process collects it (`PassFiles::in_child` or the
+/// serving child), and how long it may take.
+pub struct PassFiles<'a> {
+    pub request: CuptiRequest,
+    pub log: &'a Path,
+    pub timeout: Duration,
+}
+
+impl PassFiles<'_> {
+    /// Collects the pass in a `__cupti` child of its own (`cmd`, its arguments still to come).
+    pub fn in_child(self, mut cmd: std::process::Command) -> Result<(), String> {
+        let r = &self.request;
+        cmd.arg("--specs")
+            .arg(&r.specs)
+            .arg("--counters")
+            .arg(&r.counters)
+            .arg("--out")
+            .arg(&r.out)
+            .args(["--seed", &r.seed.to_string()]);
+        process::run(
+            &mut cmd,
+            &process::Output::Log(self.log.to_path_buf()),
+            Some(self.timeout),
+        )
+        .and_then(|f| f.success())
+        .map(|_| ())
+        .map_err(|e| format!("{e}"))
+    }
+}
+
+/// Records of the pass from CUPTI, or the reason it must go to ncu instead; `collect_in` runs
+/// the pass in a process that writes what it collected to the request's `out`.
 pub fn profile(
-    child: std::process::Command,
+    collect_in: impl FnOnce(PassFiles) -> Result<(), String>,
     ctx: &RunContext,
     tag: &str,
     jobs: &[&JobSpec],
 ) -> Result<Vec<ProfileRecord>, String> {
-    let pass = collect(child, ctx, tag, jobs)?;
+    let pass = collect(collect_in, ctx, tag, jobs)?;
     Ok(records(&pass, jobs, ctx.metrics))
 }
 
-/// What the `__cupti` child collected over the pass, or the reason it must go to ncu instead.
+/// What CUPTI collected over the pass, or the reason it must go to ncu instead.
 pub fn collect(
-    child: std::process::Command,
+    collect_in: impl FnOnce(PassFiles) -> Result<(), String>,
     ctx: &RunContext,
     tag: &str,
     jobs: &[&JobSpec],
@@ -57,7 +89,13 @@ pub fn collect(
     write_json(&specs, &jobs)
         .and_then(|_| write_json(&list, &counters))
         .map_err(|e| format!("{e:#}"))?;
-    let mut pass = run(child, ctx, &specs, &list, &out, &log, jobs.len())?;
+    let request = CuptiRequest {
+        specs,
+        counters: list,
+        out: out.clone(),
+        seed: ctx.seed,
+    };
+    let mut pass = run(collect_in, ctx, request, &log, jobs.len())?;
     pass.computed = computed;
     // The pass's file says which counters were computed; one that cannot be rewritten only
     // loses that line (the records say it too).
@@ -126,39 +164,30 @@ pub fn crosscheck(
 }
 
 fn run(
-    mut cmd: std::process::Command,
+    collect_in: impl FnOnce(PassFiles) -> Result<(), String>,
     ctx: &RunContext,
-    specs: &Path,
-    counters: &Path,
-    out: &Path,
+    request: CuptiRequest,
     log: &Path,
     jobs: usize,
 ) -> Result<CuptiPass, String> {
-    cmd.arg("--specs")
-        .arg(specs)
-        .arg("--counters")
-        .arg(counters)
-        .arg("--out")
-        .arg(out)
-        .args(["--seed", &ctx.seed.to_string()]);
+    let out = request.out.clone();
     // Each job runs once per pass: allow a job's time per job, as ncu's pass does.
     let timeout = ctx
         .timeout
         .saturating_mul(u32::try_from(jobs + 1).unwrap_or(u32::MAX));
     let started = std::time::Instant::now();
-    process::run(
-        &mut cmd,
-        &process::Output::Log(log.to_path_buf()),
-        Some(timeout),
-    )
-    .and_then(|f| f.success())
+    collect_in(PassFiles {
+        request,
+        log,
+        timeout,
+    })
     .map_err(|e| format!("the CUPTI pass failed: {e} (log: {})", log.display()))?;
     let mut pass: CuptiPass =
-        process::read_result(out).map_err(|e| format!("the CUPTI pass's result: {e}"))?;
-    // The child's whole cost, beside its own phases, where the run's evidence keeps it; a file
-    // that cannot be rewritten only loses that figure.
+        process::read_result(&out).map_err(|e| format!("the CUPTI pass's result: {e}"))?;
+    // The pass's whole cost as this process saw it, beside its own phases, where the run's
+    // evidence keeps it; a file that cannot be rewritten only loses that figure.
     pass.phases.child_wall_s = started.elapsed().as_secs_f64();
-    let _ = write_json(out, &pass);
+    let _ = write_json(&out, &pass);
     Ok(pass)
 }
 

@@ -1,4 +1,4 @@
-//! The timing child that stays: one `__jobs` process per GPU serves a suite's jobs one after another (its CUDA context, cold-flush kernel, drawn inputs and host buffers kept between them); a job that fails or hangs ends it, with its own log, and the next job starts another.
+//! The child that stays: one `__jobs` process per GPU serves a suite's jobs and its CUPTI passes one after another (its CUDA context, cold-flush kernel, drawn inputs and host buffers kept between them); a request that fails or hangs ends it, with its own log, and the next request starts another.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -28,6 +28,23 @@ pub struct JobRequest {
     pub seed: u64,
 }
 
+/// A CUPTI pass asked of the child: the files the `__cupti` child takes as arguments.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CuptiRequest {
+    pub specs: PathBuf,
+    pub counters: PathBuf,
+    pub out: PathBuf,
+    pub seed: u64,
+}
+
+/// What one line on the child's stdin asks for.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Request {
+    Job(JobRequest),
+    CuptiPass(CuptiRequest),
+}
+
 /// How a job the server was asked for ended, when it did not write its outcome.
 #[derive(Debug)]
 pub struct ServerFailure {
@@ -55,6 +72,25 @@ impl Serving {
         request: JobRequest,
         log: &Path,
     ) -> Result<JobOutcome, Failure> {
+        let out = request.out.clone();
+        self.ask(command, name, ctx, &Request::Job(request), log, ctx.timeout)?;
+        process::read_result(&out).map_err(|e| Failure::Failed {
+            message: e.to_string(),
+            log: None,
+        })
+    }
+
+    /// Asks the serving child (started as `run` says) for `request` and waits at most `timeout`
+    /// until it is answered; its output files are the request's to read.
+    pub fn ask(
+        &self,
+        command: impl FnOnce() -> Command,
+        name: &str,
+        ctx: &RunContext,
+        request: &Request,
+        log: &Path,
+        timeout: Duration,
+    ) -> Result<(), Failure> {
         let mut held = self.server.lock().unwrap_or_else(|e| e.into_inner());
         if held.as_ref().is_some_and(|s| s.work != ctx.work) {
             *held = None;
@@ -65,21 +101,18 @@ impl Serving {
                 let n = self.started.fetch_add(1, Ordering::SeqCst);
                 let server_log = ctx.work.join(format!("{name}-{n}.log"));
                 let server = JobServer::start(command(), &server_log, ctx.work)
-                    .map_err(|why| Failure::of_child("the timing child", why, None))?;
+                    .map_err(|why| Failure::of_child("the serving child", why, None))?;
                 held.insert(server)
             }
         };
-        let Err(failed) = server.serve(&request, ctx.timeout) else {
-            return process::read_result(&request.out).map_err(|e| Failure::Failed {
-                message: e.to_string(),
-                log: None,
-            });
+        let Err(failed) = server.serve(request, timeout) else {
+            return Ok(());
         };
         *held = None;
         let log = crate::store::write_atomic(log, failed.log_text.as_bytes())
             .is_ok()
             .then(|| log.to_path_buf());
-        Err(Failure::of_child("the timing child", failed.kind, log))
+        Err(Failure::of_child("the serving child", failed.kind, log))
     }
 
     /// Ends the serving child: a profiler or sanitizer is about to run its own on this GPU.
@@ -130,9 +163,9 @@ impl JobServer {
         })
     }
 
-    /// Asks for one job and waits until its outcome is written, at most `timeout`. A child that
-    /// ends or is killed on the way is reaped, and the job's part of its log kept.
-    pub fn serve(&mut self, request: &JobRequest, timeout: Duration) -> Result<(), ServerFailure> {
+    /// Asks for one job or pass and waits until its output is written, at most `timeout`. A
+    /// child that ends or is killed on the way is reaped, and the request's part of its log kept.
+    pub fn serve(&mut self, request: &Request, timeout: Duration) -> Result<(), ServerFailure> {
         let offset = std::fs::metadata(&self.log).map_or(0, |m| m.len());
         let line = serde_json::to_string(request).unwrap_or_default();
         let sent = match self.stdin.as_mut() {
@@ -219,12 +252,12 @@ mod tests {
     use std::time::Instant;
 
     // Orchestration only: stand-in children speaking the protocol, no GPU and no numbers.
-    fn request(d: &Path) -> JobRequest {
-        JobRequest {
+    fn request(d: &Path) -> Request {
+        Request::Job(JobRequest {
             spec: d.join("spec.json"),
             out: d.join("out.json"),
             seed: 1,
-        }
+        })
     }
 
     fn stand_in(script: &str) -> Command {
@@ -245,6 +278,34 @@ mod tests {
         drop(s);
         let log = std::fs::read_to_string(d.path().join("log")).unwrap();
         assert_eq!(log.matches("stray").count(), 3, "{log}");
+    }
+
+    #[test]
+    fn a_cupti_pass_and_a_job_are_told_apart_on_the_line_the_child_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let pass = Request::CuptiPass(CuptiRequest {
+            specs: d.path().join("specs.json"),
+            counters: d.path().join("counters.json"),
+            out: d.path().join("pass.json"),
+            seed: 7,
+        });
+        let line = serde_json::to_string(&pass).unwrap();
+        assert!(line.contains(r#""kind":"cupti_pass""#), "{line}");
+        match serde_json::from_str::<Request>(&line).unwrap() {
+            Request::CuptiPass(p) => assert_eq!((p.seed, p.out), (7, d.path().join("pass.json"))),
+            other => panic!("read back as {other:?}"),
+        }
+        let job = serde_json::to_string(&request(d.path())).unwrap();
+        assert!(matches!(
+            serde_json::from_str::<Request>(&job).unwrap(),
+            Request::Job(JobRequest { seed: 1, .. })
+        ));
+        // One server answers both kinds in turn.
+        let script = format!("while read l; do echo {REPLY}; done");
+        let mut s = JobServer::start(stand_in(&script), &d.path().join("log"), d.path()).unwrap();
+        s.serve(&pass, Duration::from_secs(10)).unwrap();
+        s.serve(&request(d.path()), Duration::from_secs(10))
+            .unwrap();
     }
 
     #[test]

@@ -59,17 +59,19 @@ impl SampleChecks for JobChecks<'_> {
         let Some(output) = self.spec.correctness.output() else {
             return Ok(());
         };
-        let t0 = std::time::Instant::now();
         let mut runs = Vec::new();
+        let mut took = VerifiedCosts::default();
         for attempt in 1..=TRIES {
-            runs.extend(self.one_try(time_one, output, attempt)?);
+            runs.extend(self.one_try(time_one, output, attempt, &mut took)?);
             if !another_try(&runs) {
                 break;
             }
         }
         let wrong = timed_wrong(&runs);
         self.timed = Some(TimedChecks { runs, wrong });
-        self.took("verified runs", t0.elapsed().as_secs_f64());
+        self.took("verified runs: inputs", took.inputs);
+        self.took("verified runs: on the GPU", took.gpu);
+        self.took("verified runs: checks", took.checks);
         Ok(())
     }
 
@@ -84,6 +86,15 @@ impl CheckedBuffers for JobChecks<'_> {
     }
 }
 
+/// Where the verified timed runs' time went (seconds): drawing the unseen inputs, the runs with
+/// their resets and downloads, and the checks of their outputs on the host.
+#[derive(Default)]
+struct VerifiedCosts {
+    inputs: f64,
+    gpu: f64,
+    checks: f64,
+}
+
 impl JobChecks<'_> {
     /// Try `attempt`: four consecutive timed runs (as timed; outputs poisoned; unseen inputs;
     /// those again), their outputs downloaded, then checked (the host work after the four, so
@@ -93,8 +104,10 @@ impl JobChecks<'_> {
         time_one: &mut TimeOne,
         output: usize,
         attempt: u32,
+        took: &mut VerifiedCosts,
     ) -> Result<Vec<VerifiedRun>, RunError> {
         let (gpu, spec) = (self.gpu, self.spec);
+        let step = std::time::Instant::now();
         // The buffers' initial data is that of the inputs the variant last ran on. The unseen
         // inputs are drawn first: drawing them between runs would leave the GPU idle (its clock
         // lowered) before the third run only.
@@ -102,6 +115,8 @@ impl JobChecks<'_> {
         let unseen = unseen_seed(self.seed, attempt);
         let seen_initial = self.bufs.reseed_keeping(gpu, spec, unseen);
         let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);
+        took.inputs += step.elapsed().as_secs_f64();
+        let step = std::time::Instant::now();
         let mut timed = Vec::new();
         self.bufs.reset_where(gpu, spec, starts_with_data)?;
         timed.push(self.timed_run(time_one, output)?);
@@ -118,11 +133,14 @@ impl JobChecks<'_> {
         timed.push(self.timed_run(time_one, output)?);
         self.bufs.reset_where(gpu, spec, starts_with_data)?;
         timed.push(self.timed_run(time_one, output)?);
+        took.gpu += step.elapsed().as_secs_f64();
+        let step = std::time::Instant::now();
         // Checks: the first two against the seen inputs, the last two against the unseen ones.
         let unseen_initial = std::mem::replace(&mut self.bufs.initial, seen_initial);
         let mut checks = self.compare_all(&timed[..2])?;
         self.bufs.initial = unseen_initial;
         checks.extend(self.compare_all(&timed[2..])?);
+        took.checks += step.elapsed().as_secs_f64();
         let mut runs = Vec::new();
         for (((ms, got), check), setup) in timed.into_iter().zip(checks).zip(TimedSetup::TRY) {
             self.bufs.recycle(output, got);
