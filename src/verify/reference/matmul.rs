@@ -222,7 +222,8 @@ fn from_value_wrapping(out: ElemType, x: f64) -> f64 {
 }
 
 /// C[i][j]'s terms in float64: the k products `a[i][p] b[p][j]` (each of its own type's exact
-/// value) and `beta * c0[i][j]`.
+/// value) and `beta * c0[i][j]` (the tests' way in; a check keeps its `Operands`).
+#[cfg(test)]
 pub(super) fn terms_at(
     types: MatmulTypes,
     a: &HostData,
