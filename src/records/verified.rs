@@ -58,6 +58,10 @@ pub struct VerifiedRun {
     /// The seed its inputs were drawn from.
     pub seed: u64,
     pub check: Correctness,
+    /// Its output was byte for byte the run before it's (same inputs; compared on the GPU, not
+    /// downloaded), so that run's check is this one's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub output_as_before: bool,
 }
 
 /// The verified timed runs of a job, and why they make it WRONG (None: they passed).
@@ -197,6 +201,7 @@ mod tests {
                 ms,
                 seed: 7,
                 check: check(p),
+                output_as_before: false,
             })
             .collect()
     }

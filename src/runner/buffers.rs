@@ -26,6 +26,9 @@ pub(super) struct Buffers {
     /// Device-memory copies of recent initial data of each device buffer (the samples' inputs and
     /// a try's unseen ones): a reset copies from one on the device instead of uploading again.
     pristine: Vec<Vec<(Arc<HostData>, CudaSlice<u8>)>>,
+    /// A device copy of an output as a run left it (`keep_output`), for the next run's output to
+    /// be compared with on the GPU.
+    echo: Option<CudaSlice<u8>>,
 }
 
 /// Pristine copies kept a buffer: the inputs a verified try alternates between.
@@ -86,6 +89,7 @@ impl Buffers {
             copy_pointers,
             spare: vec![None; spec.buffers.len()],
             pristine: (0..spec.buffers.len()).map(|_| Vec::new()).collect(),
+            echo: None,
         };
         bufs.reseed(gpu, spec, seed);
         Ok(bufs)
@@ -205,6 +209,52 @@ impl Buffers {
             .doing(format!("downloading buffer `{}`", b.name))?,
         }
         Ok(data)
+    }
+
+    /// Keeps a device copy of device buffer `index` as it is now, for `unchanged_since_kept`;
+    /// false where it cannot be kept (a host-resident buffer, or no device memory left).
+    pub(super) fn keep_output(&mut self, gpu: &Gpu, spec: &JobSpec, index: usize) -> bool {
+        let bytes = spec.buffers[index].bytes() as usize;
+        // A host program's own streams need not have finished what the copy reads.
+        if self.memory[index].host_bytes().is_some() || gpu.ctx.synchronize().is_err() {
+            return false;
+        }
+        if self.echo.as_ref().is_none_or(|e| e.len() != bytes.max(1)) {
+            self.echo = None;
+            // SAFETY: every byte is written by the copy right after.
+            self.echo = unsafe { gpu.stream.alloc::<u8>(bytes.max(1)) }.ok();
+        }
+        let Some(echo) = &self.echo else {
+            return false;
+        };
+        let dst = echo.device_ptr(&gpu.stream).0;
+        // SAFETY: both are live device allocations of at least `bytes` bytes, on this stream.
+        let copied = unsafe {
+            cudarc::driver::result::memcpy_dtod_async(
+                dst,
+                self.pointers.base[index],
+                bytes,
+                gpu.stream.cu_stream(),
+            )
+        };
+        copied.is_ok() || {
+            self.echo = None;
+            false
+        }
+    }
+
+    /// Whether device buffer `index` holds the bytes `keep_output` kept, compared on the GPU.
+    pub(super) fn unchanged_since_kept(
+        &self,
+        gpu: &Gpu,
+        spec: &JobSpec,
+        index: usize,
+    ) -> Result<bool, RunError> {
+        let Some(echo) = &self.echo else {
+            return Ok(false);
+        };
+        let bytes = spec.buffers[index].bytes() as usize;
+        gpu.same_bytes(self.pointers.base[index], echo, bytes)
     }
 
     /// Gives a download's host memory back for the next download of buffer `index`.

@@ -7,6 +7,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 
 use super::error::{Doing, RunError};
 use super::l2_flush::Flush;
+use super::output_echo::Comparer;
 use crate::build;
 use crate::device::{NvmlSession, driver_present};
 use crate::records::ClockSample;
@@ -26,6 +27,8 @@ pub struct Gpu {
     flush: std::cell::OnceCell<Flush>,
     /// Inputs drawn and download buffers, kept for the next job a child serves.
     pub(super) host: std::cell::RefCell<super::host_cache::HostCache>,
+    /// The on-GPU comparison of an output with a kept copy, made at first use (`Gpu::same_bytes`).
+    comparer: std::cell::RefCell<Option<Comparer>>,
 }
 
 impl Gpu {
@@ -67,7 +70,25 @@ impl Gpu {
             ordinal: ordinal as u32,
             flush: std::cell::OnceCell::new(),
             host: Default::default(),
+            comparer: Default::default(),
         })
+    }
+
+    /// Whether the `bytes` bytes at device address `at` equal `kept`'s, compared on the GPU.
+    pub(super) fn same_bytes(
+        &self,
+        at: u64,
+        kept: &cudarc::driver::CudaSlice<u8>,
+        bytes: usize,
+    ) -> Result<bool, RunError> {
+        let mut comparer = self.comparer.borrow_mut();
+        if comparer.is_none() {
+            *comparer = Some(Comparer::new(self)?);
+        }
+        comparer
+            .as_mut()
+            .expect("made just above")
+            .same(self, at, kept, bytes)
     }
 
     /// The L2 eviction of cold timing, compiled and allocated on first use.

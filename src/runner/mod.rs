@@ -28,6 +28,7 @@ mod launch_occupancy;
 mod launching;
 mod loading;
 mod memory;
+mod output_echo;
 mod peak_kernels;
 mod prebuild;
 mod profile_pass;

@@ -120,8 +120,9 @@ impl JobChecks<'_> {
         let mut timed = Vec::new();
         self.bufs.reset_where(gpu, spec, starts_with_data)?;
         timed.push(self.timed_run(time_one, output)?);
+        let kept = self.bufs.keep_output(gpu, spec, output);
         self.bufs.reset(gpu, spec)?;
-        timed.push(self.timed_run(time_one, output)?);
+        timed.push(self.timed_repeat(time_one, output, kept)?);
         let seen_initial = std::mem::replace(&mut self.bufs.initial, unseen_initial);
         // A check whose output must start poisoned (a compaction: nothing past the kept elements)
         // cannot be given another input's output.
@@ -131,8 +132,9 @@ impl JobChecks<'_> {
             self.bufs.reset_where(gpu, spec, starts_with_data)?;
         }
         timed.push(self.timed_run(time_one, output)?);
+        let kept = self.bufs.keep_output(gpu, spec, output);
         self.bufs.reset_where(gpu, spec, starts_with_data)?;
-        timed.push(self.timed_run(time_one, output)?);
+        timed.push(self.timed_repeat(time_one, output, kept)?);
         took.gpu += step.elapsed().as_secs_f64();
         let step = std::time::Instant::now();
         // Checks: the first two against the seen inputs, the last two against the unseen ones.
@@ -143,7 +145,13 @@ impl JobChecks<'_> {
         took.checks += step.elapsed().as_secs_f64();
         let mut runs = Vec::new();
         for (((ms, got), check), setup) in timed.into_iter().zip(checks).zip(TimedSetup::TRY) {
-            self.bufs.recycle(output, got);
+            let output_as_before = match got {
+                Output::Downloaded(data) => {
+                    self.bufs.recycle(output, data);
+                    false
+                }
+                Output::AsBefore => true,
+            };
             runs.push(VerifiedRun {
                 attempt,
                 setup,
@@ -153,6 +161,7 @@ impl JobChecks<'_> {
                     TimedSetup::AsTimed | TimedSetup::OutputsPoisoned => seen,
                 },
                 check,
+                output_as_before,
             });
         }
         Ok(runs)
@@ -172,23 +181,52 @@ impl JobChecks<'_> {
         &mut self,
         time_one: &mut TimeOne,
         output: usize,
-    ) -> Result<(f64, HostData), RunError> {
+    ) -> Result<(f64, Output), RunError> {
         let ms = time_one(self.bufs)?;
-        Ok((ms, self.bufs.download(self.gpu, self.spec, output)?))
+        let data = self.bufs.download(self.gpu, self.spec, output)?;
+        Ok((ms, Output::Downloaded(data)))
+    }
+
+    /// A verified timed run on the inputs of the run before it, whose output was `kept` on the
+    /// device: an output the GPU finds byte-identical is not downloaded. A comparison that fails
+    /// to run costs only the download it would have saved.
+    fn timed_repeat(
+        &mut self,
+        time_one: &mut TimeOne,
+        output: usize,
+        kept: bool,
+    ) -> Result<(f64, Output), RunError> {
+        let ms = time_one(self.bufs)?;
+        if kept
+            && self
+                .bufs
+                .unchanged_since_kept(self.gpu, self.spec, output)
+                .unwrap_or(false)
+        {
+            return Ok((ms, Output::AsBefore));
+        }
+        let data = self.bufs.download(self.gpu, self.spec, output)?;
+        Ok((ms, Output::Downloaded(data)))
     }
 
     /// Each output compared with what the buffers' current initial data makes correct. An output
-    /// byte-identical to an earlier one of these runs (same inputs, same expectation) gets its
-    /// verdict without the comparison made again: the two runs of a try on the same inputs of a
-    /// deterministic kernel repeat each other, and the comparison is most of a check's time.
-    fn compare_all(&mut self, timed: &[(f64, HostData)]) -> Result<Vec<Correctness>, RunError> {
+    /// the same as an earlier one of these runs (same inputs, same expectation: byte-identical on
+    /// the host, or found so on the GPU) gets its verdict without the comparison made again: the
+    /// two runs of a try on the same inputs of a deterministic kernel repeat each other, and the
+    /// comparison is most of a check's time.
+    fn compare_all(&mut self, timed: &[(f64, Output)]) -> Result<Vec<Correctness>, RunError> {
         let expected = expected_output(self.gpu, self.spec, self.bufs, self.compile)?
             .ok_or_else(|| RunError::Invalid("a verified timed run without a check".into()))?;
         let mut verdicts: Vec<Correctness> = Vec::with_capacity(timed.len());
-        for (i, (_, got)) in timed.iter().enumerate() {
-            let verdict = match timed[..i].iter().position(|(_, earlier)| earlier == got) {
-                Some(same) => verdicts[same].clone(),
-                None => compare(self.spec, &expected, &self.bufs.initial, got)?,
+        for ((_, got), source) in timed.iter().zip(verdict_sources(timed)) {
+            let verdict = match (source, got) {
+                (Some(earlier), _) => verdicts[earlier].clone(),
+                (None, Output::Downloaded(got)) => {
+                    compare(self.spec, &expected, &self.bufs.initial, got)?
+                }
+                (None, Output::AsBefore) => {
+                    return Err(RunError::Invalid("a repeated run with none before".into()));
+                }
             };
             verdicts.push(verdict);
         }
@@ -196,9 +234,49 @@ impl JobChecks<'_> {
     }
 }
 
+/// For each run's output, the earlier run whose verdict it takes (None: it is compared): the
+/// run before it where the GPU found them the same, else the first byte-identical download.
+fn verdict_sources(timed: &[(f64, Output)]) -> Vec<Option<usize>> {
+    timed
+        .iter()
+        .enumerate()
+        .map(|(i, (_, got))| match got {
+            Output::AsBefore => i.checked_sub(1),
+            Output::Downloaded(got) => timed[..i]
+                .iter()
+                .position(|(_, earlier)| matches!(earlier, Output::Downloaded(e) if e == got)),
+        })
+        .collect()
+}
+
+/// A verified run's output: downloaded, or found on the GPU to be the run before it's.
+enum Output {
+    Downloaded(HostData),
+    AsBefore,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeat_takes_the_verdict_before_it_and_a_byte_identical_download_the_first_one() {
+        let data = |v: u32| Output::Downloaded(HostData::W4(vec![v; 4]));
+        let timed = [
+            (0.1, data(1)),
+            (0.1, Output::AsBefore),
+            (0.1, data(2)),
+            (0.1, data(1)),
+            (0.1, data(3)),
+            (0.1, Output::AsBefore),
+        ];
+        assert_eq!(
+            verdict_sources(&timed),
+            [None, Some(0), None, Some(0), None, Some(4)]
+        );
+        // A repeat with no run before it has no verdict to take: compare_all refuses it.
+        assert_eq!(verdict_sources(&[(0.1, Output::AsBefore)]), [None]);
+    }
 
     #[test]
     fn each_try_draws_inputs_no_other_verification_of_the_job_draws() {

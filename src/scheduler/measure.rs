@@ -296,6 +296,7 @@ mod status_tests {
                 ms: 0.02,
                 seed: 1,
                 check: check(p),
+                output_as_before: false,
             })
             .collect();
         let wrong = timed_wrong(&runs);
