@@ -72,7 +72,7 @@ impl Comparer {
         let kept_at = kept.device_ptr(&gpu.stream).0;
         let counter = self.count.device_ptr(&gpu.stream).0;
         let n = bytes as u64;
-        let n16 = if (at | kept_at) % 16 == 0 { n / 16 } else { 0 };
+        let n16 = if (at | kept_at).is_multiple_of(16) { n / 16 } else { 0 };
         // A host program's own streams need not have finished writing the output.
         gpu.ctx
             .synchronize()
