@@ -95,6 +95,10 @@ impl Comparer {
             .stream
             .clone_dtoh(&self.count)
             .doing("reading the comparison's counter")?;
+        // The read is asynchronous by its signature; make sure it has landed.
+        gpu.stream
+            .synchronize()
+            .doing("reading the comparison's counter")?;
         Ok(differing.first() == Some(&0))
     }
 }
