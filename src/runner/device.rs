@@ -27,8 +27,9 @@ pub struct Gpu {
     flush: std::cell::OnceCell<Flush>,
     /// Inputs drawn and download buffers, kept for the next job a child serves.
     pub(super) host: std::cell::RefCell<super::host_cache::HostCache>,
-    /// The on-GPU comparison of an output with a kept copy, made at first use (`Gpu::same_bytes`).
-    comparer: std::cell::RefCell<Option<Comparer>>,
+    /// The on-GPU comparison of an output with a kept copy, made at first use (`Gpu::same_bytes`),
+    /// or why it could not be (not tried again).
+    comparer: std::cell::RefCell<Option<Result<Comparer, String>>>,
 }
 
 impl Gpu {
@@ -81,14 +82,11 @@ impl Gpu {
         kept: &cudarc::driver::CudaSlice<u8>,
         bytes: usize,
     ) -> Result<bool, RunError> {
-        let mut comparer = self.comparer.borrow_mut();
-        if comparer.is_none() {
-            *comparer = Some(Comparer::new(self)?);
+        let mut slot = self.comparer.borrow_mut();
+        match slot.get_or_insert_with(|| Comparer::new(self).map_err(|e| e.to_string())) {
+            Ok(comparer) => comparer.same(self, at, kept, bytes),
+            Err(why) => Err(RunError::Invalid(why.clone())),
         }
-        comparer
-            .as_mut()
-            .expect("made just above")
-            .same(self, at, kept, bytes)
     }
 
     /// The L2 eviction of cold timing, compiled and allocated on first use.

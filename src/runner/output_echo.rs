@@ -59,6 +59,39 @@ impl Comparer {
                 .doing("allocating the comparison's counter")?,
             blocks: sms * 4,
         })
+        .and_then(|mut c| c.proven(gpu).map(|()| c))
+    }
+
+    /// Refuses a comparison that does not tell a one-byte difference, in the 16-byte words or in
+    /// the bytes after them, from none: a wrong "same" would hand a run another's verdict.
+    fn proven(&mut self, gpu: &Gpu) -> Result<(), RunError> {
+        let len = 4096 + 3;
+        let zeros = vec![0u8; len];
+        let kept = gpu
+            .stream
+            .clone_htod(&zeros)
+            .doing("uploading the comparison's self-test")?;
+        let mut other = gpu
+            .stream
+            .clone_htod(&zeros)
+            .doing("uploading the comparison's self-test")?;
+        let at = other.device_ptr(&gpu.stream).0;
+        let mut seen = vec![self.same(gpu, at, &kept, len)?];
+        for flipped in [17, len - 1] {
+            let mut bytes = zeros.clone();
+            bytes[flipped] = 1;
+            gpu.stream
+                .memcpy_htod(&bytes, &mut other)
+                .doing("uploading the comparison's self-test")?;
+            seen.push(self.same(gpu, at, &kept, len)?);
+        }
+        if seen == [true, false, false] {
+            Ok(())
+        } else {
+            Err(RunError::Invalid(format!(
+                "the on-GPU output comparison failed its self-test (same, differing word, differing tail byte: {seen:?})"
+            )))
+        }
     }
 
     /// Whether the `bytes` bytes at device address `at` equal `kept`'s first `bytes`.
@@ -72,7 +105,11 @@ impl Comparer {
         let kept_at = kept.device_ptr(&gpu.stream).0;
         let counter = self.count.device_ptr(&gpu.stream).0;
         let n = bytes as u64;
-        let n16 = if (at | kept_at).is_multiple_of(16) { n / 16 } else { 0 };
+        let n16 = if (at | kept_at).is_multiple_of(16) {
+            n / 16
+        } else {
+            0
+        };
         // A host program's own streams need not have finished writing the output.
         gpu.ctx
             .synchronize()
