@@ -7,7 +7,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 
 use super::error::{Doing, RunError};
 use super::l2_flush::Flush;
-use super::output_echo::Comparer;
+use super::output_echo::{Comparer, OnGpu};
 use crate::build;
 use crate::device::{NvmlSession, driver_present};
 use crate::records::ClockSample;
@@ -82,9 +82,14 @@ impl Gpu {
         kept: &cudarc::driver::CudaSlice<u8>,
         bytes: usize,
     ) -> Result<bool, RunError> {
+        let on = OnGpu {
+            ctx: &self.ctx,
+            stream: &self.stream,
+        };
         let mut slot = self.comparer.borrow_mut();
-        match slot.get_or_insert_with(|| Comparer::new(self).map_err(|e| e.to_string())) {
-            Ok(comparer) => comparer.same(self, at, kept, bytes),
+        match slot.get_or_insert_with(|| Comparer::new(&on, &self.arch).map_err(|e| e.to_string()))
+        {
+            Ok(comparer) => comparer.same(&on, at, kept, bytes),
             Err(why) => Err(RunError::Invalid(why.clone())),
         }
     }

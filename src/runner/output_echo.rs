@@ -1,9 +1,12 @@
 //! Whether a buffer still holds the bytes of a kept device copy, asked on the GPU: a verified run whose output repeats the run before it, on the same inputs, need not be downloaded to be checked.
 
-use cudarc::driver::{CudaFunction, CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
 
 use super::builtin::compile_builtin;
-use super::device::Gpu;
 use super::error::{Doing, RunError};
 
 /// Counts the blocks that found a difference: 16 bytes a load where both addresses allow it
@@ -31,7 +34,13 @@ extern "C" __global__ void gpu_lab_count_differences(
 }
 "#;
 
-/// The comparison kernel and its counter, made once a child (`Gpu::echo`).
+/// Where a comparison runs: the device's context and the stream of the job's runs.
+pub(super) struct OnGpu<'a> {
+    pub ctx: &'a Arc<CudaContext>,
+    pub stream: &'a Arc<CudaStream>,
+}
+
+/// The comparison kernel and its counter, made once a child (`Gpu::same_bytes`).
 pub(super) struct Comparer {
     kernel: CudaFunction,
     count: CudaSlice<u64>,
@@ -39,7 +48,7 @@ pub(super) struct Comparer {
 }
 
 impl Comparer {
-    pub(super) fn new(gpu: &Gpu) -> Result<Comparer, RunError> {
+    pub(super) fn new(gpu: &OnGpu, arch: &str) -> Result<Comparer, RunError> {
         use cudarc::driver::sys::CUdevice_attribute as A;
         let sms = gpu
             .ctx
@@ -47,12 +56,7 @@ impl Comparer {
             .doing("reading the SM count")?
             .max(1) as u32;
         Ok(Comparer {
-            kernel: compile_builtin(
-                &gpu.ctx,
-                &gpu.arch,
-                COUNT_KERNEL,
-                "gpu_lab_count_differences",
-            )?,
+            kernel: compile_builtin(gpu.ctx, arch, COUNT_KERNEL, "gpu_lab_count_differences")?,
             count: gpu
                 .stream
                 .alloc_zeros::<u64>(1)
@@ -64,7 +68,7 @@ impl Comparer {
 
     /// Refuses a comparison that does not tell a one-byte difference, in the 16-byte words or in
     /// the bytes after them, from none: a wrong "same" would hand a run another's verdict.
-    fn proven(&mut self, gpu: &Gpu) -> Result<(), RunError> {
+    fn proven(&mut self, gpu: &OnGpu) -> Result<(), RunError> {
         let len = 4096 + 3;
         let zeros = vec![0u8; len];
         let kept = gpu
@@ -97,7 +101,7 @@ impl Comparer {
     /// Whether the `bytes` bytes at device address `at` equal `kept`'s first `bytes`.
     pub(super) fn same(
         &mut self,
-        gpu: &Gpu,
+        gpu: &OnGpu,
         at: u64,
         kept: &CudaSlice<u8>,
         bytes: usize,
