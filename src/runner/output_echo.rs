@@ -79,7 +79,7 @@ impl Comparer {
             .stream
             .clone_htod(&zeros)
             .doing("uploading the comparison's self-test")?;
-        let at = other.device_ptr(&gpu.stream).0;
+        let at = other.device_ptr(gpu.stream).0;
         let mut seen = vec![self.same(gpu, at, &kept, len)?];
         for flipped in [17, len - 1] {
             let mut bytes = zeros.clone();
@@ -106,8 +106,8 @@ impl Comparer {
         kept: &CudaSlice<u8>,
         bytes: usize,
     ) -> Result<bool, RunError> {
-        let kept_at = kept.device_ptr(&gpu.stream).0;
-        let counter = self.count.device_ptr(&gpu.stream).0;
+        let kept_at = kept.device_ptr(gpu.stream).0;
+        let counter = self.count.device_ptr(gpu.stream).0;
         let n = bytes as u64;
         let n16 = if (at | kept_at).is_multiple_of(16) {
             n / 16
