@@ -59,7 +59,8 @@ pub struct VerifiedRun {
     pub seed: u64,
     pub check: Correctness,
     /// Its output was byte for byte the run before it's (same inputs; compared on the GPU, not
-    /// downloaded), so that run's check is this one's.
+    /// downloaded), so that run's check is this one's; for a first try's first run, the run
+    /// before it is the check before the samples.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub output_as_before: bool,
 }

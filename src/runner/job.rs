@@ -39,6 +39,12 @@ pub fn run_job(
     let mut bufs = Buffers::new(gpu, spec, seed)?;
     clock.mark("inputs");
     let correctness = verify(gpu, spec, &loaded, &mut bufs, &mut compile)?;
+    // The checked output stays on the device: the first verified run after the samples (the
+    // same inputs) is compared with it there, and takes its verdict where they are the same.
+    let checked = match (&correctness, spec.correctness.output()) {
+        (Some(c), Some(output)) if bufs.keep_output(gpu, spec, output) => Some(c.clone()),
+        _ => None,
+    };
     bufs.reset(gpu, spec)?;
     clock.mark("check");
     // `--verify-every K` between samples; after them, the verified timed runs (issue 32).
@@ -49,6 +55,7 @@ pub fn run_job(
         bufs: &mut bufs,
         compile: &mut compile,
         seed,
+        checked,
         during: None,
         verified_during: 0,
         timed: None,

@@ -21,6 +21,9 @@ pub(super) struct JobChecks<'a> {
     pub(super) compile: &'a mut Vec<CompileInfo>,
     /// The seed the samples' inputs were drawn from.
     pub(super) seed: u64,
+    /// The verdict of the check before the samples, whose output `Buffers::keep_output` kept on
+    /// the device (None: not kept).
+    pub(super) checked: Option<Correctness>,
     /// `--verify-every K`: the first wrong verification between samples, else the last.
     pub(super) during: Option<Correctness>,
     pub(super) verified_during: u32,
@@ -119,10 +122,17 @@ impl JobChecks<'_> {
         let step = std::time::Instant::now();
         let mut timed = Vec::new();
         self.bufs.reset_where(gpu, spec, starts_with_data)?;
-        timed.push(self.timed_run(time_one, output)?);
-        let kept = self.bufs.keep_output(gpu, spec, output);
+        // The first try starts on the inputs the check before the samples judged.
+        let checked = self.checked.take().filter(|_| attempt == 1);
+        let first = match checked {
+            Some(verdict) => self.timed_repeat(time_one, output, true, Output::Judged(verdict))?,
+            None => self.timed_run(time_one, output)?,
+        };
+        // An output found the same as the kept one leaves that copy as it is.
+        let kept = matches!(first.1, Output::Judged(_)) || self.bufs.keep_output(gpu, spec, output);
+        timed.push(first);
         self.bufs.reset(gpu, spec)?;
-        timed.push(self.timed_repeat(time_one, output, kept)?);
+        timed.push(self.timed_repeat(time_one, output, kept, Output::AsBefore)?);
         let seen_initial = std::mem::replace(&mut self.bufs.initial, unseen_initial);
         // A check whose output must start poisoned (a compaction: nothing past the kept elements)
         // cannot be given another input's output.
@@ -134,7 +144,7 @@ impl JobChecks<'_> {
         timed.push(self.timed_run(time_one, output)?);
         let kept = self.bufs.keep_output(gpu, spec, output);
         self.bufs.reset_where(gpu, spec, starts_with_data)?;
-        timed.push(self.timed_repeat(time_one, output, kept)?);
+        timed.push(self.timed_repeat(time_one, output, kept, Output::AsBefore)?);
         took.gpu += step.elapsed().as_secs_f64();
         let step = std::time::Instant::now();
         // Checks: the first two against the seen inputs, the last two against the unseen ones.
@@ -150,7 +160,7 @@ impl JobChecks<'_> {
                     self.bufs.recycle(output, data);
                     false
                 }
-                Output::AsBefore => true,
+                Output::AsBefore | Output::Judged(_) => true,
             };
             runs.push(VerifiedRun {
                 attempt,
@@ -187,14 +197,15 @@ impl JobChecks<'_> {
         Ok((ms, Output::Downloaded(data)))
     }
 
-    /// A verified timed run on the inputs of the run before it, whose output was `kept` on the
-    /// device: an output the GPU finds byte-identical is not downloaded. A comparison that fails
-    /// to run costs only the download it would have saved.
+    /// A verified timed run on the inputs of the run whose output was `kept` on the device: an
+    /// output the GPU finds byte-identical is not downloaded, and is `same` (that run's verdict).
+    /// A comparison that fails to run costs only the download it would have saved.
     fn timed_repeat(
         &mut self,
         time_one: &mut TimeOne,
         output: usize,
         kept: bool,
+        same: Output,
     ) -> Result<(f64, Output), RunError> {
         let ms = time_one(self.bufs)?;
         if kept
@@ -203,7 +214,7 @@ impl JobChecks<'_> {
                 .unchanged_since_kept(self.gpu, self.spec, output)
                 .unwrap_or(false)
         {
-            return Ok((ms, Output::AsBefore));
+            return Ok((ms, same));
         }
         let data = self.bufs.download(self.gpu, self.spec, output)?;
         Ok((ms, Output::Downloaded(data)))
@@ -215,14 +226,21 @@ impl JobChecks<'_> {
     /// two runs of a try on the same inputs of a deterministic kernel repeat each other, and the
     /// comparison is most of a check's time.
     fn compare_all(&mut self, timed: &[(f64, Output)]) -> Result<Vec<Correctness>, RunError> {
-        let expected = expected_output(self.gpu, self.spec, self.bufs, self.compile)?
-            .ok_or_else(|| RunError::Invalid("a verified timed run without a check".into()))?;
+        // The expectation only where some output is compared (a `same_as` reference runs for it).
+        let mut expected = None;
         let mut verdicts: Vec<Correctness> = Vec::with_capacity(timed.len());
         for ((_, got), source) in timed.iter().zip(verdict_sources(timed)) {
             let verdict = match (source, got) {
+                (_, Output::Judged(verdict)) => verdict.clone(),
                 (Some(earlier), _) => verdicts[earlier].clone(),
                 (None, Output::Downloaded(got)) => {
-                    compare(self.spec, &expected, &self.bufs.initial, got)?
+                    if expected.is_none() {
+                        expected = expected_output(self.gpu, self.spec, self.bufs, self.compile)?;
+                    }
+                    let expected = expected.as_ref().ok_or_else(|| {
+                        RunError::Invalid("a verified timed run without a check".into())
+                    })?;
+                    compare(self.spec, expected, &self.bufs.initial, got)?
                 }
                 (None, Output::AsBefore) => {
                     return Err(RunError::Invalid("a repeated run with none before".into()));
@@ -242,6 +260,7 @@ fn verdict_sources(timed: &[(f64, Output)]) -> Vec<Option<usize>> {
         .enumerate()
         .map(|(i, (_, got))| match got {
             Output::AsBefore => i.checked_sub(1),
+            Output::Judged(_) => None,
             Output::Downloaded(got) => timed[..i]
                 .iter()
                 .position(|(_, earlier)| matches!(earlier, Output::Downloaded(e) if e == got)),
@@ -249,10 +268,12 @@ fn verdict_sources(timed: &[(f64, Output)]) -> Vec<Option<usize>> {
         .collect()
 }
 
-/// A verified run's output: downloaded, or found on the GPU to be the run before it's.
+/// A verified run's output: downloaded, or found on the GPU to be the run before it's, or the
+/// output of the check before the samples (on the same inputs), with that check's verdict.
 enum Output {
     Downloaded(HostData),
     AsBefore,
+    Judged(Correctness),
 }
 
 #[cfg(test)]
@@ -269,10 +290,26 @@ mod tests {
             (0.1, data(1)),
             (0.1, data(3)),
             (0.1, Output::AsBefore),
+            (
+                0.1,
+                Output::Judged(Correctness {
+                    passed: true,
+                    checked: 4,
+                    mismatches: 0,
+                    unwritten: 0,
+                    rel_error: 0.0,
+                    first_mismatch: None,
+                    max_error: None,
+                    elem: None,
+                    max_ulp: None,
+                }),
+            ),
+            (0.1, Output::AsBefore),
         ];
+        // A judged output brings its own verdict: nothing to take, nothing to compare.
         assert_eq!(
             verdict_sources(&timed),
-            [None, Some(0), None, Some(0), None, Some(4)]
+            [None, Some(0), None, Some(0), None, Some(4), None, Some(6)]
         );
         // A repeat with no run before it has no verdict to take: compare_all refuses it.
         assert_eq!(verdict_sources(&[(0.1, Output::AsBefore)]), [None]);
