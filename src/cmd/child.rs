@@ -49,19 +49,19 @@ pub fn serve(command: &ChildCommand) -> anyhow::Result<i32> {
             timing,
             fma,
             host_link,
-        } => bounds(*bytes, out, child, timing, *fma, *host_link),
+        } => bounds(&open(child)?, (*bytes, *fma, *host_link), out, timing).map(|()| exit::OK),
         ChildCommand::ComputeBound {
             bound,
             out,
             child,
             timing,
-        } => compute_bound(bound, out, child, timing),
+        } => compute_bound(&open(child)?, bound, out, timing).map(|()| exit::OK),
         ChildCommand::Roofs {
             math,
             out,
             child,
             timing,
-        } => roofs(math, out, child, timing),
+        } => roofs(&open(child)?, math, out, timing).map(|()| exit::OK),
     }
 }
 
@@ -100,16 +100,29 @@ fn jobs(child: &ChildArgs) -> anyhow::Result<i32> {
         let line = line.context("reading the next request")?;
         let request: job_server::Request =
             serde_json::from_str(&line).with_context(|| format!("parsing the request {line:?}"))?;
-        match request {
-            job_server::Request::Job(job) => run_one(&gpu, &job.spec, &job.out, job.seed)?,
-            job_server::Request::CuptiPass(pass) => {
-                collect_counters(&gpu, &pass.specs, &pass.counters, &pass.out, pass.seed)?
-            }
-        }
+        serve_one(&gpu, &request)?;
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{}", job_server::REPLY).and_then(|_| stdout.flush())?;
     }
     Ok(exit::OK)
+}
+
+/// One request of the serving child, on its GPU.
+fn serve_one(gpu: &Gpu, request: &job_server::Request) -> anyhow::Result<()> {
+    use job_server::Request as R;
+    match request {
+        R::Job(job) => run_one(gpu, &job.spec, &job.out, job.seed),
+        R::CuptiPass(p) => collect_counters(gpu, &p.specs, &p.counters, &p.out, p.seed),
+        R::Bounds {
+            bytes,
+            out,
+            timing,
+            fma,
+            host_link,
+        } => bounds(gpu, (*bytes, *fma, *host_link), out, timing),
+        R::ComputeBound { bound, out, timing } => compute_bound(gpu, bound, out, timing),
+        R::Roofs { math, out, timing } => roofs(gpu, math, out, timing),
+    }
 }
 
 /// Launches each job once (and `profiled_runs` more times in a profiler range); with `progress`,
@@ -165,37 +178,24 @@ fn collect_counters(
 }
 
 fn bounds(
-    bytes: u64,
+    gpu: &Gpu,
+    (bytes, fma, host_link): (u64, bool, bool),
     out: &Path,
-    child: &ChildArgs,
     timing: &Path,
-    fma: bool,
-    host_link: bool,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<()> {
     let timing: TimingConfig = read_json(timing)?;
-    let outcome = runner::run_bounds(&open(child)?, bytes, &timing, fma, host_link)?;
-    write_json(out, &outcome)?;
-    Ok(exit::OK)
+    let outcome = runner::run_bounds(gpu, bytes, &timing, fma, host_link)?;
+    write_json(out, &outcome)
 }
 
-fn compute_bound(
-    bound: &Path,
-    out: &Path,
-    child: &ChildArgs,
-    timing: &Path,
-) -> anyhow::Result<i32> {
+fn compute_bound(gpu: &Gpu, bound: &Path, out: &Path, timing: &Path) -> anyhow::Result<()> {
     let (bound, timing): (BoundSpec, TimingConfig) = (read_json(bound)?, read_json(timing)?);
-    write_json(
-        out,
-        &runner::run_gemm_bound(&open(child)?, &bound, &timing)?,
-    )?;
-    Ok(exit::OK)
+    write_json(out, &runner::run_gemm_bound(gpu, &bound, &timing)?)
 }
 
 /// Measures one math's roofs (library GEMM and peak kernel); each roof carries its own error.
-fn roofs(math: &str, out: &Path, child: &ChildArgs, timing: &Path) -> anyhow::Result<i32> {
+fn roofs(gpu: &Gpu, math: &str, out: &Path, timing: &Path) -> anyhow::Result<()> {
     let math = Math::parse(math).map_err(anyhow::Error::msg)?;
     let timing: TimingConfig = read_json(timing)?;
-    write_json(out, &runner::run_roofs(&open(child)?, math, &timing))?;
-    Ok(exit::OK)
+    write_json(out, &runner::run_roofs(gpu, math, &timing))
 }

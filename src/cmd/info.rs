@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::cli::ListWhat;
 use crate::config::Config;
 use crate::device::{self, NvmlSession};
-use crate::executor::child::bounds_target;
+use crate::executor::protocol::bounds_target;
 use crate::exit;
 use crate::profiler::{self, probe};
 use crate::records::TimingConfig;

@@ -6,7 +6,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::contract::{Environment, Executor, Failure, RunContext};
-use super::job_server::{JobRequest, Serving};
+use super::job_server::{JobRequest, Request, Serving};
+use super::protocol;
 use crate::device::{self, NvmlSession};
 use crate::metrics::MetricDef;
 use crate::parse::query_metrics::Screened;
@@ -20,18 +21,6 @@ use crate::records::{
 use crate::sanitizer::{self, Sanitizer};
 use crate::store::{FileKind, read_regular_text, write_json};
 use crate::suite::JobSpec;
-
-/// The hidden subcommands a child runs (`cli.rs` declares them; `cmd/child.rs` serves them).
-pub mod protocol {
-    pub const JOB: &str = "__job";
-    pub const JOBS: &str = "__jobs";
-    pub const BUILD: &str = "__build";
-    pub const PROFILE_PASS: &str = "__profile";
-    pub const CUPTI_PASS: &str = "__cupti";
-    pub const BOUNDS: &str = "__bounds";
-    pub const COMPUTE_BOUND: &str = "__compute_bound";
-    pub const ROOFS: &str = "__roofs";
-}
 
 /// Why a job asked for hot spots has none where no ncu was found (CUPTI needed none).
 const NO_NCU_FOR_HOTSPOTS: &str = "no ncu: --hotspots reads ncu's SourceCounters and WarpStateStats sections\n  fix: install Nsight Compute and put it on PATH, or set NCU=/path/to/ncu";
@@ -140,6 +129,42 @@ impl ChildExecutor {
         }
     }
 
+    /// Asks the serving child for `request` and reads the JSON it wrote to `out`; with
+    /// `--child-per-job`, a child of its own does it.
+    fn served_or_own<T: serde::de::DeserializeOwned>(
+        &self,
+        ctx: &RunContext,
+        request: Request,
+        log: &Path,
+        out: &Path,
+    ) -> Result<T, Failure> {
+        if self.child_per_job {
+            let (subcommand, args) = protocol::own_child(&request);
+            let mut cmd = self.child(subcommand);
+            cmd.args(args);
+            return self.run_child(ctx, cmd, log, out);
+        }
+        self.ask(ctx, &request, log, ctx.timeout)?;
+        // The served request's log is written only where it failed.
+        process::read_result(out).map_err(|e| Failure::Failed {
+            message: e.to_string(),
+            log: None,
+        })
+    }
+
+    /// Asks this GPU's serving child (started where none runs) for `request`, at most `timeout`.
+    fn ask(
+        &self,
+        ctx: &RunContext,
+        request: &Request,
+        log: &Path,
+        timeout: Duration,
+    ) -> Result<(), Failure> {
+        let name = format!("jobs-gpu{}", self.gpu);
+        let start = || self.child(protocol::JOBS);
+        self.serving.ask(start, &name, ctx, request, log, timeout)
+    }
+
     /// The argument list ncu runs: this binary's profile pass over `specs`.
     fn profile_target(&self, specs: &Path, seed: u64) -> Vec<OsString> {
         let cmd = self.child(protocol::PROFILE_PASS);
@@ -201,19 +226,14 @@ impl Executor for ChildExecutor {
             message: format!("{e:#}"),
             log: None,
         })?;
-        let mut cmd = self.child(protocol::BOUNDS);
-        cmd.args(["--bytes", &bytes.to_string()])
-            .arg("--out")
-            .arg(&out)
-            .arg("--timing")
-            .arg(&timing);
-        if ctx.fma {
-            cmd.arg("--fma");
-        }
-        if ctx.host_link {
-            cmd.arg("--host-link");
-        }
-        self.run_child(ctx, cmd, &log, &out)
+        let request = Request::Bounds {
+            bytes,
+            out: out.clone(),
+            timing: timing.clone(),
+            fma: ctx.fma,
+            host_link: ctx.host_link,
+        };
+        self.served_or_own(ctx, request, &log, &out)
     }
 
     fn compute_bound(
@@ -234,14 +254,12 @@ impl Executor for ChildExecutor {
                 message: format!("{e:#}"),
                 log: None,
             })?;
-        let mut cmd = self.child(protocol::COMPUTE_BOUND);
-        cmd.arg("--bound")
-            .arg(&spec)
-            .arg("--out")
-            .arg(&out)
-            .arg("--timing")
-            .arg(&timing);
-        self.run_child(ctx, cmd, &log, &out)
+        let request = Request::ComputeBound {
+            bound: spec.clone(),
+            out: out.clone(),
+            timing: timing.clone(),
+        };
+        self.served_or_own(ctx, request, &log, &out)
     }
 
     fn roofs(&self, ctx: &RunContext, tag: &str, math: Math) -> Result<Vec<RoofRecord>, Failure> {
@@ -254,13 +272,12 @@ impl Executor for ChildExecutor {
             message: format!("{e:#}"),
             log: None,
         })?;
-        let mut cmd = self.child(protocol::ROOFS);
-        cmd.args(["--math", math.name()])
-            .arg("--out")
-            .arg(&out)
-            .arg("--timing")
-            .arg(&timing);
-        self.run_child(ctx, cmd, &log, &out)
+        let request = Request::Roofs {
+            math: math.name().to_string(),
+            out: out.clone(),
+            timing: timing.clone(),
+        };
+        self.served_or_own(ctx, request, &log, &out)
     }
 
     fn prebuild(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) {
@@ -287,27 +304,12 @@ impl Executor for ChildExecutor {
             message: format!("{e:#}"),
             log: None,
         })?;
-        if !self.child_per_job {
-            let log_name = format!("jobs-gpu{}", self.gpu);
-            return self.serving.run(
-                || self.child(protocol::JOBS),
-                &log_name,
-                ctx,
-                JobRequest {
-                    spec,
-                    out,
-                    seed: ctx.seed,
-                },
-                &log,
-            );
-        }
-        let mut cmd = self.child(protocol::JOB);
-        cmd.arg("--spec")
-            .arg(&spec)
-            .arg("--out")
-            .arg(&out)
-            .args(["--seed", &ctx.seed.to_string()]);
-        self.run_child(ctx, cmd, &log, &out)
+        let request = Request::Job(JobRequest {
+            spec: spec.clone(),
+            out: out.clone(),
+            seed: ctx.seed,
+        });
+        self.served_or_own(ctx, request, &log, &out)
     }
 
     fn profile(&self, ctx: &RunContext, tag: &str, jobs: &[&JobSpec]) -> Vec<ProfileRecord> {
@@ -445,20 +447,18 @@ impl ChildExecutor {
     /// Collects a CUPTI pass in the serving child, which has the context, the modules' builds and
     /// the drawn inputs already; with `--child-per-job`, in a `__cupti` child of its own.
     fn collect_pass(&self, ctx: &RunContext, files: super::cupti::PassFiles) -> Result<(), String> {
+        let request = Request::CuptiPass(files.request);
         if self.child_per_job {
-            return files.in_child(self.child(protocol::CUPTI_PASS));
+            let (subcommand, args) = protocol::own_child(&request);
+            let mut cmd = self.child(subcommand);
+            cmd.args(args);
+            let log = process::Output::Log(files.log.to_path_buf());
+            return process::run(&mut cmd, &log, Some(files.timeout))
+                .and_then(|f| f.success())
+                .map(|_| ())
+                .map_err(|e| e.to_string());
         }
-        let request = super::job_server::Request::CuptiPass(files.request);
-        let name = format!("jobs-gpu{}", self.gpu);
-        self.serving
-            .ask(
-                || self.child(protocol::JOBS),
-                &name,
-                ctx,
-                &request,
-                files.log,
-                files.timeout,
-            )
+        self.ask(ctx, &request, files.log, files.timeout)
             .map_err(|f| f.message())
     }
 
@@ -598,33 +598,4 @@ impl ChildExecutor {
             duration,
         })
     }
-}
-
-/// The argument list of a bounds child for `bytes` bytes, for the doctor's counter probe.
-pub fn bounds_target(
-    exe: &Path,
-    gpu: u32,
-    cache_dir: Option<&Path>,
-    bytes: u64,
-    out: &Path,
-    timing: &Path,
-) -> Vec<OsString> {
-    let mut t: Vec<OsString> = vec![
-        exe.as_os_str().to_os_string(),
-        protocol::BOUNDS.into(),
-        "--gpu".into(),
-        gpu.to_string().into(),
-        "--bytes".into(),
-        bytes.to_string().into(),
-    ];
-    if let Some(d) = cache_dir {
-        t.extend(["--cache".into(), d.as_os_str().to_os_string()]);
-    }
-    t.extend([
-        "--out".into(),
-        out.as_os_str().to_os_string(),
-        "--timing".into(),
-        timing.as_os_str().to_os_string(),
-    ]);
-    t
 }

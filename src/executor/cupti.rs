@@ -27,34 +27,12 @@ pub const BY_CUPTI: &str = "cupti";
 /// (`cupti::launch_stats`); each row's text says which and from what.
 pub const BY_CUPTI_COMPUTED: &str = "cupti, with the launch statistics and theoretical occupancy computed by gpu-lab (not measured)";
 
-/// The files of one pass, for whichever process collects it (`PassFiles::in_child` or the
-/// serving child), and how long it may take.
+/// The files of one pass, for whichever process collects it (the serving child, or a `__cupti`
+/// child of its own), and how long it may take.
 pub struct PassFiles<'a> {
     pub request: CuptiRequest,
     pub log: &'a Path,
     pub timeout: Duration,
-}
-
-impl PassFiles<'_> {
-    /// Collects the pass in a `__cupti` child of its own (`cmd`, its arguments still to come).
-    pub fn in_child(self, mut cmd: std::process::Command) -> Result<(), String> {
-        let r = &self.request;
-        cmd.arg("--specs")
-            .arg(&r.specs)
-            .arg("--counters")
-            .arg(&r.counters)
-            .arg("--out")
-            .arg(&r.out)
-            .args(["--seed", &r.seed.to_string()]);
-        process::run(
-            &mut cmd,
-            &process::Output::Log(self.log.to_path_buf()),
-            Some(self.timeout),
-        )
-        .and_then(|f| f.success())
-        .map(|_| ())
-        .map_err(|e| format!("{e}"))
-    }
 }
 
 /// Records of the pass from CUPTI, or the reason it must go to ncu instead; `collect_in` runs

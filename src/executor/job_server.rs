@@ -13,8 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::contract::{Failure, RunContext};
-use crate::process::{self, FailureKind, TAIL_LINES, tail};
-use crate::records::JobOutcome;
+use crate::process::{FailureKind, TAIL_LINES, tail};
 
 /// The line the child prints on stdout when a job's outcome is written; any other line it
 /// prints there goes to its log.
@@ -37,12 +36,30 @@ pub struct CuptiRequest {
     pub seed: u64,
 }
 
-/// What one line on the child's stdin asks for.
+/// What one line on the child's stdin asks for: a job, a CUPTI pass, or a group's bounds (each
+/// with the files and values its own child takes as arguments).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Request {
     Job(JobRequest),
     CuptiPass(CuptiRequest),
+    Bounds {
+        bytes: u64,
+        out: PathBuf,
+        timing: PathBuf,
+        fma: bool,
+        host_link: bool,
+    },
+    ComputeBound {
+        bound: PathBuf,
+        out: PathBuf,
+        timing: PathBuf,
+    },
+    Roofs {
+        math: String,
+        out: PathBuf,
+        timing: PathBuf,
+    },
 }
 
 /// How a job the server was asked for ended, when it did not write its outcome.
@@ -61,27 +78,11 @@ pub struct Serving {
 }
 
 impl Serving {
-    /// Runs a job in the serving child, started with `command` (its log `NAME-K.log` in the
-    /// scratch directory) where none runs for this scratch directory. A job that fails or hangs
-    /// ends that child and leaves its part of the child's log at `log`, as a child of its own would.
-    pub fn run(
-        &self,
-        command: impl FnOnce() -> Command,
-        name: &str,
-        ctx: &RunContext,
-        request: JobRequest,
-        log: &Path,
-    ) -> Result<JobOutcome, Failure> {
-        let out = request.out.clone();
-        self.ask(command, name, ctx, &Request::Job(request), log, ctx.timeout)?;
-        process::read_result(&out).map_err(|e| Failure::Failed {
-            message: e.to_string(),
-            log: None,
-        })
-    }
-
-    /// Asks the serving child (started as `run` says) for `request` and waits at most `timeout`
-    /// until it is answered; its output files are the request's to read.
+    /// Asks the serving child for `request`, started with `command` (its log `NAME-K.log` in the
+    /// scratch directory) where none runs for this scratch directory, and waits at most `timeout`
+    /// until it is answered; its output files are the request's to read. A request that fails or
+    /// hangs ends that child and leaves its part of the child's log at `log`, as a child of its
+    /// own would.
     pub fn ask(
         &self,
         command: impl FnOnce() -> Command,

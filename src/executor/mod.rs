@@ -9,6 +9,7 @@ pub mod contract;
 pub mod cupti;
 pub mod job_server;
 pub mod mock;
+pub mod protocol;
 
 pub use child::ChildExecutor;
 pub use contract::{Environment, Executor, Failure, RunContext};

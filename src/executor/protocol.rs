@@ -1,0 +1,193 @@
+//! The hidden subcommands the executor's children run (`cli/child.rs` declares them, `cmd/child.rs` serves them), and the arguments a child of its own takes for what the serving child is asked.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::job_server::Request;
+
+pub const JOB: &str = "__job";
+pub const JOBS: &str = "__jobs";
+pub const BUILD: &str = "__build";
+pub const PROFILE_PASS: &str = "__profile";
+pub const CUPTI_PASS: &str = "__cupti";
+pub const BOUNDS: &str = "__bounds";
+pub const COMPUTE_BOUND: &str = "__compute_bound";
+pub const ROOFS: &str = "__roofs";
+
+/// The subcommand and arguments (after `--gpu` and `--cache`) of the child of its own that does
+/// what `request` asks the serving child: `--child-per-job`'s way.
+pub fn own_child(request: &Request) -> (&'static str, Vec<OsString>) {
+    let path = |p: &Path| p.as_os_str().to_os_string();
+    match request {
+        Request::Job(j) => (
+            JOB,
+            vec![
+                "--spec".into(),
+                path(&j.spec),
+                "--out".into(),
+                path(&j.out),
+                "--seed".into(),
+                j.seed.to_string().into(),
+            ],
+        ),
+        Request::CuptiPass(p) => (
+            CUPTI_PASS,
+            vec![
+                "--specs".into(),
+                path(&p.specs),
+                "--counters".into(),
+                path(&p.counters),
+                "--out".into(),
+                path(&p.out),
+                "--seed".into(),
+                p.seed.to_string().into(),
+            ],
+        ),
+        Request::Bounds {
+            bytes,
+            out,
+            timing,
+            fma,
+            host_link,
+        } => {
+            let mut args: Vec<OsString> = vec![
+                "--bytes".into(),
+                bytes.to_string().into(),
+                "--out".into(),
+                path(out),
+                "--timing".into(),
+                path(timing),
+            ];
+            if *fma {
+                args.push("--fma".into());
+            }
+            if *host_link {
+                args.push("--host-link".into());
+            }
+            (BOUNDS, args)
+        }
+        Request::ComputeBound { bound, out, timing } => (
+            COMPUTE_BOUND,
+            vec![
+                "--bound".into(),
+                path(bound),
+                "--out".into(),
+                path(out),
+                "--timing".into(),
+                path(timing),
+            ],
+        ),
+        Request::Roofs { math, out, timing } => (
+            ROOFS,
+            vec![
+                "--math".into(),
+                math.into(),
+                "--out".into(),
+                path(out),
+                "--timing".into(),
+                path(timing),
+            ],
+        ),
+    }
+}
+
+/// The argument list of a bounds child for `bytes` bytes, for the doctor's counter probe.
+pub fn bounds_target(
+    exe: &Path,
+    gpu: u32,
+    cache_dir: Option<&Path>,
+    bytes: u64,
+    out: &Path,
+    timing: &Path,
+) -> Vec<OsString> {
+    let mut t: Vec<OsString> = vec![
+        exe.as_os_str().to_os_string(),
+        BOUNDS.into(),
+        "--gpu".into(),
+        gpu.to_string().into(),
+        "--bytes".into(),
+        bytes.to_string().into(),
+    ];
+    if let Some(d) = cache_dir {
+        t.extend(["--cache".into(), d.as_os_str().to_os_string()]);
+    }
+    t.extend([
+        "--out".into(),
+        out.as_os_str().to_os_string(),
+        "--timing".into(),
+        timing.as_os_str().to_os_string(),
+    ]);
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{ChildCommand, Cli, Command};
+    use crate::executor::job_server::{CuptiRequest, JobRequest};
+    use clap::Parser;
+    use std::path::PathBuf;
+
+    /// What a child of its own would parse from `own_child`'s arguments.
+    fn parsed(request: &Request) -> ChildCommand {
+        let (subcommand, args) = own_child(request);
+        let line = [
+            "gpu-lab".into(),
+            subcommand.into(),
+            "--gpu".into(),
+            "0".into(),
+        ]
+        .into_iter()
+        .chain(args)
+        .collect::<Vec<OsString>>();
+        match Cli::try_parse_from(line).map(|c| c.command) {
+            Ok(Command::Child(child)) => child,
+            other => panic!("{request:?} parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_request_is_what_a_child_of_its_own_parses_from_its_arguments() {
+        let p = |s: &str| PathBuf::from(format!("/w/{s}"));
+        let job = Request::Job(JobRequest {
+            spec: p("s.json"),
+            out: p("o.json"),
+            seed: 9,
+        });
+        assert!(matches!(parsed(&job),
+            ChildCommand::Job { spec, out, seed: 9, .. } if spec == p("s.json") && out == p("o.json")));
+        let pass = Request::CuptiPass(CuptiRequest {
+            specs: p("specs"),
+            counters: p("c"),
+            out: p("o"),
+            seed: 3,
+        });
+        assert!(matches!(parsed(&pass),
+            ChildCommand::CuptiPass { specs, counters, seed: 3, .. } if specs == p("specs") && counters == p("c")));
+        let bounds = Request::Bounds {
+            bytes: 64,
+            out: p("o"),
+            timing: p("t"),
+            fma: true,
+            host_link: false,
+        };
+        assert!(matches!(parsed(&bounds),
+            ChildCommand::Bounds { bytes: 64, fma: true, host_link: false, timing, .. } if timing == p("t")));
+        let gemm = Request::ComputeBound {
+            bound: p("b"),
+            out: p("o"),
+            timing: p("t"),
+        };
+        assert!(
+            matches!(parsed(&gemm), ChildCommand::ComputeBound { bound, .. } if bound == p("b"))
+        );
+        let roofs = Request::Roofs {
+            math: "bf16-tensor".into(),
+            out: p("o"),
+            timing: p("t"),
+        };
+        assert!(
+            matches!(parsed(&roofs), ChildCommand::Roofs { math, .. } if math == "bf16-tensor")
+        );
+    }
+}
