@@ -199,3 +199,78 @@ fn roofs(gpu: &Gpu, math: &str, out: &Path, timing: &Path) -> anyhow::Result<()>
     let timing: TimingConfig = read_json(timing)?;
     write_json(out, &runner::run_roofs(gpu, math, &timing))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{ChildCommand, Cli, Command};
+    use crate::executor::job_server::Request;
+    use crate::executor::job_server::{CuptiRequest, JobRequest};
+    use crate::executor::protocol::own_child;
+    use clap::Parser;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    /// What a child of its own would parse from `own_child`'s arguments (the serving child's
+    /// requests and `--child-per-job`'s children must mean the same).
+    fn parsed(request: &Request) -> ChildCommand {
+        let (subcommand, args) = own_child(request);
+        let line = [
+            "gpu-lab".into(),
+            subcommand.into(),
+            "--gpu".into(),
+            "0".into(),
+        ]
+        .into_iter()
+        .chain(args)
+        .collect::<Vec<OsString>>();
+        match Cli::try_parse_from(line).map(|c| c.command) {
+            Ok(Command::Child(child)) => child,
+            other => panic!("{request:?} parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_request_is_what_a_child_of_its_own_parses_from_its_arguments() {
+        let p = |s: &str| PathBuf::from(format!("/w/{s}"));
+        let job = Request::Job(JobRequest {
+            spec: p("s.json"),
+            out: p("o.json"),
+            seed: 9,
+        });
+        assert!(matches!(parsed(&job),
+            ChildCommand::Job { spec, out, seed: 9, .. } if spec == p("s.json") && out == p("o.json")));
+        let pass = Request::CuptiPass(CuptiRequest {
+            specs: p("specs"),
+            counters: p("c"),
+            out: p("o"),
+            seed: 3,
+        });
+        assert!(matches!(parsed(&pass),
+            ChildCommand::CuptiPass { specs, counters, seed: 3, .. } if specs == p("specs") && counters == p("c")));
+        let bounds = Request::Bounds {
+            bytes: 64,
+            out: p("o"),
+            timing: p("t"),
+            fma: true,
+            host_link: false,
+        };
+        assert!(matches!(parsed(&bounds),
+            ChildCommand::Bounds { bytes: 64, fma: true, host_link: false, timing, .. } if timing == p("t")));
+        let gemm = Request::ComputeBound {
+            bound: p("b"),
+            out: p("o"),
+            timing: p("t"),
+        };
+        assert!(
+            matches!(parsed(&gemm), ChildCommand::ComputeBound { bound, .. } if bound == p("b"))
+        );
+        let roofs = Request::Roofs {
+            math: "bf16-tensor".into(),
+            out: p("o"),
+            timing: p("t"),
+        };
+        assert!(
+            matches!(parsed(&roofs), ChildCommand::Roofs { math, .. } if math == "bf16-tensor")
+        );
+    }
+}
