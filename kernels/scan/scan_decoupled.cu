@@ -22,6 +22,11 @@
 //     looks back, the other warps have already done it), so after the prefix arrives each thread
 //     only reads its warp-striped vectors, adds the prefix and stores: one barrier on the critical
 //     path instead of two, and the ITEMS values are not held in registers across the wait.
+// BULK_LOAD 1: the tile comes in by one bulk copy (cp.async.bulk, TMA's 1D form, counted by an
+// mbarrier) that thread 0 issues first, so the whole tile is in flight at once and no registers
+// stage it; BULK_STORE 1: the threads add the prefix into the stage and thread 0 stores the tile
+// with one bulk copy. Either needs the stage unpadded: ITEMS / 4 odd (20, 28) keeps its blocked
+// reads free of bank conflicts. The partial last tile goes through the threads either way.
 // MIN_BLOCKS: __launch_bounds__'s minimum blocks an SM (1: ptxas chooses the registers).
 
 #ifndef FIRST_NS
@@ -33,6 +38,20 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
+#ifndef BULK_LOAD
+#define BULK_LOAD 0
+#endif
+#ifndef BULK_STORE
+#define BULK_STORE 0
+#endif
+#define DEC_PAD (STAGE_PAD && !BULK_LOAD && !BULK_STORE)
+#define DEC_STAGE_LEN (DEC_PAD ? TILE / 4 + TILE / 32 : TILE / 4)
+
+#if (BULK_LOAD || BULK_STORE) && (ITEMS / 4) % 2 == 0
+#warning bulk copies need an unpadded stage: with ITEMS / 4 even its blocked reads have bank conflicts
+#endif
+
+#include "scan_bulk.cuh"
 
 // The warp-striped stores of the stage plus `add` (stage_store_striped with the tile's prefix).
 __device__ __forceinline__ void stage_store_striped_plus(T* __restrict__ y, long long tile_first, int n, const T4* stage, T add)
@@ -40,7 +59,7 @@ __device__ __forceinline__ void stage_store_striped_plus(T* __restrict__ y, long
 #pragma unroll
     for (int k = 0; k < ITEMS / 4; ++k) {
         const int c = k * BLOCK + threadIdx.x;
-        T4 q = stage[stage_at<STAGE_PAD>(c)];
+        T4 q = stage[stage_at<DEC_PAD>(c)];
         q.x += add;
         q.y += add;
         q.z += add;
@@ -49,25 +68,72 @@ __device__ __forceinline__ void stage_store_striped_plus(T* __restrict__ y, long
     }
 }
 
+// The tile into the stage: one bulk copy issued by thread 0 (BULK_LOAD, whole tiles), else
+// warp-striped int4 loads. Thread 0 takes the run's ticket right after starting the copy.
+__device__ __forceinline__ void load_tile(const T* __restrict__ x, long long tile_first, int n, T4* stage, unsigned long long* full,
+                                          unsigned long long* ticket, unsigned long long& my_ticket)
+{
+    const bool whole = tile_first + TILE <= (long long)n; // uniform
+    if (BULK_LOAD) {
+        if (threadIdx.x == 0) {
+            barrier_init(full, 1);
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); // the barrier visible to the copy
+            fence_proxy_async();
+            if (whole)
+                bulk_load(stage, x + tile_first, TILE * sizeof(T), full);
+            my_ticket = atomicAdd(ticket, 1ull);
+        }
+        __syncthreads(); // the barrier initialised before any thread waits on it
+        if (whole) {
+            barrier_wait(full, 0);
+            return;
+        }
+    } else if (threadIdx.x == 0) {
+        my_ticket = atomicAdd(ticket, 1ull);
+    }
+    stage_load_striped<DEC_PAD>(x, tile_first, n, stage);
+    __syncthreads();
+}
+
+// The stage plus `add` to y: one bulk copy by thread 0 (BULK_STORE, whole tiles), after the
+// threads add it in place; else warp-striped int4 stores.
+__device__ __forceinline__ void store_tile(T* __restrict__ y, long long tile_first, int n, T4* stage, T add)
+{
+    if (BULK_STORE && tile_first + TILE <= (long long)n) { // uniform
+#pragma unroll
+        for (int k = 0; k < ITEMS / 4; ++k) {
+            T4& q = stage[k * BLOCK + threadIdx.x];
+            q.x += add;
+            q.y += add;
+            q.z += add;
+            q.w += add;
+        }
+        fence_proxy_async(); // this thread's writes of the stage before the bulk store reads it
+        __syncthreads();
+        if (threadIdx.x == 0)
+            bulk_store_and_wait(y + tile_first, stage, TILE * sizeof(T)); // the stage is read before the block exits
+    } else {
+        stage_store_striped_plus(y, tile_first, n, stage, add);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
     scan_lookback_decoupled(const T* __restrict__ x, T* y, unsigned long long* status, unsigned long long* ticket, int n)
 {
-    __shared__ T4 stage[STAGE_LEN];
+    __shared__ __align__(128) T4 stage[DEC_STAGE_LEN];
+    __shared__ __align__(8) unsigned long long full;
     __shared__ T warp_sh[BLOCK / 32 + 1];
     __shared__ T prefix_sh;
     const unsigned tile = blockIdx.x;
-    unsigned long long my_ticket = 0;
-    if (threadIdx.x == 0) // its value is first used by the look-back: the atomic overlaps the loads
-        my_ticket = atomicAdd(ticket, 1ull);
     const long long tile_first = (long long)tile * TILE;
-    stage_load_striped<STAGE_PAD>(x, tile_first, n, stage);
-    __syncthreads();
+    unsigned long long my_ticket = 0; // its value is first used by the look-back: the atomic overlaps the load
+    load_tile(x, tile_first, n, stage, &full, ticket, my_ticket);
     T v[ITEMS];
-    stage_read_blocked<STAGE_PAD>(stage, v);
+    stage_read_blocked<DEC_PAD>(stage, v);
     T run = thread_scan<EXCLUSIVE != 0>(v);
     T total;
     T excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage above before the writes below
-    stage_write_blocked<STAGE_PAD>(stage, v, excl);                // the tile's own scan, before the look-back
+    stage_write_blocked<DEC_PAD>(stage, v, excl);                  // the tile's own scan, before the look-back
     if (threadIdx.x < 32) { // all of warp 0, no barrier inside
         unsigned long long epoch = 0;
         if (threadIdx.x == 0) // one 64-bit division a block, in one thread; a run adds gridDim.x tickets
@@ -78,5 +144,5 @@ extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
             prefix_sh = prefix;
     }
     __syncthreads(); // prefix_sh and every thread's write-back of the stage
-    stage_store_striped_plus(y, tile_first, n, stage, prefix_sh);
+    store_tile(y, tile_first, n, stage, prefix_sh);
 }
