@@ -27,6 +27,8 @@
 // stage it; BULK_STORE 1: the threads add the prefix into the stage and thread 0 stores the tile
 // with one bulk copy. Either needs the stage unpadded: ITEMS / 4 odd (20, 28) keeps its blocked
 // reads free of bank conflicts. The partial last tile goes through the threads either way.
+// WINDOWS > 1: the look-back reads WINDOWS windows of 32 predecessors a round trip instead of one
+// (lookback_windows below), so a tile far from the nearest inclusive prefix walks back faster.
 // MIN_BLOCKS: __launch_bounds__'s minimum blocks an SM (1: ptxas chooses the registers).
 
 #ifndef FIRST_NS
@@ -37,6 +39,9 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
+#endif
+#ifndef WINDOWS
+#define WINDOWS 1
 #endif
 #ifndef BULK_LOAD
 #define BULK_LOAD 0
@@ -66,6 +71,64 @@ __device__ __forceinline__ void stage_store_striped_plus(T* __restrict__ y, long
         q.w += add;
         store_vec4(y, tile_first + 4 * c, n, q);
     }
+}
+
+// lookback_epoch (scan.cu) over WINDOWS windows at once: lane l reads tiles end - l - 32 w for
+// w < WINDOWS, waits until all of them have published in this run, and adds every value up to the
+// nearest inclusive prefix (the smallest w holding one, then its lowest lane), or all of them.
+__device__ __forceinline__ T lookback_windows(unsigned long long* status, unsigned tile, unsigned long long epoch, T aggregate)
+{
+    const int lane = threadIdx.x & 31;
+    volatile unsigned long long* vs = status;
+    if (tile == 0) {
+        if (lane == 0)
+            vs[0] = pack_epoch(epoch, FLAG_P, aggregate);
+        return (T)0;
+    }
+    if (lane == 0)
+        vs[tile] = pack_epoch(epoch, FLAG_A, aggregate);
+    if (FIRST_NS > 0)
+        __nanosleep(FIRST_NS);
+    T prefix = (T)0;
+    long long end = (long long)tile - 1;
+    while (true) {
+        unsigned long long s[WINDOWS];
+        bool again = false;
+        bool pending;
+        do { // tiles before 0 read as P, 0
+            if (POLL_NS > 0 && again)
+                __nanosleep(POLL_NS);
+            again = true;
+            pending = false;
+#pragma unroll
+            for (int w = 0; w < WINDOWS; ++w) {
+                const long long idx = end - lane - 32 * w;
+                s[w] = idx >= 0 ? vs[idx] : pack_epoch(epoch, FLAG_P, (T)0);
+                pending |= (s[w] >> EPOCH_SHIFT) != epoch;
+            }
+        } while (__any_sync(FULL_MASK, pending));
+        int stop_w = WINDOWS, stop_lane = 31; // the nearest inclusive prefix; none: every value counts
+#pragma unroll
+        for (int w = WINDOWS - 1; w >= 0; --w) { // far to near, so the nearest window with one wins
+            const unsigned pmask = __ballot_sync(FULL_MASK, ((s[w] >> 32) & 3ull) == FLAG_P);
+            if (pmask) {
+                stop_w = w;
+                stop_lane = __ffs(pmask) - 1;
+            }
+        }
+        T val = (T)0;
+#pragma unroll
+        for (int w = 0; w < WINDOWS; ++w)
+            if (w < stop_w || (w == stop_w && lane <= stop_lane))
+                val += from_bits((unsigned)(s[w] & 0xffffffffull));
+        prefix += warp_sum(val);
+        if (stop_w < WINDOWS) // uniform: ballots
+            break;
+        end -= 32 * WINDOWS;
+    }
+    if (lane == 0)
+        vs[tile] = pack_epoch(epoch, FLAG_P, prefix + aggregate);
+    return prefix;
 }
 
 // The tile into the stage: one bulk copy issued by thread 0 (BULK_LOAD, whole tiles), else
@@ -139,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
         if (threadIdx.x == 0) // one 64-bit division a block, in one thread; a run adds gridDim.x tickets
             epoch = (my_ticket / gridDim.x) % EPOCHS + 1;
         epoch = __shfl_sync(FULL_MASK, epoch, 0);
-        const T prefix = lookback_epoch<FIRST_NS, POLL_NS>(status, tile, epoch, total);
+        const T prefix = WINDOWS > 1 ? lookback_windows(status, tile, epoch, total) : lookback_epoch<FIRST_NS, POLL_NS>(status, tile, epoch, total);
         if (threadIdx.x == 0)
             prefix_sh = prefix;
     }
