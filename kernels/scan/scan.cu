@@ -631,6 +631,9 @@ __device__ __forceinline__ unsigned long long pack_epoch(unsigned long long epoc
 }
 
 // lookback() with epoch tags: a predecessor has published when its word carries this run's epoch.
+// SLEEP_FIRST, SLEEP_POLL > 0 (lookback_decoupled, as CUB's fixed delay): the warp sleeps that many
+// ns after publishing its sum, before its first read, and before reading a window again; 0: never.
+template <int SLEEP_FIRST = 0, int SLEEP_POLL = 0>
 __device__ __forceinline__ T lookback_epoch(unsigned long long* status, unsigned tile, unsigned long long epoch, T aggregate)
 {
     const int lane = threadIdx.x & 31;
@@ -642,12 +645,18 @@ __device__ __forceinline__ T lookback_epoch(unsigned long long* status, unsigned
     }
     if (lane == 0)
         vs[tile] = pack_epoch(epoch, FLAG_A, aggregate);
+    if (SLEEP_FIRST > 0)
+        __nanosleep(SLEEP_FIRST);
     T prefix = (T)0;
     long long end = (long long)tile - 1; // lane l reads tile end - l
     while (true) {
         const long long idx = end - lane;
         unsigned long long s;
+        bool again = false;
         do { // wait until the whole window has published in this run (tiles before 0 read as P, 0)
+            if (SLEEP_POLL > 0 && again)
+                __nanosleep(SLEEP_POLL);
+            again = true;
             s = idx >= 0 ? vs[idx] : pack_epoch(epoch, FLAG_P, (T)0);
         } while (__any_sync(FULL_MASK, (s >> EPOCH_SHIFT) != epoch));
         const unsigned pmask = __ballot_sync(FULL_MASK, ((s >> 32) & 3ull) == FLAG_P);
