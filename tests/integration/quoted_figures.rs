@@ -104,6 +104,16 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
         .job
         .as_deref()
         .ok_or(format!("{at}: `{field}` needs a job"))?;
+    // A counter's value is the job's profile record: a `--counters-only` run has no job records.
+    if let Some(scale) = metric_scale(field) {
+        let name = f.metric.as_deref().ok_or(format!("{at}: needs `metric`"))?;
+        return run
+            .profiles
+            .get(id)
+            .and_then(|p| p.metrics.get(name).copied().flatten())
+            .map(|v| v * scale)
+            .ok_or_else(|| format!("{at}: the run has no `{field}` for `{id}`"));
+    }
     let j = job(run, id, &at)?;
     let other = || -> Result<&JobRecord, String> {
         job(
@@ -179,21 +189,19 @@ fn value(f: &Figure, run: &RunData) -> Result<f64, String> {
                 bound.map_or(0, |b| b.bytes),
             )
         }),
-        "metric" | "metric_mega" | "metric_giga" => {
-            let name = f.metric.as_deref().ok_or(format!("{at}: needs `metric`"))?;
-            let scale = match field {
-                "metric_mega" => 1e-6,
-                "metric_giga" => 1e-9,
-                _ => 1.0,
-            };
-            run.profiles
-                .get(id)
-                .and_then(|p| p.metrics.get(name).copied().flatten())
-                .map(|v| v * scale)
-        }
         other => return Err(format!("{at}: unknown field `{other}`")),
     };
     got.ok_or_else(|| format!("{at}: the run has no `{field}` for `{id}`"))
+}
+
+/// The scale of a metric field (`metric`, `metric_mega`, `metric_giga`); None for other fields.
+fn metric_scale(field: &str) -> Option<f64> {
+    match field {
+        "metric" => Some(1.0),
+        "metric_mega" => Some(1e-6),
+        "metric_giga" => Some(1e-9),
+        _ => None,
+    }
 }
 
 /// GB/s of one of the host-link copies measured in the same run at the job's group's size.

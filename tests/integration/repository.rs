@@ -65,7 +65,12 @@ fn rerender(run: &Path) -> (gpu_lab::records::RunData, String) {
     let (data, warnings) = gpu_lab::store::load_run(run)
         .unwrap_or_else(|e| panic!("{}: cannot be read: {e:#}", run.display()));
     assert!(warnings.is_empty(), "{}: {warnings:?}", run.display());
-    assert!(!data.jobs.is_empty(), "{}: no jobs", run.display());
+    // A `--counters-only` run holds profile records and no job records.
+    assert!(
+        !data.jobs.is_empty() || !data.profiles.is_empty(),
+        "{}: no jobs and no profiles",
+        run.display()
+    );
     let report = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
         .render(&data)
         .unwrap_or_else(|e| panic!("{}: does not render: {e:#}", run.display()));
