@@ -187,6 +187,9 @@ extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, MIN_BLO
 __device__ __forceinline__ unsigned smem_u32(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
 // cp.async of 4 or 16 bytes; `bytes` 0 fills the destination with zeros and reads nothing.
+// Without __CUDA_ARCH__ (the CPU check, scripts/matmul-host-check) a copy is done at once, and
+// committing and waiting do nothing: the same result, the copy never in flight.
+#ifdef __CUDA_ARCH__
 __device__ __forceinline__ void cp_async4(float* dst, const float* src, int bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes) : "memory");
 }
@@ -196,6 +199,16 @@ __device__ __forceinline__ void cp_async16(float* dst, const float* src, int byt
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
+#else
+inline void cp_async_host(float* dst, const float* src, int floats, int bytes) {
+  for (int i = 0; i < floats; ++i) dst[i] = i * 4 < bytes ? src[i] : 0.0f;
+}
+inline void cp_async4(float* dst, const float* src, int bytes) { cp_async_host(dst, src, 1, bytes); }
+inline void cp_async16(float* dst, const float* src, int bytes) { cp_async_host(dst, src, 4, bytes); }
+inline void cp_async_commit() {}
+template <int PENDING>
+inline void cp_async_wait() {}
+#endif
 
 // One stage of mm_multistage: the A tile (128 x BK) copied transposed into As[k][m] by 4-byte
 // copies, 32 consecutive rows a warp (conflict-free shared writes; the 8 or 16 reads of a row's
@@ -263,5 +276,137 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
   }
   cp_async_wait<0>();
   store_simt_c<2, 2>(M, N, alpha, beta, C, block.x * TBM + origin.x, block.y * TBN + origin.y, acc);
+}
+#endif
+
+#ifndef B_ASYNC
+#define B_ASYNC 0
+#endif
+
+// The k-tile loop of mm_warptiled_8w_lean (warptiled_8w's 128 x 128 tile, 256 threads, SimtTile<2, 2>)
+// over shared buffers As[2][TBK * A_LD] and Bs[2][TBK * 128] passed in, so that both paths of the
+// kernel share them. Unchecked (K % TBK == 0, K > 0, N % 4 == 0): every load is a float4 through a
+// pointer advanced by a constant a tile, with no index arithmetic, bounds tests or scalar
+// fallbacks in the loop (these were a sixth of warptiled_8w's instructions between its
+// multiply-adds). Edge blocks stay on this path: their rows of A past M and columns of B past N
+// are clamped to the last ones once, before the loop; the results they feed lie outside C and are
+// never stored. CHECKED: matmul.cu's bounds-checked loads (fetch_tiles, store_tiles), for the
+// shapes the unchecked loop cannot take. ASYNC_B (unchecked only): the B tile goes to shared
+// memory by 16-byte cp.async, freeing its staging registers (A still goes through registers: it
+// is stored transposed).
+template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B>
+__device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
+  constexpr int TBM = 128, TBN = 128, THREADS = 256, A_LD = TBM + A_PAD;
+  constexpr int A_BUF = TBK * A_LD, B_BUF = TBK * TBN, LOADS = TBK / 8; // float4s of A (and of B) a thread a tile
+  constexpr int A_ROW_STEP = THREADS / (TBK / 4), B_ROW_STEP = THREADS / (TBN / 4);
+  static_assert(TBK % 8 == 0, "lean_gemm: BK must be a multiple of 8");
+  static_assert(!(CHECKED && ASYNC_B), "lean_gemm: the checked path stages B in registers");
+  const int tid = threadIdx.x;
+  const int a_r = tid / (TBK / 4), a_c = (tid % (TBK / 4)) * 4, b_r = tid / (TBN / 4), b_c = (tid % (TBN / 4)) * 4;
+  const float* a_src[LOADS];
+#pragma unroll
+  for (int l = 0; l < LOADS; ++l) a_src[l] = A + (size_t)min(block.x * TBM + a_r + l * A_ROW_STEP, M - 1) * K + a_c;
+  const float* b_src = B + (size_t)b_r * N + min(block.y * TBN + b_c, N - 4);
+  const int b_step = B_ROW_STEP * N;
+  const int2 origin = simt_origin<2, 2, 2>();
+  float acc[8][8] = {{0.0f}};
+  float4 next_a[LOADS], next_b[LOADS];
+
+  // Issues tile t's global loads (into registers; B by cp.async straight into buffer `to`).
+  auto fetch = [&](int t, int to) {
+    if constexpr (CHECKED) {
+      fetch_tiles<THREADS, TBM, TBN, TBK>(M, N, K, A, B, block.x, block.y, t, next_a, next_b);
+    } else {
+#pragma unroll
+      for (int l = 0; l < LOADS; ++l) {
+        next_a[l] = *reinterpret_cast<const float4*>(a_src[l]);
+        a_src[l] += TBK;
+      }
+#pragma unroll
+      for (int l = 0; l < LOADS; ++l) {
+        if constexpr (ASYNC_B) cp_async16(&Bs[to * B_BUF + (b_r + l * B_ROW_STEP) * TBN + b_c], b_src + l * b_step, 16);
+        else next_b[l] = *reinterpret_cast<const float4*>(b_src + l * b_step);
+      }
+      if constexpr (ASYNC_B) cp_async_commit();
+      b_src += TBK * N;
+    }
+  };
+  // Writes the staged tile into buffer `to` (A transposed); waits for B's copies.
+  auto store = [&](int to) {
+    if constexpr (CHECKED) {
+      store_tiles<THREADS, TBM, TBN, TBK, A_LD>(As + to * A_BUF, Bs + to * B_BUF, next_a, next_b);
+    } else {
+#pragma unroll
+      for (int l = 0; l < LOADS; ++l) {
+        float* as = As + to * A_BUF + a_c * A_LD + a_r + l * A_ROW_STEP;
+        as[0 * A_LD] = next_a[l].x;
+        as[1 * A_LD] = next_a[l].y;
+        as[2 * A_LD] = next_a[l].z;
+        as[3 * A_LD] = next_a[l].w;
+        if constexpr (!ASYNC_B) *reinterpret_cast<float4*>(&Bs[to * B_BUF + (b_r + l * B_ROW_STEP) * TBN + b_c]) = next_b[l];
+      }
+      if constexpr (ASYNC_B) cp_async_wait<0>();
+    }
+  };
+  auto load_frags = [&](int from, int k, float* a, float* b) { load_simt_frags<2, 2, A_LD, TBN>(As + from * A_BUF, Bs + from * B_BUF, k, origin, a, b); };
+
+  fetch(0, 0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  if constexpr (FRAG_BUFS == 2) {
+    float a[2][8], b[2][8];
+    load_frags(0, 0, a[0], b[0]);
+    for (int t = 0; t < K; t += TBK) {
+      const bool more = t + TBK < K;
+      if (more) fetch(t + TBK, buf ^ 1);
+#pragma unroll
+      for (int k = 0; k < TBK; ++k) {
+        if (k == TBK - 1) {
+          if (more) store(buf ^ 1);
+          __syncthreads();
+          if (more) load_frags(buf ^ 1, 0, a[(k + 1) % 2], b[(k + 1) % 2]);
+        } else {
+          load_frags(buf, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
+        }
+        outer_product(acc, a[k % 2], b[k % 2]);
+      }
+      buf ^= 1;
+    }
+  } else {
+    for (int t = 0; t < K; t += TBK) {
+      const bool more = t + TBK < K;
+      if (more) fetch(t + TBK, buf ^ 1);
+#pragma unroll
+      for (int k = 0; k < TBK; ++k) {
+        float a[8], b[8];
+        load_frags(buf, k, a, b);
+        outer_product(acc, a, b);
+      }
+      if (more) store(buf ^ 1);
+      __syncthreads();
+      buf ^= 1;
+    }
+  }
+  store_simt_c<2, 2>(M, N, alpha, beta, C, block.x * TBM + origin.x, block.y * TBN + origin.y, acc);
+}
+
+// warptiled_8w with a lean main loop (lean_gemm) for every shape with K % BK == 0 and N % 4 == 0:
+// all blocks at S = 4096 and 4000, edge blocks included. Other shapes take the bounds-checked loop
+// at BK 8 with single-buffered fragments (fewer registers than the lean loop's). The test is the
+// same for the whole grid, so no warp diverges on it.
+#if BUILD(12)
+// Not inlined, so that ptxas allocates its registers apart from the lean loop's (inlined, the two
+// loops together spilled at the 128-register bound).
+__device__ __noinline__ void checked_gemm_8w(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
+  lean_gemm<8, 1, PAD, true, false>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w_lean(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ __align__(16) float As[2 * BK * (128 + PAD)];
+  __shared__ __align__(16) float Bs[2 * BK * 128];
+  const int2 block = grouped_block();
+  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+  else checked_gemm_8w(M, N, K, alpha, A, B, beta, C, block, As, Bs);
 }
 #endif
