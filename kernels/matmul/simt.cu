@@ -282,6 +282,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
 #ifndef B_ASYNC
 #define B_ASYNC 0
 #endif
+#ifndef A_ACROSS
+#define A_ACROSS 0
+#endif
 
 // The k-tile loop of mm_warptiled_8w_lean (warptiled_8w's 128 x 128 tile, 256 threads, SimtTile<2, 2>)
 // over shared buffers As[2][TBK * A_LD] and Bs[2][TBK * 128] passed in, so that both paths of the
@@ -293,19 +296,26 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
 // never stored. CHECKED: matmul.cu's bounds-checked loads (fetch_tiles, store_tiles), for the
 // shapes the unchecked loop cannot take. ASYNC_B (unchecked only): the B tile goes to shared
 // memory by 16-byte cp.async, freeing its staging registers (A still goes through registers: it
-// is stored transposed).
-template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B>
+// is stored transposed). WARP_ROWS_A (unchecked only): a warp loads 32 rows of A at one k (16 bytes
+// a row) instead of 16 rows at two k's (BK 8) or 8 at four (BK 16), so its transposing stores
+// hit 32 banks (no conflicts without padding), and one pointer serves all of a thread's A loads;
+// each 32-byte sector is then half read by one warp and half by another.
+template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, bool WARP_ROWS_A = false>
 __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
   constexpr int TBM = 128, TBN = 128, THREADS = 256, A_LD = TBM + A_PAD;
   constexpr int A_BUF = TBK * A_LD, B_BUF = TBK * TBN, LOADS = TBK / 8; // float4s of A (and of B) a thread a tile
-  constexpr int A_ROW_STEP = THREADS / (TBK / 4), B_ROW_STEP = THREADS / (TBN / 4);
+  // Between a thread's successive float4s of A: A_ROW_STEP rows, A_COL_STEP columns.
+  constexpr int A_ROW_STEP = WARP_ROWS_A ? 0 : THREADS / (TBK / 4), A_COL_STEP = WARP_ROWS_A ? 4 * THREADS / TBM : 0;
+  constexpr int B_ROW_STEP = THREADS / (TBN / 4);
   static_assert(TBK % 8 == 0, "lean_gemm: BK must be a multiple of 8");
-  static_assert(!(CHECKED && ASYNC_B), "lean_gemm: the checked path stages B in registers");
+  static_assert(!(CHECKED && (ASYNC_B || WARP_ROWS_A)), "lean_gemm: the checked path is matmul.cu's loads");
   const int tid = threadIdx.x;
-  const int a_r = tid / (TBK / 4), a_c = (tid % (TBK / 4)) * 4, b_r = tid / (TBN / 4), b_c = (tid % (TBN / 4)) * 4;
-  const float* a_src[LOADS];
+  const int a_r = WARP_ROWS_A ? tid % TBM : tid / (TBK / 4), a_c = WARP_ROWS_A ? (tid / TBM) * 4 : (tid % (TBK / 4)) * 4;
+  const int b_r = tid / (TBN / 4), b_c = (tid % (TBN / 4)) * 4;
+  constexpr int A_PTRS = WARP_ROWS_A ? 1 : LOADS; // WARP_ROWS_A: one row a thread
+  const float* a_src[A_PTRS];
 #pragma unroll
-  for (int l = 0; l < LOADS; ++l) a_src[l] = A + (size_t)min(block.x * TBM + a_r + l * A_ROW_STEP, M - 1) * K + a_c;
+  for (int l = 0; l < A_PTRS; ++l) a_src[l] = A + (size_t)min(block.x * TBM + a_r + l * A_ROW_STEP, M - 1) * K + a_c;
   const float* b_src = B + (size_t)b_r * N + min(block.y * TBN + b_c, N - 4);
   const int b_step = B_ROW_STEP * N;
   const int2 origin = simt_origin<2, 2, 2>();
@@ -318,10 +328,9 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
       fetch_tiles<THREADS, TBM, TBN, TBK>(M, N, K, A, B, block.x, block.y, t, next_a, next_b);
     } else {
 #pragma unroll
-      for (int l = 0; l < LOADS; ++l) {
-        next_a[l] = *reinterpret_cast<const float4*>(a_src[l]);
-        a_src[l] += TBK;
-      }
+      for (int l = 0; l < LOADS; ++l) next_a[l] = *reinterpret_cast<const float4*>(a_src[WARP_ROWS_A ? 0 : l] + l * A_COL_STEP);
+#pragma unroll
+      for (int l = 0; l < A_PTRS; ++l) a_src[l] += TBK;
 #pragma unroll
       for (int l = 0; l < LOADS; ++l) {
         if constexpr (ASYNC_B) cp_async16(&Bs[to * B_BUF + (b_r + l * B_ROW_STEP) * TBN + b_c], b_src + l * b_step, 16);
@@ -338,7 +347,7 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
     } else {
 #pragma unroll
       for (int l = 0; l < LOADS; ++l) {
-        float* as = As + to * A_BUF + a_c * A_LD + a_r + l * A_ROW_STEP;
+        float* as = As + to * A_BUF + (a_c + l * A_COL_STEP) * A_LD + a_r + l * A_ROW_STEP;
         as[0 * A_LD] = next_a[l].x;
         as[1 * A_LD] = next_a[l].y;
         as[2 * A_LD] = next_a[l].z;
@@ -406,7 +415,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w_lean(int M,
   __shared__ __align__(16) float As[2 * BK * (128 + PAD)];
   __shared__ __align__(16) float Bs[2 * BK * 128];
   const int2 block = grouped_block();
-  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
   else checked_gemm_8w(M, N, K, alpha, A, B, beta, C, block, As, Bs);
 }
 #endif
