@@ -56,6 +56,20 @@ __device__ __forceinline__ void outer_product(float (&acc)[RM][RN], const float*
     for (int j = 0; j < RN; ++j) acc[i][j] += a[i] * b[j];
 }
 
+// The outer product with every other row walked backwards (serpentine), so that consecutive
+// multiply-adds share an operand at each row change too: more operands come from the register
+// reuse cache instead of the register file (ptxas keeps this order in warptiled_8w_lean).
+template <int RM, int RN>
+__device__ __forceinline__ void outer_product_serpentine(float (&acc)[RM][RN], const float* a, const float* b) {
+#pragma unroll
+  for (int i = 0; i < RM; ++i)
+#pragma unroll
+    for (int jj = 0; jj < RN; ++jj) {
+      const int j = i % 2 ? RN - 1 - jj : jj;
+      acc[i][j] += a[i] * b[j];
+    }
+}
+
 // C = alpha * acc + beta * C for this lane's sub-tiles; float4 reads and writes of C where a
 // whole float4 lies inside the matrix and rows are 16-byte aligned (N % 4 == 0).
 template <int MS, int NS>
@@ -285,6 +299,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
 #ifndef A_ACROSS
 #define A_ACROSS 0
 #endif
+#ifndef SERP
+#define SERP 0
+#endif
 
 // The k-tile loop of mm_warptiled_8w_lean (warptiled_8w's 128 x 128 tile, 256 threads, SimtTile<2, 2>)
 // over shared buffers As[2][TBK * A_LD] and Bs[2][TBK * 128] passed in, so that both paths of the
@@ -299,8 +316,9 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
 // is stored transposed). WARP_ROWS_A (unchecked only): a warp loads 32 rows of A at one k (16 bytes
 // a row) instead of 16 rows at two k's (BK 8) or 8 at four (BK 16), so its transposing stores
 // hit 32 banks (no conflicts without padding), and one pointer serves all of a thread's A loads;
-// each 32-byte sector is then half read by one warp and half by another.
-template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, bool WARP_ROWS_A = false>
+// each 32-byte sector is then half read by one warp and half by another. SERPENTINE: the
+// multiply-adds in outer_product_serpentine's order.
+template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, bool WARP_ROWS_A = false, bool SERPENTINE = false>
 __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
   constexpr int TBM = 128, TBN = 128, THREADS = 256, A_LD = TBM + A_PAD;
   constexpr int A_BUF = TBK * A_LD, B_BUF = TBK * TBN, LOADS = TBK / 8; // float4s of A (and of B) a thread a tile
@@ -358,6 +376,10 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
     }
   };
   auto load_frags = [&](int from, int k, float* a, float* b) { load_simt_frags<2, 2, A_LD, TBN>(As + from * A_BUF, Bs + from * B_BUF, k, origin, a, b); };
+  auto multiply_add = [&](const float* a, const float* b) {
+    if constexpr (SERPENTINE) outer_product_serpentine(acc, a, b);
+    else outer_product(acc, a, b);
+  };
 
   fetch(0, 0);
   store(0);
@@ -378,7 +400,7 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
         } else {
           load_frags(buf, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
         }
-        outer_product(acc, a[k % 2], b[k % 2]);
+        multiply_add(a[k % 2], b[k % 2]);
       }
       buf ^= 1;
     }
@@ -390,7 +412,7 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
       for (int k = 0; k < TBK; ++k) {
         float a[8], b[8];
         load_frags(buf, k, a, b);
-        outer_product(acc, a, b);
+        multiply_add(a, b);
       }
       if (more) store(buf ^ 1);
       __syncthreads();
@@ -415,7 +437,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w_lean(int M,
   __shared__ __align__(16) float As[2 * BK * (128 + PAD)];
   __shared__ __align__(16) float Bs[2 * BK * 128];
   const int2 block = grouped_block();
-  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS != 0, SERP != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
   else checked_gemm_8w(M, N, K, alpha, A, B, beta, C, block, As, Bs);
 }
 #endif
