@@ -313,24 +313,30 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
 // never stored. CHECKED: matmul.cu's bounds-checked loads (fetch_tiles, store_tiles), for the
 // shapes the unchecked loop cannot take. ASYNC_B (unchecked only): the B tile goes to shared
 // memory by 16-byte cp.async, freeing its staging registers (A still goes through registers: it
-// is stored transposed). WARP_ROWS_A (unchecked only): a warp loads 32 rows of A at one k (16 bytes
-// a row) instead of 16 rows at two k's (BK 8) or 8 at four (BK 16), so its transposing stores
-// hit 32 banks (no conflicts without padding), and one pointer serves all of a thread's A loads;
-// each 32-byte sector is then half read by one warp and half by another. SERPENTINE: the
+// is stored transposed). A_MAP, which float4s of the A tile a thread loads (unchecked only):
+//   0: BK / 4 threads a row, so a warp covers 16 rows at BK 8 and 8 rows at BK 16; at BK 16 its
+//      transposing stores conflict 4-way, and no padding that keeps rows 16-byte aligned helps;
+//   1: a warp loads 32 rows at one k (16 bytes a row): stores conflict-free without padding, but
+//      each 32-byte sector is half read by one warp and half by another;
+//   2: two threads a row (32 bytes: whole sectors), 8 columns apart from one load to the next, so a
+//      warp covers 16 rows at two k's at any BK: with PAD 4 its stores hit 32 banks.
+// A_MAP 1 and 2 keep one row a thread (one pointer for all of its A loads). SERPENTINE: the
 // multiply-adds in outer_product_serpentine's order.
-template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, bool WARP_ROWS_A = false, bool SERPENTINE = false>
+template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, int A_MAP = 0, bool SERPENTINE = false>
 __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
   constexpr int TBM = 128, TBN = 128, THREADS = 256, A_LD = TBM + A_PAD;
   constexpr int A_BUF = TBK * A_LD, B_BUF = TBK * TBN, LOADS = TBK / 8; // float4s of A (and of B) a thread a tile
   // Between a thread's successive float4s of A: A_ROW_STEP rows, A_COL_STEP columns.
-  constexpr int A_ROW_STEP = WARP_ROWS_A ? 0 : THREADS / (TBK / 4), A_COL_STEP = WARP_ROWS_A ? 4 * THREADS / TBM : 0;
+  constexpr int A_ROW_STEP = A_MAP ? 0 : THREADS / (TBK / 4), A_COL_STEP = A_MAP ? 4 * THREADS / TBM : 0;
   constexpr int B_ROW_STEP = THREADS / (TBN / 4);
   static_assert(TBK % 8 == 0, "lean_gemm: BK must be a multiple of 8");
-  static_assert(!(CHECKED && (ASYNC_B || WARP_ROWS_A)), "lean_gemm: the checked path is matmul.cu's loads");
+  static_assert(!(CHECKED && (ASYNC_B || A_MAP)), "lean_gemm: the checked path is matmul.cu's loads");
+  static_assert(A_MAP >= 0 && A_MAP <= 2 && THREADS == 2 * TBM, "lean_gemm: A_MAP 0, 1 or 2, two threads a row of the A tile");
   const int tid = threadIdx.x;
-  const int a_r = WARP_ROWS_A ? tid % TBM : tid / (TBK / 4), a_c = WARP_ROWS_A ? (tid / TBM) * 4 : (tid % (TBK / 4)) * 4;
+  const int a_r = A_MAP == 0 ? tid / (TBK / 4) : A_MAP == 1 ? tid % TBM : tid / 2;
+  const int a_c = A_MAP == 0 ? (tid % (TBK / 4)) * 4 : A_MAP == 1 ? (tid / TBM) * 4 : (tid % 2) * 4;
   const int b_r = tid / (TBN / 4), b_c = (tid % (TBN / 4)) * 4;
-  constexpr int A_PTRS = WARP_ROWS_A ? 1 : LOADS; // WARP_ROWS_A: one row a thread
+  constexpr int A_PTRS = A_MAP ? 1 : LOADS; // A_MAP 1, 2: one row a thread
   const float* a_src[A_PTRS];
 #pragma unroll
   for (int l = 0; l < A_PTRS; ++l) a_src[l] = A + (size_t)min(block.x * TBM + a_r + l * A_ROW_STEP, M - 1) * K + a_c;
@@ -346,7 +352,7 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
       fetch_tiles<THREADS, TBM, TBN, TBK>(M, N, K, A, B, block.x, block.y, t, next_a, next_b);
     } else {
 #pragma unroll
-      for (int l = 0; l < LOADS; ++l) next_a[l] = *reinterpret_cast<const float4*>(a_src[WARP_ROWS_A ? 0 : l] + l * A_COL_STEP);
+      for (int l = 0; l < LOADS; ++l) next_a[l] = *reinterpret_cast<const float4*>(a_src[A_PTRS == 1 ? 0 : l] + l * A_COL_STEP);
 #pragma unroll
       for (int l = 0; l < A_PTRS; ++l) a_src[l] += TBK;
 #pragma unroll
@@ -437,7 +443,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w_lean(int M,
   __shared__ __align__(16) float As[2 * BK * (128 + PAD)];
   __shared__ __align__(16) float Bs[2 * BK * 128];
   const int2 block = grouped_block();
-  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS != 0, SERP != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS, SERP != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
   else checked_gemm_8w(M, N, K, alpha, A, B, beta, C, block, As, Bs);
 }
 #endif
