@@ -315,7 +315,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
 // memory by 16-byte cp.async, freeing its staging registers (A still goes through registers: it
 // is stored transposed). A_MAP, which float4s of the A tile a thread loads (unchecked only):
 //   0: BK / 4 threads a row, so a warp covers 16 rows at BK 8 and 8 rows at BK 16; at BK 16 its
-//      transposing stores conflict 4-way, and no padding that keeps rows 16-byte aligned helps;
+//      transposing stores conflict 4-way, 2-way at best with a padding that keeps rows 16-byte aligned;
 //   1: a warp loads 32 rows at one k (16 bytes a row): stores conflict-free without padding, but
 //      each 32-byte sector is half read by one warp and half by another;
 //   2: two threads a row (32 bytes: whole sectors), 8 columns apart from one load to the next, so a
@@ -382,10 +382,7 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
     }
   };
   auto load_frags = [&](int from, int k, float* a, float* b) { load_simt_frags<2, 2, A_LD, TBN>(As + from * A_BUF, Bs + from * B_BUF, k, origin, a, b); };
-  auto multiply_add = [&](const float* a, const float* b) {
-    if constexpr (SERPENTINE) outer_product_serpentine(acc, a, b);
-    else outer_product(acc, a, b);
-  };
+  auto multiply_add = [&](const float* a, const float* b) { SERPENTINE ? outer_product_serpentine(acc, a, b) : outer_product(acc, a, b); };
 
   fetch(0, 0);
   store(0);
