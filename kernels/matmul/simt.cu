@@ -56,16 +56,18 @@ __device__ __forceinline__ void outer_product(float (&acc)[RM][RN], const float*
     for (int j = 0; j < RN; ++j) acc[i][j] += a[i] * b[j];
 }
 
-// The outer product with every other row walked backwards (serpentine), so that consecutive
-// multiply-adds share an operand at each row change too: more operands come from the register
-// reuse cache instead of the register file (ptxas keeps this order in warptiled_8w_lean).
-template <int RM, int RN>
+// The outer product with every other row (BY_COLUMNS: column) walked backwards (serpentine), so
+// that consecutive multiply-adds share an operand at each turn too: more operands come from the
+// register reuse cache instead of the register file (ptxas keeps this order in warptiled_8w_lean).
+template <bool BY_COLUMNS = false, int RM, int RN>
 __device__ __forceinline__ void outer_product_serpentine(float (&acc)[RM][RN], const float* a, const float* b) {
+  constexpr int OUTER = BY_COLUMNS ? RN : RM, INNER = BY_COLUMNS ? RM : RN;
 #pragma unroll
-  for (int i = 0; i < RM; ++i)
+  for (int o = 0; o < OUTER; ++o)
 #pragma unroll
-    for (int jj = 0; jj < RN; ++jj) {
-      const int j = i % 2 ? RN - 1 - jj : jj;
+    for (int n = 0; n < INNER; ++n) {
+      const int in = o % 2 ? INNER - 1 - n : n;
+      const int i = BY_COLUMNS ? in : o, j = BY_COLUMNS ? o : in;
       acc[i][j] += a[i] * b[j];
     }
 }
@@ -321,8 +323,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
 //   2: two threads a row (32 bytes: whole sectors), 8 columns apart from one load to the next, so a
 //      warp covers 16 rows at two k's at any BK: with PAD 4 its stores hit 32 banks.
 // A_MAP 1 and 2 keep one row a thread (one pointer for all of its A loads). SERPENTINE: the
-// multiply-adds in outer_product_serpentine's order.
-template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, int A_MAP = 0, bool SERPENTINE = false>
+// multiply-adds in outer_product_serpentine's order, by rows (1) or by columns (2).
+template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, int A_MAP = 0, int SERPENTINE = 0>
 __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
   constexpr int TBM = 128, TBN = 128, THREADS = 256, A_LD = TBM + A_PAD;
   constexpr int A_BUF = TBK * A_LD, B_BUF = TBK * TBN, LOADS = TBK / 8; // float4s of A (and of B) a thread a tile
@@ -382,7 +384,7 @@ __device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, cons
     }
   };
   auto load_frags = [&](int from, int k, float* a, float* b) { load_simt_frags<2, 2, A_LD, TBN>(As + from * A_BUF, Bs + from * B_BUF, k, origin, a, b); };
-  auto multiply_add = [&](const float* a, const float* b) { SERPENTINE ? outer_product_serpentine(acc, a, b) : outer_product(acc, a, b); };
+  auto multiply_add = [&](const float* a, const float* b) { SERPENTINE ? outer_product_serpentine<SERPENTINE == 2>(acc, a, b) : outer_product(acc, a, b); };
 
   fetch(0, 0);
   store(0);
@@ -440,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w_lean(int M,
   __shared__ __align__(16) float As[2 * BK * (128 + PAD)];
   __shared__ __align__(16) float Bs[2 * BK * 128];
   const int2 block = grouped_block();
-  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS, SERP != 0>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS, SERP>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
   else checked_gemm_8w(M, N, K, alpha, A, B, beta, C, block, As, Bs);
 }
 #endif

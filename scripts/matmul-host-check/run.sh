@@ -35,7 +35,7 @@ done
 shapes+=("300 260 96" "200 132 48")
 for cfg in "8 2 0 0 0 0" "8 2 0 1 0 0" "8 2 4 0 0 0" "8 2 0 1 1 0" "8 2 0 0 1 0" "8 2 0 1 0 1" "16 2 0 1 0 0" "16 1 0 1 0 0" \
   "16 2 4 1 0 0" "16 2 0 1 1 0" "16 1 0 1 1 0" "16 1 0 0 1 0" "16 1 0 1 0 1" "16 2 0 1 0 1" "16 1 4 1 2 0" "16 1 4 1 2 1" \
-  "16 2 4 1 2 1" "16 1 4 0 2 0" "8 2 4 0 0 1" "8 2 4 1 2 0"; do
+  "16 2 4 1 2 1" "16 1 4 0 2 0" "8 2 4 0 0 1" "8 2 4 1 2 0" "16 1 0 1 0 2" "8 2 0 0 0 2"; do
   read -r bk frags pad b_async a_across serp <<<"$cfg"
   check mm_warptiled_8w_lean 128 128 256 -DBUILD_ONLY=12 -DBK="$bk" -DFRAGS="$frags" -DPAD="$pad" -DB_ASYNC="$b_async" -DA_ACROSS="$a_across" -DSERP="$serp"
 done
