@@ -7,7 +7,7 @@
 // a job that built this file took 6-10 s on an H100 against ~1 s for the next shape's job, which
 // reuses the build. 0 or unset (a plain nvcc or NVRTC build) builds them all.
 // 1 naive, 2 coalesced, 3 tiled, 4 blocktile_1d, 5 blocktile_2d, 6 vectorized, 7 double_buffered,
-// 8 warptiled, 9 warptiled_8w, 10 thread_tile_16x8, 11 multistage.
+// 8 warptiled, 9 warptiled_8w, 10 thread_tile_16x8, 11 multistage, 12 warptiled_8w_lean.
 #ifndef BUILD_ONLY
 #define BUILD_ONLY 0
 #endif

@@ -56,6 +56,22 @@ __device__ __forceinline__ void outer_product(float (&acc)[RM][RN], const float*
     for (int j = 0; j < RN; ++j) acc[i][j] += a[i] * b[j];
 }
 
+// The outer product with every other row (BY_COLUMNS: column) walked backwards (serpentine), so
+// that consecutive multiply-adds share an operand at each turn too: more operands come from the
+// register reuse cache instead of the register file (ptxas keeps this order in warptiled_8w_lean).
+template <bool BY_COLUMNS = false, int RM, int RN>
+__device__ __forceinline__ void outer_product_serpentine(float (&acc)[RM][RN], const float* a, const float* b) {
+  constexpr int OUTER = BY_COLUMNS ? RN : RM, INNER = BY_COLUMNS ? RM : RN;
+#pragma unroll
+  for (int o = 0; o < OUTER; ++o)
+#pragma unroll
+    for (int n = 0; n < INNER; ++n) {
+      const int in = o % 2 ? INNER - 1 - n : n;
+      const int i = BY_COLUMNS ? in : o, j = BY_COLUMNS ? o : in;
+      acc[i][j] += a[i] * b[j];
+    }
+}
+
 // C = alpha * acc + beta * C for this lane's sub-tiles; float4 reads and writes of C where a
 // whole float4 lies inside the matrix and rows are 16-byte aligned (N % 4 == 0).
 template <int MS, int NS>
@@ -187,6 +203,9 @@ extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, MIN_BLO
 __device__ __forceinline__ unsigned smem_u32(const void* p) { return static_cast<unsigned>(__cvta_generic_to_shared(p)); }
 
 // cp.async of 4 or 16 bytes; `bytes` 0 fills the destination with zeros and reads nothing.
+// Without __CUDA_ARCH__ (the CPU check, scripts/matmul-host-check) a copy is done at once, and
+// committing and waiting do nothing: the same result, the copy never in flight.
+#ifdef __CUDA_ARCH__
 __device__ __forceinline__ void cp_async4(float* dst, const float* src, int bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(bytes) : "memory");
 }
@@ -196,6 +215,16 @@ __device__ __forceinline__ void cp_async16(float* dst, const float* src, int byt
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory"); }
+#else
+inline void cp_async_host(float* dst, const float* src, int floats, int bytes) {
+  for (int i = 0; i < floats; ++i) dst[i] = i * 4 < bytes ? src[i] : 0.0f;
+}
+inline void cp_async4(float* dst, const float* src, int bytes) { cp_async_host(dst, src, 1, bytes); }
+inline void cp_async16(float* dst, const float* src, int bytes) { cp_async_host(dst, src, 4, bytes); }
+inline void cp_async_commit() {}
+template <int PENDING>
+inline void cp_async_wait() {}
+#endif
 
 // One stage of mm_multistage: the A tile (128 x BK) copied transposed into As[k][m] by 4-byte
 // copies, 32 consecutive rows a warp (conflict-free shared writes; the 8 or 16 reads of a row's
@@ -263,5 +292,157 @@ extern "C" __global__ void __launch_bounds__(256, 2) mm_multistage(int M, int N,
   }
   cp_async_wait<0>();
   store_simt_c<2, 2>(M, N, alpha, beta, C, block.x * TBM + origin.x, block.y * TBN + origin.y, acc);
+}
+#endif
+
+#ifndef B_ASYNC
+#define B_ASYNC 0
+#endif
+#ifndef A_ACROSS
+#define A_ACROSS 0
+#endif
+#ifndef SERP
+#define SERP 0
+#endif
+
+// The k-tile loop of mm_warptiled_8w_lean (warptiled_8w's 128 x 128 tile, 256 threads, SimtTile<2, 2>)
+// over shared buffers As[2][TBK * A_LD] and Bs[2][TBK * 128] passed in, so that both paths of the
+// kernel share them. Unchecked (K % TBK == 0, K > 0, N % 4 == 0): every load is a float4 through a
+// pointer advanced by a constant a tile, with no index arithmetic, bounds tests or scalar
+// fallbacks in the loop (these were a sixth of warptiled_8w's instructions between its
+// multiply-adds). Edge blocks stay on this path: their rows of A past M and columns of B past N
+// are clamped to the last ones once, before the loop; the results they feed lie outside C and are
+// never stored. CHECKED: matmul.cu's bounds-checked loads (fetch_tiles, store_tiles), for the
+// shapes the unchecked loop cannot take. ASYNC_B (unchecked only): the B tile goes to shared
+// memory by 16-byte cp.async, freeing its staging registers (A still goes through registers: it
+// is stored transposed). A_MAP, which float4s of the A tile a thread loads (unchecked only):
+//   0: BK / 4 threads a row, so a warp covers 16 rows at BK 8 and 8 rows at BK 16; at BK 16 its
+//      transposing stores conflict 4-way, 2-way at best with a padding that keeps rows 16-byte aligned;
+//   1: a warp loads 32 rows at one k (16 bytes a row): stores conflict-free without padding, but
+//      each 32-byte sector is half read by one warp and half by another;
+//   2: two threads a row (32 bytes: whole sectors), 8 columns apart from one load to the next, so a
+//      warp covers 16 rows at two k's at any BK: with PAD 4 its stores hit 32 banks.
+// A_MAP 1 and 2 keep one row a thread (one pointer for all of its A loads). SERPENTINE: the
+// multiply-adds in outer_product_serpentine's order, by rows (1) or by columns (2).
+template <int TBK, int FRAG_BUFS, int A_PAD, bool CHECKED, bool ASYNC_B, int A_MAP = 0, int SERPENTINE = 0>
+__device__ __forceinline__ void lean_gemm(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
+  constexpr int TBM = 128, TBN = 128, THREADS = 256, A_LD = TBM + A_PAD;
+  constexpr int A_BUF = TBK * A_LD, B_BUF = TBK * TBN, LOADS = TBK / 8; // float4s of A (and of B) a thread a tile
+  // Between a thread's successive float4s of A: A_ROW_STEP rows, A_COL_STEP columns.
+  constexpr int A_ROW_STEP = A_MAP ? 0 : THREADS / (TBK / 4), A_COL_STEP = A_MAP ? 4 * THREADS / TBM : 0;
+  constexpr int B_ROW_STEP = THREADS / (TBN / 4);
+  static_assert(TBK % 8 == 0, "lean_gemm: BK must be a multiple of 8");
+  static_assert(!(CHECKED && (ASYNC_B || A_MAP)), "lean_gemm: the checked path is matmul.cu's loads");
+  static_assert(A_MAP >= 0 && A_MAP <= 2 && THREADS == 2 * TBM, "lean_gemm: A_MAP 0, 1 or 2, two threads a row of the A tile");
+  const int tid = threadIdx.x;
+  const int a_r = A_MAP == 0 ? tid / (TBK / 4) : A_MAP == 1 ? tid % TBM : tid / 2;
+  const int a_c = A_MAP == 0 ? (tid % (TBK / 4)) * 4 : A_MAP == 1 ? (tid / TBM) * 4 : (tid % 2) * 4;
+  const int b_r = tid / (TBN / 4), b_c = (tid % (TBN / 4)) * 4;
+  constexpr int A_PTRS = A_MAP ? 1 : LOADS; // A_MAP 1, 2: one row a thread
+  const float* a_src[A_PTRS];
+#pragma unroll
+  for (int l = 0; l < A_PTRS; ++l) a_src[l] = A + (size_t)min(block.x * TBM + a_r + l * A_ROW_STEP, M - 1) * K + a_c;
+  const float* b_src = B + (size_t)b_r * N + min(block.y * TBN + b_c, N - 4);
+  const int b_step = B_ROW_STEP * N;
+  const int2 origin = simt_origin<2, 2, 2>();
+  float acc[8][8] = {{0.0f}};
+  float4 next_a[LOADS], next_b[LOADS];
+
+  // Issues tile t's global loads (into registers; B by cp.async straight into buffer `to`).
+  auto fetch = [&](int t, int to) {
+    if constexpr (CHECKED) {
+      fetch_tiles<THREADS, TBM, TBN, TBK>(M, N, K, A, B, block.x, block.y, t, next_a, next_b);
+    } else {
+#pragma unroll
+      for (int l = 0; l < LOADS; ++l) next_a[l] = *reinterpret_cast<const float4*>(a_src[A_PTRS == 1 ? 0 : l] + l * A_COL_STEP);
+#pragma unroll
+      for (int l = 0; l < A_PTRS; ++l) a_src[l] += TBK;
+#pragma unroll
+      for (int l = 0; l < LOADS; ++l) {
+        if constexpr (ASYNC_B) cp_async16(&Bs[to * B_BUF + (b_r + l * B_ROW_STEP) * TBN + b_c], b_src + l * b_step, 16);
+        else next_b[l] = *reinterpret_cast<const float4*>(b_src + l * b_step);
+      }
+      if constexpr (ASYNC_B) cp_async_commit();
+      b_src += TBK * N;
+    }
+  };
+  // Writes the staged tile into buffer `to` (A transposed); waits for B's copies.
+  auto store = [&](int to) {
+    if constexpr (CHECKED) {
+      store_tiles<THREADS, TBM, TBN, TBK, A_LD>(As + to * A_BUF, Bs + to * B_BUF, next_a, next_b);
+    } else {
+#pragma unroll
+      for (int l = 0; l < LOADS; ++l) {
+        float* as = As + to * A_BUF + (a_c + l * A_COL_STEP) * A_LD + a_r + l * A_ROW_STEP;
+        as[0 * A_LD] = next_a[l].x;
+        as[1 * A_LD] = next_a[l].y;
+        as[2 * A_LD] = next_a[l].z;
+        as[3 * A_LD] = next_a[l].w;
+        if constexpr (!ASYNC_B) *reinterpret_cast<float4*>(&Bs[to * B_BUF + (b_r + l * B_ROW_STEP) * TBN + b_c]) = next_b[l];
+      }
+      if constexpr (ASYNC_B) cp_async_wait<0>();
+    }
+  };
+  auto load_frags = [&](int from, int k, float* a, float* b) { load_simt_frags<2, 2, A_LD, TBN>(As + from * A_BUF, Bs + from * B_BUF, k, origin, a, b); };
+  auto multiply_add = [&](const float* a, const float* b) { SERPENTINE ? outer_product_serpentine<SERPENTINE == 2>(acc, a, b) : outer_product(acc, a, b); };
+
+  fetch(0, 0);
+  store(0);
+  __syncthreads();
+  int buf = 0;
+  if constexpr (FRAG_BUFS == 2) {
+    float a[2][8], b[2][8];
+    load_frags(0, 0, a[0], b[0]);
+    for (int t = 0; t < K; t += TBK) {
+      const bool more = t + TBK < K;
+      if (more) fetch(t + TBK, buf ^ 1);
+#pragma unroll
+      for (int k = 0; k < TBK; ++k) {
+        if (k == TBK - 1) {
+          if (more) store(buf ^ 1);
+          __syncthreads();
+          if (more) load_frags(buf ^ 1, 0, a[(k + 1) % 2], b[(k + 1) % 2]);
+        } else {
+          load_frags(buf, k + 1, a[(k + 1) % 2], b[(k + 1) % 2]);
+        }
+        multiply_add(a[k % 2], b[k % 2]);
+      }
+      buf ^= 1;
+    }
+  } else {
+    for (int t = 0; t < K; t += TBK) {
+      const bool more = t + TBK < K;
+      if (more) fetch(t + TBK, buf ^ 1);
+#pragma unroll
+      for (int k = 0; k < TBK; ++k) {
+        float a[8], b[8];
+        load_frags(buf, k, a, b);
+        multiply_add(a, b);
+      }
+      if (more) store(buf ^ 1);
+      __syncthreads();
+      buf ^= 1;
+    }
+  }
+  store_simt_c<2, 2>(M, N, alpha, beta, C, block.x * TBM + origin.x, block.y * TBN + origin.y, acc);
+}
+
+// warptiled_8w with a lean main loop (lean_gemm) for every shape with K % BK == 0 and N % 4 == 0:
+// all blocks at S = 4096 and 4000, edge blocks included. Other shapes take the bounds-checked loop
+// at BK 8 with single-buffered fragments (fewer registers than the lean loop's). The test is the
+// same for the whole grid, so no warp diverges on it.
+#if BUILD(12)
+// Not inlined, so that ptxas allocates its registers apart from the lean loop's (inlined, the two
+// loops together spilled at the 128-register bound).
+__device__ __noinline__ void checked_gemm_8w(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C, int2 block, float* As, float* Bs) {
+  lean_gemm<8, 1, PAD, true, false>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) mm_warptiled_8w_lean(int M, int N, int K, float alpha, const float* A, const float* B, float beta, float* C) {
+  __shared__ __align__(16) float As[2 * BK * (128 + PAD)];
+  __shared__ __align__(16) float Bs[2 * BK * 128];
+  const int2 block = grouped_block();
+  if (K > 0 && K % BK == 0 && N % 4 == 0) lean_gemm<BK, FRAGS, PAD, false, B_ASYNC != 0, A_ACROSS, SERP>(M, N, K, alpha, A, B, beta, C, block, As, Bs);
+  else checked_gemm_8w(M, N, K, alpha, A, B, beta, C, block, As, Bs);
 }
 #endif

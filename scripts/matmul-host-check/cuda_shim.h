@@ -20,6 +20,7 @@ inline void __syncthreads() { g_bar->arrive_and_wait(); }
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
