@@ -65,10 +65,11 @@ fn rerender(run: &Path) -> (gpu_lab::records::RunData, String) {
     let (data, warnings) = gpu_lab::store::load_run(run)
         .unwrap_or_else(|e| panic!("{}: cannot be read: {e:#}", run.display()));
     assert!(warnings.is_empty(), "{}: {warnings:?}", run.display());
-    // A `--counters-only` run holds profile records and no job records.
+    // A `--counters-only` run holds profile records and no job records; a `sanitize` run
+    // compute-sanitizer's records only.
     assert!(
-        !data.jobs.is_empty() || !data.profiles.is_empty(),
-        "{}: no jobs and no profiles",
+        !data.jobs.is_empty() || !data.profiles.is_empty() || !data.sanitize.is_empty(),
+        "{}: no jobs, profiles or sanitizer records",
         run.display()
     );
     let report = gpu_lab::report::exporter(gpu_lab::report::Format::Md)
