@@ -102,8 +102,10 @@ __device__ __forceinline__ void store_pass(const float (&d)[N16][8], OutT* sC, c
 }
 
 // The producer thread: every tile of this cluster in turn (both consumers' tiles), k-tile by
-// k-tile into the ring. A's BM rows are this block's; B's BN rows are multicast by rank 0.
-template <typename T, int BM, int BN, int STAGES>
+// k-tile into the ring. A's BM rows are this block's; B's BN rows are multicast into both blocks
+// by rank 0, or (SPLIT_B) half by each rank (mapB then has BN / 2-row boxes; a half of 64 rows of
+// 128 bytes is a whole number of 1024-byte swizzle spans, so the halves land where the whole would).
+template <typename T, int BM, int BN, int STAGES, bool SPLIT_B>
 __device__ __forceinline__ void pp_produce(const TileOrder& order, int tiles, int k_tiles, int cluster, int clusters,
                                            int rm, T* sA, T* sB, unsigned long long* full,
                                            unsigned long long* empty, const CUtensorMap* mapA,
@@ -117,7 +119,12 @@ __device__ __forceinline__ void pp_produce(const TileOrder& order, int tiles, in
       bar_wait(&empty[pos.slot], pos.phase);
       bar_expect_bytes(&full[pos.slot], (BM + BN) * BK * sizeof(T));
       tma_load(sA + pos.slot * BM * BK, mapA, &full[pos.slot], kt * BK, row0);
-      if (rm == 0) tma_load_multicast(sB + pos.slot * BN * BK, mapB, &full[pos.slot], kt * BK, col0, 0x3);
+      if constexpr (SPLIT_B) {
+        tma_load_multicast(sB + pos.slot * BN * BK + rm * (BN / 2) * BK, mapB, &full[pos.slot], kt * BK,
+                           col0 + rm * (BN / 2), 0x3);
+      } else if (rm == 0) {
+        tma_load_multicast(sB + pos.slot * BN * BK, mapB, &full[pos.slot], kt * BK, col0, 0x3);
+      }
       pos.advance<STAGES>(1);
     }
   }
@@ -187,8 +194,9 @@ __device__ __forceinline__ void pp_consume(const TileOrder& order, int tiles, in
 // The ping-pong kernel: 384 threads (a producer warpgroup and two consumers), a persistent grid
 // of 2-block clusters. BM x BN: a consumer's tile (128 x 128 with A's 64 x 128 boxes and B's
 // 64 x 128, or 64 x 256 with A's 64 x 64 and B's 64 x 256); STAGES k-tiles of (BM + BN) x 64.
-// Dynamic shared memory: STAGES * (BM + BN) * 128 + 2 * 16384 + 1024 + 128 bytes.
-template <typename T, typename OutT, int BM, int BN, int STAGES>
+// Dynamic shared memory: STAGES * (BM + BN) * 128 + 2 * 16384 + 1024 + 128 bytes. SPLIT_B: B's
+// multicast issued half by each block of the cluster.
+template <typename T, typename OutT, int BM, int BN, int STAGES, bool SPLIT_B = false>
 __global__ void __launch_bounds__(384, 1)
     ws_gemm_pingpong(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                      const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
@@ -224,7 +232,7 @@ __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     regs_dealloc<24>();
     if (t == 0) {
-      pp_produce<T, BM, BN, STAGES>(order, tiles, k_tiles, cluster, clusters, rank, sA, sB, full, empty, &mapA,
+      pp_produce<T, BM, BN, STAGES, SPLIT_B>(order, tiles, k_tiles, cluster, clusters, rank, sA, sB, full, empty, &mapA,
                                     &mapB);
     }
   } else {
