@@ -100,22 +100,22 @@ pub fn bounds_target(
     out: &Path,
     timing: &Path,
 ) -> Vec<OsString> {
+    let (subcommand, args) = own_child(&Request::Bounds {
+        bytes,
+        out: out.to_path_buf(),
+        timing: timing.to_path_buf(),
+        fma: false,
+        host_link: false,
+    });
     let mut t: Vec<OsString> = vec![
         exe.as_os_str().to_os_string(),
-        BOUNDS.into(),
+        subcommand.into(),
         "--gpu".into(),
         gpu.to_string().into(),
-        "--bytes".into(),
-        bytes.to_string().into(),
     ];
     if let Some(d) = cache_dir {
         t.extend(["--cache".into(), d.as_os_str().to_os_string()]);
     }
-    t.extend([
-        "--out".into(),
-        out.as_os_str().to_os_string(),
-        "--timing".into(),
-        timing.as_os_str().to_os_string(),
-    ]);
+    t.extend(args);
     t
 }
