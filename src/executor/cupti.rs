@@ -75,8 +75,8 @@ pub fn collect(
     };
     let mut pass = run(collect_in, ctx, request, &log, jobs.len())?;
     pass.computed = computed;
-    // The pass's file says which counters were computed; one that cannot be rewritten only
-    // loses that line (the records say it too).
+    // The pass's file says which counters were computed and what the pass cost as a whole; one
+    // that cannot be rewritten only loses those lines (the records say which were computed too).
     let _ = write_json(&out, &pass);
     Ok(pass)
 }
@@ -162,10 +162,9 @@ fn run(
     .map_err(|e| format!("the CUPTI pass failed: {e} (log: {})", log.display()))?;
     let mut pass: CuptiPass =
         process::read_result(&out).map_err(|e| format!("the CUPTI pass's result: {e}"))?;
-    // The pass's whole cost as this process saw it, beside its own phases, where the run's
-    // evidence keeps it; a file that cannot be rewritten only loses that figure.
+    // The pass's whole cost as this process saw it, beside its own phases (`collect` writes it
+    // into the pass's file).
     pass.phases.child_wall_s = started.elapsed().as_secs_f64();
-    let _ = write_json(&out, &pass);
     Ok(pass)
 }
 
