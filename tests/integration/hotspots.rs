@@ -57,6 +57,28 @@ fn hot_spots_are_asked_for_the_named_variants_only_and_a_mock_says_it_has_no_lin
 }
 
 #[test]
+fn a_counters_only_run_keeps_its_hot_spot_section() {
+    // A `--counters-only` run has profiles and no timed jobs; its hot spots were once dropped
+    // from the report (scan, H100, 2026-11-26).
+    let d = tempfile::tempdir().unwrap();
+    let out = gpu_lab_with_cache_in(d.path())
+        .env("GPU_LAB_KERNELS", kernels_dir())
+        .args(["--mock-gpu", "profile", "--suite", "transpose", "--counters-only"])
+        .args(["--variant", "smem_32", "--hotspots", "--shape", "smallest"])
+        .args(["--out", "runs", "--quiet"])
+        .assert()
+        .code(0);
+    let run_dir = d.path().join(stdout(&out).trim());
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    let (_, section) = report.split_once("## Source hot spots").expect(&report);
+    assert_eq!(
+        section.matches("no hot spots: MOCK: no ncu ran").count(),
+        1,
+        "{section}"
+    );
+}
+
+#[test]
 fn hot_spots_alone_mean_every_variant_and_without_the_flag_no_record_has_them() {
     let d = tempfile::tempdir().unwrap();
     let run = |extra: &[&str]| {

@@ -6,14 +6,19 @@ use crate::records::{HotLine, Hotspots, KernelHotspots, ProgramKernel, RunData};
 
 use super::cells::{cell_text, table};
 
-/// One table per kernel of every job that asked for hot spots; nothing when none did.
+/// One table per kernel of every job that asked for hot spots, in the order the jobs ran (by id
+/// in a `--counters-only` run, which has profiles and no timed jobs: the section was lost there
+/// until 2026-11-26); nothing when none did.
 pub fn section(run: &RunData, out: &mut String) {
-    let asked: Vec<(String, &Hotspots)> = run
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            let h = run.profiles.get(j.id())?.hotspots.as_ref()?;
-            Some((j.id().to_string(), h))
+    let mut ids: Vec<&str> = run.jobs.iter().map(|j| j.id()).collect();
+    if ids.is_empty() {
+        ids = run.profiles.keys().map(String::as_str).collect();
+    }
+    let asked: Vec<(String, &Hotspots)> = ids
+        .into_iter()
+        .filter_map(|id| {
+            let h = run.profiles.get(id)?.hotspots.as_ref()?;
+            Some((id.to_string(), h))
         })
         .collect();
     if asked.is_empty() {
