@@ -5,17 +5,52 @@
 Usage: scripts/crosscheck-catalogue.py RUN_DIR... [--top N] [--json OUT.json]
 
 Reads each run's passes' comparisons (`profile-N.crosscheck.json`, as `gpu-lab` writes them) and
-prints markdown: per suite, the values compared, equal and within 1%, and the largest difference;
+prints markdown: per suite, the values compared, equal, equal to ncu's printed rounding, and within
+1% or that rounding, and the largest difference;
 per counter or metric name, over every suite, its largest difference; then the N largest
 differences of all (default 40). Jobs either profiler could not do are listed (`unmatched`).
 With --json, writes the per-suite and per-name summaries there too (small, for committing).
 """
+import csv
 import glob
+import gzip
 import json
 import os
+import re
 import sys
 
 WITHIN = 0.01
+UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "Tbyte": 1e12}
+
+
+def printed_resolution(csv_path):
+    """For passes written before gpu-lab recorded `ncu_resolution`: the same rule as
+    src/parse/resolution.rs, from the pass's ncu page (the finest half last digit of a column's
+    plain numbers, a bare 0 left out, times its unit; units other than UNIT's count as 1)."""
+    opened = open(csv_path) if os.path.exists(csv_path) else gzip.open(csv_path + ".gz", "rt")
+    with opened as f:
+        rows = [r for r in csv.reader(f)]
+    start = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
+    header, units = rows[start], rows[start + 1] if rows[start + 1][0] == "" else None
+    out = {}
+    for c, name in enumerate(header):
+        best = None
+        for r in rows[start + 1 + (units is not None):]:
+            v = r[c].replace(",", "").strip() if c < len(r) else ""
+            if not re.fullmatch(r"-?\d+(\.\d+)?", v) or v.lstrip("-") == "0":
+                continue
+            h = 0.5 * 10 ** -len(v.split(".")[1]) if "." in v else 0.5
+            best = h if best is None else min(best, h)
+        if best is not None:
+            out[name] = best * (UNIT.get(units[c].strip(), 1.0) if units else 1.0)
+    return out
+
+
+def as_printed(d):
+    if d["relative"] == 0:
+        return True
+    r = d.get("ncu_resolution")
+    return r is not None and d["cupti"] is not None and d["ncu"] is not None and abs(d["cupti"] - d["ncu"]) <= r * (1 + 1e-12)
 
 
 def suite_of(run):
@@ -25,9 +60,16 @@ def suite_of(run):
 
 def load(run):
     diffs, unmatched = [], []
-    for path in sorted(glob.glob(os.path.join(run, "*.crosscheck.json"))):
-        with open(path) as f:
+    paths = glob.glob(os.path.join(run, "*.crosscheck.json")) + glob.glob(os.path.join(run, "*.crosscheck.json.gz"))
+    for path in sorted(paths):
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             d = json.load(f)
+        page = path.split(".crosscheck.json")[0] + "-ncu.csv"
+        if os.path.exists(page) or os.path.exists(page + ".gz"):
+            resolution = printed_resolution(page)
+            for x in d.get("differences", []):
+                if x["kind"] == "counter" and "ncu_resolution" not in x:
+                    x["ncu_resolution"] = resolution.get(x["name"])
         diffs += d.get("differences", [])
         unmatched += d.get("unmatched", [])
     return diffs, unmatched
@@ -38,7 +80,8 @@ def counts(diffs, kind):
     return (
         len(these),
         sum(1 for d in these if d["relative"] == 0),
-        sum(1 for d in these if d["relative"] <= WITHIN),
+        sum(1 for d in these if as_printed(d)),
+        sum(1 for d in these if as_printed(d) or d["relative"] <= WITHIN),
     )
 
 
@@ -68,12 +111,14 @@ def main(argv):
         diffs, unmatched = load(run)
         for d in diffs:
             d["suite"] = suite
+            if as_printed(d):
+                continue  # no difference as ncu printed it: not a candidate for "largest"
             key = (d["kind"], d["name"])
             if key not in names or d["relative"] > names[key]["relative"]:
                 names[key] = d
         everything += diffs
         c, m = counts(diffs, "counter"), counts(diffs, "metric")
-        largest = max(diffs, key=lambda d: d["relative"], default=None)
+        largest = max((d for d in diffs if not as_printed(d)), key=lambda d: d["relative"], default=None)
         suites.append(
             {
                 "suite": suite,
@@ -84,13 +129,13 @@ def main(argv):
                 "unmatched": unmatched,
             }
         )
-    c = [sum(s["counters"][i] for s in suites) for i in range(3)]
-    m = [sum(s["metrics"][i] for s in suites) for i in range(3)]
+    c = [sum(s["counters"][i] for s in suites) for i in range(4)]
+    m = [sum(s["metrics"][i] for s in suites) for i in range(4)]
     print("# CUPTI against ncu over the catalogue, one shape a suite\n")
     print(f"- suites: {len(suites)}; jobs compared: {sum(s['jobs'] for s in suites)}")
-    print(f"- counters: {c[0]} values compared, {c[1]} equal, {c[2]} within 1%")
-    print(f"- metrics: {m[0]} values compared, {m[1]} equal, {m[2]} within 1%\n")
-    print("| suite | jobs | counters: compared, equal, within 1% | metrics: compared, equal, within 1% | largest difference | not compared |")
+    print(f"- counters: {c[0]} values compared, {c[1]} equal, {c[2]} equal to ncu's printed rounding, {c[3]} within 1% or that rounding")
+    print(f"- metrics: {m[0]} values compared, {m[1]} equal, {m[2]} equal to ncu's printed rounding, {m[3]} within 1% or that rounding\n")
+    print("| suite | jobs | counters: compared, equal, as printed, within 1% | metrics: compared, equal, as printed, within 1% | largest difference | not compared |")
     print("| --- | --- | --- | --- | --- | --- |")
     for s in suites:
         l = s["largest"]
@@ -110,7 +155,7 @@ def main(argv):
     print(f"\n## The {top} largest differences\n")
     print("| difference | kind | suite | job | name | CUPTI | ncu |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for d in sorted(everything, key=lambda d: -d["relative"])[:top]:
+    for d in sorted((d for d in everything if not as_printed(d)), key=lambda d: -d["relative"])[:top]:
         print(
             f"| {pct(d['relative'])} | {d['kind']} | {d['suite']} | {d['job']} | `{d['name']}` | "
             f"{value(d['cupti'])} | {value(d['ncu'])} |"

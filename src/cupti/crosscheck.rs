@@ -27,6 +27,35 @@ pub struct Difference {
     pub ncu: Option<f64>,
     /// |CUPTI − ncu| / max(|CUPTI|, |ncu|); 0 where both are 0 or both missing, 1 where one is.
     pub relative: f64,
+    /// For a counter, half a unit of the last digit ncu printed it with (its CSV rounds
+    /// percentages and ratios to two decimals), in base units; None where not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ncu_resolution: Option<f64>,
+}
+
+impl Difference {
+    /// Equal, or apart by no more than ncu's printed rounding: as equal as ncu's page can say.
+    pub fn equal_as_printed(&self) -> bool {
+        if self.relative == 0.0 {
+            return true;
+        }
+        match (self.cupti, self.ncu, self.ncu_resolution) {
+            // A relative slack of 1e-12 absorbs the base-unit scaling of the printed value.
+            (Some(c), Some(n), Some(r)) => (c - n).abs() <= r * (1.0 + 1e-12),
+            _ => false,
+        }
+    }
+}
+
+/// How many values of one kind agree, and how closely.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub all: usize,
+    pub equal: usize,
+    /// Equal, or within ncu's printed rounding (`Difference::equal_as_printed`).
+    pub equal_as_printed: usize,
+    /// Within 1%, or within ncu's printed rounding.
+    pub within: usize,
 }
 
 /// Every comparison of one or more passes, the largest differences first.
@@ -63,16 +92,19 @@ fn difference(kind: Kind, job: String, name: &str, c: Option<f64>, n: Option<f64
         cupti: c,
         ncu: n,
         relative: relative(c, n),
+        ncu_resolution: None,
     }
 }
 
 impl Crosscheck {
-    /// Adds one job: its launches' rows from each profiler (in launch order) and its records.
+    /// Adds one job: its launches' rows from each profiler (in launch order) and its records;
+    /// `resolution` is ncu's printed rounding of each counter (`parse::resolution`).
     /// Counters only one side has (ncu's own, such as `profiler__replayer_passes`) are left out:
     /// only counters both were asked for are compared.
     pub fn add_job(
         &mut self,
         counters: &[String],
+        resolution: &BTreeMap<String, f64>,
         rows: (&[KernelRow], &[KernelRow]),
         records: (&ProfileRecord, &ProfileRecord),
     ) {
@@ -87,13 +119,16 @@ impl Crosscheck {
         }
         for (i, (c, n)) in cupti_rows.iter().zip(ncu_rows).enumerate() {
             for counter in counters {
-                self.differences.push(difference(
-                    Kind::Counter,
-                    format!("{job} #{i}"),
-                    counter,
-                    c.values.get(counter).copied(),
-                    n.values.get(counter).copied(),
-                ));
+                self.differences.push(Difference {
+                    ncu_resolution: resolution.get(counter).copied(),
+                    ..difference(
+                        Kind::Counter,
+                        format!("{job} #{i}"),
+                        counter,
+                        c.values.get(counter).copied(),
+                        n.values.get(counter).copied(),
+                    )
+                });
             }
         }
         let (c, n) = records;
@@ -121,36 +156,46 @@ impl Crosscheck {
         self.unmatched.extend(other.unmatched);
     }
 
-    /// The largest differences first; ties by kind, job and name, so the order is reproducible.
+    /// The largest differences first, those equal as ncu printed them after the rest (a 100%
+    /// difference of 2e-6 against a printed 0.00 is none); ties by kind, job and name, so the
+    /// order is reproducible.
     pub fn sort(&mut self) {
         self.differences.sort_by(|a, b| {
-            b.relative
-                .total_cmp(&a.relative)
+            a.equal_as_printed()
+                .cmp(&b.equal_as_printed())
+                .then_with(|| b.relative.total_cmp(&a.relative))
                 .then_with(|| (a.kind as u8).cmp(&(b.kind as u8)))
                 .then_with(|| a.job.cmp(&b.job))
                 .then_with(|| a.name.cmp(&b.name))
         });
     }
 
-    /// How many values are equal, within 1%, and compared at all, by kind.
-    pub fn tally(&self, kind: Kind) -> (usize, usize, usize) {
-        let of_kind = self.differences.iter().filter(|d| d.kind == kind);
-        let (mut equal, mut within, mut all) = (0, 0, 0);
-        for d in of_kind {
-            all += 1;
-            equal += usize::from(d.relative == 0.0);
-            within += usize::from(d.relative <= 0.01);
+    /// How many values of `kind` were compared, and how many agree how closely.
+    pub fn tally(&self, kind: Kind) -> Tally {
+        let mut t = Tally {
+            all: 0,
+            equal: 0,
+            equal_as_printed: 0,
+            within: 0,
+        };
+        for d in self.differences.iter().filter(|d| d.kind == kind) {
+            let as_printed = d.equal_as_printed();
+            t.all += 1;
+            t.equal += usize::from(d.relative == 0.0);
+            t.equal_as_printed += usize::from(as_printed);
+            t.within += usize::from(as_printed || d.relative <= 0.01);
         }
-        (equal, within, all)
+        t
     }
 
     /// The summary and the `top` largest differences as markdown.
     pub fn markdown(&self, top: usize) -> String {
         let mut out = String::from("# CUPTI against ncu, the same passes\n\n");
         for (kind, label) in [(Kind::Counter, "counters"), (Kind::Metric, "metrics")] {
-            let (equal, within, all) = self.tally(kind);
+            let t = self.tally(kind);
             out.push_str(&format!(
-                "- {label}: {all} values compared, {equal} equal, {within} within 1%\n"
+                "- {label}: {} values compared, {} equal, {} equal to ncu's printed rounding, {} within 1% or that rounding\n",
+                t.all, t.equal, t.equal_as_printed, t.within
             ));
         }
         for why in &self.unmatched {
@@ -237,6 +282,7 @@ mod tests {
         let mut check = Crosscheck::default();
         check.add_job(
             &counters,
+            &BTreeMap::new(),
             (&c, &n),
             (
                 &record("j", &[("ratio", Some(0.5)), ("none", None)]),
@@ -251,12 +297,14 @@ mod tests {
         );
         assert!((first.relative - 0.05).abs() < 1e-12);
         // 4 counters (2 launches x 2, ncu's own counter left out), 2 metrics.
-        assert_eq!(check.tally(Kind::Counter), (3, 3, 4));
+        let t = check.tally(Kind::Counter);
+        assert_eq!((t.all, t.equal, t.equal_as_printed, t.within), (4, 3, 3, 3));
         // A ratio undefined for both (no loads at all) agrees.
-        assert_eq!(check.tally(Kind::Metric), (2, 2, 2));
+        let t = check.tally(Kind::Metric);
+        assert_eq!((t.all, t.equal, t.within), (2, 2, 2));
         let md = check.markdown(1);
         assert!(
-            md.contains("- counters: 4 values compared, 3 equal, 3 within 1%"),
+            md.contains("- counters: 4 values compared, 3 equal, 3 equal to ncu's printed rounding, 3 within 1% or that rounding"),
             "{md}"
         );
         assert!(
@@ -274,6 +322,7 @@ mod tests {
         let mut check = Crosscheck::default();
         check.add_job(
             &[],
+            &BTreeMap::new(),
             (&[], &[]),
             (
                 &record("j", &[("m", Some(1.0))]),
@@ -294,6 +343,7 @@ mod tests {
         let one = [row(&[("a", 1.0)])];
         check.add_job(
             &["a".to_string()],
+            &BTreeMap::new(),
             (&one, &[]),
             (&record("j", &[]), &record("j", &[])),
         );
@@ -304,5 +354,36 @@ mod tests {
         assert!(check.differences.is_empty());
         check.add_unmatched("k", "ncu failed");
         assert!(check.markdown(3).contains("- not compared: k: ncu failed"));
+    }
+
+    #[test]
+    fn a_counter_within_ncus_printed_rounding_is_equal_as_printed_and_no_closer() {
+        // ncu printed 0.94 and 0.01 (two decimals); CUPTI read 0.9449, which prints as 0.94, and
+        // 0.0163, which does not.
+        let counters = vec!["pct".to_string(), "ratio".to_string(), "count".to_string()];
+        let resolution: BTreeMap<String, f64> =
+            [("pct".to_string(), 0.005), ("ratio".to_string(), 0.005)].into();
+        let c = [row(&[("pct", 0.9449), ("ratio", 0.0163), ("count", 101.0)])];
+        let n = [row(&[("pct", 0.94), ("ratio", 0.01), ("count", 100.0)])];
+        let mut check = Crosscheck::default();
+        check.add_job(
+            &counters,
+            &resolution,
+            (&c, &n),
+            (&record("j", &[]), &record("j", &[])),
+        );
+        let by = |name: &str| check.differences.iter().find(|d| d.name == name).unwrap();
+        assert!(by("pct").equal_as_printed());
+        assert!(
+            !by("ratio").equal_as_printed(),
+            "0.0063 apart is past 0.005's rounding"
+        );
+        assert!(!by("count").equal_as_printed(), "no printed rounding known");
+        let t = check.tally(Kind::Counter);
+        assert_eq!(
+            (t.all, t.equal, t.equal_as_printed, t.within),
+            (3, 0, 1, 2),
+            "count is 1% apart"
+        );
     }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod non_finite;
 pub mod query_metrics;
+pub mod resolution;
 pub mod sanitizer;
 pub mod source_page;
 
