@@ -28,7 +28,8 @@ pub struct Difference {
     /// |CUPTI − ncu| / max(|CUPTI|, |ncu|); 0 where both are 0 or both missing, 1 where one is.
     pub relative: f64,
     /// For a counter, half a unit of the last digit ncu printed it with (its CSV rounds
-    /// percentages and ratios to two decimals), in base units; None where not known.
+    /// percentages and ratios to two decimals), in base units; for a metric, that rounding of its
+    /// counters carried through its formula; None where not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ncu_resolution: Option<f64>,
 }
@@ -45,6 +46,14 @@ impl Difference {
             _ => false,
         }
     }
+}
+
+/// ncu's printed rounding of one job's values, in base units: each counter's from its page
+/// (`parse::resolution`), each metric's propagated from its counters' (`executor::cupti`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrintedRounding {
+    pub counters: BTreeMap<String, f64>,
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// How many values of one kind agree, and how closely.
@@ -98,13 +107,13 @@ fn difference(kind: Kind, job: String, name: &str, c: Option<f64>, n: Option<f64
 
 impl Crosscheck {
     /// Adds one job: its launches' rows from each profiler (in launch order) and its records;
-    /// `resolution` is ncu's printed rounding of each counter (`parse::resolution`).
+    /// `rounding` is ncu's printed rounding of the job's counters and metrics.
     /// Counters only one side has (ncu's own, such as `profiler__replayer_passes`) are left out:
     /// only counters both were asked for are compared.
     pub fn add_job(
         &mut self,
         counters: &[String],
-        resolution: &BTreeMap<String, f64>,
+        rounding: &PrintedRounding,
         rows: (&[KernelRow], &[KernelRow]),
         records: (&ProfileRecord, &ProfileRecord),
     ) {
@@ -120,7 +129,7 @@ impl Crosscheck {
         for (i, (c, n)) in cupti_rows.iter().zip(ncu_rows).enumerate() {
             for counter in counters {
                 self.differences.push(Difference {
-                    ncu_resolution: resolution.get(counter).copied(),
+                    ncu_resolution: rounding.counters.get(counter).copied(),
                     ..difference(
                         Kind::Counter,
                         format!("{job} #{i}"),
@@ -140,8 +149,10 @@ impl Crosscheck {
             .collect();
         for name in names.keys() {
             let get = |r: &ProfileRecord| r.metrics.get(*name).copied().flatten();
-            self.differences
-                .push(difference(Kind::Metric, job.clone(), name, get(c), get(n)));
+            self.differences.push(Difference {
+                ncu_resolution: rounding.metrics.get(*name).copied(),
+                ..difference(Kind::Metric, job.clone(), name, get(c), get(n))
+            });
         }
     }
 
@@ -282,7 +293,7 @@ mod tests {
         let mut check = Crosscheck::default();
         check.add_job(
             &counters,
-            &BTreeMap::new(),
+            &PrintedRounding::default(),
             (&c, &n),
             (
                 &record("j", &[("ratio", Some(0.5)), ("none", None)]),
@@ -322,7 +333,7 @@ mod tests {
         let mut check = Crosscheck::default();
         check.add_job(
             &[],
-            &BTreeMap::new(),
+            &PrintedRounding::default(),
             (&[], &[]),
             (
                 &record("j", &[("m", Some(1.0))]),
@@ -343,7 +354,7 @@ mod tests {
         let one = [row(&[("a", 1.0)])];
         check.add_job(
             &["a".to_string()],
-            &BTreeMap::new(),
+            &PrintedRounding::default(),
             (&one, &[]),
             (&record("j", &[]), &record("j", &[])),
         );
@@ -361,14 +372,16 @@ mod tests {
         // ncu printed 0.94 and 0.01 (two decimals); CUPTI read 0.9449, which prints as 0.94, and
         // 0.0163, which does not.
         let counters = vec!["pct".to_string(), "ratio".to_string(), "count".to_string()];
-        let resolution: BTreeMap<String, f64> =
-            [("pct".to_string(), 0.005), ("ratio".to_string(), 0.005)].into();
+        let rounding = PrintedRounding {
+            counters: [("pct".to_string(), 0.005), ("ratio".to_string(), 0.005)].into(),
+            metrics: BTreeMap::new(),
+        };
         let c = [row(&[("pct", 0.9449), ("ratio", 0.0163), ("count", 101.0)])];
         let n = [row(&[("pct", 0.94), ("ratio", 0.01), ("count", 100.0)])];
         let mut check = Crosscheck::default();
         check.add_job(
             &counters,
-            &resolution,
+            &rounding,
             (&c, &n),
             (&record("j", &[]), &record("j", &[])),
         );

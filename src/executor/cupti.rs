@@ -1,11 +1,12 @@
 //! A pass profiled in process: the `__cupti` child collects each job's counters through CUPTI, and the same kernel mapping and formulas as ncu's pass make its records; where CUPTI cannot, the pass goes to ncu and its records say why.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use super::contract::RunContext;
 use super::job_server::CuptiRequest;
-use crate::cupti::crosscheck::Crosscheck;
+use crate::cupti::crosscheck::{Crosscheck, PrintedRounding};
 use crate::cupti::rows::{
     CuptiJob, CuptiPass, add_launch_stats, job_rows, split_computed, why_not_cupti,
 };
@@ -115,7 +116,7 @@ pub fn crosscheck(
         .cloned()
         .collect();
     // The page parsed, so its columns' rounding can be read (a page without it compares exactly).
-    let resolution = printed_resolution(ncu_csv).unwrap_or_default();
+    let printed = printed_resolution(ncu_csv).unwrap_or_default();
     let ncu_rows = match parse_ncu_csv(ncu_csv) {
         Ok(parsed) => assign_kernels(jobs, &parsed.kernels),
         Err(e) => {
@@ -129,20 +130,55 @@ pub fn crosscheck(
         let entry = pass.jobs.iter().find(|j| j.job_id == job.id());
         let cupti = rows_of(pass, job, entry);
         match (cupti, ncu) {
-            (Ok(c), Ok(n)) => check.add_job(
-                &compared,
-                &resolution,
-                (&c, &n),
-                (
-                    &profile_record(job, defs, &c, None),
-                    &profile_record(job, defs, &n, None),
-                ),
-            ),
+            (Ok(c), Ok(n)) => {
+                let ncu_record = profile_record(job, defs, &n, None);
+                let rounding = PrintedRounding {
+                    metrics: metric_rounding(job, defs, &n, &ncu_record, &printed),
+                    counters: printed.clone(),
+                };
+                check.add_job(
+                    &compared,
+                    &rounding,
+                    (&c, &n),
+                    (&profile_record(job, defs, &c, None), &ncu_record),
+                )
+            }
             (Err(why), _) => check.add_unmatched(job.id(), &why),
             (_, Err(why)) => check.add_unmatched(job.id(), &format!("ncu: {why}")),
         }
     }
     check
+}
+
+/// Each metric's rounding from ncu's printed rounding of its counters, to first order: the sum,
+/// over the counters, of how far the metric moves when that counter moves by its rounding in
+/// every launch of the job.
+fn metric_rounding(
+    job: &JobSpec,
+    defs: &[MetricDef],
+    rows: &[KernelRow],
+    record: &ProfileRecord,
+    printed: &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
+    let mut out: BTreeMap<String, f64> = BTreeMap::new();
+    let used = printed
+        .iter()
+        .filter(|(name, _)| rows.iter().any(|r| r.values.contains_key(*name)));
+    for (name, step) in used {
+        let mut moved = rows.to_vec();
+        for row in &mut moved {
+            if let Some(v) = row.values.get_mut(name) {
+                *v += step;
+            }
+        }
+        let after = profile_record(job, defs, &moved, None);
+        for (metric, value) in &record.metrics {
+            if let (Some(a), Some(Some(b))) = (value, after.metrics.get(metric)) {
+                *out.entry(metric.clone()).or_default() += (b - a).abs();
+            }
+        }
+    }
+    out
 }
 
 fn run(
@@ -389,6 +425,38 @@ mod tests {
         }
         let md = check.markdown(3);
         assert!(md.contains("| counter | row_write_col_read"), "{md}");
+        // Every metric carries its counters' printed rounding through its formula: more than
+        // nothing, less than the value's own 1% where the value is not tiny.
+        for d in check.differences.iter().filter(|d| d.kind == Kind::Metric) {
+            let (Some(n), Some(r)) = (d.ncu, d.ncu_resolution) else {
+                panic!("{d:?}");
+            };
+            assert!(r > 0.0 && (n.abs() < 1.0 || r < 0.01 * n.abs()), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn a_ratio_of_printed_counters_gets_their_rounding_carried_through() {
+        // wavefronts / requests = 10 / 4, each printed as a whole number (rounding 0.5): the
+        // ratio is known to about 0.40, 0.5 / 4 from the wavefronts and 2.5 - 10 / 4.5 from the
+        // requests.
+        let defs = Catalog::builtin()
+            .unwrap()
+            .resolve(&["shared_load_transactions_per_request".to_string()])
+            .unwrap();
+        let job = &jobs()[0];
+        let mut row = parse_ncu_csv(NCU).unwrap().kernels[0].clone();
+        let (w, q) = (
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+            "smsp__inst_executed_op_shared_ld.sum",
+        );
+        row.values = [(w.to_string(), 10.0), (q.to_string(), 4.0)].into();
+        let rows = [row];
+        let record = profile_record(job, &defs, &rows, None);
+        let printed = [(w.to_string(), 0.5), (q.to_string(), 0.5)].into();
+        let r = metric_rounding(job, &defs, &rows, &record, &printed);
+        let r = r["shared_load_transactions_per_request"];
+        assert!((r - (0.125 + (2.5 - 10.0 / 4.5))).abs() < 1e-12, "{r}");
     }
 
     #[test]

@@ -63,7 +63,13 @@ fn a_counters_only_run_keeps_its_hot_spot_section() {
     let d = tempfile::tempdir().unwrap();
     let out = gpu_lab_with_cache_in(d.path())
         .env("GPU_LAB_KERNELS", kernels_dir())
-        .args(["--mock-gpu", "profile", "--suite", "transpose", "--counters-only"])
+        .args([
+            "--mock-gpu",
+            "profile",
+            "--suite",
+            "transpose",
+            "--counters-only",
+        ])
         .args(["--variant", "smem_32", "--hotspots", "--shape", "smallest"])
         .args(["--out", "runs", "--quiet"])
         .assert()
