@@ -1,6 +1,6 @@
 //! CUPTI Activity kernel durations on the command line where there is no GPU: `--no-activity` leaves them out, a mock run says why it has none, and `profile` keeps the profiler's duration with that reason.
 
-use crate::common::{gpu_lab_with_cache_in, kernels_dir, mock_run_in, results_text, stdout};
+use crate::common::{mock_gpu_lab_in, mock_run_in, results_text, stdout};
 
 fn job_lines(results: &str) -> Vec<serde_json::Value> {
     results
@@ -33,16 +33,8 @@ fn a_mock_run_records_why_it_has_no_activity_and_no_activity_records_none() {
 #[test]
 fn a_mock_profile_keeps_the_profilers_duration_and_says_why() {
     let d = tempfile::tempdir().unwrap();
-    let out = gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
-        .args([
-            "--mock-gpu",
-            "profile",
-            "--suite",
-            "reduction",
-            "--duration-runs",
-            "0",
-        ])
+    let out = mock_gpu_lab_in(d.path())
+        .args(["profile", "--suite", "reduction", "--duration-runs", "0"])
         .args(["--out", "runs", "--quiet"])
         .assert()
         .code(0);

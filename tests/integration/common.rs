@@ -71,6 +71,14 @@ pub fn stdout(a: &assert_cmd::assert::Assert) -> String {
     String::from_utf8(a.get_output().stdout.clone()).unwrap()
 }
 
+/// gpu-lab on the mock GPU with the repository's suites and a cache of its own in `dir`: the
+/// start of most integration tests' command lines.
+pub fn mock_gpu_lab_in(dir: &Path) -> Command {
+    let mut cmd = gpu_lab_with_cache_in(dir);
+    cmd.env("GPU_LAB_KERNELS", kernels_dir()).arg("--mock-gpu");
+    cmd
+}
+
 /// A quiet mock run (`--mock-gpu run ARGS --out runs --quiet`) in the scratch directory `dir`, its
 /// build cache inside it and the built-in suites found in the repository, that must exit 0: the
 /// run directory it printed.
@@ -79,9 +87,8 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let out = gpu_lab_with_cache_in(dir)
-        .env("GPU_LAB_KERNELS", kernels_dir())
-        .args(["--mock-gpu", "run"])
+    let out = mock_gpu_lab_in(dir)
+        .args(["run"])
         .args(args)
         .args(["--out", "runs", "--quiet"])
         .assert()

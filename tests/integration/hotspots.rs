@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::common::{gpu_lab, gpu_lab_with_cache_in, kernels_dir, repo, stdout};
+use crate::common::{gpu_lab, mock_gpu_lab_in, repo, stdout};
 use crate::import::install_script;
 
 fn profile_records(run_dir: &std::path::Path) -> Vec<Value> {
@@ -17,9 +17,8 @@ fn profile_records(run_dir: &std::path::Path) -> Vec<Value> {
 #[test]
 fn hot_spots_are_asked_for_the_named_variants_only_and_a_mock_says_it_has_no_lines() {
     let d = tempfile::tempdir().unwrap();
-    let out = gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
-        .args(["--mock-gpu", "profile", "--suite", "transpose"])
+    let out = mock_gpu_lab_in(d.path())
+        .args(["profile", "--suite", "transpose"])
         .args(["--variant", "naive_column,smem_32", "--hotspots", "smem_32"])
         .args(["--out", "runs", "--quiet"])
         .assert()
@@ -61,15 +60,8 @@ fn a_counters_only_run_keeps_its_hot_spot_section() {
     // A `--counters-only` run has profiles and no timed jobs; its hot spots were once dropped
     // from the report (scan, H100, 2026-11-26).
     let d = tempfile::tempdir().unwrap();
-    let out = gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
-        .args([
-            "--mock-gpu",
-            "profile",
-            "--suite",
-            "transpose",
-            "--counters-only",
-        ])
+    let out = mock_gpu_lab_in(d.path())
+        .args(["profile", "--suite", "transpose", "--counters-only"])
         .args(["--variant", "smem_32", "--hotspots", "--shape", "smallest"])
         .args(["--out", "runs", "--quiet"])
         .assert()
@@ -88,9 +80,8 @@ fn a_counters_only_run_keeps_its_hot_spot_section() {
 fn hot_spots_alone_mean_every_variant_and_without_the_flag_no_record_has_them() {
     let d = tempfile::tempdir().unwrap();
     let run = |extra: &[&str]| {
-        let out = gpu_lab_with_cache_in(d.path())
-            .env("GPU_LAB_KERNELS", kernels_dir())
-            .args(["--mock-gpu", "profile", "--suite", "transpose"])
+        let out = mock_gpu_lab_in(d.path())
+            .args(["profile", "--suite", "transpose"])
             .args(["--variant", "copy_row,naive_row"])
             .args(extra)
             .args(["--out", "runs", "--quiet"])
@@ -107,9 +98,8 @@ fn hot_spots_alone_mean_every_variant_and_without_the_flag_no_record_has_them() 
 #[test]
 fn hot_spots_of_a_variant_no_selected_job_is_are_refused_with_the_fix() {
     let d = tempfile::tempdir().unwrap();
-    let err = gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
-        .args(["--mock-gpu", "profile", "--suite", "transpose"])
+    let err = mock_gpu_lab_in(d.path())
+        .args(["profile", "--suite", "transpose"])
         .args(["--variant", "copy_row", "--hotspots", "smem_32,nope"])
         .args(["--out", "runs", "--quiet"])
         .assert()

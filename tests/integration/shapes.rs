@@ -6,7 +6,7 @@ use std::path::Path;
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::common::{gpu_lab_with_cache_in, kernels_dir, mock_run_in, results_text, stdout};
+use crate::common::{gpu_lab_with_cache_in, mock_gpu_lab_in, mock_run_in, results_text, stdout};
 
 fn records(run: &Path) -> Vec<Value> {
     results_text(run)
@@ -47,10 +47,8 @@ fn a_named_shape_runs_only_the_jobs_at_that_point() {
 #[test]
 fn first_and_smallest_pick_one_point_of_every_suite() {
     let d = tempfile::tempdir().unwrap();
-    let out = gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
+    let out = mock_gpu_lab_in(d.path())
         .args([
-            "--mock-gpu",
             "run",
             "--suite",
             "transpose,shared-memory",
@@ -80,10 +78,8 @@ fn first_and_smallest_pick_one_point_of_every_suite() {
 #[test]
 fn an_unknown_shape_fails_before_any_job_and_lists_the_shapes_there_are() {
     let d = tempfile::tempdir().unwrap();
-    gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
+    mock_gpu_lab_in(d.path())
         .args([
-            "--mock-gpu",
             "run",
             "--suite",
             "transpose",
@@ -110,10 +106,8 @@ fn an_unknown_shape_fails_before_any_job_and_lists_the_shapes_there_are() {
 #[test]
 fn counters_only_profiles_every_job_without_timing_and_says_so() {
     let d = tempfile::tempdir().unwrap();
-    let out = gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
+    let out = mock_gpu_lab_in(d.path())
         .args([
-            "--mock-gpu",
             "profile",
             "--suite",
             "shared-memory",
@@ -161,10 +155,8 @@ fn counters_only_with_no_duration_session_profiles_without_a_panic() {
     // `--duration-runs 0` takes each job's duration from its timing; `--counters-only` times
     // nothing, so there is none to take (a lane's thread panicked here before).
     let d = tempfile::tempdir().unwrap();
-    let out = gpu_lab_with_cache_in(d.path())
-        .env("GPU_LAB_KERNELS", kernels_dir())
+    let out = mock_gpu_lab_in(d.path())
         .args([
-            "--mock-gpu",
             "profile",
             "--suite",
             "occupancy",

@@ -2,13 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{gpu_lab_with_cache_in, kernels_dir, stdout};
+use crate::common::{mock_gpu_lab_in, stdout};
 
 /// `gpu-lab --mock-gpu profile ARGS` in `dir`: the run's report.
 fn mock_profile_report(dir: &Path, args: &[&str]) -> String {
-    let out = gpu_lab_with_cache_in(dir)
-        .env("GPU_LAB_KERNELS", kernels_dir())
-        .args(["--mock-gpu", "profile"])
+    let out = mock_gpu_lab_in(dir)
+        .args(["profile"])
         .args(args)
         .args(["--out", "runs", "--quiet"])
         .assert()
