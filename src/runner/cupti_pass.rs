@@ -138,11 +138,10 @@ fn carveouts(
 /// with no host program.
 pub(super) fn batches(specs: &[JobSpec], cap: Option<usize>) -> Vec<&[JobSpec]> {
     let shareable = |a: &JobSpec, b: &JobSpec| {
-        a.steps.is_none()
-            && b.steps.is_none()
+        in_device_memory(a)
+            && in_device_memory(b)
             && a.buffers == b.buffers
             && a.tensor_maps == b.tensor_maps
-            && a.buffers.iter().all(|b| b.memory.is_device())
     };
     let mut out = Vec::new();
     let mut start = 0;
@@ -156,6 +155,12 @@ pub(super) fn batches(specs: &[JobSpec], cap: Option<usize>) -> Vec<&[JobSpec]> 
     out
 }
 
+/// A job whose buffers are all in device memory and that has no host program: one whose
+/// inputs can be put back and whose launches can run inside a pass, between other ranges.
+fn in_device_memory(spec: &JobSpec) -> bool {
+    spec.steps.is_none() && spec.buffers.iter().all(|b| b.memory.is_device())
+}
+
 /// Jobs collected together: their modules, and the GPU's L2 flush.
 struct Batch<'a> {
     gpu: &'a Gpu,
@@ -165,8 +170,13 @@ struct Batch<'a> {
 }
 
 impl Batch<'_> {
-    /// Each job's collection: all of them in the same passes where there are several and
-    /// CUPTI's ranges split back into them; otherwise (or where that fails) each alone.
+    /// Each job's collection: all of them in the same passes, the flush a range before each
+    /// job's launches and CUPTI's ranges split back into them, wherever the jobs run in device
+    /// memory (one job too); otherwise (or where that fails) each alone, prepared outside the
+    /// ranges. Alone, with the stream synchronized between the flush and the launch, durations
+    /// agree with ncu's less often (H100, 2026-11-26: 11 of 43 within 1%, against 23 and 24
+    /// shared; `docs/evidence/h100-2026-11-26-profilers/`), so a job goes alone only where it
+    /// must.
     fn collect(
         &self,
         session: &mut Session,
@@ -174,7 +184,11 @@ impl Batch<'_> {
         costs: Vec<JobPhases>,
         facts: Vec<Result<Vec<LaunchFacts>, String>>,
     ) -> Vec<CuptiJob> {
-        let shared = (self.jobs.len() > 1).then(|| self.collect_shared(session, bufs));
+        let shared = self
+            .jobs
+            .iter()
+            .all(in_device_memory)
+            .then(|| self.collect_shared(session, bufs));
         let mut parts = match shared {
             Some(Ok(parts)) => parts.into_iter().map(Ok).collect(),
             Some(Err(why)) => {
