@@ -57,7 +57,7 @@ pub struct PrintedRounding {
 }
 
 /// How many values of one kind agree, and how closely.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     pub all: usize,
     pub equal: usize,
@@ -183,12 +183,7 @@ impl Crosscheck {
 
     /// How many values of `kind` were compared, and how many agree how closely.
     pub fn tally(&self, kind: Kind) -> Tally {
-        let mut t = Tally {
-            all: 0,
-            equal: 0,
-            equal_as_printed: 0,
-            within: 0,
-        };
+        let mut t = Tally::default();
         for d in self.differences.iter().filter(|d| d.kind == kind) {
             let as_printed = d.equal_as_printed();
             t.all += 1;

@@ -161,9 +161,11 @@ fn metric_rounding(
     printed: &BTreeMap<String, f64>,
 ) -> BTreeMap<String, f64> {
     let mut out: BTreeMap<String, f64> = BTreeMap::new();
-    let used = printed
-        .iter()
-        .filter(|(name, _)| rows.iter().any(|r| r.values.contains_key(*name)));
+    // Only the counters the formulas read: the page holds hundreds more (device attributes).
+    let needed = metrics::counters_needed(defs);
+    let used = printed.iter().filter(|(name, _)| {
+        needed.contains(*name) && rows.iter().any(|r| r.values.contains_key(*name))
+    });
     for (name, step) in used {
         let mut moved = rows.to_vec();
         for row in &mut moved {
