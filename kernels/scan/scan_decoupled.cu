@@ -30,12 +30,6 @@
 // WINDOWS > 1: the look-back reads WINDOWS windows of 32 predecessors a round trip instead of one
 // (lookback_windows below), so a tile far from the nearest inclusive prefix walks back faster.
 // MIN_BLOCKS: __launch_bounds__'s minimum blocks an SM (1: ptxas chooses the registers).
-// QUICK_FIRST 1 (issue 30 part 5b, after the counters at 2^24 and 10000019): the look-back reads
-// its first window at once and sleeps FIRST_NS only when that read does not end it (a predecessor
-// unpublished, or no inclusive prefix among the 32), then reads the same window again; a tile
-// whose nearest predecessors are done skips the sleep. SLEEP_FROM > 0: tiles below it (the first
-// wave: every resident block started together, so a sleep only delays the whole wave's chain)
-// never sleep before their first read. Both 0: lookback_epoch as before.
 // REREAD 1: the thread's ITEMS values are read from the stage twice (once to sum them, once to
 // scan them in place after the block's scan) instead of held in ITEMS registers, so that tiles of
 // 28 or 36 items fit 32 or 40 registers without spilling (local memory would go to L2: with
@@ -52,12 +46,6 @@
 #endif
 #ifndef WINDOWS
 #define WINDOWS 1
-#endif
-#ifndef QUICK_FIRST
-#define QUICK_FIRST 0
-#endif
-#ifndef SLEEP_FROM
-#define SLEEP_FROM 0
 #endif
 #ifndef REREAD
 #define REREAD 0
@@ -147,62 +135,6 @@ __device__ __forceinline__ T lookback_windows(unsigned long long* status, unsign
         if (stop_w < WINDOWS) // uniform: ballots
             break;
         end -= 32 * WINDOWS;
-    }
-    if (lane == 0)
-        vs[tile] = pack_epoch(epoch, FLAG_P, prefix + aggregate);
-    return prefix;
-}
-
-// lookback_epoch (scan.cu, one window of 32) whose first sleep depends on the tile and on its
-// first read (QUICK_FIRST, SLEEP_FROM above). Every condition is uniform over the warp (the tile,
-// ballots), so the warp's shuffles and ballots stay converged.
-__device__ __forceinline__ T lookback_adaptive(unsigned long long* status, unsigned tile, unsigned long long epoch, T aggregate)
-{
-    const int lane = threadIdx.x & 31;
-    volatile unsigned long long* vs = status;
-    if (tile == 0) {
-        if (lane == 0)
-            vs[0] = pack_epoch(epoch, FLAG_P, aggregate);
-        return (T)0;
-    }
-    if (lane == 0)
-        vs[tile] = pack_epoch(epoch, FLAG_A, aggregate);
-    bool first_sleep_due = FIRST_NS > 0 && (long long)tile >= (long long)SLEEP_FROM;
-    if (first_sleep_due && !QUICK_FIRST) {
-        __nanosleep(FIRST_NS);
-        first_sleep_due = false;
-    }
-    T prefix = (T)0;
-    long long end = (long long)tile - 1; // lane l reads tile end - l
-    while (true) {
-        const long long idx = end - lane;
-        unsigned long long s;
-        bool again = false;
-        do { // wait until the whole window has published in this run (tiles before 0 read as P, 0)
-            if (again) {
-                if (first_sleep_due) { // QUICK_FIRST: the first read found a predecessor unpublished
-                    __nanosleep(FIRST_NS);
-                    first_sleep_due = false;
-                } else if (POLL_NS > 0) {
-                    __nanosleep(POLL_NS);
-                }
-            }
-            again = true;
-            s = idx >= 0 ? vs[idx] : pack_epoch(epoch, FLAG_P, (T)0);
-        } while (__any_sync(FULL_MASK, (s >> EPOCH_SHIFT) != epoch));
-        const unsigned pmask = __ballot_sync(FULL_MASK, ((s >> 32) & 3ull) == FLAG_P);
-        if (!pmask && first_sleep_due) { // QUICK_FIRST: no inclusive prefix yet; sleep, then read this window again
-            __nanosleep(FIRST_NS);
-            first_sleep_due = false;
-            continue;
-        }
-        first_sleep_due = false; // the walk goes on without sleeping, as lookback_epoch's
-        const int stop = pmask ? __ffs(pmask) - 1 : 31;
-        T val = lane <= stop ? from_bits((unsigned)(s & 0xffffffffull)) : (T)0;
-        prefix += warp_sum(val);
-        if (pmask) // uniform: a ballot
-            break;
-        end -= 32;
     }
     if (lane == 0)
         vs[tile] = pack_epoch(epoch, FLAG_P, prefix + aggregate);
@@ -314,9 +246,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
         if (threadIdx.x == 0) // one 64-bit division a block, in one thread; a run adds gridDim.x tickets
             epoch = (my_ticket / gridDim.x) % EPOCHS + 1;
         epoch = __shfl_sync(FULL_MASK, epoch, 0);
-        const T prefix = WINDOWS > 1                     ? lookback_windows(status, tile, epoch, total)
-                         : (QUICK_FIRST || SLEEP_FROM > 0) ? lookback_adaptive(status, tile, epoch, total)
-                                                           : lookback_epoch<FIRST_NS, POLL_NS>(status, tile, epoch, total);
+        const T prefix = WINDOWS > 1 ? lookback_windows(status, tile, epoch, total) : lookback_epoch<FIRST_NS, POLL_NS>(status, tile, epoch, total);
         if (threadIdx.x == 0)
             prefix_sh = prefix;
     }
