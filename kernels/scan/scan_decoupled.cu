@@ -30,6 +30,10 @@
 // WINDOWS > 1: the look-back reads WINDOWS windows of 32 predecessors a round trip instead of one
 // (lookback_windows below), so a tile far from the nearest inclusive prefix walks back faster.
 // MIN_BLOCKS: __launch_bounds__'s minimum blocks an SM (1: ptxas chooses the registers).
+// REREAD 1: the thread's ITEMS values are read from the stage twice (once to sum them, once to
+// scan them in place after the block's scan) instead of held in ITEMS registers, so that tiles of
+// 28 or 36 items fit 32 or 40 registers without spilling (local memory would go to L2: with
+// 200 KB of shared memory an SM, L1 keeps little). Inclusive scans only.
 
 #ifndef FIRST_NS
 #define FIRST_NS 0
@@ -42,6 +46,12 @@
 #endif
 #ifndef WINDOWS
 #define WINDOWS 1
+#endif
+#ifndef REREAD
+#define REREAD 0
+#endif
+#if REREAD && EXCLUSIVE
+#error REREAD writes the inclusive scan only
 #endif
 #ifndef BULK_LOAD
 #define BULK_LOAD 0
@@ -131,6 +141,35 @@ __device__ __forceinline__ T lookback_windows(unsigned long long* status, unsign
     return prefix;
 }
 
+// REREAD: the sum of the thread's ITEMS consecutive elements of the stage (blocked), and their
+// inclusive scan plus `add` written in place. A thread touches only its own vectors, so the block
+// scan between the two needs no further barrier.
+__device__ __forceinline__ T stage_sum_blocked(const T4* stage)
+{
+    T sum = (T)0;
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        const T4 q = stage[stage_at<DEC_PAD>(threadIdx.x * (ITEMS / 4) + k)];
+        sum += q.x + q.y + q.z + q.w;
+    }
+    return sum;
+}
+
+__device__ __forceinline__ void stage_scan_blocked(T4* stage, T add)
+{
+#pragma unroll
+    for (int k = 0; k < ITEMS / 4; ++k) {
+        T4& at = stage[stage_at<DEC_PAD>(threadIdx.x * (ITEMS / 4) + k)];
+        T4 q = at;
+        q.x += add;
+        q.y += q.x;
+        q.z += q.y;
+        q.w += q.z;
+        at = q;
+        add = q.w;
+    }
+}
+
 // The tile into the stage: one bulk copy issued by thread 0 (BULK_LOAD, whole tiles), else
 // warp-striped int4 loads. Thread 0 takes the run's ticket right after starting the copy.
 __device__ __forceinline__ void load_tile(const T* __restrict__ x, long long tile_first, int n, T4* stage, unsigned long long* full,
@@ -191,12 +230,17 @@ extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
     const long long tile_first = (long long)tile * TILE;
     unsigned long long my_ticket = 0; // its value is first used by the look-back: the atomic overlaps the load
     load_tile(x, tile_first, n, stage, &full, ticket, my_ticket);
-    T v[ITEMS];
-    stage_read_blocked<DEC_PAD>(stage, v);
-    T run = thread_scan<EXCLUSIVE != 0>(v);
     T total;
-    T excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage above before the writes below
-    stage_write_blocked<DEC_PAD>(stage, v, excl);                  // the tile's own scan, before the look-back
+    if (REREAD) {
+        const T excl = block_exclusive_scan<BLOCK>(stage_sum_blocked(stage), warp_sh, &total);
+        stage_scan_blocked(stage, excl); // the tile's own scan, before the look-back
+    } else {
+        T v[ITEMS];
+        stage_read_blocked<DEC_PAD>(stage, v);
+        T run = thread_scan<EXCLUSIVE != 0>(v);
+        T excl = block_exclusive_scan<BLOCK>(run, warp_sh, &total); // its barriers order the reads of stage above before the writes below
+        stage_write_blocked<DEC_PAD>(stage, v, excl);                  // the tile's own scan, before the look-back
+    }
     if (threadIdx.x < 32) { // all of warp 0, no barrier inside
         unsigned long long epoch = 0;
         if (threadIdx.x == 0) // one 64-bit division a block, in one thread; a run adds gridDim.x tickets
