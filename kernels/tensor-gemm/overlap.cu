@@ -115,16 +115,33 @@ __device__ __forceinline__ void ov_produce(const TileOrder& order, int tiles, in
   }
 }
 
+// A consumer's row and column origin of tile `tile` (rows 64c .. 64c + 63 of the block's 128).
+__device__ __forceinline__ void ov_origin(const TileOrder& order, int tile, int rm, int c, int& row0, int& col0) {
+  int super_row, col;
+  order.at(tile, super_row, col);
+  row0 = (super_row * OV_CLUSTER + rm) * S_BM + 64 * c;
+  col0 = col * S_BN;
+}
+
 // Consumer warpgroup c: rows 64c .. 64c + 63 of each tile, the keep-one mainloop (the previous
 // k-tile's slot freed once this one's wgmmas are issued), the previous tile's epilogue passes
 // after the first PASSES k-tiles' wgmmas are issued. `buffer`: this consumer's output buffer.
-template <typename T, typename OutT, int STAGES, int PASSES>
-__device__ __forceinline__ void ov_consume(const TileOrder& order, int tiles, int k_tiles, int cluster, int clusters,
-                                           int rm, const T* sA, const T* sB, unsigned char* buffer,
-                                           unsigned long long* full, unsigned long long* empty,
-                                           const CUtensorMap* mapC, int c, int t) {
-  const int named_barrier = 2 + c;
-  for (int st = 0; st < STAGES; ++st) free_slot<OV_CLUSTER>(&empty[st], t);
+// LEAN: less work between a tile's last wgmma and the next tile's first, where the tensor pipe
+// waits: the first wgmma of a tile overwrites the accumulators (scale-d 0) instead of adding to
+// zeroed ones (128 register moves a thread), and the next tile's origin is computed under the
+// first k-tile's wgmmas instead of after the last's. The first k-tile is its own copy of the
+// loop body, so that each copy's four wgmmas form one straight run (where the two forms of the
+// issue met inside one body, ptxas added a dummy HGMMA.64x8x16 to every k-tile).
+template <typename T, typename OutT, int STAGES, int PASSES, bool LEAN>
+struct OvConsumer {
+  const TileOrder& order;
+  int tiles, k_tiles, clusters, rm, c, t;
+  const T* sA;
+  const T* sB;
+  unsigned char* buffer;
+  unsigned long long* full;
+  unsigned long long* empty;
+  const CUtensorMap* mapC;
   int slot = 0;
   unsigned phase = 0;
   float d[S_BN / 16][8];
@@ -132,59 +149,85 @@ __device__ __forceinline__ void ov_consume(const TileOrder& order, int tiles, in
   // The tile whose epilogue is pending (packed), and how many of its passes are stored.
   bool pending = false;
   int pending_row0 = 0, pending_col0 = 0, passes_done = 0;
-  for (int tile = cluster; tile < tiles; tile += clusters) {
-    int super_row, col;
-    order.at(tile, super_row, col);
-    const int row0 = (super_row * OV_CLUSTER + rm) * S_BM + 64 * c, col0 = col * S_BN;
-    zero(d);
-#pragma unroll 1
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      bar_wait(&full[slot], phase);
-      wgmma_fence();
+  // The origin of the tile being computed and of the next one.
+  int row0 = 0, col0 = 0, next_row0 = 0, next_col0 = 0;
+
+  // k-tile kt of tile `tile`: its wgmmas (FIRST_OVERWRITES: the first with scale-d 0), the slot
+  // before it freed, and under its wgmmas a pass of the pending epilogue (and, LEAN, the origin
+  // of the next tile).
+  template <bool FIRST_OVERWRITES>
+  __device__ __forceinline__ void k_tile(int tile, int kt) {
+    bar_wait(&full[slot], phase);
+    wgmma_fence();
+    const T* a = sA + slot * S_BM * BK + c * 64 * BK;
+    const T* b = sB + slot * S_BN * BK;
+    if constexpr (FIRST_OVERWRITES) {
+      wgmma_n256<0>(d, a, b);
+    } else {
+      wgmma_n256<1>(d, a, b);
+    }
 #pragma unroll
-      for (int k16 = 0; k16 < BK / 16; ++k16) {
-        wgmma_n256<1>(d, sA + slot * S_BM * BK + c * 64 * BK + k16 * 16, sB + slot * S_BN * BK + k16 * 16);
-      }
-      wgmma_commit();
-      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-      if (kt > 0) free_slot<OV_CLUSTER>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
-      if (++slot == STAGES) {
-        slot = 0;
-        phase ^= 1;
-      }
-      // This k-tile's wgmmas are in flight: store a pass of the previous tile meanwhile.
-      if (pending && kt < PASSES) {
-        store_pending_pass<PASSES>(kt, packed, buffer, mapC, pending_row0, pending_col0, named_barrier);
-        passes_done = kt + 1;
-      }
+    for (int k16 = 1; k16 < BK / 16; ++k16) wgmma_n256<1>(d, a + k16 * 16, b + k16 * 16);
+    wgmma_commit();
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    if (kt > 0) free_slot<OV_CLUSTER>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
+    if (++slot == STAGES) {
+      slot = 0;
+      phase ^= 1;
     }
-    wgmma_wait_all();
-    free_slot<OV_CLUSTER>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
-    // Fewer k-tiles than passes: the rest of the previous tile's epilogue before its registers go.
+    // This k-tile's wgmmas are in flight: store a pass of the previous tile meanwhile.
+    if (pending && kt < PASSES) {
+      store_pending_pass<PASSES>(kt, packed, buffer, mapC, pending_row0, pending_col0, 2 + c);
+      passes_done = kt + 1;
+    }
+    if (LEAN && kt == 0 && tile + clusters < tiles) ov_origin(order, tile + clusters, rm, c, next_row0, next_col0);
+  }
+
+  __device__ __forceinline__ void run(int cluster) {
+    for (int st = 0; st < STAGES; ++st) free_slot<OV_CLUSTER>(&empty[st], t);
+    if (cluster < tiles) ov_origin(order, cluster, rm, c, row0, col0);
+    for (int tile = cluster; tile < tiles; tile += clusters) {
+      // (LEAN with no k-tile at all, K = 0: C is zero, as without LEAN.)
+      if (!LEAN || k_tiles == 0) zero(d);
+      if (k_tiles > 0) k_tile<LEAN>(tile, 0);
+#pragma unroll 1
+      for (int kt = 1; kt < k_tiles; ++kt) k_tile<false>(tile, kt);
+      wgmma_wait_all();
+      free_slot<OV_CLUSTER>(&empty[slot == 0 ? STAGES - 1 : slot - 1], t);
+      // Fewer k-tiles than passes: the rest of the previous tile's epilogue before its registers go.
+      if (pending) {
+        for (int pass = passes_done; pass < PASSES; ++pass) {
+          store_pending_pass<PASSES>(pass, packed, buffer, mapC, pending_row0, pending_col0, 2 + c);
+        }
+      }
+      pack_tile<OutT>(d, packed);
+      pending = true;
+      pending_row0 = row0;
+      pending_col0 = col0;
+      passes_done = 0;
+      if ((!LEAN || k_tiles == 0) && tile + clusters < tiles) {
+        ov_origin(order, tile + clusters, rm, c, next_row0, next_col0);
+      }
+      row0 = next_row0;
+      col0 = next_col0;
+    }
     if (pending) {
-      for (int pass = passes_done; pass < PASSES; ++pass) {
-        store_pending_pass<PASSES>(pass, packed, buffer, mapC, pending_row0, pending_col0, named_barrier);
+      for (int pass = 0; pass < PASSES; ++pass) {
+        store_pending_pass<PASSES>(pass, packed, buffer, mapC, pending_row0, pending_col0, 2 + c);
       }
     }
-    pack_tile<OutT>(d, packed);
-    pending = true;
-    pending_row0 = row0;
-    pending_col0 = col0;
-    passes_done = 0;
+    // Shared memory must outlive the stores' reads of it.
+    if (t == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
   }
-  if (pending) {
-    for (int pass = 0; pass < PASSES; ++pass) {
-      store_pending_pass<PASSES>(pass, packed, buffer, mapC, pending_row0, pending_col0, named_barrier);
-    }
-  }
-  // Shared memory must outlive the stores' reads of it.
-  if (t == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-}
+};
 
 // The kernel: 384 threads (a producer warpgroup and two consumers), a persistent grid of 2-block
 // clusters (`SMS - SMS % 2` blocks), f16/bf16 C through mapC (64 x 64 boxes, 128B swizzle).
 // Dynamic shared memory: STAGES * 48 KiB + 2 * 32 KiB / PASSES + 1024 + 128 bytes.
-template <typename T, typename OutT, int STAGES, int PASSES>
+// LEAN: the consumers' LEAN form, and the producer warpgroup's three warps that issue nothing
+// exit at once (barrier.cluster.wait waits for the cluster's non-exited threads only) instead of
+// waiting out the kernel at the final cluster barrier.
+template <typename T, typename OutT, int STAGES, int PASSES, bool LEAN = false>
 __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
     ws_gemm_epilogue_overlap(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                              const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
@@ -221,12 +264,14 @@ __global__ void __launch_bounds__(128 * (S_CONSUMERS + 1), 1)
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
   if (wg == 0) {
     regs_dealloc<24>();
+    if (LEAN && t >= 32) return;
     if (t == 0) ov_produce<T, STAGES>(order, tiles, k_tiles, cluster, clusters, rank, sA, sB, full, empty, &mapA, &mapB);
   } else {
     regs_alloc<240>();
     const int c = wg - 1;
-    ov_consume<T, OutT, STAGES, PASSES>(order, tiles, k_tiles, cluster, clusters, rank, sA, sB,
-                                        sC + c * BUFFER_BYTES, full, empty, &mapC, c, t);
+    OvConsumer<T, OutT, STAGES, PASSES, LEAN> consumer{order, tiles, k_tiles, clusters, (int)rank, c, t, sA, sB,
+                                                       sC + c * BUFFER_BYTES, full, empty, &mapC};
+    consumer.run(cluster);
   }
   // No block leaves while another of its cluster may still arrive on its barriers.
   cluster_sync();
