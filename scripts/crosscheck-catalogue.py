@@ -6,7 +6,7 @@ Usage: scripts/crosscheck-catalogue.py RUN_DIR... [--top N] [--json OUT.json]
 
 Reads each run's passes' comparisons (`profile-N.crosscheck.json`, as `gpu-lab` writes them) and
 prints markdown: per suite, the values compared, equal, equal to ncu's printed rounding, and within
-1% or that rounding, and the largest difference;
+1% or that rounding, the launches whose durations agree within 1%, and the largest difference;
 per counter or metric name, over every suite, its largest difference; then the N largest
 differences of all (default 40). Jobs either profiler could not do are listed (`unmatched`).
 With --json, writes the per-suite and per-name summaries there too (small, for committing).
@@ -85,6 +85,12 @@ def counts(diffs, kind):
     )
 
 
+def durations(diffs):
+    """Launches whose `gpu__time_duration.sum` both profilers read, and how many agree within 1%."""
+    these = [d for d in diffs if d["kind"] == "counter" and d["name"] == "gpu__time_duration.sum"]
+    return len(these), sum(1 for d in these if d["relative"] <= WITHIN)
+
+
 def pct(x):
     return f"{100 * x:.2f}%"
 
@@ -125,6 +131,7 @@ def main(argv):
                 "jobs": len({d["job"].split(" #")[0] for d in diffs}),
                 "counters": c,
                 "metrics": m,
+                "durations": durations(diffs),
                 "largest": largest,
                 "unmatched": unmatched,
             }
@@ -134,15 +141,17 @@ def main(argv):
     print("# CUPTI against ncu over the catalogue, one shape a suite\n")
     print(f"- suites: {len(suites)}; jobs compared: {sum(s['jobs'] for s in suites)}")
     print(f"- counters: {c[0]} values compared, {c[1]} equal, {c[2]} equal to ncu's printed rounding, {c[3]} within 1% or that rounding")
-    print(f"- metrics: {m[0]} values compared, {m[1]} equal, {m[2]} equal to ncu's printed rounding, {m[3]} within 1% or that rounding\n")
-    print("| suite | jobs | counters: compared, equal, as printed, within 1% | metrics: compared, equal, as printed, within 1% | largest difference | not compared |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(f"- metrics: {m[0]} values compared, {m[1]} equal, {m[2]} equal to ncu's printed rounding, {m[3]} within 1% or that rounding")
+    dur = [sum(s["durations"][i] for s in suites) for i in range(2)]
+    print(f"- durations (`gpu__time_duration.sum`, launch by launch): {dur[1]} of {dur[0]} within 1%\n")
+    print("| suite | jobs | counters: compared, equal, as printed, within 1% | metrics: compared, equal, as printed, within 1% | durations within 1% | largest difference | not compared |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for s in suites:
         l = s["largest"]
         largest = "–" if l is None else f"{pct(l['relative'])} `{l['name']}` ({l['job']})"
         print(
             f"| {s['suite']} | {s['jobs']} | {', '.join(map(str, s['counters']))} | "
-            f"{', '.join(map(str, s['metrics']))} | {largest} | {len(s['unmatched'])} |"
+            f"{', '.join(map(str, s['metrics']))} | {s['durations'][1]} of {s['durations'][0]} | {largest} | {len(s['unmatched'])} |"
         )
     print("\n## The largest difference of each counter and metric\n")
     print("| difference | kind | name | suite | job | CUPTI | ncu |")
