@@ -8,8 +8,8 @@ use super::{CsvTable, ParseError, column_strs, parse_number, read_ncu_csv, unit_
 /// unit of the value's last printed digit, times the column's unit scale (`"0.94"` → 0.005,
 /// `"1024"` → 0.5). The smallest, so that no value is credited with more rounding than ncu gave
 /// any of them; a bare `0` says nothing (ncu prints an exact 0 so in a column of two decimals,
-/// where `0.00` is a rounded one), and a column of bare zeros, text or exponent forms has none. The details page (one row
-/// per metric) gives an empty map.
+/// where `0.00` is a rounded one), and a column of bare zeros, text or exponent forms has none.
+/// The details page (one row per metric) gives an empty map.
 pub fn printed_resolution(text: &str) -> Result<BTreeMap<String, f64>, ParseError> {
     let table = read_ncu_csv(text.to_string())?;
     if table.is_details() {
@@ -68,7 +68,7 @@ mod tests {
 \"1\",\"1\",\"p\",\"h\",\"k\",\"1\",\"7\",\"(32, 1, 1)\",\"(4, 1, 1)\",\"0\",\"9.0\",\"0\",\"2,048\",\"7.25\",\"64\",\"PolicySpread\"\n";
 
     #[test]
-    fn each_column_gets_half_its_coarsest_printed_digit_in_base_units() {
+    fn each_column_gets_half_its_finest_printed_digit_in_base_units() {
         let r = printed_resolution(PAGE).unwrap();
         // "0.02" and "0": an exact zero is printed without decimals, so "0.02" decides.
         assert!((r["a.ratio"] - 0.005).abs() < 1e-15);

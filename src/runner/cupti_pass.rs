@@ -194,7 +194,7 @@ impl Batch<'_> {
             Some(Err(why)) => {
                 // Said in the pass's log; each job's numbers still come, one job a pass.
                 eprintln!(
-                    "note: {} jobs could not share their passes ({why}); each collected alone",
+                    "note: the pass of {} job(s) with the flush as a range failed ({why}); each collected alone",
                     self.jobs.len()
                 );
                 self.collect_alone(session, bufs)
