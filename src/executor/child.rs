@@ -104,6 +104,15 @@ impl ChildExecutor {
         c
     }
 
+    /// The child of its own that does what `request` asks the serving child
+    /// (`--child-per-job`'s way).
+    fn own_child(&self, request: &Request) -> Command {
+        let (subcommand, args) = protocol::own_child(request);
+        let mut cmd = self.child(subcommand);
+        cmd.args(args);
+        cmd
+    }
+
     /// Runs a child to its end and reads the JSON it wrote to `out`.
     fn run_child<T: serde::de::DeserializeOwned>(
         &self,
@@ -141,10 +150,7 @@ impl ChildExecutor {
         out: &Path,
     ) -> Result<T, Failure> {
         if self.child_per_job {
-            let (subcommand, args) = protocol::own_child(&request);
-            let mut cmd = self.child(subcommand);
-            cmd.args(args);
-            return self.run_child(ctx, cmd, log, out);
+            return self.run_child(ctx, self.own_child(&request), log, out);
         }
         self.ask(ctx, &request, log, ctx.timeout)?;
         // The served request's log is written only where it failed.

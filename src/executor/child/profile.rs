@@ -12,11 +12,8 @@ impl ChildExecutor {
     ) -> Result<(), String> {
         let request = Request::CuptiPass(files.request);
         if self.child_per_job {
-            let (subcommand, args) = protocol::own_child(&request);
-            let mut cmd = self.child(subcommand);
-            cmd.args(args);
             let log = process::Output::Log(files.log.to_path_buf());
-            return process::run(&mut cmd, &log, Some(files.timeout))
+            return process::run(&mut self.own_child(&request), &log, Some(files.timeout))
                 .and_then(|f| f.success())
                 .map(|_| ())
                 .map_err(|e| e.to_string());
