@@ -50,10 +50,22 @@ impl Difference {
 
 /// ncu's printed rounding of one job's values, in base units: each counter's from its page
 /// (`parse::resolution`), each metric's propagated from its counters' (`executor::cupti`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PrintedRounding {
-    pub counters: BTreeMap<String, f64>,
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrintedRounding<'a> {
+    /// The page's, shared by every job of the pass.
+    pub counters: &'a BTreeMap<String, f64>,
     pub metrics: BTreeMap<String, f64>,
+}
+
+impl Default for PrintedRounding<'_> {
+    /// No rounding known: values compare exactly.
+    fn default() -> Self {
+        static NONE: BTreeMap<String, f64> = BTreeMap::new();
+        PrintedRounding {
+            counters: &NONE,
+            metrics: BTreeMap::new(),
+        }
+    }
 }
 
 /// How many values of one kind agree, and how closely.
@@ -367,8 +379,9 @@ mod tests {
         // ncu printed 0.94 and 0.01 (two decimals); CUPTI read 0.9449, which prints as 0.94, and
         // 0.0163, which does not.
         let counters = vec!["pct".to_string(), "ratio".to_string(), "count".to_string()];
+        let printed = [("pct".to_string(), 0.005), ("ratio".to_string(), 0.005)].into();
         let rounding = PrintedRounding {
-            counters: [("pct".to_string(), 0.005), ("ratio".to_string(), 0.005)].into(),
+            counters: &printed,
             metrics: BTreeMap::new(),
         };
         let c = [row(&[("pct", 0.9449), ("ratio", 0.0163), ("count", 101.0)])];

@@ -134,7 +134,7 @@ pub fn crosscheck(
                 let ncu_record = profile_record(job, defs, &n, None);
                 let rounding = PrintedRounding {
                     metrics: metric_rounding(job, defs, &n, &ncu_record, &printed),
-                    counters: printed.clone(),
+                    counters: &printed,
                 };
                 check.add_job(
                     &compared,
